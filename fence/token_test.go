@@ -1,0 +1,138 @@
+package fence_test
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/fencekit/fencekit/fence"
+)
+
+func TestParseToken(t *testing.T) {
+	good := []struct {
+		in   string
+		want fence.Token
+	}{
+		{"0", 0},
+		{"1", 1},
+		{"34", 34},
+		{"0034", 34},
+		{"9223372036854775807", fence.MaxToken},
+	}
+	for _, tc := range good {
+		got, err := fence.ParseToken(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("ParseToken(%q) = %d, %v; want %d, nil", tc.in, got, err, tc.want)
+		}
+	}
+
+	bad := []struct {
+		in, mention string
+	}{
+		{"", "empty"},
+		{"-1", "negative"},
+		{"+1", "sign"},
+		{" 1", "non-digit"},
+		{"1 ", "non-digit"},
+		{"12a", "non-digit at byte 2"},
+		{"0x10", "non-digit"},
+		{"1.5", "non-digit"},
+		{"١٢", "non-digit"}, // Arabic-Indic digits are not decimal ASCII
+		{"9223372036854775808", "above the maximum"},
+		{"18446744073709551615", "above the maximum"},
+		{"99999999999999999999999", "above the maximum"},
+		{strings.Repeat("1", 65), "longer than any token"},
+	}
+	for _, tc := range bad {
+		got, err := fence.ParseToken(tc.in)
+		if err == nil {
+			t.Errorf("ParseToken(%q) = %d, nil; want an error", tc.in, got)
+			continue
+		}
+		if !errors.Is(err, fence.ErrInvalidToken) {
+			t.Errorf("ParseToken(%q) error %v does not wrap ErrInvalidToken", tc.in, err)
+		}
+		if !strings.Contains(err.Error(), tc.mention) {
+			t.Errorf("ParseToken(%q) error %q does not say %q", tc.in, err, tc.mention)
+		}
+		if got != 0 {
+			t.Errorf("ParseToken(%q) returned token %d with its error", tc.in, got)
+		}
+	}
+}
+
+func TestTokenStringRoundTrip(t *testing.T) {
+	for _, tok := range []fence.Token{0, 1, 33, 34, 1 << 40, fence.MaxToken} {
+		s := tok.String()
+		if s != strconv.FormatUint(uint64(tok), 10) {
+			t.Errorf("Token(%d).String() = %q", uint64(tok), s)
+		}
+		back, err := fence.ParseToken(s)
+		if err != nil || back != tok {
+			t.Errorf("ParseToken(%q) = %d, %v; want %d", s, back, err, tok)
+		}
+	}
+}
+
+func TestTokenValidate(t *testing.T) {
+	for _, tok := range []fence.Token{1, 34, fence.MaxToken} {
+		if err := tok.Validate(); err != nil {
+			t.Errorf("Token(%d).Validate() = %v, want nil", uint64(tok), err)
+		}
+	}
+	for _, tc := range []struct {
+		tok     fence.Token
+		mention string
+	}{
+		{0, "zero"},
+		{fence.MaxToken + 1, "above the maximum"},
+		{^fence.Token(0), "above the maximum"},
+	} {
+		err := tc.tok.Validate()
+		if !errors.Is(err, fence.ErrInvalidToken) || !strings.Contains(err.Error(), tc.mention) {
+			t.Errorf("Token(%d).Validate() = %v; want ErrInvalidToken mentioning %q", uint64(tc.tok), err, tc.mention)
+		}
+	}
+}
+
+// FuzzParseToken checks that the parser never panics, accepts exactly the
+// decimal ASCII strings up to MaxToken, and round-trips what it accepts.
+func FuzzParseToken(f *testing.F) {
+	for _, s := range []string{"", "0", "1", "34", "-1", "+1", "0x1f", "9223372036854775807",
+		"9223372036854775808", "18446744073709551616", " 7", "7\n", "٣"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		tok, err := fence.ParseToken(s)
+		allDigits := s != "" && strings.Trim(s, "0123456789") == ""
+		if err != nil {
+			if !errors.Is(err, fence.ErrInvalidToken) {
+				t.Fatalf("ParseToken(%q): error %v does not wrap ErrInvalidToken", s, err)
+			}
+			if tok != 0 {
+				t.Fatalf("ParseToken(%q): token %d returned with an error", s, tok)
+			}
+			if allDigits && len(s) <= 19 {
+				if u, perr := strconv.ParseUint(s, 10, 64); perr == nil && u <= uint64(fence.MaxToken) {
+					t.Fatalf("ParseToken(%q) refused a valid token: %v", s, err)
+				}
+			}
+			return
+		}
+		if !allDigits {
+			t.Fatalf("ParseToken(%q) = %d accepted a non-decimal string", s, tok)
+		}
+		if tok > fence.MaxToken {
+			t.Fatalf("ParseToken(%q) = %d above MaxToken", s, tok)
+		}
+		u, perr := strconv.ParseUint(s, 10, 64)
+		if perr != nil || fence.Token(u) != tok {
+			t.Fatalf("ParseToken(%q) = %d, strconv says %d (%v)", s, tok, u, perr)
+		}
+		back, err := fence.ParseToken(tok.String())
+		if err != nil || back != tok {
+			t.Fatalf("round trip of %d through %q gave %d, %v", tok, tok.String(), back, err)
+		}
+	})
+}
