@@ -1,0 +1,169 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// PostgresEnv is one test's own namespace on the PostgreSQL server.
+type PostgresEnv struct {
+	// URL connects to the test's database with search_path set to Schema,
+	// so unqualified names (and golang-migrate's table) land in it.
+	URL string
+	// Schema is the test's schema ("public" for [PostgresDatabase]).
+	Schema string
+	// Database is the database URL points to.
+	Database string
+	// Pool is a pool on URL, closed at cleanup.
+	Pool *pgxpool.Pool
+}
+
+var pgServer resolved
+
+// postgresBase returns the server's base URL, or ends the test.
+func postgresBase(tb testing.TB) string {
+	tb.Helper()
+	pgServer.once.Do(func() {
+		u, set := getenv(EnvPostgresURL, DefaultPostgresURL)
+		pgServer.where, pgServer.err = u, pingPostgres(u)
+		if pgServer.err != nil && !set {
+			if cu, cerr := containerPostgres(); cerr == nil {
+				pgServer.where, pgServer.err = cu, nil
+			}
+		}
+	})
+	if pgServer.err != nil {
+		unavailable(tb, "PostgreSQL", redactURL(pgServer.where), EnvPostgresURL, pgServer.err)
+	}
+	return pgServer.where
+}
+
+// Postgres returns a fresh schema on the PostgreSQL server found through
+// FENCEKIT_POSTGRES_URL, dropped with everything in it at cleanup.
+func Postgres(tb testing.TB) *PostgresEnv {
+	tb.Helper()
+	base := postgresBase(tb)
+	schema := "fk_" + underscore(uniqueID(tb))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin(tb, ctx, base, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize())
+	env := &PostgresEnv{URL: withParam(tb, base, "search_path", schema), Schema: schema}
+	env.Database = dbName(tb, base)
+	env.Pool = newPool(tb, ctx, env.URL)
+	tb.Cleanup(func() {
+		env.Pool.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		admin(tb, ctx, base, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+	})
+	return env
+}
+
+// PostgresDatabase returns a fresh database on the server, dropped at
+// cleanup (terminating any connection still open to it). It costs more than
+// [Postgres]; use it for tests of whole-database behaviour such as migrations.
+func PostgresDatabase(tb testing.TB) *PostgresEnv {
+	tb.Helper()
+	base := postgresBase(tb)
+	db := "fk_" + underscore(uniqueID(tb))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin(tb, ctx, base, "CREATE DATABASE "+pgx.Identifier{db}.Sanitize())
+	u, err := url.Parse(base)
+	if err != nil {
+		tb.Fatalf("testenv: parse %s: %v", EnvPostgresURL, err)
+	}
+	u.Path = "/" + db
+	env := &PostgresEnv{URL: u.String(), Schema: "public", Database: db}
+	env.Pool = newPool(tb, ctx, env.URL)
+	tb.Cleanup(func() {
+		env.Pool.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		admin(tb, ctx, base, "DROP DATABASE IF EXISTS "+pgx.Identifier{db}.Sanitize()+" WITH (FORCE)")
+	})
+	return env
+}
+
+func newPool(tb testing.TB, ctx context.Context, connURL string) *pgxpool.Pool {
+	tb.Helper()
+	pool, err := pgxpool.New(ctx, connURL)
+	if err != nil {
+		tb.Fatalf("testenv: open pool: %v", err)
+	}
+	return pool
+}
+
+// admin runs one statement on a short-lived connection to the base URL.
+func admin(tb testing.TB, ctx context.Context, base, sql string) {
+	tb.Helper()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		tb.Fatalf("testenv: connect to PostgreSQL: %v", err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		tb.Fatalf("testenv: %s: %v", sql, err)
+	}
+}
+
+func pingPostgres(connURL string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+	defer cancel()
+	cfg, err := pgx.ParseConfig(connURL)
+	if err != nil {
+		return fmt.Errorf("parse URL: %w", err)
+	}
+	cfg.ConnectTimeout = dialTimeout
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	return conn.Ping(ctx)
+}
+
+func withParam(tb testing.TB, base, key, value string) string {
+	tb.Helper()
+	u, err := url.Parse(base)
+	if err != nil {
+		tb.Fatalf("testenv: parse %s: %v", EnvPostgresURL, err)
+	}
+	q := u.Query()
+	q.Set(key, value)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func dbName(tb testing.TB, base string) string {
+	cfg, err := pgx.ParseConfig(base)
+	if err != nil {
+		tb.Fatalf("testenv: parse %s: %v", EnvPostgresURL, err)
+	}
+	return cfg.Database
+}
+
+// redactURL hides a password in a URL for messages.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return s
+	}
+	return u.Redacted()
+}
+
+func underscore(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c == '-' {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,207 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Server is a server process the harness started on a loopback port. A test
+// may stop, kill, pause and start it again: it comes back on the same port
+// with the same data directory. It is killed at the test's cleanup and, as a
+// last resort, when the test binary dies (Pdeathsig).
+type Server struct {
+	Name string // program name, for messages
+	Addr string // 127.0.0.1:port
+	Port int
+	Dir  string // data directory, kept across restarts
+
+	bin   string
+	args  []string
+	ready func(context.Context) error
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// startTimeout bounds how long a server may take to become ready.
+const startTimeout = 20 * time.Second
+
+// Start starts the process and waits until it is ready. Starting a running
+// server is an error.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return fmt.Errorf("testenv: %s on %s is already running", s.Name, s.Addr)
+	}
+	logf, err := os.OpenFile(filepath.Join(s.Dir, s.Name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("testenv: %s log: %w", s.Name, err)
+	}
+	cmd := exec.Command(s.bin, s.args...)
+	cmd.Dir = s.Dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("testenv: start %s: %w", s.Name, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		logf.Close()
+		close(exited)
+	}()
+	s.cmd, s.exited = cmd, exited
+
+	rctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	for {
+		err := s.ready(rctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			s.cmd = nil
+			return fmt.Errorf("testenv: %s exited while starting on %s: %v\n%s", s.Name, s.Addr, err, s.logTail())
+		case <-rctx.Done():
+			s.killLocked()
+			return fmt.Errorf("testenv: %s on %s not ready after %v: %v\n%s", s.Name, s.Addr, startTimeout, err, s.logTail())
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+}
+
+// Stop ends the process gracefully (SIGTERM), killing it after 10 s.
+func (s *Server) Stop() error { return s.end(syscall.SIGTERM) }
+
+// Kill ends the process with SIGKILL and waits for it.
+func (s *Server) Kill() error { return s.end(syscall.SIGKILL) }
+
+// Restart stops the process and starts it again on the same port.
+func (s *Server) Restart(ctx context.Context) error {
+	if err := s.Stop(); err != nil {
+		return err
+	}
+	return s.Start(ctx)
+}
+
+// Pause stops the process with SIGSTOP: it keeps its sockets but answers
+// nothing until [Server.Resume].
+func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused process with SIGCONT.
+func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
+
+// Running reports whether the process is running (paused counts).
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd != nil
+}
+
+func (s *Server) signal(sig syscall.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return fmt.Errorf("testenv: %s on %s is not running", s.Name, s.Addr)
+	}
+	return s.cmd.Process.Signal(sig)
+}
+
+func (s *Server) end(sig syscall.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return nil
+	}
+	s.cmd.Process.Signal(syscall.SIGCONT) // a paused process cannot handle SIGTERM
+	s.cmd.Process.Signal(sig)
+	select {
+	case <-s.exited:
+	case <-time.After(10 * time.Second):
+		s.killLocked()
+		return nil
+	}
+	s.cmd = nil
+	return nil
+}
+
+func (s *Server) killLocked() {
+	if s.cmd == nil {
+		return
+	}
+	s.cmd.Process.Kill()
+	<-s.exited
+	s.cmd = nil
+}
+
+// logTail returns the end of the server's log, for error messages.
+func (s *Server) logTail() string {
+	b, _ := os.ReadFile(filepath.Join(s.Dir, s.Name+".log"))
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+// newServer prepares (but does not start) a server on port with data in dir.
+func newServer(name, bin string, port int, dir string, args []string) *Server {
+	return &Server{Name: name, Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir, bin: bin, args: args}
+}
+
+// RedisServer is a private redis-server for fault tests.
+type RedisServer struct{ *Server }
+
+// StartRedisServer starts a private redis-server on a free loopback port with
+// no persistence (so a restart loses every key, as the machine's own Redis
+// does) and the given extra arguments, e.g. "--replicaof", "127.0.0.1",
+// "6380" or "--cluster-enabled", "yes". It is killed at cleanup.
+func StartRedisServer(tb testing.TB, extra ...string) *RedisServer {
+	tb.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		tb.Fatalf("testenv: redis-server is not installed (%v); install Debian's redis-server package", err)
+	}
+	port, dir := FreePort(tb), tb.TempDir()
+	s := newServer("redis-server", bin, port, dir, append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no"}, extra...))
+	s.ready = func(ctx context.Context) error { return pingRedisCtx(ctx, s.Addr) }
+	if err := s.Start(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Kill() })
+	return &RedisServer{s}
+}
+
+// Client returns a client of the server, closed at cleanup. It does not retry
+// failed commands, so a test sees each fault as it happens.
+func (s *RedisServer) Client(tb testing.TB) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: time.Second,
+		ReadTimeout: time.Second, WriteTimeout: time.Second})
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+func pingRedisCtx(ctx context.Context, addr string) error {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1, DialTimeout: time.Second})
+	defer c.Close()
+	err := c.Ping(ctx).Err()
+	if err != nil && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("PING timed out: %w", err)
+	}
+	return err
+}
