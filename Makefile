@@ -1,0 +1,51 @@
+# fencekit: make demo | make test | make bench | make fuzz | make tools
+GO        ?= go
+GOBIN     := $(shell $(GO) env GOPATH)/bin
+VERSITYGW_VERSION := v1.8.0
+VERSITYGW := $(GOBIN)/versitygw
+FUZZTIME  ?= 30s
+TESTFLAGS ?=
+
+# The test harness finds the versitygw that `make tools` installed here.
+export FENCEKIT_VERSITYGW ?= $(VERSITYGW)
+
+.PHONY: demo tools test vet fmt-check bench fuzz timeline
+
+## demo: the simulator replays Kleppmann's GC-pause scenario with and without fencing (no servers needed)
+demo:
+	$(GO) run ./cmd/fencesim
+
+## tools: install versitygw $(VERSITYGW_VERSION) (the S3 server the tests start) unless that version is installed
+tools:
+	@if $(GO) version -m $(VERSITYGW) 2>/dev/null | grep -Eq 'mod[[:space:]]+github.com/versity/versitygw[[:space:]]+$(VERSITYGW_VERSION)([[:space:]]|$$)'; then \
+		echo "versitygw $(VERSITYGW_VERSION) already installed at $(VERSITYGW)"; \
+	else \
+		echo "installing versitygw $(VERSITYGW_VERSION) (a few minutes the first time)"; \
+		$(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION); \
+	fi
+
+## test: vet, gofmt check, and every test with the race detector against real servers
+test: tools vet fmt-check
+	FENCEKIT_REQUIRE_SERVERS=1 $(GO) test -race -timeout 20m $(TESTFLAGS) ./...
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+## bench: the packages' own benchmarks, then the peer comparison in bench/ (see docs/performance.md)
+bench: tools
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+	@if [ -x bench/run.sh ]; then bash bench/run.sh; fi
+
+## fuzz: every fuzz target in the module, FUZZTIME each (default 30s)
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+		dir=$$($(GO) list -f '{{.Dir}}' $$pkg); \
+		for f in $$(cat $$dir/*_test.go 2>/dev/null | sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p'); do \
+			echo "== $$pkg $$f ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
