@@ -1,0 +1,195 @@
+package sqlfence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fencekit/fencekit/fence"
+)
+
+// TxBeginner starts a transaction. It is satisfied by *pgx.Conn,
+// *pgxpool.Pool and pgx.Tx (whose Begin starts a savepoint, a nested
+// transaction).
+type TxBeginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// Querier runs one statement returning at most one row. It is satisfied by
+// *pgx.Conn, *pgxpool.Pool and pgx.Tx. On a connection or pool outside a
+// transaction, each statement is its own transaction (autocommit).
+type Querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// txOptionsBeginner is the part of *pgx.Conn and *pgxpool.Pool that can set
+// an isolation level; pgx.Tx lacks it (a savepoint inherits its
+// transaction's level).
+type txOptionsBeginner interface {
+	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
+}
+
+var (
+	_ TxBeginner        = (*pgx.Conn)(nil)
+	_ TxBeginner        = (*pgxpool.Pool)(nil)
+	_ TxBeginner        = (pgx.Tx)(nil)
+	_ Querier           = (*pgx.Conn)(nil)
+	_ Querier           = (*pgxpool.Pool)(nil)
+	_ Querier           = (pgx.Tx)(nil)
+	_ txOptionsBeginner = (*pgx.Conn)(nil)
+	_ txOptionsBeginner = (*pgxpool.Pool)(nil)
+)
+
+// ErrNilDB is returned (wrapped) when the database handle is nil.
+var ErrNilDB = errors.New("sqlfence: nil database handle")
+
+// claimSQL claims resource's guard row for token $2 in one statement. The
+// CTE either returns the claimed row (claimed = true) or, when the row holds
+// a newer token and the WHERE refused the update, the row as this
+// statement's snapshot saw it (claimed = false), so a stale claim learns the
+// current token in the same round trip. ON CONFLICT locks the conflicting row
+// even when its WHERE is false, so the row cannot change until this
+// transaction ends.
+const claimSQL = `WITH claimed AS (
+	INSERT INTO fencekit_tokens AS t (resource, token) VALUES ($1, $2)
+	ON CONFLICT (resource) DO UPDATE SET token = EXCLUDED.token, updated_at = now()
+	WHERE t.token <= EXCLUDED.token
+	RETURNING t.token
+)
+SELECT true, token FROM claimed
+UNION ALL
+SELECT false, token FROM fencekit_tokens WHERE resource = $1 AND NOT EXISTS (SELECT 1 FROM claimed)`
+
+// currentSQL reads resource's guard token with a fresh snapshot.
+const currentSQL = `SELECT token FROM fencekit_tokens WHERE resource = $1`
+
+// Claim claims resource's guard row for tok inside the caller's own
+// transaction tx: afterwards no transaction presenting a smaller token can
+// claim it, and a newer holder's claim waits on the row lock until tx ends.
+// Do the fenced writes in tx after Claim returns nil, then commit.
+//
+// Claim costs one round trip (two in the rare race where a newer holder
+// committed while this claim waited on the row lock: the refusal is
+// re-read with a fresh snapshot so the error carries the real current token).
+//
+// Errors: a [*fence.StaleError] when a token greater than tok was already
+// accepted (tx should then be rolled back; Claim has changed nothing);
+// [fence.ErrInvalidToken] for a zero token or one above [fence.MaxToken];
+// [ErrNilDB]; an error for an empty resource; ctx's error; PostgreSQL's
+// error (for example a missing fencekit_tokens table: run [Migrate]).
+func Claim(ctx context.Context, tx pgx.Tx, resource string, tok fence.Token) error {
+	if err := checkArgs(ctx, tx, resource, tok); err != nil {
+		return err
+	}
+	return claim(ctx, tx, resource, tok)
+}
+
+// Fence claims resource's guard row for tok in a transaction of its own, a
+// single autocommitted statement on a connection or pool: call it right
+// after acquiring a lease, before writing anything, so that from then on
+// every older holder's [InTx] or [Claim] fails with a stale error even if it
+// never writes while the new holder does. On a pgx.Tx it is the same as
+// [Claim]: the claim becomes visible when that transaction commits.
+//
+// Fence costs one round trip (two in the rare refusal race described at
+// [Claim]). Errors are those of [Claim].
+func Fence(ctx context.Context, db Querier, resource string, tok fence.Token) error {
+	if err := checkArgs(ctx, db, resource, tok); err != nil {
+		return err
+	}
+	return claim(ctx, db, resource, tok)
+}
+
+// Current returns the newest token accepted for resource's guard row, or
+// zero when the resource was never claimed. One round trip.
+func Current(ctx context.Context, db Querier, resource string) (fence.Token, error) {
+	if isNil(db) {
+		return 0, fmt.Errorf("%w: Current(%q)", ErrNilDB, resource)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("sqlfence: current token of %q: %w", resource, err)
+	}
+	var cur int64
+	err := db.QueryRow(ctx, currentSQL, resource).Scan(&cur)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sqlfence: current token of %q: %w", resource, err)
+	}
+	return fence.Token(cur), nil
+}
+
+// claim runs claimSQL and turns a refusal into a *fence.StaleError.
+func claim(ctx context.Context, q Querier, resource string, tok fence.Token) error {
+	var claimed bool
+	var cur int64
+	err := q.QueryRow(ctx, claimSQL, resource, int64(tok)).Scan(&claimed, &cur)
+	switch {
+	case err == nil && claimed:
+		return nil
+	case err == nil && fence.IsStale(tok, fence.Token(cur)):
+		return &fence.StaleError{Resource: resource, Presented: tok, Current: fence.Token(cur)}
+	case err == nil, errors.Is(err, pgx.ErrNoRows):
+		// Refused, but the statement's snapshot predates the newer token
+		// (it was committed while the claim waited on the row lock, or the
+		// row was inserted then). The row is locked by this transaction
+		// now, or committed for good in autocommit: re-read it.
+		return staleFromReread(ctx, q, currentSQL, resource, tok)
+	default:
+		return fmt.Errorf("sqlfence: claim %q with token %s: %w", resource, tok, err)
+	}
+}
+
+// staleFromReread reads the current token with sql (one argument, key) and
+// returns the stale error it explains.
+func staleFromReread(ctx context.Context, q Querier, sql string, resource string, tok fence.Token, key ...any) error {
+	arg := any(resource)
+	if len(key) > 0 {
+		arg = key[0]
+	}
+	var cur int64
+	if err := q.QueryRow(ctx, sql, arg).Scan(&cur); err != nil {
+		return fmt.Errorf("sqlfence: %q refused token %s; reading the current token: %w", resource, tok, err)
+	}
+	if !fence.IsStale(tok, fence.Token(cur)) {
+		// Cannot happen while the row lock is held; say so rather than
+		// pretend the write was stale.
+		return fmt.Errorf("sqlfence: %q refused token %s but holds token %d; retry", resource, tok, cur)
+	}
+	return &fence.StaleError{Resource: resource, Presented: tok, Current: fence.Token(cur)}
+}
+
+// checkArgs validates what every call checks before sending anything.
+func checkArgs(ctx context.Context, db any, resource string, tok fence.Token) error {
+	if isNil(db) {
+		return fmt.Errorf("%w (resource %q)", ErrNilDB, resource)
+	}
+	if resource == "" {
+		return errors.New("sqlfence: empty resource name")
+	}
+	if err := tok.Validate(); err != nil {
+		return fmt.Errorf("sqlfence: resource %q: %w", resource, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sqlfence: resource %q: %w", resource, err)
+	}
+	return nil
+}
+
+// isNil reports whether v is nil or a nil pointer, map, func or interface
+// inside an interface (a nil *pgxpool.Pool passed as a TxBeginner).
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Interface, reflect.Slice, reflect.Chan:
+		return rv.IsNil()
+	}
+	return false
+}

@@ -1,0 +1,327 @@
+package sqlfence_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/sqlfence"
+)
+
+// writeData returns an InTx function that upserts value into data(k, v).
+func writeData(k, v string, called *int) func(pgx.Tx) error {
+	return func(tx pgx.Tx) error {
+		*called++
+		_, err := tx.Exec(context.Background(),
+			`INSERT INTO data (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`, k, v)
+		return err
+	}
+}
+
+func readData(t *testing.T, db sqlfence.Querier, k string) string {
+	t.Helper()
+	var v string
+	err := db.QueryRow(testCtx(t), `SELECT v FROM data WHERE k = $1`, k).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "<none>"
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func wantStale(t *testing.T, err error, resource string, presented, current fence.Token) {
+	t.Helper()
+	var se *fence.StaleError
+	if !errors.As(err, &se) || !errors.Is(err, fence.ErrStale) {
+		t.Fatalf("err = %v, want *fence.StaleError", err)
+	}
+	if se.Resource != resource || se.Presented != presented || se.Current != current {
+		t.Fatalf("stale error = %+v, want {%s %d %d}", *se, resource, presented, current)
+	}
+}
+
+func TestInTxStaleEqualNewer(t *testing.T) {
+	env := setup(t)
+	ctx := testCtx(t)
+	exec(t, env.Pool, `CREATE TABLE data (k text PRIMARY KEY, v text NOT NULL)`)
+	var calls int
+
+	steps := []struct {
+		tok       fence.Token
+		v         string
+		staleCur  fence.Token // 0: accepted
+		wantValue string
+	}{
+		{10, "ten", 0, "ten"},
+		{9, "nine", 10, "ten"},            // older: rejected
+		{10, "ten again", 0, "ten again"}, // equal: same holder
+		{11, "eleven", 0, "eleven"},       // newer
+		{10, "ten late", 11, "eleven"},
+		{1, "one", 11, "eleven"},
+	}
+	for _, s := range steps {
+		before := calls
+		err := sqlfence.InTx(ctx, env.Pool, "doc", s.tok, writeData("doc", s.v, &calls))
+		if s.staleCur != 0 {
+			wantStale(t, err, "doc", s.tok, s.staleCur)
+			if calls != before {
+				t.Fatalf("token %d: fn ran although stale", s.tok)
+			}
+		} else if err != nil {
+			t.Fatalf("token %d: %v", s.tok, err)
+		}
+		if got := readData(t, env.Pool, "doc"); got != s.wantValue {
+			t.Fatalf("after token %d: data = %q, want %q", s.tok, got, s.wantValue)
+		}
+	}
+	if cur, err := sqlfence.Current(ctx, env.Pool, "doc"); err != nil || cur != 11 {
+		t.Fatalf("Current = %d, %v; want 11", cur, err)
+	}
+	if cur, err := sqlfence.Current(ctx, env.Pool, "never"); err != nil || cur != 0 {
+		t.Fatalf("Current(never) = %d, %v; want 0", cur, err)
+	}
+}
+
+// A transaction whose fn fails leaves nothing: neither its writes nor its
+// claim.
+func TestInTxFnErrorRollsBackClaim(t *testing.T) {
+	env := setup(t)
+	ctx := testCtx(t)
+	exec(t, env.Pool, `CREATE TABLE data (k text PRIMARY KEY, v text NOT NULL)`)
+	var calls int
+	if err := sqlfence.InTx(ctx, env.Pool, "doc", 5, writeData("doc", "five", &calls)); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	err := sqlfence.InTx(ctx, env.Pool, "doc", 7, func(tx pgx.Tx) error {
+		if err := writeData("doc", "seven", &calls)(tx); err != nil {
+			return err
+		}
+		exec(t, tx, `INSERT INTO data (k, v) VALUES ('other', 'x')`)
+		return boom
+	})
+	if err != boom {
+		t.Fatalf("err = %v, want fn's error unchanged", err)
+	}
+	if got := readData(t, env.Pool, "doc"); got != "five" {
+		t.Fatalf("data = %q after failed tx, want five", got)
+	}
+	if got := readData(t, env.Pool, "other"); got != "<none>" {
+		t.Fatalf("failed tx's second write visible: %q", got)
+	}
+	if cur, _ := sqlfence.Current(ctx, env.Pool, "doc"); cur != 5 {
+		t.Fatalf("failed tx's claim visible: token %d, want 5", cur)
+	}
+	// Token 6 < 7 is still accepted: the failed claim of 7 never happened.
+	if err := sqlfence.InTx(ctx, env.Pool, "doc", 6, writeData("doc", "six", &calls)); err != nil {
+		t.Fatalf("token 6 after rolled-back claim of 7: %v", err)
+	}
+}
+
+// InTx works on a pool, a connection and a caller's transaction; on a
+// transaction the claim is a savepoint that the caller's rollback undoes.
+func TestInTxHandles(t *testing.T) {
+	env := setup(t)
+	ctx := testCtx(t)
+	exec(t, env.Pool, `CREATE TABLE data (k text PRIMARY KEY, v text NOT NULL)`)
+	conn := connect(t, env.URL)
+	var calls int
+	if err := sqlfence.InTx(ctx, conn, "r", 3, writeData("r", "conn", &calls)); err != nil {
+		t.Fatalf("on *pgx.Conn: %v", err)
+	}
+	tx, err := env.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlfence.InTx(ctx, tx, "r", 4, writeData("r", "tx", &calls)); err != nil {
+		t.Fatalf("on pgx.Tx: %v", err)
+	}
+	// A stale savepoint leaves the outer transaction usable.
+	err = sqlfence.InTx(ctx, tx, "r", 2, writeData("r", "stale", &calls))
+	wantStale(t, err, "r", 2, 4)
+	if got := readData(t, tx, "r"); got != "tx" {
+		t.Fatalf("inside outer tx: %q, want tx", got)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := readData(t, env.Pool, "r"); got != "conn" {
+		t.Fatalf("after outer rollback: %q, want conn", got)
+	}
+	if cur, _ := sqlfence.Current(ctx, env.Pool, "r"); cur != 3 {
+		t.Fatalf("after outer rollback: token %d, want 3", cur)
+	}
+}
+
+// Claim fences a transaction the caller manages; Fence claims in its own
+// statement so an older holder is shut out before the new one writes.
+func TestClaimAndFence(t *testing.T) {
+	env := setup(t)
+	ctx := testCtx(t)
+	exec(t, env.Pool, `CREATE TABLE data (k text PRIMARY KEY, v text NOT NULL)`)
+
+	tx, err := env.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlfence.Claim(ctx, tx, "job", 20); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, tx, `INSERT INTO data VALUES ('job', 'by 20')`)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// A new holder with token 21 fences right after acquiring its lease.
+	if err := sqlfence.Fence(ctx, env.Pool, "job", 21); err != nil {
+		t.Fatal(err)
+	}
+	// The old holder (20) has not noticed and writes: refused, although
+	// the new holder has written nothing yet.
+	var calls int
+	err = sqlfence.InTx(ctx, env.Pool, "job", 20, writeData("job", "late 20", &calls))
+	wantStale(t, err, "job", 20, 21)
+	tx, err = env.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStale(t, sqlfence.Claim(ctx, tx, "job", 19), "job", 19, 21)
+	_ = tx.Rollback(ctx)
+	wantStale(t, sqlfence.Fence(ctx, env.Pool, "job", 1), "job", 1, 21)
+	if got := readData(t, env.Pool, "job"); got != "by 20" || calls != 0 {
+		t.Fatalf("data = %q, calls = %d", got, calls)
+	}
+	// Fencing again with the same token is a no-op success.
+	if err := sqlfence.Fence(ctx, env.Pool, "job", 21); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Guard mode costs exactly one statement more than the same transaction
+// unfenced; row mode costs no statement more than a plain UPDATE.
+func TestStatementCounts(t *testing.T) {
+	env := setup(t)
+	ctx := testCtx(t)
+	exec(t, env.Pool, `CREATE TABLE data (k text PRIMARY KEY, v text NOT NULL)`,
+		`CREATE TABLE acct (id bigint PRIMARY KEY, balance bigint NOT NULL, lock_version bigint NOT NULL DEFAULT 0)`,
+		`INSERT INTO acct (id, balance) VALUES (1, 0)`)
+	pool, qc := countingPool(t, env.URL, 1)
+	var calls int
+	count := func(f func() error) int64 {
+		t.Helper()
+		before := qc.n.Load()
+		if err := f(); err != nil {
+			t.Fatal(err)
+		}
+		return qc.n.Load() - before
+	}
+	plainTx := func() error {
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(ctx)
+		if err := writeData("k", "plain", &calls)(tx); err != nil {
+			return err
+		}
+		return tx.Commit(ctx)
+	}
+	fenced := func() error { return sqlfence.InTx(ctx, pool, "k", 1, writeData("k", "fenced", &calls)) }
+	tbl, err := sqlfence.NewTable("acct", "id", "lock_version", "balance")
+	if err != nil {
+		t.Fatal(err)
+	}
+	update := func() error { return tbl.Update(ctx, pool, 1, 1, 100) }
+	plainUpdate := func() error {
+		_, err := pool.Exec(ctx, `UPDATE acct SET balance = $2 WHERE id = $1`, 1, 100)
+		return err
+	}
+	for _, f := range []func() error{plainTx, fenced, update, plainUpdate} {
+		count(f) // warm the statement cache
+	}
+	p, f, u, pu := count(plainTx), count(fenced), count(update), count(plainUpdate)
+	t.Logf("statements: plain tx %d, InTx %d, Table.Update %d, plain UPDATE %d", p, f, u, pu)
+	if f != p+1 {
+		t.Errorf("InTx sent %d statements, plain tx %d: want exactly one more", f, p)
+	}
+	if u != 1 || pu != 1 {
+		t.Errorf("Table.Update sent %d statements, plain UPDATE %d: want 1 each", u, pu)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	env := setup(t)
+	ctx := testCtx(t)
+	pool, qc := countingPool(t, env.URL, 2)
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	var nilPool *pgxpool.Pool
+	var nilConn *pgx.Conn
+	var calls int
+	fn := writeData("k", "v", &calls)
+	tbl, err := sqlfence.NewTable("data", "k", "lock_version", "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tooBig := fence.MaxToken + 1
+	cases := []struct {
+		name string
+		call func() error
+		want string
+		is   error
+	}{
+		{"InTx nil db", func() error { return sqlfence.InTx(ctx, nil, "r", 1, fn) }, "nil database", sqlfence.ErrNilDB},
+		{"InTx nil *pgxpool.Pool", func() error { return sqlfence.InTx(ctx, nilPool, "r", 1, fn) }, "nil database", sqlfence.ErrNilDB},
+		{"InTx nil *pgx.Conn", func() error { return sqlfence.InTx(ctx, nilConn, "r", 1, fn) }, "nil database", sqlfence.ErrNilDB},
+		{"InTx zero token", func() error { return sqlfence.InTx(ctx, pool, "r", 0, fn) }, "token is zero", fence.ErrInvalidToken},
+		{"InTx token above 2^63-1", func() error { return sqlfence.InTx(ctx, pool, "r", tooBig, fn) }, "above the maximum", fence.ErrInvalidToken},
+		{"InTx max uint64", func() error { return sqlfence.InTx(ctx, pool, "r", ^fence.Token(0), fn) }, "above the maximum", fence.ErrInvalidToken},
+		{"InTx empty resource", func() error { return sqlfence.InTx(ctx, pool, "", 1, fn) }, "empty resource", nil},
+		{"InTx nil fn", func() error { return sqlfence.InTx(ctx, pool, "r", 1, nil) }, "nil fn", nil},
+		{"InTx cancelled", func() error { return sqlfence.InTx(cancelled, pool, "r", 1, fn) }, "context canceled", context.Canceled},
+		{"Fence nil db", func() error { return sqlfence.Fence(ctx, nil, "r", 1) }, "nil database", sqlfence.ErrNilDB},
+		{"Fence zero token", func() error { return sqlfence.Fence(ctx, pool, "r", 0) }, "token is zero", fence.ErrInvalidToken},
+		{"Fence cancelled", func() error { return sqlfence.Fence(cancelled, pool, "r", 1) }, "context canceled", context.Canceled},
+		{"Claim nil tx", func() error { return sqlfence.Claim(ctx, nil, "r", 1) }, "nil database", sqlfence.ErrNilDB},
+		{"Update nil db", func() error { return tbl.Update(ctx, nil, "k", 1, "v") }, "nil database", sqlfence.ErrNilDB},
+		{"Update zero token", func() error { return tbl.Update(ctx, pool, "k", 0, "v") }, "token is zero", fence.ErrInvalidToken},
+		{"Update token above 2^63-1", func() error { return tbl.Update(ctx, pool, "k", tooBig, "v") }, "above the maximum", fence.ErrInvalidToken},
+		{"Update cancelled", func() error { return tbl.Update(cancelled, pool, "k", 1, "v") }, "context canceled", context.Canceled},
+		{"Update too few values", func() error { return tbl.Update(ctx, pool, "k", 1) }, "0 values for 1 columns", nil},
+		{"Insert too many values", func() error { return tbl.Insert(ctx, pool, "k", 1, "v", "w") }, "2 values for 1 columns", nil},
+		{"Insert nil db", func() error { return tbl.Insert(ctx, nilPool, "k", 1, "v") }, "nil database", sqlfence.ErrNilDB},
+		{"Current nil db", func() error { _, err := sqlfence.Current(ctx, nil, "r"); return err }, "nil database", sqlfence.ErrNilDB},
+		{"Migrate bad scheme", func() error { return sqlfence.Migrate(ctx, "mysql://u@h/db") }, `scheme "mysql"`, nil},
+		{"Migrate key=value DSN", func() error { return sqlfence.Migrate(ctx, "host=localhost dbname=x") }, "no scheme", nil},
+		{"Migrate cancelled", func() error { return sqlfence.Migrate(cancelled, env.URL) }, "context canceled", context.Canceled},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := qc.n.Load()
+			err := c.call()
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "sqlfence: ") {
+				t.Fatalf("err = %v, want a sqlfence error containing %q", err, c.want)
+			}
+			if c.is != nil && !errors.Is(err, c.is) {
+				t.Fatalf("err = %v, want errors.Is %v", err, c.is)
+			}
+			if n := qc.n.Load() - before; n != 0 {
+				t.Fatalf("%d statements sent for bad input", n)
+			}
+		})
+	}
+	if calls != 0 {
+		t.Fatalf("fn ran %d times for bad input", calls)
+	}
+	var n int
+	if err := env.Pool.QueryRow(ctx, `SELECT count(*) FROM fencekit_tokens`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("guard rows after bad input: %d, %v; want 0", n, err)
+	}
+}

@@ -1,0 +1,91 @@
+package sqlfence_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fencekit/fencekit/internal/testenv"
+	"github.com/fencekit/fencekit/sqlfence"
+)
+
+// setup returns a fresh schema with fencekit's migrations applied.
+func setup(tb testing.TB) *testenv.PostgresEnv {
+	tb.Helper()
+	env := testenv.Postgres(tb)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := sqlfence.Migrate(ctx, env.URL); err != nil {
+		tb.Fatalf("Migrate: %v", err)
+	}
+	return env
+}
+
+// testCtx returns a context bounded for one test.
+func testCtx(tb testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	tb.Cleanup(cancel)
+	return ctx
+}
+
+// execer is what *pgx.Conn, *pgxpool.Pool and pgx.Tx have for statements
+// without results.
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// exec runs statements, failing the test on error.
+func exec(tb testing.TB, db execer, sqls ...string) {
+	tb.Helper()
+	for _, s := range sqls {
+		if _, err := db.Exec(testCtx(tb), s); err != nil {
+			tb.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+// queryCounter is a pgx tracer counting the statements a connection sends.
+type queryCounter struct{ n atomic.Int64 }
+
+func (c *queryCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (c *queryCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// countingPool opens a pool on url whose statements are counted.
+func countingPool(tb testing.TB, url string, maxConns int32) (*pgxpool.Pool, *queryCounter) {
+	tb.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	qc := &queryCounter{}
+	cfg.ConnConfig.Tracer = qc
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
+	pool, err := pgxpool.NewWithConfig(testCtx(tb), cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(pool.Close)
+	return pool, qc
+}
+
+// connect opens a dedicated connection, closed at cleanup.
+func connect(tb testing.TB, url string) *pgx.Conn {
+	tb.Helper()
+	conn, err := pgx.Connect(testCtx(tb), url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}

@@ -1,0 +1,182 @@
+package sqlfence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/fencekit/fencekit/fence"
+)
+
+// Options configures a [Guard]. The zero value (and a nil *Options) means
+// the server's default isolation level and no retries.
+type Options struct {
+	// IsoLevel is the isolation level of the transactions InTx begins; empty
+	// means the server's default (normally READ COMMITTED, which is enough
+	// for the guard row: see the package documentation). It needs a
+	// *pgx.Conn or *pgxpool.Pool: a pgx.Tx's savepoint cannot change it.
+	IsoLevel pgx.TxIsoLevel
+	// MaxRetries bounds how many times InTx re-runs the whole transaction
+	// (claim and fn) after a serialization failure (SQLSTATE 40001) or a
+	// deadlock (40P01) when IsoLevel is RepeatableRead or Serializable.
+	// Zero means DefaultMaxRetries at those levels; negative is an error.
+	// At other levels nothing is retried.
+	MaxRetries int
+}
+
+// DefaultMaxRetries is the retry bound used when Options.MaxRetries is zero
+// and the isolation level can fail with serialization errors.
+const DefaultMaxRetries = 5
+
+// Guard runs fenced transactions with fixed [Options]. Its methods are safe
+// for concurrent use. The package-level [InTx] uses a Guard with defaults.
+type Guard struct {
+	opts    pgx.TxOptions
+	retries int // attempts after the first
+}
+
+var defaultGuard = &Guard{}
+
+// New returns a Guard for opts (nil means defaults). It returns an error
+// naming the field when IsoLevel is not one of pgx's four levels or
+// MaxRetries is negative.
+func New(opts *Options) (*Guard, error) {
+	g := &Guard{}
+	if opts == nil {
+		return g, nil
+	}
+	switch opts.IsoLevel {
+	case "", pgx.ReadUncommitted, pgx.ReadCommitted:
+	case pgx.RepeatableRead, pgx.Serializable:
+		g.retries = DefaultMaxRetries
+	default:
+		return nil, fmt.Errorf("sqlfence: Options.IsoLevel %q: want one of pgx.ReadCommitted, pgx.RepeatableRead, pgx.Serializable", opts.IsoLevel)
+	}
+	switch {
+	case opts.MaxRetries < 0:
+		return nil, fmt.Errorf("sqlfence: Options.MaxRetries is %d; want 0 (default) or more", opts.MaxRetries)
+	case opts.MaxRetries > 0 && g.retries > 0:
+		g.retries = opts.MaxRetries
+	}
+	g.opts.IsoLevel = opts.IsoLevel
+	return g, nil
+}
+
+// InTx runs fn in one transaction that first claims resource's guard row
+// with tok (see [Claim]); it returns a *fence.StaleError (and runs nothing)
+// when a newer token was seen. It uses the server's default isolation level
+// and does not retry; use [New] for other options.
+func InTx(ctx context.Context, db TxBeginner, resource string, tok fence.Token, fn func(pgx.Tx) error) error {
+	return defaultGuard.InTx(ctx, db, resource, tok, fn)
+}
+
+// InTx begins a transaction on db, claims resource's guard row with tok,
+// runs fn with the transaction and commits. The claim holds the guard row's
+// lock until commit, so fenced transactions on one resource never
+// interleave: a newer holder's claim waits, and an older holder's claim
+// waits and then fails. When db is a pgx.Tx the transaction is a savepoint
+// in it and becomes durable only when the caller commits.
+//
+// Cost: the caller's statements plus three round trips (begin, claim,
+// commit): one statement more than the same unfenced transaction.
+//
+// When fn returns an error the transaction is rolled back and that error is
+// returned unchanged. With IsoLevel RepeatableRead or Serializable, a
+// serialization failure or deadlock (from the claim, fn or commit) rolls
+// back and re-runs the whole transaction, up to MaxRetries times, so fn must
+// have no effects outside the transaction; the final error joins the last
+// failure with ctx's error when ctx ended the retries.
+//
+// Errors: a [*fence.StaleError] (fn not called, nothing changed);
+// [fence.ErrInvalidToken] for a zero token or one above [fence.MaxToken];
+// [ErrNilDB]; an error for an empty resource, a nil fn, or an isolation
+// level requested on a pgx.Tx; ctx's error (nothing sent when ctx is already
+// done); PostgreSQL's errors.
+func (g *Guard) InTx(ctx context.Context, db TxBeginner, resource string, tok fence.Token, fn func(pgx.Tx) error) error {
+	if err := checkArgs(ctx, db, resource, tok); err != nil {
+		return err
+	}
+	if fn == nil {
+		return fmt.Errorf("sqlfence: InTx(%q): nil fn", resource)
+	}
+	ob, canSetLevel := db.(txOptionsBeginner)
+	if g.opts.IsoLevel != "" && !canSetLevel {
+		return fmt.Errorf("sqlfence: InTx(%q): isolation level %s needs a *pgx.Conn or *pgxpool.Pool; a %T's level is its outer transaction's", resource, g.opts.IsoLevel, db)
+	}
+	var err error
+	for attempt := 0; ; attempt++ {
+		err = g.once(ctx, db, ob, resource, tok, fn)
+		if err == nil || attempt >= g.retries || !retryable(err) {
+			return err
+		}
+		if werr := backoff(ctx, attempt); werr != nil {
+			return errors.Join(fmt.Errorf("sqlfence: InTx(%q): gave up retrying after %d attempts: %w", resource, attempt+1, err), werr)
+		}
+	}
+}
+
+// once runs one attempt: begin, claim, fn, commit.
+func (g *Guard) once(ctx context.Context, db TxBeginner, ob txOptionsBeginner, resource string, tok fence.Token, fn func(pgx.Tx) error) (err error) {
+	var tx pgx.Tx
+	if g.opts.IsoLevel != "" {
+		tx, err = ob.BeginTx(ctx, g.opts)
+	} else {
+		tx, err = db.Begin(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlfence: InTx(%q): begin: %w", resource, err)
+	}
+	committed := false
+	defer func() {
+		// Also when fn panics: the panic continues after the rollback.
+		if !committed {
+			rollback(ctx, tx)
+		}
+	}()
+	if err = claim(ctx, tx, resource, tok); err != nil {
+		return err
+	}
+	if err = fn(tx); err != nil {
+		return err
+	}
+	if err = tx.Commit(ctx); err != nil {
+		return fmt.Errorf("sqlfence: InTx(%q): commit: %w", resource, err)
+	}
+	committed = true
+	return nil
+}
+
+// rollback ends tx even when ctx is already done, so that a pooled
+// connection goes back clean; if it fails, pgx closes the connection and the
+// server aborts the transaction.
+func rollback(ctx context.Context, tx pgx.Tx) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = tx.Rollback(rctx)
+}
+
+// retryable reports a serialization failure or deadlock.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+// backoff sleeps a jittered 1-2 ms times 2^attempt (capped at 256 ms), or
+// until ctx is done.
+func backoff(ctx context.Context, attempt int) error {
+	d := time.Millisecond << min(attempt, 8)
+	d += rand.N(d)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,208 @@
+package sqlfence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fencekit/fencekit/fence"
+)
+
+// ErrNoRow is returned (wrapped) by [Table.Update] when no row has the key.
+var ErrNoRow = errors.New("sqlfence: no such row")
+
+// ErrRowExists is returned (wrapped) by [Table.Insert] when a row with the
+// key already exists and its version does not make the insert stale.
+var ErrRowExists = errors.New("sqlfence: row already exists")
+
+// Table fences rows of the caller's own table with a version column (the
+// lock_version mode): each write presents a fencing token, is applied only
+// when the row's version is not greater than the token, and stores the token
+// as the row's new version, in one statement.
+//
+// The table must have a unique key column (primary key or unique
+// constraint) and a bigint version column, ideally NOT NULL DEFAULT 0 (a
+// NULL version counts as 0). Statements are built and validated once by
+// [NewTable]; pgx prepares and caches them per connection, so each call
+// after a connection's first is one round trip. A Table is immutable and
+// safe for concurrent use.
+type Table struct {
+	name      string // as given, for errors
+	columns   int
+	updateSQL string
+	insertSQL string
+	readSQL   string
+}
+
+// NewTable validates the names and builds the statements for table (name or
+// schema.name), its unique key column, its version column and the columns
+// that Update and Insert set, in the order their values are passed. Names
+// must be plain identifiers, [A-Za-z_][A-Za-z0-9_]* of at most 63 bytes;
+// they are quoted, so they are case-sensitive (an unquoted CREATE TABLE
+// Users creates users). NewTable sends nothing.
+//
+// Errors: [ErrInvalidIdentifier] naming the bad argument, or an error for a
+// column listed twice.
+func NewTable(table, keyColumn, versionColumn string, columns ...string) (*Table, error) {
+	tid, err := parseIdent("table", table, true)
+	if err != nil {
+		return nil, err
+	}
+	key, err := parseIdent("key column", keyColumn, false)
+	if err != nil {
+		return nil, err
+	}
+	ver, err := parseIdent("version column", versionColumn, false)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]string{keyColumn: "key column"}
+	if prev, dup := seen[versionColumn]; dup {
+		return nil, fmt.Errorf("sqlfence: version column %q is also the %s", versionColumn, prev)
+	}
+	seen[versionColumn] = "version column"
+	cols := make([]string, len(columns))
+	for i, c := range columns {
+		id, err := parseIdent("column "+strconv.Itoa(i+1), c, false)
+		if err != nil {
+			return nil, err
+		}
+		if prev, dup := seen[c]; dup {
+			return nil, fmt.Errorf("sqlfence: column %d %q is also the %s", i+1, c, prev)
+		}
+		seen[c] = "column " + strconv.Itoa(i+1)
+		cols[i] = id.Sanitize()
+	}
+	t, k, v := tid.Sanitize(), key.Sanitize(), ver.Sanitize()
+	return &Table{
+		name:      table,
+		columns:   len(columns),
+		updateSQL: buildUpdate(t, k, v, cols),
+		insertSQL: buildInsert(t, k, v, cols),
+		readSQL:   "SELECT COALESCE(" + v + ", 0) FROM " + t + " WHERE " + k + " = $1",
+	}, nil
+}
+
+// buildUpdate returns the fenced update: $1 key, $2 token, $3... values. The
+// CTE tries the update; when it matches nothing, the second branch reads the
+// row's version in the same statement, telling stale from missing.
+func buildUpdate(t, k, v string, cols []string) string {
+	var b strings.Builder
+	b.WriteString("WITH w AS (UPDATE " + t + " SET " + v + " = $2")
+	for i, c := range cols {
+		b.WriteString(", " + c + " = $" + strconv.Itoa(i+3))
+	}
+	b.WriteString(" WHERE " + k + " = $1 AND COALESCE(" + v + ", 0) <= $2 RETURNING " + v + ")\n")
+	b.WriteString("SELECT true, " + v + " FROM w UNION ALL SELECT false, COALESCE(" + v + ", 0) FROM " + t +
+		" WHERE " + k + " = $1 AND NOT EXISTS (SELECT 1 FROM w)")
+	return b.String()
+}
+
+// buildInsert returns the insert-if-absent: $1 key, $2 token, $3... values.
+func buildInsert(t, k, v string, cols []string) string {
+	var b strings.Builder
+	b.WriteString("WITH w AS (INSERT INTO " + t + " (" + k + ", " + v)
+	for _, c := range cols {
+		b.WriteString(", " + c)
+	}
+	b.WriteString(") VALUES ($1, $2")
+	for i := range cols {
+		b.WriteString(", $" + strconv.Itoa(i+3))
+	}
+	b.WriteString(") ON CONFLICT (" + k + ") DO NOTHING RETURNING " + v + ")\n")
+	b.WriteString("SELECT true, " + v + " FROM w UNION ALL SELECT false, COALESCE(" + v + ", 0) FROM " + t +
+		" WHERE " + k + " = $1 AND NOT EXISTS (SELECT 1 FROM w)")
+	return b.String()
+}
+
+// Update sets the row with key to values (one per column given to
+// [NewTable], in order) and its version to tok, only when the row's version
+// is not greater than tok. One statement, one round trip (two in the rare
+// race where a newer write committed while this one waited on the row lock;
+// the refusal is re-read with a fresh snapshot to report the real version).
+// On a pgx.Tx the row stays locked until the transaction ends.
+//
+// Errors: a [*fence.StaleError] whose Resource is "table:key" and Current
+// the row's version (nothing changed); [ErrNoRow] when no row has the key;
+// [fence.ErrInvalidToken]; [ErrNilDB]; an error for a wrong number of
+// values; ctx's error (nothing sent when ctx is already done); PostgreSQL's
+// errors.
+func (t *Table) Update(ctx context.Context, db Querier, key any, tok fence.Token, values ...any) error {
+	return t.write(ctx, db, "update", t.updateSQL, key, tok, values)
+}
+
+// Insert inserts a row with key, version tok and values (one per column
+// given to [NewTable], in order) unless a row with key exists. One
+// statement, one round trip.
+//
+// Errors: a [*fence.StaleError] when the row exists with a version greater
+// than tok; [ErrRowExists] when it exists otherwise (use [Table.Update]);
+// and the argument errors of [Table.Update].
+func (t *Table) Insert(ctx context.Context, db Querier, key any, tok fence.Token, values ...any) error {
+	return t.write(ctx, db, "insert", t.insertSQL, key, tok, values)
+}
+
+// Version returns the row's version, or [ErrNoRow]. One round trip.
+func (t *Table) Version(ctx context.Context, db Querier, key any) (fence.Token, error) {
+	res := t.resource(key)
+	if isNil(db) {
+		return 0, fmt.Errorf("%w (%s)", ErrNilDB, res)
+	}
+	var v int64
+	err := db.QueryRow(ctx, t.readSQL, key).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("%w: %s", ErrNoRow, res)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sqlfence: version of %s: %w", res, err)
+	}
+	return fence.Token(v), nil
+}
+
+func (t *Table) write(ctx context.Context, db Querier, op, sql string, key any, tok fence.Token, values []any) error {
+	res := t.resource(key)
+	if err := checkArgs(ctx, db, res, tok); err != nil {
+		return err
+	}
+	if len(values) != t.columns {
+		return fmt.Errorf("sqlfence: %s %s: %d values for %d columns", op, res, len(values), t.columns)
+	}
+	args := make([]any, 0, 2+len(values))
+	args = append(args, key, int64(tok))
+	args = append(args, values...)
+	var done bool
+	var cur int64
+	err := db.QueryRow(ctx, sql, args...).Scan(&done, &cur)
+	switch {
+	case err == nil && done:
+		return nil
+	case err == nil && fence.IsStale(tok, fence.Token(cur)):
+		return &fence.StaleError{Resource: res, Presented: tok, Current: fence.Token(cur)}
+	case err == nil && op == "insert":
+		return fmt.Errorf("%w: %s has version %d", ErrRowExists, res, cur)
+	case errors.Is(err, pgx.ErrNoRows) && op == "insert":
+		// Refused, yet invisible to the snapshot: inserted concurrently.
+		return fmt.Errorf("%w: %s (inserted concurrently)", ErrRowExists, res)
+	case err == nil, errors.Is(err, pgx.ErrNoRows):
+		// Update refused or matched nothing. A row absent from the
+		// snapshot is missing; a row whose snapshot version allows tok was
+		// changed (or deleted) while this update waited on its lock: re-read.
+		if err != nil {
+			return fmt.Errorf("%w: %s", ErrNoRow, res)
+		}
+		rerr := staleFromReread(ctx, db, t.readSQL, res, tok, key)
+		if errors.Is(rerr, pgx.ErrNoRows) {
+			return fmt.Errorf("%w: %s (deleted concurrently)", ErrNoRow, res)
+		}
+		return rerr
+	default:
+		return fmt.Errorf("sqlfence: %s %s with token %s: %w", op, res, tok, err)
+	}
+}
+
+// resource names a row in errors: table:key.
+func (t *Table) resource(key any) string { return fmt.Sprintf("%s:%v", t.name, key) }
