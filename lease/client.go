@@ -1,0 +1,167 @@
+package lease
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fencekit/fencekit/fence"
+)
+
+var (
+	//go:embed acquire.lua
+	acquireSrc string
+	//go:embed renew.lua
+	renewSrc string
+	//go:embed release.lua
+	releaseSrc string
+
+	acquireScript = redis.NewScript(acquireSrc)
+	renewScript   = redis.NewScript(renewSrc)
+	releaseScript = redis.NewScript(releaseSrc)
+)
+
+// The clients a Client accepts.
+var (
+	_ redis.UniversalClient = (*redis.Client)(nil)
+	_ redis.UniversalClient = (*redis.ClusterClient)(nil)
+	_ redis.UniversalClient = (*redis.Ring)(nil)
+	_ redis.Scripter        = (redis.UniversalClient)(nil)
+)
+
+// Client grants leases stored in Redis. It is safe for concurrent use.
+type Client struct {
+	rdb     redis.UniversalClient // pub/sub for AcquireWait
+	scripts redis.Scripter        // the three scripts; tests wrap it
+	cfg     config
+	err     error // from New: returned by every call
+	m       *metrics
+}
+
+// New returns a client that stores leases through client, which may be a
+// *redis.Client, a *redis.ClusterClient or a failover (Sentinel) client.
+// opts may be nil for the defaults. New sends nothing to Redis. A nil client
+// or invalid options are reported, wrapping [ErrInvalid], by every call of
+// the returned client.
+func New(client redis.UniversalClient, opts *Options) *Client {
+	cfg, err := newConfig(opts)
+	c := &Client{rdb: client, cfg: cfg, err: err}
+	if client == nil && err == nil {
+		c.err = fmt.Errorf("%w: nil Redis client passed to lease.New", ErrInvalid)
+	}
+	if client != nil {
+		c.scripts = client
+	}
+	c.m = newMetrics(cfg.meters, cfg.logger)
+	return c
+}
+
+// keys of one lease; all share the hash tag {name}.
+type keys struct{ lock, token, channel string }
+
+func (c *Client) keys(name string) keys {
+	p := c.cfg.prefix + ":{" + name + "}:"
+	return keys{lock: p + "lock", token: p + "token", channel: p + "released"}
+}
+
+// Acquire tries once to take the lease name for ttl, in one round trip. On
+// success the lease renews itself every RenewInterval (default ttl/3) until
+// [Lease.Release] or until it is lost; its token is greater than the token
+// of every earlier grant of name.
+//
+// Errors: a [*NotAcquiredError] (errors.Is ErrNotAcquired) carrying the
+// holder's remaining TTL when someone else holds it; an error wrapping
+// [ErrInvalid] for a bad name or ttl (nothing is sent); the context's or
+// Redis's error otherwise.
+func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration) (*Lease, error) {
+	t, err := c.check(name, ttl)
+	if err != nil {
+		return nil, err
+	}
+	return c.acquire(ctx, name, t)
+}
+
+// check validates everything that needs no Redis.
+func (c *Client) check(name string, ttl time.Duration) (timing, error) {
+	if c == nil {
+		return timing{}, fmt.Errorf("%w: nil *lease.Client", ErrInvalid)
+	}
+	if c.err != nil {
+		return timing{}, c.err
+	}
+	if err := ValidateName(name); err != nil {
+		return timing{}, err
+	}
+	return c.cfg.timingFor(ttl)
+}
+
+func (c *Client) acquire(ctx context.Context, name string, t timing) (*Lease, error) {
+	owner, err := newOwner()
+	if err != nil {
+		return nil, err
+	}
+	k := c.keys(name)
+	sent := time.Now()
+	res, err := acquireScript.Run(ctx, c.scripts, []string{k.lock, k.token}, t.ttl.Milliseconds(), owner).Slice()
+	c.m.acquireLatency(ctx, time.Since(sent), err)
+	if err != nil {
+		return nil, errScript("acquire", name, err)
+	}
+	granted, val, holder, err := parseAcquire(res)
+	if err != nil {
+		return nil, errScript("acquire", name, err)
+	}
+	if !granted {
+		tok, _, _ := strings.Cut(holder, ":")
+		htok, _ := fence.ParseToken(tok)
+		return nil, &NotAcquiredError{Name: name, Remaining: time.Duration(val) * time.Millisecond, Holder: htok}
+	}
+	tok := fence.Token(val)
+	if err := tok.Validate(); err != nil {
+		return nil, errScript("acquire", name, err)
+	}
+	c.m.acquired(ctx)
+	return c.start(ctx, name, k, tok, tok.String()+":"+owner, t, sent), nil
+}
+
+// parseAcquire decodes acquire.lua's reply {granted, token or pttl, holder}.
+func parseAcquire(res []any) (granted bool, val int64, holder string, err error) {
+	if len(res) != 3 {
+		return false, 0, "", fmt.Errorf("unexpected acquire reply %v", res)
+	}
+	flag, ok := res[0].(int64)
+	if !ok {
+		return false, 0, "", fmt.Errorf("unexpected acquire reply %v", res)
+	}
+	holder, _ = res[2].(string)
+	switch v := res[1].(type) {
+	case int64:
+		val = v
+	case string:
+		u, perr := strconv.ParseUint(v, 10, 64)
+		if perr != nil || u > uint64(fence.MaxToken) {
+			return false, 0, "", fmt.Errorf("token %q from Redis is not a valid token", v)
+		}
+		val = int64(u)
+	default:
+		return false, 0, "", fmt.Errorf("unexpected acquire reply %v", res)
+	}
+	return flag == 1, val, holder, nil
+}
+
+// newOwner returns a random id that tells apart two grants even if Redis
+// ever issued one token twice.
+func newOwner() (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("lease: random owner id: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}

@@ -1,0 +1,77 @@
+// Package lease grants named leases stored in Redis, each with a fencing
+// token, renews them in the background and says, through a context, when
+// one is lost.
+//
+// # Lifecycle
+//
+//	c := lease.New(rdb, nil)
+//	l, err := c.Acquire(ctx, "invoices", 10*time.Second) // one round trip
+//	if errors.Is(err, lease.ErrNotAcquired) { ... }      // someone else has it
+//	defer l.Release(context.WithoutCancel(ctx))          // one round trip
+//	err = work(l.Context(), l.Token())                   // write with the token
+//
+// Acquire runs one Lua script that sets the lock key only if it is absent
+// (with the TTL) and issues the token; when the lease is held it returns a
+// [*NotAcquiredError] carrying the holder's remaining TTL, from the same
+// round trip. [Client.AcquireWait] waits for a release notification or the
+// holder's expiry instead.
+//
+// A heartbeat goroutine renews the lease every RenewInterval (default
+// TTL/3) with a compare-and-extend script. The lease's local deadline is
+// the time the last confirmed acquire or renew request was sent, plus the
+// TTL, minus a drift margin (default TTL/100 + 2ms): it is earlier than the
+// moment Redis can expire the key. Renewal errors are retried until that
+// deadline; a reply saying the key is gone or belongs to someone else ends
+// the lease at once. When the lease ends, [Lease.Context] is cancelled with
+// the cause ([ErrLost] wrapped in a [*LostError], or [ErrReleased]),
+// [Lease.Done] closes (once) and [Lease.Err] returns the cause.
+//
+// # What Context cannot do
+//
+// Context ends before Redis can grant the lease to someone else only in a
+// process that runs. A process paused by a GC, a VM suspension or SIGSTOP
+// past its deadline still believes, for a moment after it resumes, that
+// its earlier check of Context was valid, and may write. That is why each
+// grant has a token: storage that remembers the highest token it accepted
+// (fence.Check, sqlfence, blobfence) refuses the paused writer.
+//
+// # Tokens
+//
+// The token is max(counter + 1, Redis server time in microseconds), kept in
+// the counter key <prefix>:{<name>}:token, which never expires. On one
+// Redis node it increases strictly whatever the clock does. If the counter
+// is lost (restart without persistence, FLUSHALL, failover to a replica
+// that missed the last grants), the next token is the new node's time in
+// microseconds, larger than every earlier token as long as the nodes'
+// clocks disagree by less than the time between the lost grant and the
+// next one. Tokens are about 1.8e15 today: below 2^53, the largest integer
+// Lua's doubles hold exactly, and far below [fence.MaxToken]; a counter at
+// 2^53 is refused with an error.
+//
+// # Keys
+//
+// A lease named N uses <prefix>:{N}:lock (value "<token>:<owner id>"),
+// <prefix>:{N}:token and the pub/sub channel <prefix>:{N}:released; the
+// hash tag {N} puts both keys in one Redis Cluster slot. Names are 1 to 512
+// bytes of UTF-8 without braces, whitespace or control characters
+// ([ValidateName]). The client may be a *redis.Client, *redis.ClusterClient
+// or a failover client (any redis.UniversalClient).
+//
+// # Metrics and logs
+//
+// Through the OpenTelemetry metric API (Options.MeterProvider, default the
+// global provider): lease_acquired (counter), lease_lost (counter, with
+// attribute cause = expired, missing or stolen), lease_heartbeat_latency and
+// lease_acquire_latency (histograms in seconds, attribute result). With the
+// Prometheus exporter they read lease_acquired_total, lease_lost_total,
+// lease_heartbeat_latency_seconds and lease_acquire_latency_seconds. A lost
+// lease is logged at warning level, and so, at most once a minute, is a
+// heartbeat p99 latency above a tenth of the TTL.
+//
+// # go-redis timeouts
+//
+// The deadline timer ends a lease on time even when a renewal request is
+// stuck, but go-redis bounds a request by its ReadTimeout unless the client
+// was made with ContextTimeoutEnabled: true. Set it so that the heartbeat
+// goroutine also exits at the deadline, not up to ReadTimeout later.
+package lease

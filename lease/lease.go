@@ -1,0 +1,176 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/fencekit/fencekit/fence"
+)
+
+// Lease is one grant of a named lease. Its token orders it against every
+// other grant of the same name; its Context lives while the lease is held.
+// A Lease is safe for concurrent use.
+type Lease struct {
+	c     *Client
+	name  string
+	k     keys
+	value string // "<token>:<owner>", the lock key's value
+	token fence.Token
+	t     timing
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	hbCtx  context.Context // cancelled to stop the heartbeat
+	hbStop context.CancelFunc
+	hbDone chan struct{} // closed when the heartbeat goroutine returned
+
+	mu       sync.Mutex
+	deadline time.Time   // local deadline; the lease is lost when it passes
+	timer    *time.Timer // fires at deadline
+	ended    bool        // ctx cancelled (lost or released)
+	hbErr    error       // last renewal error, nil after a success
+	relDone  bool        // Release finished with a definite answer
+	relErr   error       // its result, returned again by later calls
+	relMu    sync.Mutex  // serializes Release calls
+}
+
+// start makes the Lease for a grant whose request was sent at sent and
+// launches its heartbeat.
+func (c *Client) start(ctx context.Context, name string, k keys, tok fence.Token, value string, t timing, sent time.Time) *Lease {
+	l := &Lease{c: c, name: name, k: k, value: value, token: tok, t: t, hbDone: make(chan struct{})}
+	// The lease's context keeps ctx's values (trace ids, loggers) but not
+	// its cancellation: Acquire's ctx often ends long before the work.
+	l.ctx, l.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	l.hbCtx, l.hbStop = context.WithCancel(context.Background())
+	l.deadline = t.deadline(sent)
+	l.timer = time.AfterFunc(time.Until(l.deadline), l.checkDeadline)
+	go l.heartbeat(sent)
+	return l
+}
+
+// Token returns the lease's fencing token: present it with every write to
+// fenced storage.
+func (l *Lease) Token() fence.Token { return l.token }
+
+// Name returns the lease's name.
+func (l *Lease) Name() string { return l.name }
+
+// Context returns a context that is cancelled when the lease ends: with a
+// cause wrapping [ErrLost] when it is lost, [ErrReleased] when released
+// (see context.Cause). It carries the values of Acquire's context but not
+// its cancellation or deadline. It is cancelled at the local deadline
+// (request sent + TTL - drift margin) at the latest, before Redis can grant
+// the lease to anyone else, provided this process is running: a paused
+// process cannot notice, which is why writes carry the token.
+func (l *Lease) Context() context.Context { return l.ctx }
+
+// Done returns a channel closed, exactly once, when the lease ends.
+func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
+
+// Err returns nil while the lease is held, then why it ended: an error
+// wrapping [ErrLost] (a [*LostError]) or [ErrReleased].
+func (l *Lease) Err() error {
+	if l.ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(l.ctx)
+}
+
+// Deadline returns the current local deadline: when the lease will be
+// considered lost unless a renewal sent before then is confirmed.
+func (l *Lease) Deadline() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.deadline
+}
+
+// end cancels the lease's context with cause, once. It reports whether this
+// call ended it.
+func (l *Lease) end(cause error) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.endLocked(cause)
+}
+
+func (l *Lease) endLocked(cause error) bool {
+	if l.ended {
+		return false
+	}
+	l.ended = true
+	l.timer.Stop()
+	l.cancel(cause)
+	l.hbStop()
+	if lost := (*LostError)(nil); errors.As(cause, &lost) {
+		l.c.m.lost(l.ctx, lost.Cause)
+		l.c.cfg.logger.Warn("lease lost", "name", l.name, "token", uint64(l.token), "cause", lost.Cause, "err", lost.Err)
+	}
+	return true
+}
+
+// checkDeadline runs when the deadline timer fires. A renewal may have
+// moved the deadline in the meantime: then it does nothing.
+func (l *Lease) checkDeadline() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ended || time.Now().Before(l.deadline) {
+		return
+	}
+	l.endLocked(&LostError{Name: l.name, Token: l.token, Cause: CauseExpired, Err: l.lastErrLocked()})
+}
+
+// lastErr is the heartbeat's last renewal error, for the loss message.
+func (l *Lease) lastErrLocked() error { return l.hbErr }
+
+// extend moves the deadline after a renewal sent at sent was confirmed. It
+// reports false when the lease ended meanwhile.
+func (l *Lease) extend(sent time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ended {
+		return false
+	}
+	l.hbErr = nil
+	if d := l.t.deadline(sent); d.After(l.deadline) {
+		l.deadline = d
+		l.timer.Reset(time.Until(d))
+	}
+	return true
+}
+
+// Release ends the lease: it stops the heartbeat, cancels Context with
+// [ErrReleased], then deletes the key if it is still this lease's and
+// publishes the release to AcquireWait callers, in one round trip.
+//
+// It returns a [*LostError] (errors.Is ErrLost) when the key was no longer
+// this lease's. A Release after a completed Release returns the same
+// result and sends nothing. When ctx is already done, Release returns an
+// error wrapping ctx.Err() and changes nothing, locally or in Redis: the
+// lease stays held and renewed, and a later Release with a live context
+// releases it. When the request itself fails (network), the lease has
+// ended locally (Context is cancelled), the key expires at its TTL, and
+// calling Release again retries the delete.
+func (l *Lease) Release(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("lease: release %q: context already done, nothing changed: %w", l.name, err)
+	}
+	l.relMu.Lock()
+	defer l.relMu.Unlock()
+	if l.relDone {
+		return l.relErr
+	}
+	l.end(ErrReleased)
+	<-l.hbDone // the heartbeat has stopped: no renewal races the delete
+	res, err := releaseScript.Run(ctx, l.c.scripts, []string{l.k.lock}, l.value, l.k.channel).Int64()
+	if err != nil {
+		return errScript("release", l.name, err)
+	}
+	l.relDone = true
+	if res != 1 {
+		l.relErr = &LostError{Name: l.name, Token: l.token, Cause: resultCause(res)}
+	}
+	return l.relErr
+}

@@ -1,0 +1,344 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fencekit/fencekit/fence"
+)
+
+func TestAcquireTwoClientsOneWins(t *testing.T) {
+	c1, env := newTestClient(t, nil)
+	c2 := New(env.Client, nil)
+	name := env.Name("one-wins")
+	ctx := context.Background()
+
+	const racers = 8
+	var wg sync.WaitGroup
+	leases := make([]*Lease, racers)
+	errs := make([]error, racers)
+	for i := range racers {
+		c := c1
+		if i%2 == 1 {
+			c = c2
+		}
+		wg.Go(func() { leases[i], errs[i] = c.Acquire(ctx, name, 5*time.Second) })
+	}
+	wg.Wait()
+	var winner *Lease
+	for i, err := range errs {
+		switch {
+		case err == nil && winner != nil:
+			t.Fatalf("two winners: tokens %v and %v", winner.Token(), leases[i].Token())
+		case err == nil:
+			winner = leases[i]
+		default:
+			var na *NotAcquiredError
+			if !errors.Is(err, ErrNotAcquired) || !errors.As(err, &na) {
+				t.Fatalf("loser %d: %v, want a *NotAcquiredError", i, err)
+			}
+			if na.Remaining <= 0 || na.Remaining > 5*time.Second {
+				t.Errorf("loser %d: remaining %v, want in (0, 5s]", i, na.Remaining)
+			}
+			if na.Name != name || !strings.Contains(err.Error(), name) {
+				t.Errorf("loser %d: error %q does not name %q", i, err, name)
+			}
+		}
+	}
+	if winner == nil {
+		t.Fatal("nobody won")
+	}
+	for i, err := range errs {
+		var na *NotAcquiredError
+		if errors.As(err, &na) && na.Holder != winner.Token() {
+			t.Errorf("loser %d saw holder token %v, winner has %v", i, na.Holder, winner.Token())
+		}
+	}
+	if winner.Err() != nil {
+		t.Fatalf("winner's Err while held: %v", winner.Err())
+	}
+	release(t, winner)
+	if !errors.Is(winner.Err(), ErrReleased) || !errors.Is(context.Cause(winner.Context()), ErrReleased) {
+		t.Fatalf("after release Err = %v, cause = %v; want ErrReleased", winner.Err(), context.Cause(winner.Context()))
+	}
+	l := mustAcquire(t, c2, name, time.Second)
+	if l.Token() <= winner.Token() {
+		t.Errorf("next token %v is not above %v", l.Token(), winner.Token())
+	}
+	release(t, l)
+}
+
+func TestTokensStrictlyIncrease(t *testing.T) {
+	c, env := newTestClient(t, nil)
+	ctx := context.Background()
+	n := 10000
+	if testing.Short() {
+		n = 1000
+	}
+	names := []string{env.Name("inc-a"), env.Name("inc-b")}
+	last := map[string]fence.Token{}
+	for i := range n {
+		name := names[i%2]
+		l, err := c.Acquire(ctx, name, time.Minute)
+		if err != nil {
+			t.Fatalf("grant %d: %v", i, err)
+		}
+		if l.Token() <= last[name] {
+			t.Fatalf("grant %d of %s: token %v not above %v", i, name, l.Token(), last[name])
+		}
+		if err := l.Token().Validate(); err != nil {
+			t.Fatal(err)
+		}
+		last[name] = l.Token()
+		if err := l.Release(ctx); err != nil {
+			t.Fatalf("release %d: %v", i, err)
+		}
+	}
+	// The counter is stored exactly (no float formatting).
+	got, err := env.Client.Get(ctx, c.keys(names[1]).token).Result()
+	if err != nil || got != last[names[1]].String() {
+		t.Fatalf("counter = %q, %v; want %v", got, err, last[names[1]])
+	}
+}
+
+func TestCounterAheadOfClock(t *testing.T) {
+	// A counter above the clock keeps counting by one; a counter at 2^53 is
+	// refused (Lua doubles are exact only below it); a garbage counter is a
+	// clear error.
+	c, env := newTestClient(t, nil)
+	ctx := context.Background()
+	name := env.Name("ahead")
+	k := c.keys(name)
+	const ahead = 5_000_000_000_000_000 // about 2.7x today's time in µs
+	env.Client.Set(ctx, k.token, ahead, 0)
+	l := mustAcquire(t, c, name, time.Second)
+	if l.Token() != ahead+1 {
+		t.Fatalf("token %v, want %d", l.Token(), ahead+1)
+	}
+	release(t, l)
+
+	for _, bad := range []string{"9007199254740991", "9007199254740992", "abc", "-5", "1.5"} {
+		env.Client.Set(ctx, k.token, bad, 0)
+		_, err := c.Acquire(ctx, name, time.Second)
+		if err == nil || !strings.Contains(err.Error(), "counter") {
+			t.Errorf("counter %s: err = %v, want a counter error", bad, err)
+		}
+		if n, _ := env.Client.Exists(ctx, k.lock).Result(); n != 0 {
+			t.Errorf("counter %s: lock key was written", bad)
+		}
+	}
+}
+
+func TestReleaseByNonOwnerFails(t *testing.T) {
+	c, env := newTestClient(t, nil)
+	ctx := context.Background()
+	name := env.Name("non-owner")
+	a := mustAcquire(t, c, name, 2*time.Second)
+	k := c.keys(name)
+	// Someone else takes the key (as after an expiry and a new grant).
+	if err := env.Client.Set(ctx, k.lock, "999:other", 2*time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	err := a.Release(ctx)
+	if !isLost(err, CauseStolen) {
+		t.Fatalf("Release by non-owner = %v, want LostError stolen", err)
+	}
+	if v, _ := env.Client.Get(ctx, k.lock).Result(); v != "999:other" {
+		t.Fatalf("lock value after failed release = %q, want it untouched", v)
+	}
+	if err2 := a.Release(ctx); err2 != err {
+		t.Fatalf("second Release = %v, want the same %v", err2, err)
+	}
+	// Missing key.
+	b := mustAcquire(t, c, env.Name("non-owner-2"), 2*time.Second)
+	env.Client.Del(ctx, c.keys(b.Name()).lock)
+	if err := b.Release(ctx); !isLost(err, CauseMissing) {
+		t.Fatalf("Release of deleted key = %v, want LostError missing", err)
+	}
+}
+
+func TestReleaseTwiceAndCancelledContext(t *testing.T) {
+	c, env := newTestClient(t, nil)
+	ctx := context.Background()
+	name := env.Name("twice")
+	base := warmBase(t, c, name)
+	l := mustAcquire(t, c, name, 300*time.Millisecond)
+
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	err := l.Release(cctx)
+	if err == nil || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "nothing changed") {
+		t.Fatalf("Release(cancelled) = %v", err)
+	}
+	if l.Err() != nil {
+		t.Fatalf("lease ended by a Release that changed nothing: %v", l.Err())
+	}
+	// Still held and renewed past its TTL.
+	time.Sleep(450 * time.Millisecond)
+	if n, _ := env.Client.Exists(ctx, c.keys(name).lock).Result(); n != 1 || l.Err() != nil {
+		t.Fatalf("after a cancelled Release: key exists=%d, Err=%v; want held", n, l.Err())
+	}
+	release(t, l)
+	release(t, l)
+	if n, _ := env.Client.Exists(ctx, c.keys(name).lock).Result(); n != 0 {
+		t.Fatal("key still there after Release")
+	}
+	checkGoroutines(t, base)
+}
+
+func TestRenewKeepsShortLeaseAlive(t *testing.T) {
+	c, env := newTestClient(t, nil)
+	name := env.Name("renew")
+	l := mustAcquire(t, c, name, 300*time.Millisecond)
+	ctx := context.Background()
+	end := time.Now().Add(3 * time.Second)
+	for time.Now().Before(end) {
+		select {
+		case <-l.Done():
+			t.Fatalf("lease lost while renewing: %v", l.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+		pttl, err := env.Client.PTTL(ctx, c.keys(name).lock).Result()
+		if err != nil || pttl <= 0 {
+			t.Fatalf("PTTL = %v, %v; want the key alive", pttl, err)
+		}
+	}
+	if _, err := c.Acquire(ctx, name, time.Second); !errors.Is(err, ErrNotAcquired) {
+		t.Fatalf("second Acquire while renewed = %v", err)
+	}
+	if p := c.HeartbeatP99(); p <= 0 {
+		t.Errorf("HeartbeatP99 = %v after 3s of heartbeats", p)
+	}
+	release(t, l)
+}
+
+func TestDeletedKeyEndsLeaseWithinOneInterval(t *testing.T) {
+	c, env := newTestClient(t, &Options{RenewInterval: 100 * time.Millisecond})
+	name := env.Name("deleted")
+	base := warmBase(t, c, name)
+	l := mustAcquire(t, c, name, 5*time.Second)
+	if err := env.Client.Del(context.Background(), c.keys(name).lock).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Within one renew interval (plus scheduling slack on a busy machine),
+	// far before the 5s TTL.
+	err := waitDone(t, l, 100*time.Millisecond+time.Second)
+	if !isLost(err, CauseMissing) || !isLost(context.Cause(l.Context()), CauseMissing) {
+		t.Fatalf("Err = %v, want LostError missing", err)
+	}
+	if err := l.Release(context.Background()); !isLost(err, CauseMissing) {
+		t.Fatalf("Release after loss = %v", err)
+	}
+	checkGoroutines(t, base)
+}
+
+func TestStolenKeyEndsLease(t *testing.T) {
+	c, env := newTestClient(t, &Options{RenewInterval: 50 * time.Millisecond})
+	name := env.Name("stolen")
+	l := mustAcquire(t, c, name, 5*time.Second)
+	env.Client.Set(context.Background(), c.keys(name).lock, "1:x", 5*time.Second)
+	if err := waitDone(t, l, 2*time.Second); !isLost(err, CauseStolen) {
+		t.Fatalf("Err = %v, want LostError stolen", err)
+	}
+	if !strings.Contains(l.Err().Error(), strconv.Quote(name)) {
+		t.Errorf("error %q does not name the lease", l.Err())
+	}
+}
+
+func TestBadInputSendsNothing(t *testing.T) {
+	env := testenvRedisCounting(t)
+	ctx := context.Background()
+	good := New(env.client, nil)
+	cases := []struct {
+		c    *Client
+		name string
+		ttl  time.Duration
+		want string
+	}{
+		{good, "", time.Second, "empty"},
+		{good, strings.Repeat("x", 513), time.Second, "513 bytes"},
+		{good, "a{b}", time.Second, "hash tag"},
+		{good, "a b", time.Second, "whitespace"},
+		{good, "a\x00b", time.Second, "control"},
+		{good, "a\xffb", time.Second, "UTF-8"},
+		{good, "ok", 0, "below the minimum"},
+		{good, "ok", -time.Second, "below the minimum"},
+		{good, "ok", 9 * time.Millisecond, "below the minimum"},
+		{good, "ok", 10*time.Millisecond + time.Microsecond, "whole number of milliseconds"},
+		{New(nil, nil), "ok", time.Second, "nil Redis client"},
+		{nil, "ok", time.Second, "nil *lease.Client"},
+		{New(env.client, &Options{KeyPrefix: "a{"}), "ok", time.Second, "KeyPrefix"},
+		{New(env.client, &Options{RenewInterval: -1}), "ok", time.Second, "RenewInterval"},
+		{New(env.client, &Options{RenewInterval: time.Second}), "ok", time.Second, "RenewInterval"},
+		{New(env.client, &Options{DriftMargin: time.Second}), "ok", time.Second, "DriftMargin"},
+		{New(env.client, &Options{DriftMargin: -1}), "ok", time.Second, "DriftMargin"},
+		{New(env.client, &Options{RetryDelay: -1}), "ok", time.Second, "RetryDelay"},
+	}
+	for _, tc := range cases {
+		_, err := tc.c.Acquire(ctx, tc.name, tc.ttl)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "lease: ") {
+			t.Errorf("Acquire(%.20q, %v) = %v, want ErrInvalid mentioning %q", tc.name, tc.ttl, err, tc.want)
+		}
+		_, err = tc.c.AcquireWait(ctx, tc.name, tc.ttl)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("AcquireWait(%.20q, %v) = %v, want ErrInvalid mentioning %q", tc.name, tc.ttl, err, tc.want)
+		}
+	}
+	if n := env.sent.Load(); n != 0 {
+		t.Fatalf("%d commands sent for bad input", n)
+	}
+}
+
+// countingHook counts the commands a client sends: round trips.
+type countingHook struct{ n *atomicInt }
+
+func (h countingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (h countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+func TestOneRoundTripEach(t *testing.T) {
+	env := testenvRedisCounting(t)
+	c := New(env.client, &Options{RenewInterval: 40 * time.Millisecond})
+	ctx := context.Background()
+	name := env.Name("rtt")
+	// Load the scripts once so EVALSHA hits (a first-ever call adds the
+	// EVAL fallback).
+	release(t, mustAcquire(t, c, name, time.Second))
+	env.sent.Store(0)
+	l := mustAcquire(t, c, name, time.Second)
+	if n := env.sent.Load(); n != 1 {
+		t.Errorf("Acquire sent %d commands, want 1", n)
+	}
+	if _, err := c.Acquire(ctx, name, time.Second); !errors.Is(err, ErrNotAcquired) {
+		t.Fatal(err)
+	}
+	if n := env.sent.Load(); n != 2 {
+		t.Errorf("refused Acquire sent %d commands, want 1", n-1)
+	}
+	time.Sleep(130 * time.Millisecond) // about 3 heartbeats
+	before := env.sent.Load()
+	release(t, l)
+	if n := env.sent.Load() - before; n != 1 {
+		t.Errorf("Release sent %d commands, want 1", n)
+	}
+	if before < 3 {
+		t.Errorf("%d commands in 130ms of 40ms heartbeats, want at least 3", before)
+	}
+}

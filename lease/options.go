@@ -1,0 +1,200 @@
+package lease
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// MinTTL is the shortest TTL a lease may have. Below it the renew interval,
+// the drift margin and the latency of one round trip to Redis leave no room
+// for a heartbeat to arrive in time.
+const MinTTL = 10 * time.Millisecond
+
+// DefaultKeyPrefix is the first part of every key and channel name.
+const DefaultKeyPrefix = "fencekit"
+
+// ErrInvalid is wrapped by every error about bad input: an invalid name,
+// TTL or option, or a nil client. Such errors are returned before anything
+// is sent to Redis.
+var ErrInvalid = errors.New("lease: invalid argument")
+
+// Options configures a [Client]. The zero value (or a nil *Options) gives the
+// defaults. Durations that depend on the TTL are checked against each
+// Acquire's TTL; the rest is checked by [New], and a bad value makes every
+// call of the client return an error wrapping [ErrInvalid].
+type Options struct {
+	// KeyPrefix starts every key: <KeyPrefix>:{<name>}:lock and
+	// <KeyPrefix>:{<name>}:token, and the release channel
+	// <KeyPrefix>:{<name>}:released. Default "fencekit". It may not contain
+	// '{', '}', whitespace or control characters.
+	KeyPrefix string
+
+	// RenewInterval is the time between heartbeats, counted from when the
+	// previous acquire or renew request was sent. Default TTL/3. It must be
+	// shorter than the TTL minus DriftMargin.
+	RenewInterval time.Duration
+
+	// DriftMargin is taken off the TTL to get the local deadline, so that
+	// the lease's Context ends before Redis can expire the key and grant it to
+	// someone else, despite clock rate differences and expiry granularity.
+	// Default TTL/100 + 2ms (as Redlock). It must be shorter than the TTL.
+	DriftMargin time.Duration
+
+	// RetryDelay is the pause before retrying a renewal that failed with a
+	// transient error (timeout, connection refused). Default RenewInterval/4,
+	// at least 1ms. Retries stop at the local deadline.
+	RetryDelay time.Duration
+
+	// WaitJitter bounds the random delay AcquireWait adds to the holder's
+	// remaining TTL before trying again, so that waiters do not all try at
+	// the same instant. Default 10ms. Negative means none.
+	WaitJitter time.Duration
+
+	// Logger receives warnings (heartbeat p99 latency above TTL/10, leases
+	// lost). Default slog.Default().
+	Logger *slog.Logger
+
+	// MeterProvider creates the instruments (see the package doc). Default
+	// otel.GetMeterProvider(), a no-op unless the program installs one.
+	MeterProvider metric.MeterProvider
+}
+
+// config is Options with defaults filled in and validated.
+type config struct {
+	prefix        string
+	renewInterval time.Duration // 0: ttl/3
+	driftMargin   time.Duration // <0: default from ttl
+	retryDelay    time.Duration // 0: interval/4
+	waitJitter    time.Duration
+	logger        *slog.Logger
+	meters        metric.MeterProvider
+}
+
+func newConfig(o *Options) (config, error) {
+	if o == nil {
+		o = &Options{}
+	}
+	c := config{
+		prefix:        o.KeyPrefix,
+		renewInterval: o.RenewInterval,
+		driftMargin:   o.DriftMargin,
+		retryDelay:    o.RetryDelay,
+		waitJitter:    o.WaitJitter,
+		logger:        o.Logger,
+		meters:        o.MeterProvider,
+	}
+	if c.prefix == "" {
+		c.prefix = DefaultKeyPrefix
+	}
+	if c.logger == nil {
+		c.logger = slog.Default()
+	}
+	if c.meters == nil {
+		c.meters = otel.GetMeterProvider()
+	}
+	switch {
+	case c.waitJitter == 0:
+		c.waitJitter = 10 * time.Millisecond
+	case c.waitJitter < 0:
+		c.waitJitter = 0
+	}
+	if err := checkKeyPart("Options.KeyPrefix", c.prefix, 64); err != nil {
+		return c, err
+	}
+	if c.renewInterval < 0 {
+		return c, fmt.Errorf("%w: Options.RenewInterval is %v, must not be negative", ErrInvalid, c.renewInterval)
+	}
+	if c.driftMargin < 0 {
+		return c, fmt.Errorf("%w: Options.DriftMargin is %v, must not be negative", ErrInvalid, c.driftMargin)
+	}
+	if c.retryDelay < 0 {
+		return c, fmt.Errorf("%w: Options.RetryDelay is %v, must not be negative", ErrInvalid, c.retryDelay)
+	}
+	return c, nil
+}
+
+// timing is the per-lease schedule derived from the TTL and the options.
+type timing struct {
+	ttl      time.Duration // whole milliseconds, as sent to Redis
+	interval time.Duration // between heartbeats
+	margin   time.Duration // drift margin
+	retry    time.Duration // between retries of a failed renewal
+}
+
+// deadline returns the local end of a lease whose last acquire or renew
+// request was sent at sent.
+func (t timing) deadline(sent time.Time) time.Time { return sent.Add(t.ttl - t.margin) }
+
+// timingFor checks ttl against the options and returns the lease's schedule.
+func (c *config) timingFor(ttl time.Duration) (timing, error) {
+	if ttl < MinTTL {
+		return timing{}, fmt.Errorf("%w: TTL %v is below the minimum %v", ErrInvalid, ttl, MinTTL)
+	}
+	if ttl%time.Millisecond != 0 {
+		return timing{}, fmt.Errorf("%w: TTL %v is not a whole number of milliseconds (Redis PX precision)", ErrInvalid, ttl)
+	}
+	t := timing{ttl: ttl, interval: c.renewInterval, margin: c.driftMargin, retry: c.retryDelay}
+	if t.margin == 0 {
+		t.margin = ttl/100 + 2*time.Millisecond
+	}
+	if t.margin >= ttl {
+		return timing{}, fmt.Errorf("%w: Options.DriftMargin %v must be shorter than the TTL %v", ErrInvalid, t.margin, ttl)
+	}
+	if t.interval == 0 {
+		t.interval = ttl / 3
+	}
+	if t.interval >= ttl-t.margin {
+		return timing{}, fmt.Errorf("%w: Options.RenewInterval %v must be shorter than the TTL %v minus the drift margin %v",
+			ErrInvalid, t.interval, ttl, t.margin)
+	}
+	if t.retry == 0 {
+		t.retry = max(t.interval/4, time.Millisecond)
+	}
+	return t, nil
+}
+
+// MaxNameLen is the longest lease name, in bytes.
+const MaxNameLen = 512
+
+// ValidateName reports whether name can name a lease: 1 to [MaxNameLen]
+// bytes of valid UTF-8 without '{', '}' (they would change the Redis Cluster
+// hash tag), ':' is allowed, whitespace and control characters are not. The
+// error wraps [ErrInvalid] and says what is wrong.
+func ValidateName(name string) error { return checkKeyPart("lease name", name, MaxNameLen) }
+
+func checkKeyPart(what, s string, maxLen int) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("%w: %s is empty", ErrInvalid, what)
+	case len(s) > maxLen:
+		return fmt.Errorf("%w: %s is %d bytes long, the maximum is %d", ErrInvalid, what, len(s), maxLen)
+	}
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			return fmt.Errorf("%w: %s %q is not valid UTF-8 at byte %d", ErrInvalid, what, short(s), i)
+		case r == '{' || r == '}':
+			return fmt.Errorf("%w: %s %q has %q at byte %d (braces would change the Redis Cluster hash tag)", ErrInvalid, what, short(s), r, i)
+		case unicode.IsSpace(r) || unicode.IsControl(r) || r == 0xFFFE || r == 0xFEFF:
+			return fmt.Errorf("%w: %s %q has whitespace or control character %U at byte %d", ErrInvalid, what, short(s), r, i)
+		}
+		i += size
+	}
+	return nil
+}
+
+// short cuts s for error messages.
+func short(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}

@@ -1,0 +1,73 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// AcquireWait takes the lease name for ttl, waiting while someone else holds
+// it, until ctx ends. It subscribes to the lease's release channel first,
+// then tries Acquire; while the lease is held it sleeps until a release is
+// published (a graceful release hands over within a round trip or two) or
+// until the holder's remaining TTL, reported by the refused attempt, has
+// passed, plus a random jitter of up to Options.WaitJitter. It never polls
+// in a loop: each attempt is one round trip, made after a notification or
+// the holder's expiry.
+//
+// Errors: those of [Client.Acquire] other than ErrNotAcquired, and, when
+// ctx ends first, an error wrapping both ctx.Err() and the last refusal.
+func (c *Client) AcquireWait(ctx context.Context, name string, ttl time.Duration) (*Lease, error) {
+	t, err := c.check(name, ttl)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("lease: wait for %q: %w", name, err)
+	}
+	k := c.keys(name)
+	ps := c.rdb.Subscribe(ctx, k.channel)
+	defer ps.Close()
+	// Wait for the subscription to be confirmed, so that a release published
+	// after the first attempt cannot be missed. If it fails (Redis down),
+	// the attempt below reports the error or the wait falls back to TTLs.
+	var notes <-chan *redis.Message // nil (never ready) without a subscription
+	if _, err := ps.Receive(ctx); err == nil {
+		notes = ps.Channel()
+	}
+	for {
+		l, err := c.acquire(ctx, name, t)
+		if err == nil {
+			return l, nil
+		}
+		var na *NotAcquiredError
+		if !errors.As(err, &na) {
+			return nil, err
+		}
+		wait := na.Remaining
+		if wait < 0 {
+			// The key has no expiry: only a release (or ctx) ends the wait;
+			// still look again after one TTL in case it was deleted silently.
+			wait = t.ttl
+		}
+		if c.cfg.waitJitter > 0 {
+			wait += rand.N(c.cfg.waitJitter)
+		}
+		if wait < time.Millisecond {
+			wait = time.Millisecond
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, fmt.Errorf("lease: wait for %q: %w", name, errors.Join(ctx.Err(), err))
+		case <-notes:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
