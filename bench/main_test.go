@@ -1,0 +1,115 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// servers are the servers of this test binary, stopped by TestMain.
+var servers Servers
+
+func TestMain(m *testing.M) {
+	if name := os.Getenv(envChild); name != "" {
+		os.Exit(runChild(name))
+	}
+	code := m.Run()
+	servers.Close()
+	os.Exit(code)
+}
+
+// runID makes key names unique to this process.
+var runID = strconv.FormatInt(time.Now().UnixNano()%1e9, 36) + "-" + strconv.Itoa(os.Getpid())
+
+var keySeq atomic.Int64
+
+// uniqueKey returns a Redis key (or lease name) no other benchmark uses.
+func uniqueKey(parts ...string) string {
+	k := "fkbench-" + runID + "-" + strconv.FormatInt(keySeq.Add(1), 10)
+	for _, p := range parts {
+		k += "-" + p
+	}
+	return k
+}
+
+// redisEnv is one benchmark's client of the Redis server.
+type redisEnv struct {
+	Addr   string
+	Client *redis.Client
+	Trips  *RoundTrips
+	prefix string
+}
+
+// newRedis returns a client of the benchmarks' Redis server; at cleanup it
+// deletes every key that contains prefix and closes the client.
+func newRedis(tb testing.TB, prefix string) *redisEnv {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	addr, _, err := servers.RedisAddr(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 32})
+	e := &redisEnv{Addr: addr, Client: c, Trips: &RoundTrips{}, prefix: prefix}
+	c.AddHook(e.Trips)
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		if err := deleteKeys(ctx, c, "*"+prefix+"*"); err != nil {
+			tb.Errorf("bench: clean up keys %s: %v", prefix, err)
+		}
+		c.Close()
+	})
+	return e
+}
+
+func deleteKeys(ctx context.Context, c redis.UniversalClient, pattern string) error {
+	iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
+	for i := 0; iter.Next(ctx); i++ {
+		if i > 10_000_000 {
+			return fmt.Errorf("bench: too many keys match %s", pattern)
+		}
+		if err := c.Unlink(ctx, iter.Val()).Err(); err != nil {
+			return err
+		}
+	}
+	return iter.Err()
+}
+
+// counting measures the Redis commands and round trips of a benchmark's
+// timed part: call it before b.ResetTimer and call the returned function
+// after b.StopTimer with the number of operations to divide by.
+func (e *redisEnv) counting(b *testing.B) func(ops int) {
+	b.Helper()
+	ctx := context.Background()
+	// Warm the pool so connection set-up is not counted as the benchmark's.
+	if err := e.Client.Ping(ctx).Err(); err != nil {
+		b.Fatal(err)
+	}
+	before, err := ReadCommandStats(ctx, e.Client)
+	if err != nil {
+		b.Fatal(err)
+	}
+	trips0 := e.Trips.Load()
+	return func(ops int) {
+		b.Helper()
+		trips := e.Trips.Load() - trips0 // read before the INFO below
+		after, err := ReadCommandStats(ctx, e.Client)
+		if err != nil {
+			b.Fatal(err)
+		}
+		d := after.Sub(before)
+		n := float64(max(ops, 1))
+		b.ReportMetric(float64(d.Total())/n, "redis-cmds/op")
+		b.ReportMetric(float64(d.Scripts())/n, "scripts/op")
+		b.ReportMetric(float64(trips)/n, "round-trips/op")
+		b.Logf("ops=%d commands per op: %s", ops, d.PerOp(ops))
+	}
+}
