@@ -1,0 +1,2 @@
+// Package blobfence writes S3 objects fenced by tokens.
+package blobfence

@@ -1,0 +1,296 @@
+package blobfence_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/fencekit/fencekit/blobfence"
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/testenv"
+)
+
+// fault says what the faulty client does with one conditional write.
+type fault int
+
+const (
+	faultNone       fault = iota
+	faultLostReply        // forward it (it lands), then report a transport error
+	faultDropped          // report a transport error without forwarding it
+	faultSDKRetry         // forward it twice, as a retrying SDK would, and report the second reply
+	faultServer500        // forward it (it lands), then report a 500
+)
+
+// faulty is a flaky S3 client: it forwards to the real one, runs hooks
+// around conditional writes, injects faults, and records the SDK retryer's
+// attempt limit that each operation was sent with.
+type faulty struct {
+	blobfence.S3API
+	env *testenv.S3Env
+
+	mu           sync.Mutex
+	faults       []fault // consumed one per PutObject/DeleteObject
+	beforePut    func()  // run before each forwarded PutObject
+	afterPut     func()  // run once after a forwarded PutObject
+	beforeDelete func()  // run once before DeleteObject
+	sdkAttempts  map[string][]int
+	forwarded    int // PutObject calls that reached the server
+}
+
+func newRacer(t *testing.T) *faulty {
+	env := testenv.S3(t)
+	f := &faulty{S3API: env.Client, env: env, sdkAttempts: map[string][]int{}}
+	return f
+}
+
+// record notes the SDK attempt limit op was sent with.
+func (f *faulty) record(op string, optFns []func(*s3.Options)) {
+	o := s3.Options{Retryer: retry.NewStandard()}
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	f.mu.Lock()
+	f.sdkAttempts[op] = append(f.sdkAttempts[op], o.Retryer.MaxAttempts())
+	f.mu.Unlock()
+}
+
+func (f *faulty) next() fault {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.faults) == 0 {
+		return faultNone
+	}
+	x := f.faults[0]
+	f.faults = f.faults[1:]
+	return x
+}
+
+func take(mu *sync.Mutex, fn *func()) func() {
+	mu.Lock()
+	defer mu.Unlock()
+	h := *fn
+	*fn = nil
+	return h
+}
+
+func transportError(op string) error {
+	return &smithy.OperationError{ServiceID: "S3", OperationName: op,
+		Err: &smithyhttp.RequestSendError{Err: errors.New("read tcp: connection reset by peer")}}
+}
+
+func serverError(op string) error {
+	resp := &smithyhttp.Response{Response: &http.Response{StatusCode: 500, Header: http.Header{}}}
+	return &smithy.OperationError{ServiceID: "S3", OperationName: op,
+		Err: &smithyhttp.ResponseError{Response: resp, Err: errors.New("InternalError")}}
+}
+
+func (f *faulty) HeadObject(ctx context.Context, in *s3.HeadObjectInput, o ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {
+	f.record("HeadObject", o)
+	return f.S3API.HeadObject(ctx, in, o...)
+}
+
+func (f *faulty) PutObject(ctx context.Context, in *s3.PutObjectInput, o ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	f.record("PutObject", o)
+	f.mu.Lock()
+	before := f.beforePut
+	f.mu.Unlock()
+	if before != nil {
+		before()
+	}
+	mode := f.next()
+	if mode == faultDropped {
+		return nil, transportError("PutObject")
+	}
+	f.mu.Lock()
+	f.forwarded++
+	f.mu.Unlock()
+	out, err := f.S3API.PutObject(ctx, in, o...)
+	if after := take(&f.mu, &f.afterPut); after != nil {
+		after()
+	}
+	switch mode {
+	case faultLostReply:
+		return nil, transportError("PutObject")
+	case faultServer500:
+		return nil, serverError("PutObject")
+	case faultSDKRetry:
+		if _, serr := in.Body.(io.Seeker).Seek(0, io.SeekStart); serr != nil {
+			return nil, serr
+		}
+		return f.S3API.PutObject(ctx, in, o...)
+	}
+	return out, err
+}
+
+func (f *faulty) DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, o ...func(*s3.Options)) (*s3.DeleteObjectOutput, error) {
+	f.record("DeleteObject", o)
+	if before := take(&f.mu, &f.beforeDelete); before != nil {
+		before()
+	}
+	mode := f.next()
+	if mode == faultDropped {
+		return nil, transportError("DeleteObject")
+	}
+	out, err := f.S3API.DeleteObject(ctx, in, o...)
+	if mode == faultLostReply {
+		return nil, transportError("DeleteObject")
+	}
+	return out, err
+}
+
+// TestConditionalWritesBypassSDKRetryer checks the retry setting: PUT and
+// DELETE go out with the SDK's retryer limited to one attempt (the store's
+// loop retries them after re-reading), reads keep the client's retryer.
+func TestConditionalWritesBypassSDKRetryer(t *testing.T) {
+	ctx := context.Background()
+	f := newRacer(t)
+	s := blobfence.New(f, f.env.Bucket, nil)
+	if err := s.Put(ctx, "k", []byte("x"), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "k", 1); err != nil {
+		t.Fatal(err)
+	}
+	for op, want := range map[string]int{"PutObject": 1, "DeleteObject": 1, "HeadObject": retry.DefaultMaxAttempts} {
+		got := f.sdkAttempts[op]
+		if len(got) == 0 {
+			t.Fatalf("%s was not called", op)
+		}
+		for _, n := range got {
+			if n != want {
+				t.Errorf("%s sent with SDK max attempts %d, want %d", op, n, want)
+			}
+		}
+	}
+}
+
+func TestLostReplyResolvedByRereading(t *testing.T) {
+	for _, mode := range []struct {
+		name  string
+		fault fault
+	}{{"transport error after landing", faultLostReply}, {"SDK retry after landing gets 412", faultSDKRetry}, {"500 after landing", faultServer500}} {
+		t.Run(mode.name, func(t *testing.T) {
+			ctx := context.Background()
+			f := newRacer(t)
+			s := blobfence.New(f, f.env.Bucket, nil)
+			first, err := s.PutReader(ctx, "k", strings.NewReader("old"), 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.faults = []fault{mode.fault}
+			res, err := s.PutReader(ctx, "k", strings.NewReader("new"), 5)
+			if err != nil {
+				t.Fatalf("a put that landed was reported as %v", err)
+			}
+			if res.Token != 5 || res.Replaced != first.Version || res.Attempts != 1 {
+				t.Fatalf("PutResult = %+v; want token 5 replacing %+v after 1 attempt", res, first.Version)
+			}
+			body, v, err := s.GetVersion(ctx, "k")
+			if err != nil || string(body) != "new" || v != res.Version {
+				t.Fatalf("stored %q %+v %v; want \"new\" %+v", body, v, err, res.Version)
+			}
+			if f.forwarded != 2 {
+				t.Fatalf("%d PUTs reached the server, want 2 (the store must not write again once it sees its write)", f.forwarded)
+			}
+		})
+	}
+}
+
+func TestDroppedWriteIsRetried(t *testing.T) {
+	ctx := context.Background()
+	f := newRacer(t)
+	s := blobfence.New(f, f.env.Bucket, nil)
+	f.faults = []fault{faultDropped, faultDropped}
+	res, err := s.PutReader(ctx, "k", strings.NewReader("body"), 3)
+	if err != nil || res.Attempts != 3 {
+		t.Fatalf("put after two dropped attempts: %+v, %v; want success on attempt 3", res, err)
+	}
+	if body, tok := mustGet(t, s, "k"); string(body) != "body" || tok != 3 {
+		t.Fatalf("stored %q, %d", body, tok)
+	}
+}
+
+// TestLostReplyThenSuperseded: the write lands but its reply is lost, and
+// a newer holder overwrites it before the store re-reads. The store cannot
+// know whether its write landed; it says so, and reports the stale verdict.
+func TestLostReplyThenSuperseded(t *testing.T) {
+	ctx := context.Background()
+	f := newRacer(t)
+	s := blobfence.New(f, f.env.Bucket, nil)
+	f.faults = []fault{faultLostReply}
+	f.afterPut = func() {
+		if err := blobfence.New(f.env.Client, f.env.Bucket, nil).Put(ctx, "k", []byte("newer"), 9); err != nil {
+			t.Error(err)
+		}
+	}
+	err := s.Put(ctx, "k", []byte("mine"), 5)
+	if !errors.Is(err, fence.ErrStale) || !errors.Is(err, blobfence.ErrOutcomeUnknown) {
+		t.Fatalf("err = %v; want ErrStale and ErrOutcomeUnknown", err)
+	}
+	if body, tok := mustGet(t, s, "k"); string(body) != "newer" || tok != 9 {
+		t.Fatalf("stored %q, %d; want newer, 9", body, tok)
+	}
+}
+
+func TestAllAttemptsUnanswered(t *testing.T) {
+	ctx := context.Background()
+	f := newRacer(t)
+	s := blobfence.New(f, f.env.Bucket, &blobfence.Options{MaxAttempts: 2})
+	f.faults = []fault{faultDropped, faultDropped}
+	err := s.Put(ctx, "k", []byte("x"), 1)
+	if !errors.Is(err, blobfence.ErrOutcomeUnknown) || errors.Is(err, blobfence.ErrContention) {
+		t.Fatalf("err = %v; want ErrOutcomeUnknown, not ErrContention", err)
+	}
+}
+
+func TestContentionExhausted(t *testing.T) {
+	ctx := context.Background()
+	f := newRacer(t)
+	s := blobfence.New(f, f.env.Bucket, &blobfence.Options{MaxAttempts: 3})
+	other := blobfence.New(f.env.Client, f.env.Bucket, nil)
+	n := 0
+	// Before each of our PUTs, the same holder (equal token) writes from
+	// elsewhere: never stale, always a lost race.
+	f.beforePut = func() {
+		n++
+		if err := other.Put(ctx, "k", []byte{byte(n)}, 7); err != nil {
+			t.Error(err)
+		}
+	}
+	err := s.Put(ctx, "k", []byte("mine"), 7)
+	if !errors.Is(err, blobfence.ErrContention) || errors.Is(err, fence.ErrStale) {
+		t.Fatalf("err = %v; want ErrContention, not ErrStale", err)
+	}
+	if len(f.sdkAttempts["PutObject"]) != 3 || len(f.sdkAttempts["HeadObject"]) != 4 {
+		t.Fatalf("sent %d PUTs and %d HEADs; want 3 and 4 (the bound, then a last read)",
+			len(f.sdkAttempts["PutObject"]), len(f.sdkAttempts["HeadObject"]))
+	}
+	if body, _ := mustGet(t, other, "k"); string(body) != "\x03" {
+		t.Fatalf("stored %q, want the other writer's last body", body)
+	}
+}
+
+func TestDeleteLostReply(t *testing.T) {
+	ctx := context.Background()
+	f := newRacer(t)
+	s := blobfence.New(f, f.env.Bucket, nil)
+	if err := s.Put(ctx, "k", []byte("x"), 2); err != nil {
+		t.Fatal(err)
+	}
+	f.faults = []fault{faultLostReply}
+	if err := s.Delete(ctx, "k", 2); err != nil {
+		t.Fatalf("a delete that landed was reported as %v", err)
+	}
+	if _, err := s.Head(ctx, "k"); !errors.Is(err, blobfence.ErrNotFound) {
+		t.Fatalf("Head after delete: %v", err)
+	}
+}

@@ -1,0 +1,99 @@
+package blobfence_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/fencekit/fencekit/blobfence"
+	"github.com/fencekit/fencekit/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// counting wraps an S3API and counts the requests per operation.
+type counting struct {
+	blobfence.S3API
+	heads, puts, gets, deletes atomic.Int64
+}
+
+func (c *counting) total() int64 {
+	return c.heads.Load() + c.puts.Load() + c.gets.Load() + c.deletes.Load()
+}
+
+func (c *counting) HeadObject(ctx context.Context, in *s3.HeadObjectInput, o ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {
+	c.heads.Add(1)
+	return c.S3API.HeadObject(ctx, in, o...)
+}
+
+func (c *counting) PutObject(ctx context.Context, in *s3.PutObjectInput, o ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	c.puts.Add(1)
+	return c.S3API.PutObject(ctx, in, o...)
+}
+
+func (c *counting) GetObject(ctx context.Context, in *s3.GetObjectInput, o ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	c.gets.Add(1)
+	return c.S3API.GetObject(ctx, in, o...)
+}
+
+func (c *counting) DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, o ...func(*s3.Options)) (*s3.DeleteObjectOutput, error) {
+	c.deletes.Add(1)
+	return c.S3API.DeleteObject(ctx, in, o...)
+}
+
+// newStore returns a store on a fresh bucket, its request counter and the
+// raw client (for writes that bypass fencing).
+func newStore(tb testing.TB, opts *blobfence.Options) (*blobfence.Store, *counting, *testenv.S3Env) {
+	tb.Helper()
+	env := testenv.S3(tb)
+	c := &counting{S3API: env.Client}
+	return blobfence.New(c, env.Bucket, opts), c, env
+}
+
+// exampleStore returns a store on a fresh bucket for an example, and the
+// function that deletes the bucket. Examples cannot take a *testing.T, so
+// they reach testenv (the harness's versitygw, or FENCEKIT_S3_ENDPOINT)
+// through exampleTB.
+func exampleStore() (*blobfence.Store, func()) {
+	tb := &exampleTB{}
+	env := testenv.S3(tb)
+	return blobfence.New(env.Client, env.Bucket, nil), tb.cleanup
+}
+
+// exampleTB is the testing.TB the examples hand testenv: failures panic,
+// a skip (no server, FENCEKIT_REQUIRE_SERVERS unset) panics too, since an
+// example cannot skip. The methods testenv does not call stay unimplemented
+// (the embedded nil interface).
+type exampleTB struct {
+	testing.TB
+	mu       sync.Mutex
+	cleanups []func()
+}
+
+func (*exampleTB) Helper()                   {}
+func (*exampleTB) Name() string              { return "example" }
+func (*exampleTB) Fatal(a ...any)            { panic(fmt.Sprint(a...)) }
+func (*exampleTB) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
+func (*exampleTB) Errorf(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
+func (*exampleTB) Skip(a ...any)             { panic(fmt.Sprint(a...)) }
+func (*exampleTB) Log(a ...any)              {}
+func (*exampleTB) Logf(string, ...any)       {}
+func (t *exampleTB) Cleanup(f func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.cleanups = append(t.cleanups, f)
+}
+
+func (t *exampleTB) cleanup() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := len(t.cleanups) - 1; i >= 0; i-- {
+		t.cleanups[i]()
+	}
+	t.cleanups = nil
+}

@@ -1,0 +1,248 @@
+package blobfence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/fencekit/fencekit/fence"
+)
+
+// S3API is the part of an S3 client that a [Store] calls. *s3.Client from
+// aws-sdk-go-v2 satisfies it; tests wrap it to count requests or inject
+// faults.
+type S3API interface {
+	HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
+	PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
+}
+
+var _ S3API = (*s3.Client)(nil)
+
+// DefaultMetadataKey is the user-metadata name that holds the token unless
+// [Options.MetadataKey] says otherwise. On the wire it is the header
+// x-amz-meta-fencekit-token.
+const DefaultMetadataKey = "fencekit-token"
+
+// DefaultMaxAttempts is the number of read-decide-write rounds a call makes
+// before it gives up with [ErrContention], unless [Options.MaxAttempts] says
+// otherwise.
+const DefaultMaxAttempts = 8
+
+// MaxKeyLen is the longest object key S3 accepts, in bytes of UTF-8.
+const MaxKeyLen = 1024
+
+// maxMetadataKeyLen bounds [Options.MetadataKey]; S3 allows 2 KB of user
+// metadata in all, and the key is sent twice (token and write id).
+const maxMetadataKeyLen = 128
+
+var (
+	// ErrInvalidArgument is wrapped by every error about the caller's input:
+	// a nil client, an empty bucket, a bad key, a bad option, a token that
+	// cannot be presented. Nothing is sent to S3 when it is returned.
+	ErrInvalidArgument = errors.New("blobfence: invalid argument")
+
+	// ErrContention is returned (wrapped) when a write lost the race for the
+	// object on every one of its attempts: each time it read the object and
+	// decided its token was not stale, another writer changed the object
+	// before the conditional write arrived. It is not a staleness verdict;
+	// the caller may try again.
+	ErrContention = errors.New("blobfence: lost the race for the object on every attempt")
+
+	// ErrOutcomeUnknown is wrapped, together with the error that ended the
+	// call, when a conditional write or delete got no answer (a transport
+	// error or a 5xx) and the store could not establish afterwards whether
+	// it took effect.
+	ErrOutcomeUnknown = errors.New("blobfence: outcome of a write is unknown")
+
+	// ErrNotFound is returned (wrapped) by [Store.Get] and [Store.Head] when
+	// the object does not exist.
+	ErrNotFound = errors.New("blobfence: object not found")
+
+	// ErrBadMetadata is returned (wrapped, with [fence.ErrInvalidToken]) when
+	// an object's token metadata does not parse. Put and Delete refuse to
+	// touch such an object.
+	ErrBadMetadata = errors.New("blobfence: malformed token metadata")
+)
+
+// Options configures a [Store]. The zero value (or a nil *Options) means the
+// defaults.
+type Options struct {
+	// MetadataKey is the user-metadata name holding the token, sent as the
+	// header x-amz-meta-<MetadataKey>; default [DefaultMetadataKey]. It must
+	// be 1 to 128 characters of lower-case letters, digits and '-', starting
+	// with a letter or digit (S3 lower-cases metadata names, so upper case
+	// would not round-trip). The write id of each put is stored next to it
+	// as <MetadataKey>-write.
+	MetadataKey string
+
+	// MaxAttempts bounds the read-decide-write rounds of one Put or Delete;
+	// default [DefaultMaxAttempts]. After that many lost races the call
+	// returns [ErrContention]. Must not be negative.
+	MaxAttempts int
+}
+
+// Store writes objects of one bucket, fenced by tokens kept in each
+// object's metadata. It is safe for concurrent use.
+type Store struct {
+	client      S3API
+	bucket      string
+	tokenKey    string
+	writeKey    string
+	maxAttempts int
+	err         error // construction error, returned by every call
+}
+
+// New returns a Store writing to bucket through client. A nil opts means
+// the defaults. New does no I/O and returns no error: a nil client, an empty
+// bucket or invalid options make every call of the Store return an error
+// wrapping [ErrInvalidArgument] that names the problem, without sending
+// anything.
+func New(client S3API, bucket string, opts *Options) *Store {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	s := &Store{client: client, bucket: bucket, tokenKey: o.MetadataKey, maxAttempts: o.MaxAttempts}
+	if s.tokenKey == "" {
+		s.tokenKey = DefaultMetadataKey
+	}
+	if s.maxAttempts == 0 {
+		s.maxAttempts = DefaultMaxAttempts
+	}
+	s.writeKey = s.tokenKey + "-write"
+	switch {
+	case client == nil:
+		s.err = fmt.Errorf("%w: New: the S3 client is nil", ErrInvalidArgument)
+	case bucket == "":
+		s.err = fmt.Errorf("%w: New: the bucket name is empty", ErrInvalidArgument)
+	case o.MaxAttempts < 0:
+		s.err = fmt.Errorf("%w: New: Options.MaxAttempts is %d; it must be positive (0 means %d)", ErrInvalidArgument, o.MaxAttempts, DefaultMaxAttempts)
+	default:
+		if err := ValidateMetadataKey(s.tokenKey); err != nil {
+			s.err = fmt.Errorf("New: Options.MetadataKey: %w", err)
+		}
+	}
+	return s
+}
+
+// Bucket returns the bucket the store writes to.
+func (s *Store) Bucket() string { return s.bucket }
+
+// MetadataKey returns the user-metadata name that holds the token.
+func (s *Store) MetadataKey() string { return s.tokenKey }
+
+// ValidateKey returns nil when key can name an object: 1 to [MaxKeyLen]
+// bytes of valid UTF-8. Errors wrap [ErrInvalidArgument].
+func ValidateKey(key string) error {
+	switch {
+	case key == "":
+		return fmt.Errorf("%w: the object key is empty", ErrInvalidArgument)
+	case len(key) > MaxKeyLen:
+		return fmt.Errorf("%w: the object key is %d bytes, longer than the %d S3 allows", ErrInvalidArgument, len(key), MaxKeyLen)
+	case !utf8.ValidString(key):
+		return fmt.Errorf("%w: the object key is not valid UTF-8", ErrInvalidArgument)
+	}
+	return nil
+}
+
+// ValidateMetadataKey returns nil when name can be used as
+// [Options.MetadataKey]. Errors wrap [ErrInvalidArgument].
+func ValidateMetadataKey(name string) error {
+	if name == "" || len(name) > maxMetadataKeyLen {
+		return fmt.Errorf("%w: metadata key %q must be 1 to %d characters", ErrInvalidArgument, name, maxMetadataKeyLen)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' && i > 0
+		if !ok {
+			return fmt.Errorf("%w: metadata key %q has %q at byte %d; use lower-case letters, digits and '-' (not first)",
+				ErrInvalidArgument, name, c, i)
+		}
+	}
+	return nil
+}
+
+// check validates the store and key before a call sends anything.
+func (s *Store) check(op, key string) error {
+	if s == nil {
+		return fmt.Errorf("%w: %s on a nil *Store", ErrInvalidArgument, op)
+	}
+	if s.err != nil {
+		return s.err
+	}
+	if err := ValidateKey(key); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
+
+// checkToken validates a token presented with a write.
+func checkToken(op, key string, tok fence.Token) error {
+	if err := tok.Validate(); err != nil {
+		return fmt.Errorf("%w: %s %q: %w", ErrInvalidArgument, op, key, err)
+	}
+	return nil
+}
+
+// parseToken reads the token from an object's metadata: 0 when the object
+// carries none (written by another tool), an error wrapping
+// [ErrBadMetadata] and [fence.ErrInvalidToken] when the value is malformed.
+func (s *Store) parseToken(key string, md map[string]string) (fence.Token, error) {
+	v, ok := lookupMeta(md, s.tokenKey)
+	if !ok {
+		return 0, nil
+	}
+	tok, err := fence.ParseToken(v)
+	if err != nil {
+		return 0, fmt.Errorf("%w: object %q, x-amz-meta-%s: %w", ErrBadMetadata, key, s.tokenKey, err)
+	}
+	return tok, nil
+}
+
+// lookupMeta finds name in md; S3 and the SDK lower-case metadata names,
+// other clients may not.
+func lookupMeta(md map[string]string, name string) (string, bool) {
+	if v, ok := md[name]; ok {
+		return v, true
+	}
+	for k, v := range md {
+		if len(k) == len(name) && equalFoldASCII(k, name) {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func equalFoldASCII(a, b string) bool {
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// noSDKRetry turns the SDK's retryer off for one operation: a conditional
+// write is retried only by the store's own read-decide-write loop, which
+// re-reads the object (and its write id) before deciding again.
+func noSDKRetry(o *s3.Options) {
+	if o.Retryer == nil {
+		o.Retryer = aws.NopRetryer{}
+		return
+	}
+	o.Retryer = retry.AddWithMaxAttempts(o.Retryer, 1)
+}
