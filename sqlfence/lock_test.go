@@ -15,7 +15,9 @@ import (
 // waitForLockWait polls until backend pid waits on a lock (a row lock here),
 // failing the test if it does not within a generous bound. It observes the
 // server's state; it asserts nothing about speed.
-func waitForLockWait(t *testing.T, env interface{ QueryRow(context.Context, string, ...any) pgx.Row }, pid uint32) {
+func waitForLockWait(t *testing.T, env interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, pid uint32) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for i := 0; time.Now().Before(deadline); i++ {
