@@ -8,6 +8,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fencekit/fencekit/lease"
 )
 
 // leaseTTL is the TTL of the lease micro-benchmarks: long enough that no
@@ -23,7 +27,12 @@ const contenders = 16
 //
 //	op=acquire-release-distinct  Acquire then Release, a new key each time
 //	op=acquire-release-same      Acquire then Release, always the same key
-//	op=renew                     one explicit renewal of a held lock
+//	op=renew                     one explicit renewal of a held lock; for
+//	                             fencekit, which has no renew call, one
+//	                             heartbeat renewal with RenewInterval 1ns
+//	                             (renewals back to back, each timed from
+//	                             the previous one's reply, allocations of
+//	                             the heartbeat goroutine included)
 //	op=contended                 16 goroutines try-acquire one key (and
 //	                             release at once when they get it); ns/op
 //	                             is per attempt, acq/s counts successes
@@ -96,6 +105,10 @@ func benchAcquireReleaseSame(b *testing.B, env *redisEnv, l Locker) {
 }
 
 func benchRenew(b *testing.B, env *redisEnv, l Locker) {
+	if _, ok := l.(Fencekit); ok {
+		benchHeartbeat(b, env)
+		return
+	}
 	ctx := context.Background()
 	h, err := l.TryAcquire(ctx, env.prefix+"-renew", leaseTTL)
 	if err != nil {
@@ -157,4 +170,63 @@ func benchContended(b *testing.B, env *redisEnv, l Locker) {
 	done(b.N)
 	b.ReportMetric(float64(won.Load())/elapsed.Seconds(), "acq/s")
 	b.ReportMetric(100*float64(won.Load())/float64(b.N), "won-%")
+}
+
+// benchHeartbeat times b.N renewals by fencekit's heartbeat: with a renew
+// interval of 1ns, the heartbeat goroutine sends each renewal as soon as
+// the previous one is confirmed. A hook counts the scripts the client runs
+// once armed and says when b.N have completed.
+func benchHeartbeat(b *testing.B, env *redisEnv) {
+	ctx := context.Background()
+	counter := &scriptCountdown{done: make(chan struct{})}
+	env.Client.AddHook(counter)
+	fk := NewFencekit(env.Client, &lease.Options{RenewInterval: time.Nanosecond})
+	h, err := fk.TryAcquire(ctx, env.prefix+"-renew", leaseTTL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := env.counting(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	counter.arm(int64(b.N))
+	select {
+	case <-counter.done:
+	case <-time.After(time.Minute):
+		b.Fatalf("heartbeat made %d of %d renewals in a minute", counter.n.Load(), b.N)
+	}
+	b.StopTimer()
+	done(int(counter.n.Load()))
+	if err := h.Release(ctx); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// scriptCountdown is a go-redis hook that, once armed with a target, counts
+// completed script calls and closes done at the target.
+type scriptCountdown struct {
+	target atomic.Int64 // 0: not armed
+	n      atomic.Int64
+	done   chan struct{}
+	once   sync.Once
+}
+
+func (s *scriptCountdown) arm(target int64) { s.target.Store(target) }
+
+func (s *scriptCountdown) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (s *scriptCountdown) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if name := cmd.Name(); name != "evalsha" && name != "eval" {
+			return err
+		}
+		if t := s.target.Load(); t > 0 && s.n.Add(1) >= t {
+			s.once.Do(func() { close(s.done) })
+		}
+		return err
+	}
+}
+
+func (s *scriptCountdown) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
