@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/fencekit/fencekit/sim"
+)
+
+// exploreFlags registers the schedule distribution flags on fs.
+func exploreFlags(fs *flag.FlagSet, p *sim.ExploreParams) {
+	d := sim.DefaultExploreParams()
+	*p = d
+	fs.IntVar(&p.Runs, "runs", d.Runs, "number of random schedules (each runs with fencing off and on)")
+	fs.Uint64Var(&p.Seed, "seed", d.Seed, "seed of the first schedule; schedule i uses seed+i")
+	fs.IntVar(&p.Clients, "clients", d.Clients, "clients competing for the lease")
+	fs.IntVar(&p.Jobs, "jobs", d.Jobs, "jobs per client (acquire, read, writes, release)")
+	fs.IntVar(&p.Writes, "writes", d.Writes, "writes per job")
+	fs.Var(durationValue{&p.TTL}, "ttl", "lease time to live (default 10s)")
+	fs.Var(durationValue{&p.Heartbeat}, "heartbeat", "heartbeat interval, 0 for none (default 3s)")
+	fs.Var(durationValue{&p.Work}, "work", "mean work step before each write, uniform in [work/2, 3work/2] (default 2s)")
+	fs.Var(durationValue{&p.DelayMax}, "delay", "maximum one-way message delay, uniform from 0 (default 200ms)")
+	fs.Var(probValue{&p.PauseProb}, "pause-prob", "each client's chance of one stop-the-world pause (default 0.3)")
+	fs.Var(durationValue{&p.PauseMax}, "pause-max", "maximum pause length, uniform from 0 (default 30s)")
+	fs.Var(probValue{&p.CrashProb}, "crash-prob", "each client's chance of crashing in the first 40s (default 0.1)")
+	fs.Float64Var(&p.DriftMax, "drift", d.DriftMax, "maximum clock rate error, uniform in [-drift, drift]")
+}
+
+func runExplore(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("fencesim explore", flag.ContinueOnError)
+	var p sim.ExploreParams
+	exploreFlags(fs, &p)
+	show := fs.Int("show", 10, "how many violating seeds to list")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: fencesim explore [flags]")
+		fs.PrintDefaults()
+	}
+	word, status := parse(fs, args, stdout, stderr)
+	if status >= 0 {
+		return status
+	}
+	if word != "" {
+		return usageErr(stderr, "explore takes no arguments, got %q", word)
+	}
+	if err := p.Validate(); err != nil {
+		return usageErr(stderr, "%s", strings.TrimPrefix(err.Error(), "sim: "))
+	}
+	if *show < 0 {
+		return usageErr(stderr, "-show %d is negative", *show)
+	}
+	var progress func(int)
+	if isTerminal(stdout) && p.Runs >= 10000 {
+		progress = func(done int) { drawProgress(stdout, done, p.Runs) }
+	}
+	rep, err := sim.Explore(context.Background(), p, progress)
+	if progress != nil {
+		fmt.Fprint(stdout, "\r\033[K")
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "fencesim: %v\n", err)
+		return exitFailed
+	}
+	writeReport(stdout, rep, *show)
+	if rep.On.Violations > 0 || rep.On.LostRuns > 0 {
+		seed := p.Seed
+		if len(rep.On.Seeds) > 0 {
+			seed = rep.On.Seeds[0]
+		}
+		fmt.Fprintf(stderr, "fencesim: failed for seed=%d: fencing on let a stale write through; replay with: fencesim replay -seed %d -fencing on\n", seed, seed)
+		return exitFailed
+	}
+	return exitOK
+}
+
+func writeReport(w io.Writer, rep *sim.ExploreReport, show int) {
+	p := rep.Params
+	hb := "none"
+	if p.Heartbeat > 0 {
+		hb = sim.FormatTime(p.Heartbeat)
+	}
+	fmt.Fprintf(w, "explore: %d random schedules from seed %d, each run with fencing off and on\n", p.Runs, p.Seed)
+	fmt.Fprintf(w, "  %d clients x %d jobs x %d writes; TTL %s, heartbeat %s; steps ~%s; delays up to %s;\n",
+		p.Clients, p.Jobs, p.Writes, sim.FormatTime(p.TTL), hb, sim.FormatTime(p.Work), sim.FormatTime(p.DelayMax))
+	fmt.Fprintf(w, "  pause chance %g (up to %s), crash chance %g, clock drift up to ±%g%%\n",
+		p.PauseProb, sim.FormatTime(p.PauseMax), p.CrashProb, p.DriftMax*100)
+	fmt.Fprintf(w, "  schedules with a pause longer than the TTL: %d\n\n", rep.LongPauses)
+	row := func(name string, off, on int) { fmt.Fprintf(w, "  %-44s %11d %11d\n", name, off, on) }
+	fmt.Fprintf(w, "  %-44s %11s %11s\n", "", "fencing OFF", "fencing ON")
+	row("runs with a safety violation (*)", rep.Off.Violations, rep.On.Violations)
+	row("runs that lost an accepted write", rep.Off.LostRuns, rep.On.LostRuns)
+	row("runs that accepted a write from an expired lease", rep.Off.StaleRuns, rep.On.StaleRuns)
+	row("writes decided by the storage", rep.Off.Writes, rep.On.Writes)
+	row("writes rejected as stale", rep.Off.Rejected, rep.On.Rejected)
+	fmt.Fprintln(w, "  (*) the storage accepted a write whose token was older than one it had already accepted")
+	for _, t := range []sim.Tally{rep.Off, rep.On} {
+		if len(t.Seeds) == 0 {
+			continue
+		}
+		n := min(show, len(t.Seeds))
+		seeds := make([]string, n)
+		for i, s := range t.Seeds[:n] {
+			seeds[i] = fmt.Sprint(s)
+		}
+		more := ""
+		if len(t.Seeds) > n {
+			more = fmt.Sprintf(" ... (%d more)", len(t.Seeds)-n)
+		}
+		mode := "off"
+		if t.Fencing {
+			mode = "on"
+		}
+		fmt.Fprintf(w, "\nviolating seeds, fencing %s: %s%s\n", mode, strings.Join(seeds, " "), more)
+		if n > 0 {
+			fmt.Fprintf(w, "replay one with: fencesim replay -seed %s -fencing both%s\n", seeds[0], replayFlags(p))
+		}
+	}
+	if rep.On.Violations == 0 && rep.On.LostRuns == 0 {
+		fmt.Fprintf(w, "\nOK: with fencing on, no violation and no lost write in %d runs.\n", p.Runs)
+	}
+}
+
+// replayFlags returns the distribution flags that differ from the
+// defaults, so a printed replay command reproduces the schedule.
+func replayFlags(p sim.ExploreParams) string {
+	d := sim.DefaultExploreParams()
+	var b strings.Builder
+	add := func(name string, differ bool, v any) {
+		if differ {
+			fmt.Fprintf(&b, " -%s %v", name, v)
+		}
+	}
+	add("clients", p.Clients != d.Clients, p.Clients)
+	add("jobs", p.Jobs != d.Jobs, p.Jobs)
+	add("writes", p.Writes != d.Writes, p.Writes)
+	add("ttl", p.TTL != d.TTL, p.TTL)
+	add("heartbeat", p.Heartbeat != d.Heartbeat, p.Heartbeat)
+	add("work", p.Work != d.Work, p.Work)
+	add("delay", p.DelayMax != d.DelayMax, p.DelayMax)
+	add("pause-prob", p.PauseProb != d.PauseProb, p.PauseProb)
+	add("pause-max", p.PauseMax != d.PauseMax, p.PauseMax)
+	add("crash-prob", p.CrashProb != d.CrashProb, p.CrashProb)
+	add("drift", p.DriftMax != d.DriftMax, p.DriftMax)
+	return b.String()
+}
+
+func runReplay(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("fencesim replay", flag.ContinueOnError)
+	var p sim.ExploreParams
+	exploreFlags(fs, &p)
+	var out output
+	out.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: fencesim replay -seed N [flags]  (replays one schedule of fencesim explore)")
+		fs.PrintDefaults()
+	}
+	word, status := parse(fs, args, stdout, stderr)
+	if status >= 0 {
+		return status
+	}
+	if word != "" {
+		return usageErr(stderr, "replay takes no arguments, got %q", word)
+	}
+	seedSet := false
+	fs.Visit(func(f *flag.Flag) { seedSet = seedSet || f.Name == "seed" })
+	if !seedSet {
+		return usageErr(stderr, "replay needs -seed N (a seed that fencesim explore listed)")
+	}
+	var runs []*sim.Result
+	for _, fencing := range out.fencing.modes() {
+		cfg, err := sim.ExploreSchedule(p, p.Seed, fencing)
+		if err != nil {
+			return usageErr(stderr, "%s", strings.TrimPrefix(err.Error(), "sim: "))
+		}
+		res, err := sim.Run(cfg)
+		if err != nil {
+			fmt.Fprintf(stderr, "fencesim: %v\n", err)
+			return exitFailed
+		}
+		runs = append(runs, res)
+	}
+	return out.emit(fmt.Sprintf("fencesim replay: explore schedule seed=%d", p.Seed), runs, stdout, stderr)
+}
+
+// isTerminal reports whether w is a character device, such as a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// drawProgress redraws a one-line progress bar.
+func drawProgress(w io.Writer, done, total int) {
+	const width = 40
+	filled := 0
+	if total > 0 {
+		filled = done * width / total
+	}
+	fmt.Fprintf(w, "\r[%s%s] %d/%d schedules", strings.Repeat("#", filled), strings.Repeat(".", width-filled), done, total)
+}

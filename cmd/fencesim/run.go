@@ -1,0 +1,238 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/fencekit/fencekit/sim"
+)
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailed  = 1 // an invariant failed (a violation with fencing on) or output failed
+	exitUsage   = 2 // bad arguments
+	usageIntro  = "usage: fencesim [SCENARIO] [flags] | fencesim explore [flags] | fencesim replay -seed N [flags] | fencesim list"
+	usageDetail = "Run 'fencesim -h', 'fencesim explore -h' or 'fencesim replay -h' for the flags."
+)
+
+// run is the whole command: it parses args, writes results to stdout and
+// diagnostics to stderr, and returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		switch args[0] {
+		case "explore":
+			return runExplore(args[1:], stdout, stderr)
+		case "replay":
+			return runReplay(args[1:], stdout, stderr)
+		case "list":
+			return runList(args[1:], stdout, stderr)
+		case "help":
+			fmt.Fprintln(stdout, usageIntro)
+			fmt.Fprintln(stdout, usageDetail)
+			return exitOK
+		}
+	}
+	return runScenario(args, stdout, stderr)
+}
+
+// usageErr prints a one-line diagnostic and the usage line, and returns 2.
+func usageErr(stderr io.Writer, format string, args ...any) int {
+	fmt.Fprintf(stderr, "fencesim: "+format+"\n", args...)
+	fmt.Fprintln(stderr, usageIntro)
+	return exitUsage
+}
+
+// parse parses fs over args, allowing one positional word (the scenario
+// name) before, between or after the flags. It returns the word ("" if
+// none) and the exit status to return, or -1 to go on.
+func parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (word string, status int) {
+	fs.SetOutput(stderr)
+	rest := args
+	for range 3 { // name first, name between flags, name last: at most two words seen
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return "", exitOK
+			}
+			return "", exitUsage // flag has printed the error and the defaults
+		}
+		if fs.NArg() == 0 {
+			return word, -1
+		}
+		if word != "" {
+			return "", usageErr(stderr, "unexpected argument %q after %q", fs.Arg(0), word)
+		}
+		word = fs.Arg(0)
+		rest = fs.Args()[1:]
+	}
+	return word, -1
+}
+
+// output holds the output flags shared by scenario and replay.
+type output struct {
+	json    bool
+	html    string
+	fencing fencingMode
+}
+
+func (o *output) register(fs *flag.FlagSet) {
+	o.fencing = "both"
+	fs.BoolVar(&o.json, "json", false, "print the events as JSON Lines instead of the timeline")
+	fs.StringVar(&o.html, "html", "", "also write a self-contained HTML page with the timeline drawn as SVG to `FILE`")
+	fs.Var(&o.fencing, "fencing", "run with fencing `both` (side by side), on or off")
+}
+
+// emit writes runs as a terminal timeline (or JSON) and the HTML page.
+func (o *output) emit(title string, runs []*sim.Result, stdout, stderr io.Writer) int {
+	var err error
+	if o.json {
+		err = sim.WriteJSON(stdout, runs...)
+	} else if len(runs) > 1 && len(runs[0].Clients) > 2 {
+		for _, r := range runs { // too wide for side by side
+			if err = sim.WriteTimeline(stdout, title, r); err != nil {
+				break
+			}
+			fmt.Fprintln(stdout)
+		}
+	} else {
+		err = sim.WriteTimeline(stdout, title, runs...)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "fencesim: writing output: %v\n", err)
+		return exitFailed
+	}
+	if o.html != "" {
+		if err := writeHTMLFile(o.html, title, runs); err != nil {
+			fmt.Fprintf(stderr, "fencesim: %v\n", err)
+			return exitFailed
+		}
+		fmt.Fprintf(stderr, "fencesim: wrote %s\n", o.html)
+	}
+	return exitOK
+}
+
+func writeHTMLFile(path, title string, runs []*sim.Result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("html: %w", err)
+	}
+	if err := sim.WriteHTML(f, title, runs...); err != nil {
+		f.Close()
+		return fmt.Errorf("html: writing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("html: closing %s: %w", path, err)
+	}
+	return nil
+}
+
+func runScenario(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("fencesim", flag.ContinueOnError)
+	var p sim.Params
+	set := map[string]bool{}
+	fs.Var(durationValue{&p.TTL}, "ttl", "lease time to live (default: the scenario's, 10s for kleppmann)")
+	fs.Var(durationValue{&p.Heartbeat}, "heartbeat", "heartbeat interval, 0 for none (default: the scenario's)")
+	fs.Var(durationValue{&p.Pause}, "pause", "length of the holder's stop-the-world pause (default: the scenario's)")
+	fs.Var(durationValue{&p.Work}, "work", "length of a work step before a write (default: the scenario's)")
+	fs.Var(durationValue{&p.Delay}, "delay", "one-way message delay (default 100ms)")
+	fs.Float64Var(&p.Drift, "drift", 0, "holder's clock rate error, -0.5 = half speed (drift scenario default -0.5)")
+	fs.Uint64Var(&p.Seed, "seed", 1, "seed of the run's random source (wait jitter)")
+	var out output
+	out.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: fencesim [SCENARIO] [flags]\nScenarios: %s (default kleppmann).\n",
+			strings.Join(sim.ScenarioNames(), ", "))
+		fs.PrintDefaults()
+	}
+	name, status := parse(fs, args, stdout, stderr)
+	if status >= 0 {
+		return status
+	}
+	if name == "" {
+		name = "kleppmann"
+	}
+	sc, err := sim.Lookup(name)
+	if err != nil {
+		return usageErr(stderr, "%s", strings.TrimPrefix(err.Error(), "sim: "))
+	}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	q := sc.Defaults
+	q.Seed = p.Seed
+	if set["ttl"] {
+		q.TTL = p.TTL
+	}
+	if set["heartbeat"] {
+		q.Heartbeat = p.Heartbeat
+	}
+	if set["pause"] {
+		q.Pause = p.Pause
+	}
+	if set["work"] {
+		q.Work = p.Work
+	}
+	if set["delay"] {
+		q.Delay = p.Delay
+	}
+	if set["drift"] {
+		q.Drift = p.Drift
+	}
+	if err := q.Validate(); err != nil {
+		return usageErr(stderr, "%s", strings.TrimPrefix(err.Error(), "sim: "))
+	}
+	var runs []*sim.Result
+	for _, fencing := range out.fencing.modes() {
+		q.Fencing = fencing
+		res, err := sc.Run(q)
+		if err != nil {
+			fmt.Fprintf(stderr, "fencesim: %v\n", err)
+			return exitFailed
+		}
+		runs = append(runs, res)
+	}
+	title := fmt.Sprintf("fencesim %s: %s", sc.Name, sc.Title)
+	if !out.json {
+		fmt.Fprintln(stdout, wrap(sc.Story, 100))
+		fmt.Fprintln(stdout)
+	}
+	return out.emit(title, runs, stdout, stderr)
+}
+
+// wrap breaks s into lines of at most width runes at spaces.
+func wrap(s string, width int) string {
+	var b strings.Builder
+	n := 0
+	for i, w := range strings.Fields(s) {
+		if i > 0 {
+			if n+1+len(w) > width {
+				b.WriteByte('\n')
+				n = 0
+			} else {
+				b.WriteByte(' ')
+				n++
+			}
+		}
+		b.WriteString(w)
+		n += len(w)
+	}
+	return b.String()
+}
+
+func runList(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		return usageErr(stderr, "list takes no arguments, got %q", args[0])
+	}
+	for _, sc := range sim.Scenarios() {
+		fmt.Fprintf(stdout, "%s\n  %s\n  defaults: ttl %s, heartbeat %s, pause %s, work %s, delay %s",
+			sc.Name, sc.Title, sim.FormatTime(sc.Defaults.TTL), sim.FormatTime(sc.Defaults.Heartbeat),
+			sim.FormatTime(sc.Defaults.Pause), sim.FormatTime(sc.Defaults.Work), sim.FormatTime(sc.Defaults.Delay))
+		if sc.Defaults.Drift != 0 {
+			fmt.Fprintf(stdout, ", drift %g", sc.Defaults.Drift)
+		}
+		fmt.Fprintln(stdout)
+	}
+	return exitOK
+}

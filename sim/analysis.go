@@ -1,0 +1,106 @@
+package sim
+
+import (
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/fencekit/fencekit/fence"
+)
+
+// AcceptedTokens returns the tokens of the accepted writes in the order the
+// storage accepted them.
+func (r *Result) AcceptedTokens() []fence.Token { return slices.Clone(r.accepted) }
+
+// Violation checks the run against the fencing invariant with
+// [fence.VerifyHistory]: it returns nil when no write was accepted with a
+// token older than one accepted before it, and otherwise an error naming
+// the seed and both writes.
+func (r *Result) Violation() error {
+	if err := fence.VerifyHistory(r.Resource, r.accepted); err != nil {
+		return &ViolationError{Seed: r.Seed, Fencing: r.Fencing, Err: err}
+	}
+	return nil
+}
+
+// ViolationError reports a run that broke the fencing invariant.
+type ViolationError struct {
+	Seed    uint64
+	Fencing bool
+	Err     error // from fence.VerifyHistory
+}
+
+// Error names the seed so the run can be replayed.
+func (e *ViolationError) Error() string {
+	return "sim: failed for seed=" + strconv.FormatUint(e.Seed, 10) + " (fencing " + onOff(e.Fencing) + "): " + e.Err.Error()
+}
+
+// Unwrap returns the history error.
+func (e *ViolationError) Unwrap() error { return e.Err }
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+// Lost returns the accepted writes whose data is not in the final value:
+// a later write was computed from a value read before them and overwrote
+// them. Their writers were told the write succeeded.
+func (r *Result) Lost() []int {
+	var lost []int
+	for i, w := range r.Writes {
+		if w.Accepted && !slices.Contains(r.Final, i) {
+			lost = append(lost, i)
+		}
+	}
+	return lost
+}
+
+// StaleAccepted returns the accepted writes whose token was no longer the
+// lease service's live lease when the storage accepted them.
+func (r *Result) StaleAccepted() []int {
+	var stale []int
+	for i, w := range r.Writes {
+		if w.Accepted && !w.Live {
+			stale = append(stale, i)
+		}
+	}
+	return stale
+}
+
+// Span is an interval of virtual time during which a lease was held by a
+// client that could not use it.
+type Span struct {
+	Client   int
+	Token    fence.Token
+	From, To time.Duration
+}
+
+// Downtime returns, for every client that crashed while the lease service
+// still counted it as the holder, the span from the crash until the lease
+// expired: time in which no client could do the work.
+func (r *Result) Downtime() []Span {
+	var spans []Span
+	holder, tok := -1, fence.Token(0)
+	open := -1
+	for _, e := range r.Events {
+		switch e.Kind {
+		case KindGranted:
+			holder, tok = e.Client, e.Token
+		case KindExpired, KindReleased:
+			if open >= 0 && spans[open].Token == e.Token {
+				spans[open].To = e.At
+				open = -1
+			}
+			holder = -1
+		case KindCrashed:
+			if holder == e.Client {
+				spans = append(spans, Span{Client: e.Client, Token: tok, From: e.At, To: -1})
+				open = len(spans) - 1
+			}
+		}
+	}
+	return spans
+}

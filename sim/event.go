@@ -1,0 +1,140 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/fencekit/fencekit/fence"
+)
+
+// Kind says what happened in an [Event].
+type Kind uint8
+
+// The kinds of events a run records. Events of the lease service and the
+// storage are recorded when the message reaches them; events of a client
+// when the reply reaches the client (or when its own timer fires).
+const (
+	// KindGranted: the lease service granted Token to Client.
+	KindGranted Kind = iota + 1
+	// KindDenied: the lease service refused Client; Other is the holder's token.
+	KindDenied
+	// KindAcquired: Client received its grant of Token.
+	KindAcquired
+	// KindRefused: Client received a refusal; Dur is the holder's
+	// remaining TTL, which the client waits out unless a release wakes it.
+	KindRefused
+	// KindRenewed: the lease service extended Token's TTL (a heartbeat).
+	KindRenewed
+	// KindRenewDenied: the lease service refused a heartbeat for Token.
+	KindRenewDenied
+	// KindLost: Client learned from a refused heartbeat that it lost the lease.
+	KindLost
+	// KindExpired: Token's TTL ran out at the lease service.
+	KindExpired
+	// KindReleased: the lease service freed Token on Client's request.
+	KindReleased
+	// KindRead: the storage served Client's read (fenced: after claiming Token).
+	KindRead
+	// KindReadRejected: the fenced storage refused Client's read as stale.
+	KindReadRejected
+	// KindWriteAccepted: the storage accepted write Write carrying Token.
+	KindWriteAccepted
+	// KindWriteRejected: the fenced storage rejected write Write; Other is
+	// the newest token it had accepted.
+	KindWriteRejected
+	// KindCheckFailed: Client's own clock said its lease would expire before
+	// its next step ended (or a heartbeat had been refused), so it
+	// stopped before working.
+	KindCheckFailed
+	// KindPaused: Client stopped (GC, VM suspension) for Dur.
+	KindPaused
+	// KindResumed: Client runs again.
+	KindResumed
+	// KindCrashed: Client died; it sends nothing ever again.
+	KindCrashed
+	// KindDone: Client finished all its jobs.
+	KindDone
+)
+
+var kindNames = [...]string{
+	KindGranted:       "granted",
+	KindDenied:        "denied",
+	KindAcquired:      "acquired",
+	KindRefused:       "refused",
+	KindRenewed:       "renewed",
+	KindRenewDenied:   "renew-denied",
+	KindLost:          "lost",
+	KindExpired:       "expired",
+	KindReleased:      "released",
+	KindRead:          "read",
+	KindReadRejected:  "read-rejected",
+	KindWriteAccepted: "write-accepted",
+	KindWriteRejected: "write-rejected",
+	KindCheckFailed:   "check-failed",
+	KindPaused:        "paused",
+	KindResumed:       "resumed",
+	KindCrashed:       "crashed",
+	KindDone:          "done",
+}
+
+// String returns the kind's name as the JSON output spells it, such as
+// "write-accepted".
+func (k Kind) String() string {
+	if int(k) < len(kindNames) && kindNames[k] != "" {
+		return kindNames[k]
+	}
+	return "kind(" + itoa(int(k)) + ")"
+}
+
+// Actor says where an event happened: a client lane, the lease service or
+// the storage.
+func (k Kind) Actor() string {
+	switch k {
+	case KindGranted, KindDenied, KindRenewed, KindRenewDenied, KindExpired, KindReleased:
+		return "lease"
+	case KindRead, KindReadRejected, KindWriteAccepted, KindWriteRejected:
+		return "storage"
+	}
+	return "client"
+}
+
+// Event is one thing that happened in a run, at virtual time At (since the
+// start of the run, by the lease service's clock, which is true time).
+type Event struct {
+	At time.Duration
+	// Sent is when the message that caused the event left its sender; it
+	// equals At for events that no message caused.
+	Sent   time.Duration
+	Kind   Kind
+	Client int // index into Result.Clients; -1 when no client is involved
+	Token  fence.Token
+	// Other is the competing token: the holder's for KindDenied, the
+	// storage's newest for KindWriteRejected and KindReadRejected.
+	Other fence.Token
+	// Write is the write's index into Result.Writes, -1 for non-writes.
+	Write int
+	// Dur is the length of a pause (KindPaused); for KindAcquired and
+	// KindRenewed, how long the lease is valid from At.
+	Dur time.Duration
+}
+
+func itoa(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	neg := i < 0
+	if neg {
+		i = -i
+	}
+	var b [20]byte
+	n := len(b)
+	for i > 0 {
+		n--
+		b[n] = byte('0' + i%10)
+		i /= 10
+	}
+	if neg {
+		n--
+		b[n] = '-'
+	}
+	return string(b[n:])
+}

@@ -1,0 +1,160 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// FormatTime formats a virtual time or duration as seconds with at most
+// three decimals ("16.1s", "0.5s", "60s"), the form every output uses.
+func FormatTime(d time.Duration) string {
+	neg := d < 0
+	if neg {
+		d = -d
+	}
+	ms := int64((d + 500*time.Microsecond) / time.Millisecond)
+	s := strconv.FormatInt(ms/1000, 10)
+	if frac := ms % 1000; frac != 0 {
+		f := strings.TrimRight(fmt.Sprintf("%03d", frac), "0")
+		s += "." + f
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s + "s"
+}
+
+// WriteLabels names every write by its client and its number among that
+// client's writes: "A1", "A2", "B1".
+func (r *Result) WriteLabels() []string {
+	labels := make([]string, len(r.Writes))
+	count := make([]int, len(r.Clients))
+	for i, w := range r.Writes {
+		count[w.Client]++
+		labels[i] = r.Clients[w.Client] + strconv.Itoa(count[w.Client])
+	}
+	return labels
+}
+
+// ValueString renders a stored value (a list of write indexes) with the
+// writes' labels: `"A1 B1"`, or `""` for an empty value.
+func (r *Result) ValueString(ids []int) string {
+	labels := r.WriteLabels()
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = labels[id]
+	}
+	return strconv.Quote(strings.Join(parts, " "))
+}
+
+// Summary explains the run's outcome in plain sentences: which writes were
+// rejected, which accepted writes were lost and who overwrote them, any
+// write accepted out of token order, any forced downtime, the final value.
+func (r *Result) Summary() []string {
+	var out []string
+	labels := r.WriteLabels()
+	name := func(c int) string { return r.Clients[c] }
+	accepted, rejected := 0, 0
+	for i, w := range r.Writes {
+		if w.At == 0 && !w.Accepted && !r.decided(i) {
+			continue // never reached the storage
+		}
+		if w.Accepted {
+			accepted++
+			continue
+		}
+		rejected++
+		out = append(out, fmt.Sprintf("%s's write %s (token %d) was REJECTED as stale at %s: the storage had already seen token %d.",
+			name(w.Client), labels[i], w.Token, FormatTime(w.At), r.rejectedBy(i)))
+	}
+	if r.Violation() != nil {
+		newest := -1
+		for _, e := range r.Events {
+			if e.Kind != KindWriteAccepted {
+				continue
+			}
+			if newest >= 0 && e.Token < r.Writes[newest].Token {
+				w, nw := r.Writes[e.Write], r.Writes[newest]
+				out = append(out, fmt.Sprintf("UNSAFE: the storage accepted %s (token %d) at %s after it had accepted %s (token %d) at %s.",
+					labels[e.Write], w.Token, FormatTime(w.At), labels[newest], nw.Token, FormatTime(nw.At)))
+				break
+			}
+			if newest < 0 || e.Token > r.Writes[newest].Token {
+				newest = e.Write
+			}
+		}
+	}
+	for _, i := range r.StaleAccepted() {
+		w := r.Writes[i]
+		out = append(out, fmt.Sprintf("%s's write %s was accepted at %s although its lease (token %d) had expired.",
+			name(w.Client), labels[i], FormatTime(w.At), w.Token))
+	}
+	for _, i := range r.Lost() {
+		w := r.Writes[i]
+		s := fmt.Sprintf("%s's write %s (token %d, accepted at %s) is LOST", name(w.Client), labels[i], w.Token, FormatTime(w.At))
+		if x := r.overwriter(i); x >= 0 {
+			xw := r.Writes[x]
+			s += fmt.Sprintf(": %s's write %s (token %d) at %s replaced it with a value read before it (%s)",
+				name(xw.Client), labels[x], xw.Token, FormatTime(xw.At), r.ValueString(xw.Read))
+			if xw.Token < w.Token {
+				s += ", an older token clobbering newer data"
+			}
+		}
+		out = append(out, s+". Its writer was told it succeeded.")
+	}
+	for _, sp := range r.Downtime() {
+		if sp.To < 0 {
+			out = append(out, fmt.Sprintf("Forced downtime: lease %d stayed with crashed %s from %s to the end of the run.",
+				sp.Token, name(sp.Client), FormatTime(sp.From)))
+			continue
+		}
+		out = append(out, fmt.Sprintf("Forced downtime: lease %d stayed with crashed %s from %s until it expired at %s: %s in which nobody could work.",
+			sp.Token, name(sp.Client), FormatTime(sp.From), FormatTime(sp.To), FormatTime(sp.To-sp.From)))
+	}
+	if len(r.Lost()) == 0 && r.Violation() == nil && len(r.StaleAccepted()) == 0 {
+		out = append(out, fmt.Sprintf("Safe: %d write(s) accepted, %d rejected, none lost, tokens never went backwards.", accepted, rejected))
+	}
+	out = append(out, fmt.Sprintf("Final value of %q: %s.", r.Resource, r.ValueString(r.Final)))
+	return out
+}
+
+// decided reports whether the storage decided write i.
+func (r *Result) decided(i int) bool {
+	for _, e := range r.Events {
+		if e.Write == i && (e.Kind == KindWriteAccepted || e.Kind == KindWriteRejected) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Result) rejectedBy(i int) uint64 {
+	for _, e := range r.Events {
+		if e.Write == i && e.Kind == KindWriteRejected {
+			return uint64(e.Other)
+		}
+	}
+	return 0
+}
+
+// overwriter returns the first write accepted after write i whose value
+// was computed without it, or -1.
+func (r *Result) overwriter(i int) int {
+	seen := false
+	for _, e := range r.Events {
+		if e.Kind != KindWriteAccepted {
+			continue
+		}
+		if e.Write == i {
+			seen = true
+			continue
+		}
+		if seen && !slices.Contains(r.Writes[e.Write].Read, i) && r.Writes[e.Write].Token != r.Writes[i].Token {
+			return e.Write
+		}
+	}
+	return -1
+}
