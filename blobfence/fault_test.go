@@ -23,11 +23,11 @@ import (
 type fault int
 
 const (
-	faultNone       fault = iota
-	faultLostReply        // forward it (it lands), then report a transport error
-	faultDropped          // report a transport error without forwarding it
-	faultSDKRetry         // forward it twice, as a retrying SDK would, and report the second reply
-	faultServer500        // forward it (it lands), then report a 500
+	faultNone      fault = iota
+	faultLostReply       // forward it (it lands), then report a transport error
+	faultDropped         // report a transport error without forwarding it
+	faultSDKRetry        // forward it twice, as a retrying SDK would, and report the second reply
+	faultServer500       // forward it (it lands), then report a 500
 )
 
 // faulty is a flaky S3 client: it forwards to the real one, runs hooks

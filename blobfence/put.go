@@ -93,6 +93,10 @@ func (s *Store) put(ctx context.Context, key string, r io.ReadSeeker, tok fence.
 	if err != nil {
 		return PutResult{}, fmt.Errorf("blobfence: put %q: measure the body: %w", key, err)
 	}
+	sum, err := bodyMD5(r, start, size)
+	if err != nil {
+		return PutResult{}, fmt.Errorf("blobfence: put %q: hash the body: %w", key, err)
+	}
 	w := &writeState{id: rand.Text()}
 	var lastRace error
 	lastUnknown := false
@@ -101,11 +105,11 @@ func (s *Store) put(ctx context.Context, key string, r io.ReadSeeker, tok fence.
 		if attempt == 0 && prev != nil && fence.Check(key, tok, prev.Token) == nil {
 			cur = *prev
 		} else {
-			st, err := s.head(ctx, key)
+			st, err := s.readVersion(ctx, key)
 			if err != nil {
 				return PutResult{}, w.fail(fmt.Errorf("blobfence: put %q: read the current version: %w", key, err))
 			}
-			if n, ok := w.mine(st.writeID); ok {
+			if n, ok := w.mine(st); ok {
 				// An attempt that got no answer did land.
 				return PutResult{Version: st.Version, Replaced: w.based[n], Attempts: attempt}, nil
 			}
@@ -125,7 +129,7 @@ func (s *Store) put(ctx context.Context, key string, r io.ReadSeeker, tok fence.
 			Key:           aws.String(key),
 			Body:          r,
 			ContentLength: aws.Int64(size),
-			Metadata:      map[string]string{s.tokenKey: tok.String(), s.writeKey: w.next(cur)},
+			Metadata:      map[string]string{s.tokenKey: tok.String(), s.writeKey: writeRecord{tok: tok, md5: sum, id: w.next(cur)}.String()},
 		}
 		if cur.Exists() {
 			in.IfMatch = aws.String(cur.ETag)
@@ -164,9 +168,12 @@ func (w *writeState) next(cur Version) string {
 	return w.id + "." + strconv.Itoa(len(w.based)-1)
 }
 
-// mine reports whether writeID was written by one of w's attempts, and which.
-func (w *writeState) mine(writeID string) (int, bool) {
-	rest, ok := strings.CutPrefix(writeID, w.id+".")
+// mine reports whether st was written by one of w's attempts, and which.
+func (w *writeState) mine(st headState) (int, bool) {
+	if w.id == "" || !st.hasRecord {
+		return 0, false
+	}
+	rest, ok := strings.CutPrefix(st.record.id, w.id+".")
 	if !ok {
 		return 0, false
 	}

@@ -25,28 +25,54 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, fence.Token, error
 }
 
 // GetVersion is [Store.Get] that also returns the object's ETag, which
-// [Store.PutAfter] accepts to write again in one request.
+// [Store.PutAfter] accepts to write again in one request. When the ETag
+// provably belongs to another version than the body (a GET racing a PUT on
+// a server whose reads are not atomic), it reads again, up to
+// [Options.MaxAttempts]+1 times.
 func (s *Store) GetVersion(ctx context.Context, key string) ([]byte, Version, error) {
 	if err := s.check("get", key); err != nil {
 		return nil, Version{}, err
 	}
+	var body []byte
+	var v Version
+	for range s.maxAttempts + 1 {
+		var torn bool
+		var err error
+		body, v, torn, err = s.getOnce(ctx, key)
+		if err != nil || !torn {
+			return body, v, err
+		}
+	}
+	return body, v, nil
+}
+
+// getOnce reads the object once. Body, token and write record come from
+// the same open file; torn reports an ETag that the record proves belongs
+// to another version (read while a PUT replaced the object).
+func (s *Store) getOnce(ctx context.Context, key string) (body []byte, v Version, torn bool, err error) {
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
 	if err != nil {
 		if isNotFound(err) {
-			return nil, Version{}, fmt.Errorf("%w: %s", ErrNotFound, s.resource(key))
+			return nil, Version{}, false, fmt.Errorf("%w: %s", ErrNotFound, s.resource(key))
 		}
-		return nil, Version{}, fmt.Errorf("blobfence: get %q: %w", key, err)
+		return nil, Version{}, false, fmt.Errorf("blobfence: get %q: %w", key, err)
 	}
 	defer out.Body.Close()
 	tok, err := s.parseToken(key, out.Metadata)
 	if err != nil {
-		return nil, Version{}, err
+		return nil, Version{}, false, err
 	}
-	body, err := io.ReadAll(out.Body)
+	body, err = io.ReadAll(out.Body)
 	if err != nil {
-		return nil, Version{}, fmt.Errorf("blobfence: get %q: read the body: %w", key, err)
+		return nil, Version{}, false, fmt.Errorf("blobfence: get %q: read the body: %w", key, err)
 	}
-	return body, Version{ETag: aws.ToString(out.ETag), Token: tok}, nil
+	v = Version{ETag: aws.ToString(out.ETag), Token: tok}
+	if raw, ok := lookupMeta(out.Metadata, s.writeKey); ok {
+		if rec, ok := parseWriteRecord(raw); ok && isMD5ETag(v.ETag) && v.ETag != `"`+rec.md5+`"` {
+			torn = true
+		}
+	}
+	return body, v, torn, nil
 }
 
 // Head returns the object's current version (ETag and token) with one HEAD
@@ -56,7 +82,7 @@ func (s *Store) Head(ctx context.Context, key string) (Version, error) {
 	if err := s.check("head", key); err != nil {
 		return Version{}, err
 	}
-	st, err := s.head(ctx, key)
+	st, err := s.readVersion(ctx, key)
 	if err != nil {
 		return Version{}, fmt.Errorf("blobfence: head %q: %w", key, err)
 	}
@@ -90,7 +116,7 @@ func (s *Store) Delete(ctx context.Context, key string, tok fence.Token) error {
 	var last error
 	lastUnknown := false
 	for attempt := 0; ; attempt++ {
-		st, err := s.head(ctx, key)
+		st, err := s.readVersion(ctx, key)
 		if err != nil {
 			return w.fail(fmt.Errorf("blobfence: delete %q: read the current version: %w", key, err))
 		}
@@ -127,7 +153,8 @@ func (s *Store) Delete(ctx context.Context, key string, tok fence.Token) error {
 // the put that wrote it.
 type headState struct {
 	Version
-	writeID string
+	record    writeRecord
+	hasRecord bool
 }
 
 // head reads the object's version; an absent key is the zero headState
@@ -148,8 +175,11 @@ func (s *Store) head(ctx context.Context, key string) (headState, error) {
 	if etag == "" {
 		return headState{}, fmt.Errorf("blobfence: object %s has no ETag; it cannot be written conditionally", s.resource(key))
 	}
-	id, _ := lookupMeta(out.Metadata, s.writeKey)
-	return headState{Version: Version{ETag: etag, Token: tok}, writeID: id}, nil
+	st := headState{Version: Version{ETag: etag, Token: tok}}
+	if v, ok := lookupMeta(out.Metadata, s.writeKey); ok {
+		st.record, st.hasRecord = parseWriteRecord(v)
+	}
+	return st, nil
 }
 
 // outcome classifies the error of a conditional write.

@@ -1,0 +1,153 @@
+package blobfence_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fencekit/fencekit/blobfence"
+	"github.com/fencekit/fencekit/fence"
+)
+
+var raceSeed = flag.Uint64("race-seed", 0, "seed of TestRacingWriters (0: from the clock)")
+
+type raceResult struct {
+	writer int
+	tok    fence.Token
+	body   string
+	res    blobfence.PutResult
+	err    error
+}
+
+// TestRacingWriters races 50 writers with random tokens on one key, for
+// 200 rounds (20 under -short), and audits every round from the results:
+// each accepted put was conditional on the version the previous accepted
+// put produced, so the accepted puts form one chain from the absent key to
+// the final object; the tokens along it must pass fence.VerifyHistory, the
+// final object must carry the largest accepted token, and every loser must
+// have been told ErrStale (with a newer current token) or ErrContention.
+func TestRacingWriters(t *testing.T) {
+	const writers = 50
+	rounds := 200
+	if testing.Short() {
+		rounds = 20
+	}
+	seed := *raceSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed=%d (rerun with -race-seed=%d)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	s, _, _ := newStore(t, nil)
+	var accepted, stale, contention int
+	for round := range rounds {
+		key := fmt.Sprintf("race-%03d", round)
+		toks := make([]fence.Token, writers)
+		for i := range toks {
+			toks[i] = fence.Token(1 + rng.IntN(40)) // small range: ties happen
+		}
+		results := raceRound(t, s, key, round, toks)
+		a, st, c := auditRound(t, s, key, results)
+		if t.Failed() {
+			t.Fatalf("failed in round %d for seed=%d", round, seed)
+		}
+		accepted, stale, contention = accepted+a, stale+st, contention+c
+	}
+	t.Logf("%d rounds x %d writers: %d accepted, %d stale, %d lost every race", rounds, writers, accepted, stale, contention)
+	if stale == 0 {
+		t.Errorf("no write was ever rejected as stale; the race did not exercise fencing")
+	}
+}
+
+func raceRound(t *testing.T, s *blobfence.Store, key string, round int, toks []fence.Token) []raceResult {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	results := make([]raceResult, len(toks))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, tok := range toks {
+		wg.Go(func() {
+			body := fmt.Sprintf("round %d writer %d token %d", round, i, tok)
+			<-start
+			res, err := s.PutReader(ctx, key, strings.NewReader(body), tok)
+			results[i] = raceResult{writer: i, tok: tok, body: body, res: res, err: err}
+		})
+	}
+	close(start)
+	wg.Wait()
+	return results
+}
+
+// auditRound checks one round's results against the stored object and
+// returns the counts of accepted, stale and contention outcomes.
+func auditRound(t *testing.T, s *blobfence.Store, key string, results []raceResult) (accepted, stale, contention int) {
+	t.Helper()
+	byReplaced := map[string]raceResult{}
+	var maxTok fence.Token
+	for _, r := range results {
+		var se *fence.StaleError
+		switch {
+		case r.err == nil:
+			accepted++
+			if r.res.Token != r.tok || r.res.ETag == "" {
+				t.Errorf("writer %d: accepted with result %+v, token %d", r.writer, r.res, r.tok)
+			}
+			if dup, ok := byReplaced[r.res.Replaced.ETag]; ok {
+				t.Errorf("writers %d and %d were both accepted over version %q", dup.writer, r.writer, r.res.Replaced.ETag)
+			}
+			byReplaced[r.res.Replaced.ETag] = r
+			maxTok = max(maxTok, r.tok)
+		case errors.As(r.err, &se):
+			stale++
+			if se.Presented != r.tok || se.Current <= r.tok {
+				t.Errorf("writer %d (token %d): stale error %+v does not name a newer token", r.writer, r.tok, *se)
+			}
+		case errors.Is(r.err, blobfence.ErrContention):
+			contention++
+		default:
+			t.Errorf("writer %d (token %d): unexpected error %v", r.writer, r.tok, r.err)
+		}
+		if r.err != nil && errors.Is(r.err, blobfence.ErrOutcomeUnknown) {
+			t.Errorf("writer %d: outcome unknown with no fault injected: %v", r.writer, r.err)
+		}
+	}
+	// Rebuild the acceptance order: each accepted put replaced exactly the
+	// version the previous one produced.
+	var chain []fence.Token
+	var last raceResult
+	prev := blobfence.Version{}
+	for range len(byReplaced) {
+		r, ok := byReplaced[prev.ETag]
+		if !ok {
+			break
+		}
+		if r.res.Replaced != prev {
+			t.Errorf("writer %d replaced %+v, but the previous accepted put produced %+v", r.writer, r.res.Replaced, prev)
+		}
+		chain = append(chain, r.tok)
+		last, prev = r, r.res.Version
+	}
+	if len(chain) != accepted || accepted == 0 {
+		t.Errorf("%d accepted puts, but only %d chain from the absent key", accepted, len(chain))
+		return
+	}
+	if err := fence.VerifyHistory(key, chain); err != nil {
+		t.Errorf("acceptance order %v: %v", chain, err)
+	}
+	body, v, err := s.GetVersion(context.Background(), key)
+	if err != nil {
+		t.Errorf("final Get: %v", err)
+		return
+	}
+	if v != last.res.Version || string(body) != last.body || v.Token != maxTok {
+		t.Errorf("final object %q %+v; want the chain's last write %q %+v with the largest accepted token %d",
+			body, v, last.body, last.res.Version, maxTok)
+	}
+	return accepted, stale, contention
+}
