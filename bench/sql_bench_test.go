@@ -1,0 +1,207 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/sqlfence"
+)
+
+// sqlClients are the numbers of concurrent writers; each writes its own row
+// (and, in guard mode, its own resource), so the numbers measure the cost of
+// fencing, not contention on one row.
+var sqlClients = []int{1, 8}
+
+// sqlToken is the token every fenced write presents: one counter for the
+// whole binary, so each row and resource only ever sees newer tokens.
+var sqlToken atomic.Int64
+
+const plainUpdate = `UPDATE accounts SET balance = $2 WHERE id = $1`
+
+// BenchmarkSQL compares fenced writes with the same writes unfenced, on one
+// pgxpool, in a schema of its own (dropped at the end):
+//
+//	write=statement    mode=plain   UPDATE accounts SET balance = $2 WHERE id = $1 (autocommit)
+//	                   mode=fenced  sqlfence Table.Update: the same UPDATE with
+//	                                "AND lock_version <= $tok", setting lock_version,
+//	                                in one statement (row / lock_version mode)
+//	write=transaction  mode=plain   BEGIN; the UPDATE; COMMIT
+//	                   mode=fenced  sqlfence.InTx: BEGIN; claim the guard row;
+//	                                the UPDATE; COMMIT (guard mode)
+//
+// ns/op is wall time per write with all clients running (so 1e9/ns/op is the
+// throughput, also reported as writes/s).
+func BenchmarkSQL(b *testing.B) {
+	db := newSQLEnv(b)
+	table, err := sqlfence.NewTable("accounts", "id", "lock_version", "balance")
+	if err != nil {
+		b.Fatal(err)
+	}
+	type writer func(ctx context.Context, client int, tok fence.Token) error
+	kinds := []struct {
+		write string
+		modes [2]writer // plain, fenced
+	}{
+		{"statement", [2]writer{
+			func(ctx context.Context, c int, tok fence.Token) error {
+				return execOne(ctx, db.pool, plainUpdate, c, int64(tok))
+			},
+			func(ctx context.Context, c int, tok fence.Token) error {
+				return table.Update(ctx, db.pool, c, tok, int64(tok))
+			},
+		}},
+		{"transaction", [2]writer{
+			func(ctx context.Context, c int, tok fence.Token) error {
+				return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+					return execOne(ctx, tx, plainUpdate, c, int64(tok))
+				})
+			},
+			func(ctx context.Context, c int, tok fence.Token) error {
+				return sqlfence.InTx(ctx, db.pool, "acct-"+strconv.Itoa(c), tok, func(tx pgx.Tx) error {
+					return execOne(ctx, tx, plainUpdate, c, int64(tok))
+				})
+			},
+		}},
+	}
+	for _, k := range kinds {
+		for _, clients := range sqlClients {
+			for i, mode := range []string{"plain", "fenced"} {
+				name := fmt.Sprintf("write=%s/clients=%d/mode=%s", k.write, clients, mode)
+				b.Run(name, func(b *testing.B) { runWriters(b, clients, k.modes[i]) })
+			}
+		}
+	}
+}
+
+// runWriters runs b.N writes spread over clients goroutines.
+func runWriters(b *testing.B, clients int, write func(context.Context, int, fence.Token) error) {
+	ctx := context.Background()
+	var next atomic.Int64
+	errs := make(chan error, clients)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				if err := write(ctx, c, fence.Token(sqlToken.Add(1))); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "writes/s")
+}
+
+// execer is what *pgxpool.Pool and pgx.Tx have in common for Exec.
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// execOne runs sql and checks that it changed exactly one row.
+func execOne(ctx context.Context, db execer, sql string, args ...any) error {
+	tag, err := db.Exec(ctx, sql, args...)
+	if err != nil {
+		return err
+	}
+	if n := tag.RowsAffected(); n != 1 {
+		return fmt.Errorf("bench: %s changed %d rows, want 1", sql, n)
+	}
+	return nil
+}
+
+// sqlEnv is the benchmark's schema and pool.
+type sqlEnv struct {
+	pool *pgxpool.Pool
+}
+
+// newSQLEnv creates a schema of its own with fencekit's migrations and an
+// accounts table holding one row per client, and drops it at cleanup.
+func newSQLEnv(b *testing.B) *sqlEnv {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	base := servers.PostgresURL()
+	schema := "fkbench_" + strconv.Itoa(int(time.Now().UnixNano()%1e9))
+	admin, err := pgx.Connect(ctx, base)
+	if err != nil {
+		b.Fatalf("bench: PostgreSQL at %s: %v", EnvPostgresURL, err)
+	}
+	defer admin.Close(context.Background())
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			b.Errorf("bench: drop schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			b.Errorf("bench: drop schema %s: %v", schema, err)
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		b.Fatalf("bench: %s: %v", EnvPostgresURL, err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	if err := sqlfence.Migrate(ctx, u.String()); err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := pgxpool.ParseConfig(u.String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.MaxConns = int32(2 * sqlClients[len(sqlClients)-1])
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	if _, err := pool.Exec(ctx, `CREATE TABLE accounts (id bigint PRIMARY KEY, balance bigint NOT NULL,
+		lock_version bigint NOT NULL DEFAULT 0)`); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO accounts (id, balance) SELECT g, 0 FROM generate_series(0, 63) g`); err != nil {
+		b.Fatal(err)
+	}
+	// Open every connection now, so no benchmark pays for connecting.
+	conns := make([]*pgxpool.Conn, 0, pool.Config().MaxConns)
+	for range pool.Config().MaxConns {
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		c.Release()
+	}
+	return &sqlEnv{pool: pool}
+}
