@@ -1,0 +1,36 @@
+package sqlfence
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var identOracle = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-z0-9_]{0,62})?$`)
+
+// FuzzParseIdent checks the validator against a regular-expression oracle
+// and that whatever it accepts quotes to exactly "part"."part".
+func FuzzParseIdent(f *testing.F) {
+	for _, s := range []string{"users", "public.users", "a.b.c", `x"y`, "x;y", "", ".", "1a", "_", "ä",
+		strings.Repeat("a", 63), strings.Repeat("a", 64), "s." + strings.Repeat("b", 64), "a\x00b", "a b"} {
+		f.Add(s, true)
+		f.Add(s, false)
+	}
+	f.Fuzz(func(t *testing.T, s string, qualified bool) {
+		id, err := parseIdent("table", s, qualified)
+		want := identOracle.MatchString(s) && (qualified || !strings.Contains(s, "."))
+		if (err == nil) != want {
+			t.Fatalf("parseIdent(%q, %v) err = %v, oracle says valid = %v", s, qualified, err, want)
+		}
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "sqlfence: invalid identifier: table name") {
+				t.Fatalf("error does not say what is wrong: %v", err)
+			}
+			return
+		}
+		quoted := `"` + strings.ReplaceAll(s, ".", `"."`) + `"`
+		if got := id.Sanitize(); got != quoted {
+			t.Fatalf("Sanitize = %s, want %s", got, quoted)
+		}
+	})
+}

@@ -1,0 +1,149 @@
+package sqlfence_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/fencekit/fencekit/sqlfence"
+)
+
+func TestTableUpdate(t *testing.T) {
+	env := setup(t)
+	ctx := testCtx(t)
+	exec(t, env.Pool, `CREATE TABLE acct (id int PRIMARY KEY, owner text, balance int NOT NULL, lock_version bigint NOT NULL DEFAULT 0)`,
+		`INSERT INTO acct (id, owner, balance) VALUES (1, 'ann', 0)`)
+	tbl, err := sqlfence.NewTable("acct", "id", "lock_version", "balance", "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func() (bal int, owner string, ver int64) {
+		t.Helper()
+		if err := env.Pool.QueryRow(ctx, `SELECT balance, owner, lock_version FROM acct WHERE id = 1`).Scan(&bal, &owner, &ver); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if err := tbl.Update(ctx, env.Pool, 1, 10, 100, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	if b, o, v := read(); b != 100 || o != "bob" || v != 10 {
+		t.Fatalf("after token 10: %d %s %d", b, o, v)
+	}
+	wantStale(t, tbl.Update(ctx, env.Pool, 1, 9, 90, "eve"), "acct:1", 9, 10)
+	if b, o, v := read(); b != 100 || o != "bob" || v != 10 {
+		t.Fatalf("stale update changed the row: %d %s %d", b, o, v)
+	}
+	if err := tbl.Update(ctx, env.Pool, 1, 10, 101, "bob"); err != nil {
+		t.Fatalf("equal token: %v", err)
+	}
+	if err := tbl.Update(ctx, env.Pool, 1, 12, 120, "cy"); err != nil {
+		t.Fatalf("newer token: %v", err)
+	}
+	if b, o, v := read(); b != 120 || o != "cy" || v != 12 {
+		t.Fatalf("after token 12: %d %s %d", b, o, v)
+	}
+	if v, err := tbl.Version(ctx, env.Pool, 1); err != nil || v != 12 {
+		t.Fatalf("Version = %d, %v", v, err)
+	}
+	err = tbl.Update(ctx, env.Pool, 2, 50, 1, "x")
+	if !errors.Is(err, sqlfence.ErrNoRow) || !strings.Contains(err.Error(), "acct:2") {
+		t.Fatalf("missing row: %v, want ErrNoRow naming acct:2", err)
+	}
+	if _, err := tbl.Version(ctx, env.Pool, 2); !errors.Is(err, sqlfence.ErrNoRow) {
+		t.Fatalf("Version of missing row: %v", err)
+	}
+	// A NULL version counts as 0: any token may write.
+	exec(t, env.Pool, `ALTER TABLE acct ALTER lock_version DROP NOT NULL`, `INSERT INTO acct (id, balance, lock_version) VALUES (3, 0, NULL)`)
+	if err := tbl.Update(ctx, env.Pool, 3, 1, 7, "n"); err != nil {
+		t.Fatalf("NULL version: %v", err)
+	}
+	// A database error (a value of the wrong type) is reported as such.
+	if err := tbl.Update(ctx, env.Pool, 1, 13, "not a number", "x"); err == nil || errors.Is(err, sqlfence.ErrNoRow) {
+		t.Fatalf("bad value: %v", err)
+	}
+}
+
+func TestTableInsert(t *testing.T) {
+	env := setup(t)
+	ctx := testCtx(t)
+	exec(t, env.Pool, `CREATE TABLE acct (id int PRIMARY KEY, balance int NOT NULL, lock_version bigint NOT NULL DEFAULT 0)`)
+	tbl, err := sqlfence.NewTable("acct", "id", "lock_version", "balance")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Insert(ctx, env.Pool, 1, 10, 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Insert(ctx, env.Pool, 1, 11, 110); !errors.Is(err, sqlfence.ErrRowExists) {
+		t.Fatalf("second insert: %v, want ErrRowExists", err)
+	}
+	wantStale(t, tbl.Insert(ctx, env.Pool, 1, 9, 90), "acct:1", 9, 10)
+	var bal, ver int64
+	if err := env.Pool.QueryRow(ctx, `SELECT balance, lock_version FROM acct WHERE id = 1`).Scan(&bal, &ver); err != nil || bal != 100 || ver != 10 {
+		t.Fatalf("row = %d v%d (%v), want 100 v10", bal, ver, err)
+	}
+}
+
+// Quoted names: reserved words, mixed case and a schema-qualified table.
+func TestTableQuotedNames(t *testing.T) {
+	env := setup(t)
+	ctx := testCtx(t)
+	exec(t, env.Pool, `CREATE TABLE "Order" ("select" int PRIMARY KEY, "from" text, lock_version bigint NOT NULL DEFAULT 0)`,
+		`INSERT INTO "Order" ("select", "from") VALUES (1, 'a')`)
+	tbl, err := sqlfence.NewTable(env.Schema+".Order", "select", "lock_version", "from")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Update(ctx, env.Pool, 1, 3, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Insert(ctx, env.Pool, 2, 3, "c"); err != nil {
+		t.Fatal(err)
+	}
+	lower, err := sqlfence.NewTable("order", "select", "lock_version", "from")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lower.Update(ctx, env.Pool, 1, 4, "d"); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("names are case-sensitive once quoted; got %v", err)
+	}
+}
+
+func TestNewTableRejects(t *testing.T) {
+	long := strings.Repeat("a", 64)
+	cases := []struct {
+		table, key, ver string
+		cols            []string
+		want            string
+	}{
+		{"", "id", "v", nil, "table name is empty"},
+		{"t", "", "v", nil, "key column name is empty"},
+		{"t", "id", "", nil, "version column name is empty"},
+		{`t"; DROP TABLE x; --`, "id", "v", nil, `byte 1 is '"'`},
+		{"t;", "id", "v", nil, "byte 1 is ';'"},
+		{"t", `i"d`, "v", nil, `byte 1 is '"'`},
+		{"t", "id", "v", []string{"ok", "bad col"}, "column 2"},
+		{long, "id", "v", nil, "64 bytes"},
+		{"t", long, "v", nil, "64 bytes"},
+		{"s." + long, "id", "v", nil, "64 bytes"},
+		{"a.b.c", "id", "v", nil, "2 dots"},
+		{".t", "id", "v", nil, "empty part"},
+		{"t.", "id", "v", nil, "empty part"},
+		{"s.t", "s.id", "v", nil, "byte 1 is '.'"},
+		{"1t", "id", "v", nil, "starts with a digit"},
+		{"tä", "id", "v", nil, "byte 1"},
+		{"t", "id", "id", nil, "also the key column"},
+		{"t", "id", "v", []string{"v"}, "also the version column"},
+		{"t", "id", "v", []string{"c", "c"}, "also the column 1"},
+	}
+	for _, c := range cases {
+		tbl, err := sqlfence.NewTable(c.table, c.key, c.ver, c.cols...)
+		if err == nil || tbl != nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "sqlfence: ") {
+			t.Errorf("NewTable(%q, %q, %q, %q) = %v, want error containing %q", c.table, c.key, c.ver, c.cols, err, c.want)
+		}
+	}
+	if _, err := sqlfence.NewTable(strings.Repeat("a", 63), "_x9", "Lock_Version"); err != nil {
+		t.Errorf("63-byte name refused: %v", err)
+	}
+}
