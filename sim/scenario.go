@@ -17,7 +17,7 @@ type Params struct {
 	Delay     time.Duration // one-way delay of every message
 	Drift     float64       // holder's clock rate error (-0.5 = half speed)
 	Fencing   bool          // whether the storage checks tokens
-	Seed      uint64
+	Seed      uint64        // seeds the run's jitter; the scenarios default to 1
 }
 
 // Validate returns an error naming the first invalid knob.
@@ -80,7 +80,7 @@ var scenarios = []Scenario{
 			"expires and B acquires it (token 34). A resumes and sends the write it was about to " +
 			"send; B writes later. A pause shorter than the TTL shows no conflict.",
 		Defaults: Params{TTL: 10 * time.Second, Heartbeat: 3 * time.Second, Pause: 15 * time.Second,
-			Work: 8 * time.Second, Delay: 100 * time.Millisecond},
+			Work: 8 * time.Second, Delay: 100 * time.Millisecond, Seed: 1},
 		build: func(p Params) Config {
 			return Config{FirstToken: 33, Clients: []ClientSpec{
 				{Name: "A", Step: 2 * time.Second, Pauses: []Pause{{At: time.Second, For: p.Pause}}},
@@ -93,7 +93,7 @@ var scenarios = []Scenario{
 		Title: "A crashes right after acquiring: the TTL is forced downtime",
 		Story: "A acquires the lease and crashes half a second later. Nobody can take over until " +
 			"the lease expires, so a long TTL is a long outage; try -ttl 10s -heartbeat 3s.",
-		Defaults: Params{TTL: 60 * time.Second, Work: 2 * time.Second, Delay: 100 * time.Millisecond},
+		Defaults: Params{TTL: 60 * time.Second, Work: 2 * time.Second, Delay: 100 * time.Millisecond, Seed: 1},
 		build: func(p Params) Config {
 			return Config{FirstToken: 33, Clients: []ClientSpec{
 				{Name: "A", Step: p.Work, Crash: true, CrashAt: 500 * time.Millisecond},
@@ -109,7 +109,7 @@ var scenarios = []Scenario{
 			"runs out mid-job: A's own clock tells it to stop, so the job never finishes and B " +
 			"starts over.",
 		Defaults: Params{TTL: 10 * time.Second, Heartbeat: 3 * time.Second, Work: 8 * time.Second,
-			Delay: 100 * time.Millisecond},
+			Delay: 100 * time.Millisecond, Seed: 1},
 		build: func(p Params) Config {
 			return Config{FirstToken: 33, Clients: []ClientSpec{
 				{Name: "A", Writes: 3, Step: p.Work},
@@ -124,7 +124,7 @@ var scenarios = []Scenario{
 			"pauses: the heartbeat is paused with it, the lease expires and B takes over. When A " +
 			"resumes, its pending write goes out before the refused heartbeat tells it the lease is lost.",
 		Defaults: Params{TTL: 10 * time.Second, Heartbeat: 3 * time.Second, Pause: 12 * time.Second,
-			Work: 5 * time.Second, Delay: 100 * time.Millisecond},
+			Work: 5 * time.Second, Delay: 100 * time.Millisecond, Seed: 1},
 		build: func(p Params) Config {
 			return Config{FirstToken: 33, Clients: []ClientSpec{
 				{Name: "A", Writes: 3, Step: p.Work, Pauses: []Pause{{At: 7 * time.Second, For: p.Pause}}},
@@ -138,7 +138,7 @@ var scenarios = []Scenario{
 		Story: "A has no heartbeat and checks, before each step, that its lease outlasts the step " +
 			"by its own clock. That clock runs at 1+drift of real time, so A keeps writing after the " +
 			"lease service has expired the lease and given it to B.",
-		Defaults: Params{TTL: 10 * time.Second, Work: 2 * time.Second, Drift: -0.5, Delay: 100 * time.Millisecond},
+		Defaults: Params{TTL: 10 * time.Second, Work: 2 * time.Second, Drift: -0.5, Delay: 100 * time.Millisecond, Seed: 1},
 		build: func(p Params) Config {
 			return Config{FirstToken: 33, Clients: []ClientSpec{
 				{Name: "A", Writes: 5, Step: p.Work, Drift: p.Drift},

@@ -67,8 +67,8 @@ func (r *Result) Summary() []string {
 			continue
 		}
 		rejected++
-		out = append(out, fmt.Sprintf("%s's write %s (token %d) was REJECTED as stale at %s: the storage had already seen token %d.",
-			name(w.Client), labels[i], w.Token, FormatTime(w.At), r.rejectedBy(i)))
+		out = append(out, fmt.Sprintf("%s's write %s (token %d) was REJECTED as stale at %s: the storage had already seen token %d%s.",
+			name(w.Client), labels[i], w.Token, FormatTime(w.At), r.rejectedBy(i), r.firstSeen(r.rejectedBy(i))))
 	}
 	if r.Violation() != nil {
 		newest := -1
@@ -138,6 +138,23 @@ func (r *Result) rejectedBy(i int) uint64 {
 		}
 	}
 	return 0
+}
+
+// firstSeen says how the storage first saw tok: ", claimed by B's read
+// at 10.5s" or ", from B's write B1 at 12s"; "" if it cannot tell.
+func (r *Result) firstSeen(tok uint64) string {
+	for _, e := range r.Events {
+		if uint64(e.Token) != tok || e.Client < 0 {
+			continue
+		}
+		switch e.Kind {
+		case KindRead:
+			return fmt.Sprintf(", claimed by %s's read at %s", r.Clients[e.Client], FormatTime(e.At))
+		case KindWriteAccepted:
+			return fmt.Sprintf(", from %s's write %s at %s", r.Clients[e.Client], r.WriteLabels()[e.Write], FormatTime(e.At))
+		}
+	}
+	return ""
 }
 
 // overwriter returns the first write accepted after write i whose value

@@ -152,8 +152,15 @@ func WriteTimeline(w io.Writer, title string, runs ...*Result) error {
 		b.WriteString(title + "\n")
 	}
 	r0 := runs[0]
-	fmt.Fprintf(&b, "TTL %s, heartbeat %s. Times are virtual seconds; \"write A1/33\" is A's first write, carrying token 33.\n\n",
+	fmt.Fprintf(&b, "TTL %s, heartbeat %s. Times are virtual seconds; \"write A1/33\" is A's first write, carrying token 33.\n",
 		FormatTime(r0.TTL), heartbeatText(r0.Heartbeat))
+	for _, r := range runs {
+		if r.Fencing {
+			b.WriteString("With fencing, every read claims the reader's token at the storage and every write is checked against the newest token seen.\n")
+			break
+		}
+	}
+	b.WriteString("\n")
 	rowsOf := make([][]textRow, len(runs))
 	fillsOf := make([][][]string, len(runs))
 	for i, r := range runs {

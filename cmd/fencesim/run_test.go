@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// TestDefault is `make demo`: no arguments, no servers, Kleppmann's
+// scenario side by side.
+func TestDefault(t *testing.T) {
+	code, out, errs := runCmd(t)
+	if code != 0 || errs != "" {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	for _, want := range []string{"kleppmann", "fencing OFF", "fencing ON", "write A1/33 ok", "write A1/33 REJECTED",
+		"is LOST", "REJECTED as stale", `Final value of "file": "B1"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	_, again, _ := runCmd(t)
+	if again != out {
+		t.Fatal("two runs printed different output")
+	}
+}
+
+func TestScenariosAndFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+		not  []string
+	}{
+		{[]string{"-pause", "5s"}, []string{`"A1 B1"`, "Safe"}, []string{"LOST", "REJECTED"}},
+		{[]string{"kleppmann", "-work", "2s"}, []string{"UNSAFE", "clobbering"}, nil},
+		{[]string{"-work", "2s", "kleppmann", "-fencing", "on"}, []string{"fencing ON", "REJECTED"}, []string{"fencing OFF"}},
+		{[]string{"crash"}, []string{"Forced downtime", "CRASHED"}, nil},
+		{[]string{"crash", "-ttl", "10s", "-heartbeat", "3s"}, []string{"until it expired at 10.1s"}, nil},
+		{[]string{"heartbeat"}, []string{`"A1 A2 A3 B1"`}, []string{"LOST"}},
+		{[]string{"pause-heartbeat"}, []string{"heartbeat: LOST", "REJECTED"}, nil},
+		{[]string{"drift", "-fencing", "off"}, []string{"UNSAFE"}, nil},
+		{[]string{"drift", "-drift", "0", "-fencing", "off"}, []string{"Safe"}, []string{"UNSAFE"}},
+		{[]string{"list"}, []string{"kleppmann", "pause-heartbeat", "drift -0.5"}, nil},
+	} {
+		code, out, errs := runCmd(t, tc.args...)
+		if code != 0 {
+			t.Errorf("%v: exit %d, stderr %s", tc.args, code, errs)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%v: output lacks %q:\n%s", tc.args, w, out)
+			}
+		}
+		for _, w := range tc.not {
+			if strings.Contains(out, w) {
+				t.Errorf("%v: output has %q:\n%s", tc.args, w, out)
+			}
+		}
+	}
+}
+
+func TestBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-pause", "45"}, "has no unit"},
+		{[]string{"-pause", "-5s"}, "negative"},
+		{[]string{"-ttl", "0"}, "ttl must be positive"},
+		{[]string{"-ttl", "ten"}, "not a duration"},
+		{[]string{"nosuch"}, `unknown scenario "nosuch"`},
+		{[]string{"kleppmann", "crash"}, "unexpected argument"},
+		{[]string{"-fencing", "maybe"}, "not one of both, on, off"},
+		{[]string{"-drift", "-2"}, "drift"},
+		{[]string{"-nosuchflag"}, "flag provided but not defined"},
+		{[]string{"explore", "-runs", "-1"}, "runs -1 is negative"},
+		{[]string{"explore", "-pause-prob", "2"}, "not a probability"},
+		{[]string{"explore", "-delay", "200"}, "has no unit"},
+		{[]string{"explore", "-clients", "0"}, "clients 0"},
+		{[]string{"explore", "extra"}, "no arguments"},
+		{[]string{"replay"}, "needs -seed"},
+		{[]string{"list", "x"}, "no arguments"},
+	} {
+		code, out, errs := runCmd(t, tc.args...)
+		if code != 2 {
+			t.Errorf("%v: exit %d, want 2", tc.args, code)
+		}
+		if !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: stderr %q lacks %q", tc.args, errs, tc.want)
+		}
+		if out != "" {
+			t.Errorf("%v: printed results despite the bad flag: %q", tc.args, out)
+		}
+	}
+	if code, _, _ := runCmd(t, "-h"); code != 0 {
+		t.Errorf("-h exit %d", code)
+	}
+}
+
+func TestExplore(t *testing.T) {
+	code, out, errs := runCmd(t, "explore", "-runs", "3000", "-seed", "7")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"3000 random schedules from seed 7", "runs with a safety violation",
+		"violating seeds, fencing off:", "replay one with: fencesim replay -seed", "OK: with fencing on, no violation"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explore output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "\r") {
+		t.Error("progress bar drawn although stdout is not a terminal")
+	}
+	// The first listed seed replays to an UNSAFE timeline without fencing.
+	line := out[strings.Index(out, "replay one with: ")+len("replay one with: "):]
+	line = line[:strings.Index(line, "\n")]
+	args := strings.Fields(line)[1:] // drop "fencesim"
+	code, rout, errs := runCmd(t, args...)
+	if code != 0 || !strings.Contains(rout, "UNSAFE") || !strings.Contains(rout, "fencing ON") {
+		t.Fatalf("%v: exit %d %s\n%s", args, code, errs, rout)
+	}
+}
+
+// TestExploreNoFaults: with no pauses, drift or delay, even fencing off is clean.
+func TestExploreNoFaults(t *testing.T) {
+	code, out, errs := runCmd(t, "explore", "-runs", "500", "-pause-prob", "0", "-drift", "0", "-delay", "0s")
+	if code != 0 || strings.Contains(out, "violating seeds") {
+		t.Fatalf("exit %d %s\n%s", code, errs, out)
+	}
+}
+
+func TestJSONOutput(t *testing.T) {
+	code, out, errs := runCmd(t, "-json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	runs := map[float64]bool{}
+	for i, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("line %d %q: %v", i, line, err)
+		}
+		runs[m["run"].(float64)] = true
+	}
+	if len(runs) != 2 {
+		t.Fatalf("JSON covers runs %v, want 0 and 1", runs)
+	}
+}
+
+func TestHTMLFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "k.html")
+	code, out, errs := runCmd(t, "-html", path, "kleppmann")
+	if code != 0 || !strings.Contains(errs, "wrote "+path) || !strings.Contains(out, "fencing ON") {
+		t.Fatalf("exit %d stderr %q", code, errs)
+	}
+	page, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := xml.NewDecoder(bytes.NewReader(page))
+	d.Strict = true
+	svgs := 0
+	for {
+		tok, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("HTML does not parse: %v", err)
+		}
+		if el, ok := tok.(xml.StartElement); ok && el.Name.Local == "svg" {
+			svgs++
+		}
+	}
+	if svgs != 2 {
+		t.Fatalf("%d <svg> for 2 runs", svgs)
+	}
+	code, _, errs = runCmd(t, "-html", filepath.Join(t.TempDir(), "no", "such", "dir.html"))
+	if code != 1 || !strings.Contains(errs, "html:") {
+		t.Fatalf("unwritable -html: exit %d %q", code, errs)
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	for in, want := range map[string]time.Duration{"45s": 45 * time.Second, "1m30s": 90 * time.Second, "250ms": 250 * time.Millisecond, "0": 0, " 2s ": 2 * time.Second} {
+		if got, err := parseDuration(in); err != nil || got != want {
+			t.Errorf("parseDuration(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for in, want := range map[string]string{"45": "no unit", "-5s": "negative", "": "empty", "5 s": "not a duration", "1.5": "no unit", "s": "not a duration"} {
+		if _, err := parseDuration(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("parseDuration(%q) = %v, want an error with %q", in, err, want)
+		}
+	}
+}
+
+// FuzzParseDuration: never panics; what it accepts is non-negative and
+// survives a round trip through time.Duration.String.
+func FuzzParseDuration(f *testing.F) {
+	for _, s := range []string{"45s", "45", "-5s", "0", "1h2m3.5s", "", "1e3", "NaN", "9999999999h", ".5ms"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := parseDuration(s)
+		if err != nil {
+			if d != 0 {
+				t.Fatalf("parseDuration(%q) returned %v with error %v", s, d, err)
+			}
+			return
+		}
+		if d < 0 {
+			t.Fatalf("parseDuration(%q) = %v, negative", s, d)
+		}
+		back, err := parseDuration(d.String())
+		if err != nil || back != d {
+			t.Fatalf("round trip of %q: %v -> %q -> %v, %v", s, d, d.String(), back, err)
+		}
+	})
+}
+
+func TestProgressBar(t *testing.T) {
+	var b bytes.Buffer
+	drawProgress(&b, 500, 1000)
+	if got := b.String(); got != "\r["+strings.Repeat("#", 20)+strings.Repeat(".", 20)+"] 500/1000 schedules" {
+		t.Fatalf("progress bar %q", got)
+	}
+	if isTerminal(&b) {
+		t.Fatal("a buffer is not a terminal")
+	}
+}

@@ -1,0 +1,156 @@
+package sim_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencekit/fencekit/sim"
+)
+
+// parseXHTML parses the page strictly as XML (the page is written to be
+// both HTML and well-formed XML) and counts start elements by name.
+func parseXHTML(t *testing.T, page []byte) map[string]int {
+	t.Helper()
+	d := xml.NewDecoder(bytes.NewReader(page))
+	d.Strict = true
+	d.Entity = xml.HTMLEntity
+	counts := map[string]int{}
+	var stack []string
+	for {
+		tok, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("page does not parse: %v", err)
+		}
+		switch el := tok.(type) {
+		case xml.StartElement:
+			counts[el.Name.Local]++
+			stack = append(stack, el.Name.Local)
+			for _, a := range el.Attr {
+				if a.Name.Local == "src" || (a.Name.Local == "href" && !strings.HasPrefix(a.Value, "#")) {
+					t.Errorf("external reference %s=%q in <%s>", a.Name.Local, a.Value, el.Name.Local)
+				}
+			}
+		case xml.EndElement:
+			if len(stack) == 0 || stack[len(stack)-1] != el.Name.Local {
+				t.Fatalf("unbalanced </%s>", el.Name.Local)
+			}
+			stack = stack[:len(stack)-1]
+		}
+	}
+	if len(stack) != 0 {
+		t.Fatalf("unclosed elements %v", stack)
+	}
+	return counts
+}
+
+func TestHTMLOneSVGPerRun(t *testing.T) {
+	for _, sc := range sim.Scenarios() {
+		var runs []*sim.Result
+		for _, fencing := range []bool{false, true} {
+			p := sc.Defaults
+			p.Fencing = fencing
+			r, err := sc.Run(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs = append(runs, r)
+			var b bytes.Buffer
+			if err := sim.WriteHTML(&b, sc.Title, runs...); err != nil {
+				t.Fatal(err)
+			}
+			page := b.Bytes()
+			counts := parseXHTML(t, page)
+			if counts["svg"] != len(runs) || counts["html"] != 1 || counts["body"] != 1 {
+				t.Fatalf("%s: %d svg for %d runs (counts %v)", sc.Name, counts["svg"], len(runs), counts)
+			}
+			if counts["script"] != 0 || counts["link"] != 0 || counts["img"] != 0 {
+				t.Fatalf("%s: page has scripts or external assets: %v", sc.Name, counts)
+			}
+			s := string(page)
+			if strings.Count(s, "http") != strings.Count(s, `xmlns="http://www.w3.org/2000/svg"`) {
+				t.Fatalf("%s: page mentions a URL other than the SVG namespace", sc.Name)
+			}
+		}
+	}
+	// The kleppmann page shows each write's fate.
+	var b bytes.Buffer
+	sim.WriteHTML(&b, "k", kleppmann(t, false, nil), kleppmann(t, true, nil))
+	for _, want := range []string{"A1 (token 33): ok", "A1 (token 33) REJECTED: 34 seen", "lease 33 (A)", "lease 34 (B)", "process paused (15s)", "33 expired"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("kleppmann page lacks %q", want)
+		}
+	}
+}
+
+func TestJSON(t *testing.T) {
+	r := kleppmann(t, true, nil)
+	var b bytes.Buffer
+	if err := sim.WriteJSON(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != len(r.Events)+1 {
+		t.Fatalf("%d lines for %d events + summary", len(lines), len(r.Events))
+	}
+	var rejected, summary map[string]any
+	for i, l := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("line %d: %v", i, err)
+		}
+		switch m["kind"] {
+		case "write-rejected":
+			rejected = m
+		case "summary":
+			summary = m
+		}
+	}
+	if rejected == nil || rejected["client"] != "A" || rejected["token"] != 33.0 || rejected["other"] != 34.0 || rejected["write"] != "A1" {
+		t.Fatalf("rejected event %v", rejected)
+	}
+	if summary == nil || summary["violation"] != nil || len(summary["final"].([]any)) != 1 {
+		t.Fatalf("summary %v", summary)
+	}
+}
+
+func TestTimelineText(t *testing.T) {
+	var b bytes.Buffer
+	if err := sim.WriteTimeline(&b, "title", kleppmann(t, false, nil), kleppmann(t, true, nil)); err != nil {
+		t.Fatal(err)
+	}
+	s := b.String()
+	for _, want := range []string{"fencing OFF", "fencing ON", "PAUSED 15s", "expired", "B:34", "write A1/33 ok", "write A1/33 REJECTED", "write B1/34 ok"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("timeline lacks %q:\n%s", want, s)
+		}
+	}
+	// Both sides share rows: the rejected and the accepted write of A are on one line.
+	for _, line := range strings.Split(s, "\n") {
+		if strings.Contains(line, "write A1/33 ok") && !strings.Contains(line, "write A1/33 REJECTED") {
+			t.Errorf("A's writes are not side by side: %q", line)
+		}
+	}
+	if err := sim.WriteTimeline(&b, "x"); err == nil {
+		t.Error("WriteTimeline with no runs succeeded")
+	}
+}
+
+func TestFormatTime(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0: "0s", 100 * time.Millisecond: "0.1s", 16100 * time.Millisecond: "16.1s",
+		time.Minute: "60s", 1234 * time.Millisecond: "1.234s", -time.Second: "-1s",
+	} {
+		if got := sim.FormatTime(d); got != want {
+			t.Errorf("FormatTime(%v) = %q, want %q", d, got, want)
+		}
+	}
+}

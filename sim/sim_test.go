@@ -1,0 +1,351 @@
+package sim_test
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/sim"
+)
+
+// render returns everything a run can print, so that determinism is
+// checked on the bytes users see.
+func render(t *testing.T, runs ...*sim.Result) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := sim.WriteTimeline(&b, "t", runs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.WriteJSON(&b, runs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.WriteHTML(&b, "t", runs...); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func runSchedule(t *testing.T, p sim.ExploreParams, seed uint64, fencing bool) *sim.Result {
+	t.Helper()
+	cfg, err := sim.ExploreSchedule(p, seed, fencing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sim.Run(cfg)
+	if err != nil {
+		t.Fatalf("failed for seed=%d: %v", seed, err)
+	}
+	return res
+}
+
+// TestSameSeedSameLog runs random schedules twice, on fresh and reused
+// runners, and requires byte-identical output; different seeds must give
+// different logs.
+func TestSameSeedSameLog(t *testing.T) {
+	p := sim.DefaultExploreParams()
+	distinct := map[string]bool{}
+	reused := sim.NewRunner()
+	for seed := uint64(1); seed <= 20; seed++ {
+		for _, fencing := range []bool{false, true} {
+			a := render(t, runSchedule(t, p, seed, fencing))
+			b := render(t, runSchedule(t, p, seed, fencing))
+			if !bytes.Equal(a, b) {
+				t.Fatalf("failed for seed=%d fencing=%v: two runs printed different logs", seed, fencing)
+			}
+			cfg, _ := sim.ExploreSchedule(p, seed, fencing)
+			res, err := reused.Run(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := render(t, res); !bytes.Equal(a, c) {
+				t.Fatalf("failed for seed=%d fencing=%v: a reused Runner printed a different log", seed, fencing)
+			}
+			distinct[string(a)] = true
+		}
+	}
+	if len(distinct) < 35 {
+		t.Fatalf("only %d distinct logs from 40 runs: the seed barely matters", len(distinct))
+	}
+}
+
+func kleppmann(t *testing.T, fencing bool, edit func(*sim.Params)) *sim.Result {
+	t.Helper()
+	sc, err := sim.Lookup("kleppmann")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := sc.Defaults
+	p.Fencing = fencing
+	if edit != nil {
+		edit(&p)
+	}
+	res, err := sc.Run(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// writesBy returns client name → writes, in order.
+func writesBy(r *sim.Result) map[string][]sim.Write {
+	m := map[string][]sim.Write{}
+	for _, w := range r.Writes {
+		m[r.Clients[w.Client]] = append(m[r.Clients[w.Client]], w)
+	}
+	return m
+}
+
+func TestKleppmannWithoutFencing(t *testing.T) {
+	r := kleppmann(t, false, nil)
+	w := writesBy(r)
+	if len(w["A"]) != 1 || len(w["B"]) != 1 {
+		t.Fatalf("writes = %+v, want one each", w)
+	}
+	a, b := w["A"][0], w["B"][0]
+	if a.Token != 33 || b.Token != 34 {
+		t.Fatalf("tokens A %d B %d, want 33 and 34", a.Token, b.Token)
+	}
+	if !a.Accepted || !b.Accepted || a.Live || !b.Live {
+		t.Fatalf("A %+v B %+v: want both accepted, A's lease expired, B's live", a, b)
+	}
+	if !(a.At < b.At) {
+		t.Fatalf("A wrote at %v, B at %v: the scenario has A write first", a.At, b.At)
+	}
+	// A's update is silently lost: B's value was read before A's write.
+	if got := r.ValueString(r.Final); got != `"B1"` {
+		t.Fatalf("final value %s, want \"B1\"", got)
+	}
+	if lost := r.Lost(); len(lost) != 1 || r.Writes[lost[0]].Client != 0 {
+		t.Fatalf("lost = %v, want A's write", lost)
+	}
+	if err := r.Violation(); err != nil {
+		t.Fatalf("tokens reached the storage in order, but Violation = %v", err)
+	}
+	sum := strings.Join(r.Summary(), "\n")
+	for _, want := range []string{"A1 (token 33, accepted at 16.1s) is LOST", "B's write B1 (token 34)", "had expired"} {
+		if !strings.Contains(sum, want) {
+			t.Errorf("summary lacks %q:\n%s", want, sum)
+		}
+	}
+}
+
+func TestKleppmannWithFencing(t *testing.T) {
+	r := kleppmann(t, true, nil)
+	w := writesBy(r)
+	a, b := w["A"][0], w["B"][0]
+	if a.Accepted || !b.Accepted {
+		t.Fatalf("A accepted=%v B accepted=%v, want A rejected and B accepted", a.Accepted, b.Accepted)
+	}
+	var rejected *sim.Event
+	for i, e := range r.Events {
+		if e.Kind == sim.KindWriteRejected {
+			rejected = &r.Events[i]
+		}
+	}
+	if rejected == nil || rejected.Token != 33 || rejected.Other != 34 {
+		t.Fatalf("rejection event %+v, want token 33 against 34", rejected)
+	}
+	// The storage's decision is fence.Check's.
+	if err := fence.Check(r.Resource, rejected.Token, rejected.Other); !errors.Is(err, fence.ErrStale) {
+		t.Fatalf("fence.Check disagrees with the simulated storage: %v", err)
+	}
+	if r.ValueString(r.Final) != `"B1"` || len(r.Lost()) != 0 || r.Violation() != nil || len(r.StaleAccepted()) != 0 {
+		t.Fatalf("final %s lost %v violation %v stale %v", r.ValueString(r.Final), r.Lost(), r.Violation(), r.StaleAccepted())
+	}
+}
+
+// TestKleppmannClobber has B write before A resumes: without fencing A's
+// stale write clobbers B's data and the token history goes backwards.
+func TestKleppmannClobber(t *testing.T) {
+	off := kleppmann(t, false, func(p *sim.Params) { p.Work = 2 * time.Second })
+	var ve *sim.ViolationError
+	if err := off.Violation(); !errors.As(err, &ve) || !strings.Contains(err.Error(), "failed for seed=") {
+		t.Fatalf("Violation = %v, want a ViolationError naming the seed", err)
+	}
+	if off.ValueString(off.Final) != `"A1"` {
+		t.Fatalf("final %s, want A's stale data only", off.ValueString(off.Final))
+	}
+	if lost := off.Lost(); len(lost) != 1 || off.Writes[lost[0]].Token != 34 {
+		t.Fatalf("lost %v, want B's write", lost)
+	}
+	on := kleppmann(t, true, func(p *sim.Params) { p.Work = 2 * time.Second })
+	if on.Violation() != nil || on.ValueString(on.Final) != `"B1"` {
+		t.Fatalf("with fencing: violation %v final %s", on.Violation(), on.ValueString(on.Final))
+	}
+}
+
+// TestKleppmannShortPause: a pause shorter than the TTL is harmless.
+func TestKleppmannShortPause(t *testing.T) {
+	for _, fencing := range []bool{false, true} {
+		r := kleppmann(t, fencing, func(p *sim.Params) { p.Pause = 5 * time.Second })
+		if len(r.StaleAccepted()) != 0 || len(r.Lost()) != 0 || r.Violation() != nil {
+			t.Fatalf("fencing=%v: stale %v lost %v violation %v", fencing, r.StaleAccepted(), r.Lost(), r.Violation())
+		}
+		for _, w := range r.Writes {
+			if !w.Accepted {
+				t.Fatalf("fencing=%v: write %+v rejected", fencing, w)
+			}
+		}
+		if got := r.ValueString(r.Final); got != `"A1 B1"` {
+			t.Fatalf("fencing=%v: final %s, want both writes in order", fencing, got)
+		}
+	}
+}
+
+// TestKleppmannFlagsMatter: without a heartbeat, or with a longer TTL, the
+// outcome follows the pause against the TTL.
+func TestKleppmannFlagsMatter(t *testing.T) {
+	r := kleppmann(t, false, func(p *sim.Params) { p.TTL = 30 * time.Second })
+	if len(r.StaleAccepted()) != 0 || len(r.Lost()) != 0 {
+		t.Fatalf("TTL 30s > pause 15s: stale %v lost %v", r.StaleAccepted(), r.Lost())
+	}
+	r = kleppmann(t, false, func(p *sim.Params) { p.Heartbeat = 0 })
+	if len(r.Lost()) != 1 {
+		t.Fatalf("no heartbeat: lost %v, want A's write", r.Lost())
+	}
+}
+
+func runScenario(t *testing.T, name string, fencing bool, edit func(*sim.Params)) *sim.Result {
+	t.Helper()
+	sc, err := sim.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := sc.Defaults
+	p.Fencing = fencing
+	if edit != nil {
+		edit(&p)
+	}
+	res, err := sc.Run(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestCrashDowntime(t *testing.T) {
+	r := runScenario(t, "crash", true, nil)
+	d := r.Downtime()
+	if len(d) != 1 || d[0].Token != 33 || d[0].From != 500*time.Millisecond {
+		t.Fatalf("downtime %+v", d)
+	}
+	if got := d[0].To - d[0].From; got < 59*time.Second || got > 60*time.Second {
+		t.Fatalf("downtime %v with a 60s TTL", got)
+	}
+	short := runScenario(t, "crash", true, func(p *sim.Params) { p.TTL, p.Heartbeat = 10*time.Second, 3*time.Second })
+	if d := short.Downtime(); len(d) != 1 || d[0].To-d[0].From > 10*time.Second {
+		t.Fatalf("TTL 10s downtime %+v", d)
+	}
+	if !slices.ContainsFunc(short.Writes, func(w sim.Write) bool { return w.Accepted && w.Token == 34 }) {
+		t.Fatal("B never wrote after the crash")
+	}
+}
+
+func TestHeartbeatKeepsSlowJob(t *testing.T) {
+	r := runScenario(t, "heartbeat", false, nil)
+	if got := r.ValueString(r.Final); got != `"A1 A2 A3 B1"` {
+		t.Fatalf("final %s: A's 3-step job should finish before B starts", got)
+	}
+	if len(r.StaleAccepted()) != 0 {
+		t.Fatalf("stale writes %v", r.StaleAccepted())
+	}
+	none := runScenario(t, "heartbeat", false, func(p *sim.Params) { p.Heartbeat = 0 })
+	if slices.ContainsFunc(none.Events, func(e sim.Event) bool { return e.Kind == sim.KindCheckFailed && e.Client == 0 }) == false {
+		t.Fatal("without heartbeat A's own clock should stop its job")
+	}
+	if n := len(writesBy(none)["A"]); n >= 3 {
+		t.Fatalf("without heartbeat A still wrote %d times", n)
+	}
+}
+
+// TestPauseStopsHeartbeat: A's pending write reaches the storage before
+// the refused heartbeat tells A that it lost the lease.
+func TestPauseStopsHeartbeat(t *testing.T) {
+	r := runScenario(t, "pause-heartbeat", false, nil)
+	var lostAt, staleAt time.Duration = -1, -1
+	for _, e := range r.Events {
+		if e.Kind == sim.KindLost && e.Client == 0 {
+			lostAt = e.At
+		}
+		if e.Kind == sim.KindWriteAccepted && e.Client == 0 && !r.Writes[e.Write].Live {
+			staleAt = e.At
+		}
+	}
+	if lostAt < 0 || staleAt < 0 || staleAt > lostAt {
+		t.Fatalf("stale write at %v, lease loss noticed at %v: want the write first", staleAt, lostAt)
+	}
+	if on := runScenario(t, "pause-heartbeat", true, nil); len(on.Lost()) != 0 || len(on.StaleAccepted()) != 0 {
+		t.Fatalf("with fencing: lost %v stale %v", on.Lost(), on.StaleAccepted())
+	}
+}
+
+func TestDrift(t *testing.T) {
+	if r := runScenario(t, "drift", false, nil); r.Violation() == nil {
+		t.Fatal("a half-speed clock without fencing should clobber B's write")
+	}
+	if r := runScenario(t, "drift", true, nil); r.Violation() != nil || len(r.Lost()) != 0 {
+		t.Fatalf("with fencing: %v, lost %v", r.Violation(), r.Lost())
+	}
+	if r := runScenario(t, "drift", false, func(p *sim.Params) { p.Drift = 0 }); len(r.StaleAccepted()) != 0 {
+		t.Fatalf("an exact clock wrote after expiry: %v", r.StaleAccepted())
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	ok := sim.Config{TTL: time.Second, Clients: []sim.ClientSpec{{}}}
+	for _, tc := range []struct {
+		edit func(*sim.Config)
+		want string
+	}{
+		{func(c *sim.Config) { c.TTL = 0 }, "TTL"},
+		{func(c *sim.Config) { c.Heartbeat = -1 }, "Heartbeat"},
+		{func(c *sim.Config) { c.DelayMin, c.DelayMax = 2, 1 }, "DelayMax"},
+		{func(c *sim.Config) { c.Clients = nil }, "clients"},
+		{func(c *sim.Config) { c.Clients = []sim.ClientSpec{{Drift: -0.95}} }, "Drift"},
+		{func(c *sim.Config) { c.Clients = []sim.ClientSpec{{Pauses: []sim.Pause{{At: -1}}}} }, "pause"},
+		{func(c *sim.Config) { c.FirstToken = fence.MaxToken + 1 }, "FirstToken"},
+	} {
+		c := ok
+		tc.edit(&c)
+		if _, err := sim.Run(&c); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "sim: ") {
+			t.Errorf("Run(%+v) = %v, want an error naming %s", c, err, tc.want)
+		}
+	}
+	if _, err := sim.Run(nil); err == nil {
+		t.Error("Run(nil) succeeded")
+	}
+	if _, err := sim.Lookup("nosuch"); err == nil || !strings.Contains(err.Error(), "kleppmann") {
+		t.Errorf("Lookup(nosuch) = %v, want the known names", err)
+	}
+}
+
+// TestMaxSteps: a run that needs more actions than allowed fails naming its seed.
+func TestMaxSteps(t *testing.T) {
+	cfg, _ := sim.ExploreSchedule(sim.DefaultExploreParams(), 5, true)
+	cfg.MaxSteps = 10
+	if _, err := sim.Run(cfg); err == nil || !strings.Contains(err.Error(), "failed for seed=5") {
+		t.Fatalf("Run = %v, want failed for seed=5", err)
+	}
+}
+
+// TestTieBreak: actions due at the same instant run in scheduling order;
+// with zero delays many events share a timestamp, and the log stays the
+// same run after run.
+func TestTieBreak(t *testing.T) {
+	p := sim.DefaultExploreParams()
+	p.DelayMax, p.Work = 0, 0
+	rng := rand.New(rand.NewPCG(3, 3))
+	for range 20 {
+		seed := rng.Uint64() % 1000
+		a := render(t, runSchedule(t, p, seed, true))
+		b := render(t, runSchedule(t, p, seed, true))
+		if !bytes.Equal(a, b) {
+			t.Fatalf("failed for seed=%d: simultaneous events reordered", seed)
+		}
+	}
+}
