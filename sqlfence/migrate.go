@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/golang-migrate/migrate/v4"
@@ -24,8 +25,10 @@ import (
 // Concurrent runs against one database and schema are safe: the driver
 // serializes them with a PostgreSQL advisory lock, and the later run finds
 // nothing to do. golang-migrate takes no context: Migrate checks ctx before
-// connecting, bounds the wait for the lock by ctx's deadline, and asks
-// golang-migrate to stop between migrations when ctx is done.
+// connecting, bounds every statement (the wait for the advisory lock
+// included) by ctx's deadline through PostgreSQL's statement_timeout unless
+// the URL sets one, and asks golang-migrate to stop between migrations when
+// ctx is done.
 //
 // databaseURL is a postgres:// or postgresql:// URL (pgx5:// is accepted
 // too); golang-migrate's x- parameters pass through.
@@ -45,7 +48,7 @@ func MigrateDown(ctx context.Context, databaseURL string) error {
 }
 
 func run(ctx context.Context, op, databaseURL string, step func(*migrate.Migrate) error) (err error) {
-	driverURL, err := pgx5URL(databaseURL)
+	driverURL, err := pgx5URL(ctx, databaseURL)
 	if err != nil {
 		return err
 	}
@@ -90,8 +93,11 @@ func run(ctx context.Context, op, databaseURL string, step func(*migrate.Migrate
 }
 
 // pgx5URL converts a postgres:// or postgresql:// URL to golang-migrate's
-// pgx5:// scheme, which selects its pgx v5 driver.
-func pgx5URL(databaseURL string) (string, error) {
+// pgx5:// scheme, which selects its pgx v5 driver. When ctx has a deadline
+// and the URL sets no statement_timeout, it adds one that ends with ctx, so
+// that waiting for golang-migrate's advisory lock (which it does without a
+// context) is bounded too.
+func pgx5URL(ctx context.Context, databaseURL string) (string, error) {
 	u, err := url.Parse(databaseURL)
 	if err != nil {
 		var ue *url.Error
@@ -103,6 +109,11 @@ func pgx5URL(databaseURL string) (string, error) {
 	switch u.Scheme {
 	case "postgres", "postgresql", "pgx5":
 		u.Scheme = "pgx5"
+		q := u.Query()
+		if dl, ok := ctx.Deadline(); ok && q.Get("statement_timeout") == "" {
+			q.Set("statement_timeout", strconv.FormatInt(max(time.Until(dl).Milliseconds(), 1), 10))
+			u.RawQuery = q.Encode()
+		}
 		return u.String(), nil
 	case "":
 		return "", errors.New("sqlfence: database URL has no scheme; want postgres://user@host:port/db (key=value strings are not supported)")
