@@ -7,12 +7,12 @@
 #
 # Without HTML it first writes the kleppmann scenario (fencing off and on)
 # with `go run ./cmd/fencesim -html`. Defaults: OUT docs/img/kleppmann.png,
-# window 1180x1500. Exit status is non-zero when any step fails.
+# window 1180x1300. Exit status is non-zero when any step fails.
 set -eu
 
 out=${1:-docs/img/kleppmann.png}
 src=${2:-}
-size=${3:-1180,1500}
+size=${3:-1180,1300}
 
 if ! command -v chromium >/dev/null 2>&1; then
 	echo "render-timeline: chromium not found; installing Debian's chromium package" >&2
@@ -24,7 +24,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 if [ -z "$src" ]; then
 	src=$tmp/kleppmann.html
-	go run ./cmd/fencesim -html "$src" kleppmann >/dev/null
+	go run ./cmd/fencesim -html "$src" kleppmann >/dev/null 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
 fi
 case $src in
 /*) abs=$src ;;

@@ -17,7 +17,7 @@ const (
 	svgWidth   = 1100
 	svgLeft    = 140
 	svgRight   = 40
-	svgTop     = 50
+	svgTop     = 85
 	laneGap    = 95
 	labelRowH  = 15
 	charWidth  = 6.6 // average width of a 12px sans-serif character
@@ -145,7 +145,7 @@ func writeSVG(b *strings.Builder, r *Result) {
 	}
 	y += laneGap
 	p.storeY = y
-	p.height = y + 75
+	p.height = y + 120
 	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%.0f" viewBox="0 0 %d %.0f" font-family="%s" role="img">`+"\n",
 		svgWidth, p.height, svgWidth, p.height, fontFamily)
 	fmt.Fprintf(b, `<title>Timeline, fencing %s, seed %d</title>`+"\n", onOff(r.Fencing), r.Seed)
@@ -353,6 +353,9 @@ func (p *svgPlot) messages() {
 				p.x(e.Sent), toward(cy, p.leaseY), p.x(e.At), toward(p.leaseY, cy), stroke)
 		case KindRead, KindReadRejected:
 			arrow(e.Sent, e.At, toward(cy, p.storeY), p.storeY-8, "#999", 0, 1, true)
+			if p.r.Fencing && e.Kind == KindRead {
+				p.label("store-below", p.x(e.At), p.storeY+22, 1, fmt.Sprintf("read claims %d", e.Token), "#777", "start")
+			}
 		case KindWriteAccepted, KindWriteRejected:
 			ok := e.Kind == KindWriteAccepted
 			mk, res, rc := 1, "ok", "#1b7a1b"
@@ -363,6 +366,9 @@ func (p *svgPlot) messages() {
 			p.label(above, p.x(e.Sent), cy+float64(dir)*16+4*float64(dir+1), dir,
 				fmt.Sprintf("write %s, token %d", labels[e.Write], e.Token), col, "start")
 			text := fmt.Sprintf("%s (token %d): %s", labels[e.Write], e.Token, res)
+			if ok && !p.r.Writes[e.Write].Live {
+				text, rc = fmt.Sprintf("%s (token %d): ok, but lease %d had expired!", labels[e.Write], e.Token, e.Token), "#b00020"
+			}
 			if !ok {
 				text = fmt.Sprintf("%s (token %d) REJECTED: %d seen", labels[e.Write], e.Token, e.Other)
 			}

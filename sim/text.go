@@ -6,12 +6,14 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/fencekit/fencekit/fence"
 )
 
 const (
 	laneWidth  = 21
 	leaseWidth = 7
-	timeWidth  = 7
+	timeWidth  = 8
 )
 
 // textRow is one line of one run's timeline: the lease column, then one
@@ -48,6 +50,7 @@ func runRows(r *Result) (rows []textRow, fills [][]string) {
 		refusals[c] = -1
 	}
 	refusedCount := make([]int, n)
+	refusedTok := make([]fence.Token, n)
 	emit := func(at time.Duration, c int, text string) {
 		cells := fill()
 		if c >= 0 {
@@ -73,19 +76,24 @@ func runRows(r *Result) (rows []textRow, fills [][]string) {
 		case KindAcquired:
 			emit(e.At, c, fmt.Sprintf("acquired %d", e.Token))
 		case KindRefused:
-			if i := refusals[c]; i >= 0 {
+			if i := refusals[c]; i >= 0 && refusedTok[c] == e.Other {
 				refusedCount[c]++
 				rows[i].cells[c+1] = fmt.Sprintf("refused x%d (%d held)", refusedCount[c], e.Other)
 				continue
 			}
 			emit(e.At, c, fmt.Sprintf("refused (%d held)", e.Other))
-			refusals[c], refusedCount[c] = len(rows)-1, 1
+			refusals[c], refusedCount[c], refusedTok[c] = len(rows)-1, 1, e.Other
 		case KindRenewed:
 			emit(e.At, c, "heartbeat ok")
 		case KindLost:
 			emit(e.At, c, "heartbeat: LOST")
 		case KindRead:
-			emit(e.At, c, "read "+r.ValueString(r.readAt(e)))
+			ids := r.readAt(e)
+			text := "read " + r.ValueString(ids)
+			if utf8.RuneCountInString(text) > laneWidth {
+				text = fmt.Sprintf("read (%d writes)", len(ids))
+			}
+			emit(e.At, c, text)
 		case KindReadRejected:
 			emit(e.At, c, fmt.Sprintf("read REJECTED (%d)", e.Other))
 		case KindWriteAccepted:

@@ -88,8 +88,8 @@ func writeReport(w io.Writer, rep *sim.ExploreReport, show int) {
 	fmt.Fprintf(w, "  pause chance %g (up to %s), crash chance %g, clock drift up to ±%g%%\n",
 		p.PauseProb, sim.FormatTime(p.PauseMax), p.CrashProb, p.DriftMax*100)
 	fmt.Fprintf(w, "  schedules with a pause longer than the TTL: %d\n\n", rep.LongPauses)
-	row := func(name string, off, on int) { fmt.Fprintf(w, "  %-44s %11d %11d\n", name, off, on) }
-	fmt.Fprintf(w, "  %-44s %11s %11s\n", "", "fencing OFF", "fencing ON")
+	row := func(name string, off, on int) { fmt.Fprintf(w, "  %-50s %11d %11d\n", name, off, on) }
+	fmt.Fprintf(w, "  %-50s %11s %11s\n", "", "fencing OFF", "fencing ON")
 	row("runs with a safety violation (*)", rep.Off.Violations, rep.On.Violations)
 	row("runs that lost an accepted write", rep.Off.LostRuns, rep.On.LostRuns)
 	row("runs that accepted a write from an expired lease", rep.Off.StaleRuns, rep.On.StaleRuns)
