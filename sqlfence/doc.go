@@ -1,0 +1,58 @@
+// Package sqlfence makes PostgreSQL refuse writes from a lease holder whose
+// fencing token is older than one it has already accepted, in the same
+// statement or transaction as the write, so a paused or partitioned former
+// holder cannot overwrite its successor's work. It uses pgx v5 and accepts
+// a *pgx.Conn, a *pgxpool.Pool or a pgx.Tx.
+//
+// # Guard-row mode
+//
+// [InTx] runs the caller's function in one transaction that first claims
+// the resource's row in fencekit_tokens (created by [Migrate]) with one
+// statement:
+//
+//	INSERT INTO fencekit_tokens (resource, token) VALUES ($1, $2)
+//	ON CONFLICT (resource) DO UPDATE SET token = EXCLUDED.token, updated_at = now()
+//	WHERE fencekit_tokens.token <= EXCLUDED.token
+//
+// A newer token was accepted before: the claim refuses, InTx returns a
+// [*fence.StaleError] carrying that token and the function never runs.
+// Otherwise the row stays locked until commit, so the fenced transactions
+// of one resource run one after the other: a newer holder's claim waits
+// for an older holder's open transaction to commit or fail, and an older
+// holder's claim waits and then fails. The data written may be anything,
+// in any tables. Cost: one statement more than the same transaction
+// unfenced. [Claim] is the same claim on a transaction the caller manages,
+// and [Fence] makes it alone right after a lease is acquired, which shuts
+// out the previous holder before the new one has written anything.
+//
+// # Row mode
+//
+// [NewTable] fences rows of the caller's own table that carry a version
+// column (lock_version): [Table.Update] writes a row only if its version is
+// not greater than the token and stores the token as the new version, in
+// one statement and one round trip, and tells a stale write (with the row's
+// version) apart from a missing row ([ErrNoRow]). [Table.Insert] inserts a
+// row that does not exist yet. Use it when each write touches one row;
+// use guard-row mode when a write spans rows or tables, or the schema
+// cannot get a version column.
+//
+// # Isolation
+//
+// READ COMMITTED, PostgreSQL's default, is enough for both modes: the check
+// and the write happen under the same row lock (the guard row's, or the
+// updated row's), and PostgreSQL re-checks an UPDATE's or ON CONFLICT's
+// condition against the newest committed version of a row it had to wait
+// for. Stricter levels work too; with [Options] IsoLevel RepeatableRead or
+// Serializable, [Guard.InTx] re-runs the transaction after SQLSTATE 40001
+// or 40P01, a bounded number of times.
+//
+// # Errors
+//
+// Stale writes return *fence.StaleError (errors.Is(err, fence.ErrStale)).
+// Bad input is refused before anything is sent: a zero token or one above
+// 2^63-1 ([fence.ErrInvalidToken]; PostgreSQL's bigint cannot hold it), a
+// nil handle ([ErrNilDB]), a table or column name that is not a plain
+// identifier ([ErrInvalidIdentifier]), an already cancelled context.
+//
+// The guide with a worked lease example is docs/postgres.md.
+package sqlfence

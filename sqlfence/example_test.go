@@ -1,0 +1,218 @@
+package sqlfence_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/sqlfence"
+)
+
+// exampleDB gives an example its own schema on the server named by
+// FENCEKIT_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/test):
+// the URL with search_path set to it, a pool, and a cleanup that drops it.
+func exampleDB() (string, *pgxpool.Pool, func()) {
+	ctx := context.Background()
+	base := os.Getenv("FENCEKIT_POSTGRES_URL")
+	if base == "" {
+		base = "postgres://postgres@127.0.0.1:5432/test"
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	schema := "fk_example_" + hex.EncodeToString(b)
+	u, err := url.Parse(base)
+	if err != nil {
+		panic(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	pool, err := pgxpool.New(ctx, u.String())
+	if err != nil {
+		panic(err)
+	}
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		panic(err)
+	}
+	return u.String(), pool, func() {
+		_, _ = pool.Exec(ctx, "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+		pool.Close()
+	}
+}
+
+func ExampleMigrate() {
+	dbURL, pool, cleanup := exampleDB()
+	defer cleanup()
+	ctx := context.Background()
+
+	fmt.Println("first run:", sqlfence.Migrate(ctx, dbURL))
+	fmt.Println("second run:", sqlfence.Migrate(ctx, dbURL)) // no change: success
+	var n int
+	_ = pool.QueryRow(ctx, "SELECT count(*) FROM fencekit_tokens").Scan(&n)
+	fmt.Println("guard rows:", n)
+	// Output:
+	// first run: <nil>
+	// second run: <nil>
+	// guard rows: 0
+}
+
+// Kleppmann's scenario against PostgreSQL: A holds token 33, pauses, its
+// lease expires, B gets 34 and writes; A's late write is refused and none of
+// it is applied.
+func ExampleInTx() {
+	dbURL, pool, cleanup := exampleDB()
+	defer cleanup()
+	ctx := context.Background()
+	if err := sqlfence.Migrate(ctx, dbURL); err != nil {
+		panic(err)
+	}
+	_, _ = pool.Exec(ctx, "CREATE TABLE reports (name text PRIMARY KEY, body text)")
+
+	save := func(tok fence.Token, body string) error {
+		return sqlfence.InTx(ctx, pool, "report:daily", tok, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `INSERT INTO reports VALUES ('daily', $1)
+				ON CONFLICT (name) DO UPDATE SET body = EXCLUDED.body`, body)
+			return err
+		})
+	}
+	fmt.Println("A (33):", save(33, "A's report"))
+	fmt.Println("B (34):", save(34, "B's report"))
+	err := save(33, "A's late report")
+	fmt.Println("A (33) again:", err)
+
+	var se *fence.StaleError
+	if errors.As(err, &se) {
+		fmt.Println("current token:", se.Current)
+	}
+	var body string
+	_ = pool.QueryRow(ctx, "SELECT body FROM reports WHERE name = 'daily'").Scan(&body)
+	fmt.Println("stored:", body)
+	// Output:
+	// A (33): <nil>
+	// B (34): <nil>
+	// A (33) again: fence: stale token 33 for "report:daily": token 34 was already accepted
+	// current token: 34
+	// stored: B's report
+}
+
+// Claim fences a transaction the caller begins and commits itself.
+func ExampleClaim() {
+	dbURL, pool, cleanup := exampleDB()
+	defer cleanup()
+	ctx := context.Background()
+	if err := sqlfence.Migrate(ctx, dbURL); err != nil {
+		panic(err)
+	}
+	_, _ = pool.Exec(ctx, "CREATE TABLE events (what text)")
+
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		panic(err)
+	}
+	defer tx.Rollback(ctx)
+	if err := sqlfence.Claim(ctx, tx, "queue:emails", 7); err != nil {
+		fmt.Println("not sending:", err)
+		return
+	}
+	_, _ = tx.Exec(ctx, "INSERT INTO events VALUES ('sent batch 1')")
+	fmt.Println("commit:", tx.Commit(ctx))
+	fmt.Println(sqlfence.Current(ctx, pool, "queue:emails"))
+	// Output:
+	// commit: <nil>
+	// 7 <nil>
+}
+
+// A new lease holder fences the resource before doing anything else, so the
+// previous holder is refused from then on even if the new one writes later.
+func ExampleFence() {
+	dbURL, pool, cleanup := exampleDB()
+	defer cleanup()
+	ctx := context.Background()
+	if err := sqlfence.Migrate(ctx, dbURL); err != nil {
+		panic(err)
+	}
+	fmt.Println("old holder (41):", sqlfence.Fence(ctx, pool, "invoice-run", 41))
+	fmt.Println("new holder (42):", sqlfence.Fence(ctx, pool, "invoice-run", 42))
+	err := sqlfence.InTx(ctx, pool, "invoice-run", 41, func(pgx.Tx) error {
+		panic("not reached: a stale transaction runs nothing")
+	})
+	fmt.Println("old holder writes:", errors.Is(err, fence.ErrStale))
+	// Output:
+	// old holder (41): <nil>
+	// new holder (42): <nil>
+	// old holder writes: true
+}
+
+// Row mode: the user's table carries lock_version; one statement both
+// checks the token and writes.
+func ExampleTable_Update() {
+	_, pool, cleanup := exampleDB()
+	defer cleanup()
+	ctx := context.Background()
+	_, _ = pool.Exec(ctx, `CREATE TABLE accounts (
+		id int PRIMARY KEY, balance int NOT NULL, lock_version bigint NOT NULL DEFAULT 0)`)
+	_, _ = pool.Exec(ctx, "INSERT INTO accounts (id, balance) VALUES (1, 100)")
+
+	accounts, err := sqlfence.NewTable("accounts", "id", "lock_version", "balance")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("token 34:", accounts.Update(ctx, pool, 1, 34, 150))
+	fmt.Println("token 33:", accounts.Update(ctx, pool, 1, 33, 999))
+	fmt.Println("account 2:", accounts.Update(ctx, pool, 2, 34, 10))
+	fmt.Println("insert 2:", accounts.Insert(ctx, pool, 2, 34, 10))
+	var bal int
+	_ = pool.QueryRow(ctx, "SELECT balance FROM accounts WHERE id = 1").Scan(&bal)
+	fmt.Println("balance:", bal)
+	fmt.Println(accounts.Version(ctx, pool, 1))
+	// Output:
+	// token 34: <nil>
+	// token 33: fence: stale token 33 for "accounts:1": token 34 was already accepted
+	// account 2: sqlfence: no such row: accounts:2
+	// insert 2: <nil>
+	// balance: 150
+	// 34 <nil>
+}
+
+func ExampleNewTable() {
+	_, err := sqlfence.NewTable("accounts; DROP TABLE accounts", "id", "lock_version")
+	fmt.Println(err)
+	_, err = sqlfence.NewTable("billing.accounts", "id", "lock_version", "balance", "updated_by")
+	fmt.Println(err)
+	// Output:
+	// sqlfence: invalid identifier: table name "accounts; DROP TABLE accounts": byte 8 is ';'; only letters, digits and _ are allowed
+	// <nil>
+}
+
+// A Guard with SERIALIZABLE transactions re-runs the whole fenced
+// transaction after a serialization failure, a bounded number of times.
+func ExampleNew() {
+	dbURL, pool, cleanup := exampleDB()
+	defer cleanup()
+	ctx := context.Background()
+	if err := sqlfence.Migrate(ctx, dbURL); err != nil {
+		panic(err)
+	}
+	g, err := sqlfence.New(&sqlfence.Options{IsoLevel: pgx.Serializable, MaxRetries: 3})
+	if err != nil {
+		panic(err)
+	}
+	err = g.InTx(ctx, pool, "ledger", 5, func(tx pgx.Tx) error {
+		var level string
+		err := tx.QueryRow(ctx, "SHOW transaction_isolation").Scan(&level)
+		fmt.Println("isolation:", level)
+		return err
+	})
+	fmt.Println(err)
+	// Output:
+	// isolation: serializable
+	// <nil>
+}
