@@ -3,11 +3,15 @@ package blobfence_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/fencekit/fencekit/blobfence"
@@ -96,4 +100,19 @@ func (t *exampleTB) cleanup() {
 		t.cleanups[i]()
 	}
 	t.cleanups = nil
+}
+
+// pooledClient is a client of env's server that keeps up to conns idle
+// connections, so that many concurrent writers reuse them instead of
+// opening a connection per request (the SDK's default keeps 10).
+func pooledClient(env *testenv.S3Env, conns int) *s3.Client {
+	return s3.New(s3.Options{
+		BaseEndpoint: aws.String(env.Endpoint),
+		Region:       "us-east-1",
+		Credentials:  credentials.NewStaticCredentialsProvider(env.AccessKey, env.SecretKey, ""),
+		UsePathStyle: true,
+		HTTPClient: awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
+			tr.MaxIdleConns, tr.MaxIdleConnsPerHost = conns, conns
+		}),
+	})
 }

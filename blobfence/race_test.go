@@ -13,6 +13,7 @@ import (
 
 	"github.com/fencekit/fencekit/blobfence"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/testenv"
 )
 
 var raceSeed = flag.Uint64("race-seed", 0, "seed of TestRacingWriters (0: from the clock)")
@@ -44,7 +45,8 @@ func TestRacingWriters(t *testing.T) {
 	}
 	t.Logf("seed=%d (rerun with -race-seed=%d)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
-	s, _, _ := newStore(t, nil)
+	env := testenv.S3(t)
+	s := blobfence.New(pooledClient(env, writers), env.Bucket, nil)
 	var accepted, stale, contention int
 	for round := range rounds {
 		key := fmt.Sprintf("race-%03d", round)

@@ -125,8 +125,8 @@ func New(client S3API, bucket string, opts *Options) *Store {
 	case o.MaxAttempts < 0:
 		s.err = fmt.Errorf("%w: New: Options.MaxAttempts is %d; it must be positive (0 means %d)", ErrInvalidArgument, o.MaxAttempts, DefaultMaxAttempts)
 	default:
-		if err := ValidateMetadataKey(s.tokenKey); err != nil {
-			s.err = fmt.Errorf("New: Options.MetadataKey: %w", err)
+		if p := metadataKeyProblem(s.tokenKey); p != "" {
+			s.err = fmt.Errorf("%w: New: Options.MetadataKey: %s", ErrInvalidArgument, p)
 		}
 	}
 	return s
@@ -141,32 +141,45 @@ func (s *Store) MetadataKey() string { return s.tokenKey }
 // ValidateKey returns nil when key can name an object: 1 to [MaxKeyLen]
 // bytes of valid UTF-8. Errors wrap [ErrInvalidArgument].
 func ValidateKey(key string) error {
-	switch {
-	case key == "":
-		return fmt.Errorf("%w: the object key is empty", ErrInvalidArgument)
-	case len(key) > MaxKeyLen:
-		return fmt.Errorf("%w: the object key is %d bytes, longer than the %d S3 allows", ErrInvalidArgument, len(key), MaxKeyLen)
-	case !utf8.ValidString(key):
-		return fmt.Errorf("%w: the object key is not valid UTF-8", ErrInvalidArgument)
+	if p := keyProblem(key); p != "" {
+		return fmt.Errorf("%w: %s", ErrInvalidArgument, p)
 	}
 	return nil
+}
+
+func keyProblem(key string) string {
+	switch {
+	case key == "":
+		return "the object key is empty"
+	case len(key) > MaxKeyLen:
+		return fmt.Sprintf("the object key is %d bytes, longer than the %d S3 allows", len(key), MaxKeyLen)
+	case !utf8.ValidString(key):
+		return "the object key is not valid UTF-8"
+	}
+	return ""
 }
 
 // ValidateMetadataKey returns nil when name can be used as
 // [Options.MetadataKey]. Errors wrap [ErrInvalidArgument].
 func ValidateMetadataKey(name string) error {
+	if p := metadataKeyProblem(name); p != "" {
+		return fmt.Errorf("%w: %s", ErrInvalidArgument, p)
+	}
+	return nil
+}
+
+func metadataKeyProblem(name string) string {
 	if name == "" || len(name) > maxMetadataKeyLen {
-		return fmt.Errorf("%w: metadata key %q must be 1 to %d characters", ErrInvalidArgument, name, maxMetadataKeyLen)
+		return fmt.Sprintf("metadata key %q must be 1 to %d characters", name, maxMetadataKeyLen)
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' && i > 0
 		if !ok {
-			return fmt.Errorf("%w: metadata key %q has %q at byte %d; use lower-case letters, digits and '-' (not first)",
-				ErrInvalidArgument, name, c, i)
+			return fmt.Sprintf("metadata key %q has %q at byte %d; use lower-case letters, digits and '-' (not first)", name, c, i)
 		}
 	}
-	return nil
+	return ""
 }
 
 // check validates the store and key before a call sends anything.
@@ -177,8 +190,8 @@ func (s *Store) check(op, key string) error {
 	if s.err != nil {
 		return s.err
 	}
-	if err := ValidateKey(key); err != nil {
-		return fmt.Errorf("%s: %w", op, err)
+	if p := keyProblem(key); p != "" {
+		return fmt.Errorf("%w: %s: %s", ErrInvalidArgument, op, p)
 	}
 	return nil
 }

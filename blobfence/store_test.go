@@ -167,7 +167,7 @@ func TestPutAfterOneRequest(t *testing.T) {
 
 func TestObjectWithoutTokenIsZero(t *testing.T) {
 	ctx := context.Background()
-	s, _, env := newStore(t, nil)
+	s, c, env := newStore(t, nil)
 	_, err := env.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: &env.Bucket, Key: aws.String("plain"),
 		Body: strings.NewReader("from another tool")})
 	if err != nil {
@@ -176,8 +176,13 @@ func TestObjectWithoutTokenIsZero(t *testing.T) {
 	if body, tok := mustGet(t, s, "plain"); string(body) != "from another tool" || tok != 0 {
 		t.Fatalf("Get = %q, %d; want the body and token 0", body, tok)
 	}
+	before := c.total()
 	if err := s.Put(ctx, "plain", []byte("fenced"), 1); err != nil {
 		t.Fatalf("token 1 over an object without token: %v", err)
+	}
+	// An object without a write record is trusted after two agreeing HEADs.
+	if n := c.total() - before; n != 3 || c.heads.Load() != 2 {
+		t.Fatalf("put over a foreign object sent %d requests (%d HEADs); want 3 (2)", n, c.heads.Load())
 	}
 	if _, tok := mustGet(t, s, "plain"); tok != 1 {
 		t.Fatalf("token = %d, want 1", tok)
