@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# run.sh: run fencekit's peer benchmarks in interleaved rounds and summarize.
+#
+#   bench/run.sh [OUTDIR]
+#
+# Each round runs every benchmark once, the compared libraries (or plain and
+# fenced modes) one after the other inside each benchmark, so rounds go
+# A B C D A B C D ... and machine drift falls on all of them alike. Results
+# are appended to OUTDIR/lease.txt and OUTDIR/latency.txt, summarized with
+# benchstat (OUTDIR/benchstat.txt) and as Markdown ratio tables against the
+# baseline (OUTDIR/ratios.md), both also printed.
+#
+# Environment:
+#   BENCH_SHORT=1      quick mode for CI: 2 rounds, short benchtimes (~1-2 min)
+#   BENCH_ROUNDS=N     number of rounds (default 5, short 2)
+#   FENCEKIT_REDIS_ADDR, FENCEKIT_POSTGRES_URL, FENCEKIT_S3_ENDPOINT (+ keys):
+#                      servers; see bench/doc.go (by default a private
+#                      redis-server and versitygw are started per round)
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+out=${1:-${TMPDIR:-/tmp}/fencekit-bench-$(date -u +%Y%m%dT%H%M%SZ)}
+mkdir -p "$out/samples"
+out=$(cd "$out" && pwd)
+
+if [[ "${BENCH_SHORT:-}" == 1 ]]; then
+	rounds=${BENCH_ROUNDS:-2} benchtime=200ms handoffN=10 takeoverN=8
+else
+	rounds=${BENCH_ROUNDS:-5} benchtime=1s handoffN=30 takeoverN=24
+fi
+
+gobin=$(go env GOPATH | cut -d: -f1)/bin
+benchstat=$(command -v benchstat || true)
+if [[ -z "$benchstat" ]]; then
+	if [[ ! -x "$gobin/benchstat" ]]; then
+		echo "run.sh: installing benchstat" >&2
+		go install golang.org/x/perf/cmd/benchstat@latest
+	fi
+	benchstat=$gobin/benchstat
+fi
+
+cd "$here"
+go test -c -o "$out/bench.test" .
+go build -o "$out/benchratio" ./cmd/benchratio
+
+{
+	echo "date:      $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "nproc:     $(nproc)"
+	echo "cpu:       $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+	echo "go:        $(go version)"
+	echo "redis:     $(redis-server --version 2>/dev/null || echo unknown)"
+	echo "postgres:  $(psql "${FENCEKIT_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}" -Atc 'select version()' 2>/dev/null || echo unknown)"
+	echo "versitygw: $({ versitygw --version || "$gobin/versitygw" --version; } 2>/dev/null | head -3 | tr '\n' ' ' || echo unknown)"
+	echo "rounds:    $rounds (benchtime $benchtime, hand-off ${handoffN}x, take-over ${takeoverN}x)"
+} | tee "$out/machine.txt"
+
+start=$(date +%s)
+for ((r = 1; r <= rounds; r++)); do
+	echo "run.sh: round $r/$rounds ($(($(date +%s) - start)) s elapsed)" >&2
+	"$out/bench.test" -test.run '^$' -test.bench '^(BenchmarkLease|BenchmarkSQL|BenchmarkS3Put)$' \
+		-test.benchtime "$benchtime" -test.count 1 >>"$out/lease.txt"
+	BENCH_SAMPLES_DIR=$out/samples "$out/bench.test" -test.run '^$' -test.bench '^BenchmarkHandoff$' \
+		-test.benchtime "${handoffN}x" -test.count 1 >>"$out/latency.txt"
+	BENCH_SAMPLES_DIR=$out/samples "$out/bench.test" -test.run '^$' -test.bench '^BenchmarkTakeover$' \
+		-test.benchtime "${takeoverN}x" -test.count 1 >>"$out/latency.txt"
+done
+echo "run.sh: $rounds rounds in $(($(date +%s) - start)) s" >&2
+
+{
+	for f in Lease Handoff Takeover; do
+		echo "## $f (columns: /lib; deltas against baseline)"
+		"$benchstat" -filter ".name:$f" -col /lib@'(baseline fencekit redislock redsync)' "$out/lease.txt" "$out/latency.txt"
+		echo
+	done
+	for f in SQL S3Put; do
+		echo "## $f (columns: /mode; deltas against plain)"
+		"$benchstat" -filter ".name:$f" -col /mode@'(plain fenced fenced-etag)' "$out/lease.txt"
+		echo
+	done
+} >"$out/benchstat.txt" 2>&1
+"$out/benchratio" -samples "$out/samples" "$out/lease.txt" "$out/latency.txt" >"$out/ratios.md"
+
+cat "$out/benchstat.txt" "$out/ratios.md"
+echo "run.sh: results in $out" >&2
