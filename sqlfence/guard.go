@@ -164,21 +164,36 @@ func staleFromReread(ctx context.Context, q Querier, sql string, resource string
 	return &fence.StaleError{Resource: resource, Presented: tok, Current: fence.Token(cur)}
 }
 
-// checkArgs validates what every call checks before sending anything.
+// checkArgs validates what every guard call checks before sending anything.
 func checkArgs(ctx context.Context, db any, resource string, tok fence.Token) error {
-	if isNil(db) {
-		return fmt.Errorf("%w (resource %q)", ErrNilDB, resource)
-	}
-	if resource == "" {
+	if resource == "" && !isNil(db) {
 		return errors.New("sqlfence: empty resource name")
 	}
-	if err := tok.Validate(); err != nil {
-		return fmt.Errorf("sqlfence: resource %q: %w", resource, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("sqlfence: resource %q: %w", resource, err)
+	if err := precheck(ctx, db, tok); err != nil {
+		return describe(err, fmt.Sprintf("resource %q", resource))
 	}
 	return nil
+}
+
+// precheck returns ErrNilDB, the token's validation error or ctx's error.
+// It allocates nothing on success: callers format their context only when
+// it fails.
+func precheck(ctx context.Context, db any, tok fence.Token) error {
+	if isNil(db) {
+		return ErrNilDB
+	}
+	if err := tok.Validate(); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// describe wraps a precheck error with what it concerns.
+func describe(err error, what string) error {
+	if err == ErrNilDB {
+		return fmt.Errorf("%w (%s)", ErrNilDB, what)
+	}
+	return fmt.Errorf("sqlfence: %s: %w", what, err)
 }
 
 // isNil reports whether v is nil or a nil pointer, map, func or interface

@@ -164,12 +164,11 @@ func (t *Table) Version(ctx context.Context, db Querier, key any) (fence.Token, 
 }
 
 func (t *Table) write(ctx context.Context, db Querier, op, sql string, key any, tok fence.Token, values []any) error {
-	res := t.resource(key)
-	if err := checkArgs(ctx, db, res, tok); err != nil {
-		return err
+	if err := precheck(ctx, db, tok); err != nil {
+		return describe(err, op+" "+t.resource(key))
 	}
 	if len(values) != t.columns {
-		return fmt.Errorf("sqlfence: %s %s: %d values for %d columns", op, res, len(values), t.columns)
+		return fmt.Errorf("sqlfence: %s %s: %d values for %d columns", op, t.resource(key), len(values), t.columns)
 	}
 	args := make([]any, 0, 2+len(values))
 	args = append(args, key, int64(tok))
@@ -177,9 +176,11 @@ func (t *Table) write(ctx context.Context, db Querier, op, sql string, key any, 
 	var done bool
 	var cur int64
 	err := db.QueryRow(ctx, sql, args...).Scan(&done, &cur)
-	switch {
-	case err == nil && done:
+	if err == nil && done {
 		return nil
+	}
+	res := t.resource(key)
+	switch {
 	case err == nil && fence.IsStale(tok, fence.Token(cur)):
 		return &fence.StaleError{Resource: res, Presented: tok, Current: fence.Token(cur)}
 	case err == nil && op == "insert":
