@@ -1,0 +1,97 @@
+package blobfence
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/fencekit/fencekit/fence"
+)
+
+func FuzzValidateKey(f *testing.F) {
+	for _, k := range []string{"", "k", "a/b/c", strings.Repeat("x", MaxKeyLen), strings.Repeat("x", MaxKeyLen+1), "\xff", "é"} {
+		f.Add(k)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		err := ValidateKey(key)
+		valid := key != "" && len(key) <= MaxKeyLen && utf8.ValidString(key)
+		if (err == nil) != valid {
+			t.Fatalf("ValidateKey(%q) = %v; valid = %v", key, err, valid)
+		}
+		if err != nil && (!errors.Is(err, ErrInvalidArgument) || !strings.HasPrefix(err.Error(), "blobfence: ")) {
+			t.Fatalf("ValidateKey(%q) = %v; want a blobfence ErrInvalidArgument", key, err)
+		}
+	})
+}
+
+func FuzzValidateMetadataKey(f *testing.F) {
+	for _, k := range []string{"", DefaultMetadataKey, "A", "-a", "a-", "a_b", "x-amz-meta-t", strings.Repeat("a", 129)} {
+		f.Add(k)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		err := ValidateMetadataKey(name)
+		s := New(nopClient{}, "b", &Options{MetadataKey: name})
+		if name != "" && (err == nil) != (s.err == nil) { // "" means the default
+			t.Fatalf("ValidateMetadataKey(%q) = %v but New says %v", name, err, s.err)
+		}
+		if name != "" && err == nil && (strings.ToLower(name) != name || strings.ContainsAny(name, " \t\r\n:_") || len(name) > 128) {
+			t.Fatalf("ValidateMetadataKey(%q) accepted a name S3 would not round-trip", name)
+		}
+		if err != nil && !errors.Is(err, ErrInvalidArgument) {
+			t.Fatalf("ValidateMetadataKey(%q) = %v; want ErrInvalidArgument", name, err)
+		}
+	})
+}
+
+// FuzzTokenMetadata: the token metadata value parses exactly when
+// fence.ParseToken accepts it, and a malformed value is ErrBadMetadata.
+func FuzzTokenMetadata(f *testing.F) {
+	for _, v := range []string{"1", "0", "34", "007", "-1", "+1", " 1", "9223372036854775807", "9223372036854775808", "1e3", ""} {
+		f.Add(v)
+	}
+	s := New(nopClient{}, "b", nil)
+	f.Fuzz(func(t *testing.T, v string) {
+		tok, err := s.parseToken("k", map[string]string{"Fencekit-Token": v})
+		want, werr := fence.ParseToken(v)
+		if (err == nil) != (werr == nil) || tok != want {
+			t.Fatalf("parseToken(%q) = %d, %v; fence.ParseToken = %d, %v", v, tok, err, want, werr)
+		}
+		if err != nil && (!errors.Is(err, ErrBadMetadata) || !errors.Is(err, fence.ErrInvalidToken)) {
+			t.Fatalf("parseToken(%q) = %v; want ErrBadMetadata and fence.ErrInvalidToken", v, err)
+		}
+		if err == nil && tok > fence.MaxToken {
+			t.Fatalf("parseToken(%q) = %d, above MaxToken", v, tok)
+		}
+	})
+}
+
+// FuzzWriteRecord: what parses prints back the same, and what a put writes
+// parses back to the same record.
+func FuzzWriteRecord(f *testing.F) {
+	f.Add("34 0cc175b9c0f1b6a831c399e269772661 ABC.0", uint64(34), "0cc175b9c0f1b6a831c399e269772661", "id.1")
+	f.Add("34  0cc175b9c0f1b6a831c399e269772661 x", uint64(0), "", "")
+	f.Add("1 0CC175B9C0F1B6A831C399E269772661 x", uint64(1<<63), "zz", "a b")
+	f.Fuzz(func(t *testing.T, raw string, tok uint64, md5hex, id string) {
+		if rec, ok := parseWriteRecord(raw); ok {
+			if rec.String() != raw {
+				t.Fatalf("parseWriteRecord(%q) = %+v, prints as %q", raw, rec, rec.String())
+			}
+			if rec.tok > fence.MaxToken || len(rec.md5) != 32 || rec.id == "" {
+				t.Fatalf("parseWriteRecord(%q) accepted %+v", raw, rec)
+			}
+		}
+		rec := writeRecord{tok: fence.Token(tok), md5: md5hex, id: id}
+		got, ok := parseWriteRecord(rec.String())
+		valid := fence.Token(tok) <= fence.MaxToken && isMD5ETag(`"`+md5hex+`"`) && strings.ToLower(md5hex) == md5hex &&
+			id != "" && !strings.ContainsFunc(id, isSpace)
+		if valid && (!ok || got != rec) {
+			t.Fatalf("record %+v printed as %q parses as %+v, %v", rec, rec.String(), got, ok)
+		}
+	})
+}
+
+func isSpace(r rune) bool { return strings.TrimSpace(string(r)) == "" }
+
+// nopClient satisfies S3API; the fuzz targets never call it.
+type nopClient struct{ S3API }
