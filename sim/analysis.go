@@ -104,3 +104,24 @@ func (r *Result) Downtime() []Span {
 	}
 	return spans
 }
+
+// NewRecorded builds a Result from events observed outside the simulator,
+// such as the real servers of fencesim's real mode, so that the same
+// timeline, JSON and HTML writers can show them. events must be in time
+// order and their Write fields index writes; final lists the writes whose
+// data the storage holds at the end. Violation checks the accepted writes
+// in event order.
+func NewRecorded(clients []string, resource string, fencing bool, ttl, heartbeat time.Duration,
+	events []Event, writes []Write, final []int) *Result {
+	r := &Result{Fencing: fencing, TTL: ttl, Heartbeat: heartbeat, Resource: resource,
+		Clients: clients, Events: events, Writes: writes, Final: final, recorded: true}
+	for _, e := range events {
+		if e.Kind == KindWriteAccepted {
+			r.accepted = append(r.accepted, e.Token)
+		}
+	}
+	if n := len(events); n > 0 {
+		r.End = events[n-1].At
+	}
+	return r
+}

@@ -26,6 +26,7 @@ type Result struct {
 	End time.Duration
 
 	accepted []fence.Token
+	recorded bool // built by NewRecorded from real events
 }
 
 // Write is one write a client sent.

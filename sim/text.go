@@ -11,8 +11,9 @@ import (
 )
 
 const (
-	laneWidth  = 21
+	laneWidth  = 21 // longest read shown in full; lanes widen for long tokens
 	leaseWidth = 7
+	maxWidth   = 36
 	timeWidth  = 8
 )
 
@@ -160,8 +161,12 @@ func WriteTimeline(w io.Writer, title string, runs ...*Result) error {
 		b.WriteString(title + "\n")
 	}
 	r0 := runs[0]
-	fmt.Fprintf(&b, "TTL %s, heartbeat %s. Times are virtual seconds; \"write A1/33\" is A's first write, carrying token 33.\n",
-		FormatTime(r0.TTL), heartbeatText(r0.Heartbeat))
+	clock := "virtual seconds"
+	if r0.recorded {
+		clock = "real seconds since the start"
+	}
+	fmt.Fprintf(&b, "TTL %s, heartbeat %s. Times are %s; \"write A1/33\" is A's first write, carrying token 33.\n",
+		FormatTime(r0.TTL), heartbeatText(r0.Heartbeat), clock)
 	for _, r := range runs {
 		if r.Fencing {
 			b.WriteString("With fencing, every read claims the reader's token at the storage and every write is checked against the newest token seen.\n")
@@ -174,7 +179,17 @@ func WriteTimeline(w io.Writer, title string, runs ...*Result) error {
 	for i, r := range runs {
 		rowsOf[i], fillsOf[i] = runRows(r)
 	}
-	width := func(r *Result) int { return leaseWidth + 1 + len(r.Clients)*(laneWidth+1) }
+	leaseW, laneW := 5, 8
+	for _, rows := range rowsOf {
+		for _, row := range rows {
+			leaseW = max(leaseW, utf8.RuneCountInString(row.cells[0]))
+			for _, c := range row.cells[1:] {
+				laneW = max(laneW, utf8.RuneCountInString(c))
+			}
+		}
+	}
+	leaseW, laneW = min(leaseW, maxWidth), min(laneW, maxWidth)
+	width := func(r *Result) int { return leaseW + 1 + len(r.Clients)*(laneW+1) }
 	// header lines
 	b.WriteString(pad("", timeWidth) + " ")
 	for _, r := range runs {
@@ -182,9 +197,9 @@ func WriteTimeline(w io.Writer, title string, runs ...*Result) error {
 	}
 	b.WriteString("\n" + pad("time", timeWidth) + " ")
 	for _, r := range runs {
-		b.WriteString("│ " + pad("lease", leaseWidth) + " ")
+		b.WriteString("│ " + pad("lease", leaseW) + " ")
 		for _, name := range r.Clients {
-			b.WriteString(pad(name, laneWidth) + " ")
+			b.WriteString(pad(name, laneW) + " ")
 		}
 	}
 	b.WriteString("\n" + strings.Repeat("─", timeWidth+1))
@@ -228,9 +243,9 @@ func WriteTimeline(w io.Writer, title string, runs ...*Result) error {
 					cells = make([]string, len(r.Clients)+1)
 					cells[0] = "-"
 				}
-				b.WriteString("│ " + pad(cells[0], leaseWidth) + " ")
+				b.WriteString("│ " + pad(cells[0], leaseW) + " ")
 				for _, c := range cells[1:] {
-					b.WriteString(pad(c, laneWidth) + " ")
+					b.WriteString(pad(c, laneW) + " ")
 				}
 			}
 			b.WriteString("\n")

@@ -8,9 +8,14 @@
 //	         [-drift F] [-seed N] [-fencing both|on|off] [-json] [-html FILE]
 //	fencesim explore [-runs N] [-seed N] [distribution flags] [-show N]
 //	fencesim replay -seed N [distribution flags] [-fencing both|on|off] [-json] [-html FILE]
+//	fencesim real [-ttl D] [-pause D] [-redis ADDR] [-postgres URL] [-s3-endpoint URL]
+//	         [-s3-access KEY] [-s3-secret KEY] [-s3-bucket B] [-name N] [-json] [-html FILE]
 //	fencesim list
 //
 // Scenarios: kleppmann (default), crash, heartbeat, pause-heartbeat, drift.
+// The real mode replays kleppmann against real servers: the holder is a
+// child process stopped with SIGSTOP past its Redis lease's TTL, and its
+// late writes go to PostgreSQL (sqlfence) and S3 (blobfence).
 // Durations need a unit (45s, 300ms) and must not be negative. Bad flags
 // exit with status 2; an exploration that finds a violation with fencing
 // on exits with status 1 and names the seed.
@@ -19,5 +24,8 @@ package main
 import "os"
 
 func main() {
+	if os.Getenv(holderEnv) != "" { // the real mode's paused holder, client A
+		os.Exit(holderMain())
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -16,8 +16,8 @@ const (
 	exitOK      = 0
 	exitFailed  = 1 // an invariant failed (a violation with fencing on) or output failed
 	exitUsage   = 2 // bad arguments
-	usageIntro  = "usage: fencesim [SCENARIO] [flags] | fencesim explore [flags] | fencesim replay -seed N [flags] | fencesim list"
-	usageDetail = "Run 'fencesim -h', 'fencesim explore -h' or 'fencesim replay -h' for the flags."
+	usageIntro  = "usage: fencesim [SCENARIO] [flags] | fencesim explore [flags] | fencesim replay -seed N [flags] | fencesim real [flags] | fencesim list"
+	usageDetail = "Run 'fencesim -h', 'fencesim explore -h', 'fencesim replay -h' or 'fencesim real -h' for the flags."
 )
 
 // run is the whole command: it parses args, writes results to stdout and
@@ -31,6 +31,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return runReplay(args[1:], stdout, stderr)
 		case "list":
 			return runList(args[1:], stdout, stderr)
+		case "real":
+			return runReal(args[1:], stdout, stderr)
 		case "help":
 			fmt.Fprintln(stdout, usageIntro)
 			fmt.Fprintln(stdout, usageDetail)
