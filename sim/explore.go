@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
+
+	"github.com/fencekit/fencekit/fence"
 )
 
 // ExploreParams set the distributions random schedules are drawn from;
@@ -92,16 +94,23 @@ func schedule(cfg *Config, rng *rand.Rand, p ExploreParams, seed uint64, fencing
 		}
 		return lo + time.Duration(rng.Int64N(int64(hi-lo)+1))
 	}
+	// The schedule is complete and valid as drawn (p was validated), so the
+	// explorer runs it without normalize's copy.
 	*cfg = Config{Seed: seed, TTL: p.TTL, Heartbeat: p.Heartbeat, Fencing: fencing, DelayMax: p.DelayMax,
-		Horizon: 30 * time.Minute, Clients: cfg.Clients[:0]}
-	for range p.Clients {
+		FirstToken: 1, Resource: "file", Horizon: 30 * time.Minute, MaxSteps: 1_000_000, Clients: cfg.Clients[:0]}
+	for i := range p.Clients {
+		var pauses []Pause // reuse the backing array of a reused Config
+		if i < cap(cfg.Clients) {
+			pauses = cfg.Clients[:i+1][i].Pauses[:0]
+		}
 		s := ClientSpec{
+			Name:  clientNames[i],
 			Start: dur(0, 5*time.Second), Retry: dur(500*time.Millisecond, 2*time.Second),
 			Jobs: p.Jobs, Writes: p.Writes, Step: p.Work / 2, StepJitter: p.Work,
 			Idle: dur(0, 2*time.Second),
 		}
 		if rng.Float64() < p.PauseProb {
-			s.Pauses = []Pause{{At: dur(0, 30*time.Second), For: dur(0, p.PauseMax)}}
+			s.Pauses = append(pauses, Pause{At: dur(0, 30*time.Second), For: dur(0, p.PauseMax)})
 		}
 		if rng.Float64() < p.CrashProb {
 			s.Crash, s.CrashAt = true, dur(0, 40*time.Second)
@@ -191,40 +200,42 @@ func (e *explorer) one(rep *ExploreReport, p ExploreParams, seed uint64) error {
 	if hasLongPause(&e.cfg) {
 		rep.LongPauses++
 	}
-	c, err := normalize(&e.cfg)
-	if err != nil {
-		return err
-	}
 	for _, fencing := range []bool{false, true} {
-		c.Fencing = fencing
-		res, err := e.runner.run(c)
-		if err != nil {
+		e.cfg.Fencing = fencing
+		if err := e.runner.run(e.cfg); err != nil {
 			return err
 		}
 		t := &rep.Off
 		if fencing {
 			t = &rep.On
 		}
-		t.add(res, e.runner.rejected)
+		t.add(e.runner)
 	}
 	return nil
 }
 
-func (t *Tally) add(res *Result, rejected int) {
-	for _, w := range res.Writes {
+// add counts a finished run straight from the runner's state, allocating
+// nothing unless the run broke the invariant.
+func (t *Tally) add(r *Runner) {
+	for _, w := range r.writes {
 		if w.At != 0 || w.Accepted {
 			t.Writes++
 		}
 	}
-	t.Rejected += rejected
-	if res.Violation() != nil {
+	t.Rejected += r.rejected
+	if fence.VerifyHistory(r.cfg.Resource, r.accepted) != nil {
 		t.Violations++
-		t.Seeds = append(t.Seeds, res.Seed)
+		t.Seeds = append(t.Seeds, r.cfg.Seed)
 	}
+	val := r.plainVal
+	if r.mem != nil {
+		val, _ = r.mem.Get(r.cfg.Resource)
+	}
+	r.final = appendIDs(r.final[:0], val)
 	lost, stale := false, false
-	for i, w := range res.Writes {
+	for i, w := range r.writes {
 		if w.Accepted {
-			lost = lost || !slices.Contains(res.Final, i)
+			lost = lost || !slices.Contains(r.final, i)
 			stale = stale || !w.Live
 		}
 	}
@@ -235,6 +246,14 @@ func (t *Tally) add(res *Result, rejected int) {
 		t.StaleRuns++
 	}
 }
+
+var clientNames = func() []string {
+	names := make([]string, maxClients)
+	for i := range names {
+		names[i] = string(rune('A' + i))
+	}
+	return names
+}()
 
 // hasLongPause reports whether a client of cfg pauses for longer than the TTL.
 func hasLongPause(cfg *Config) bool {

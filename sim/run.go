@@ -89,6 +89,7 @@ type Runner struct {
 	accepted []fence.Token // tokens of accepted writes, in order
 	rejected int
 	names    []string
+	final    []int // explore's decoded final value, reused
 
 	// quiet skips recording events and decoding Write.Read: explore only
 	// needs the writes, the accepted tokens and the final value.
@@ -117,11 +118,14 @@ func (r *Runner) Run(cfg *Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.run(c)
+	if err := r.run(c); err != nil {
+		return nil, err
+	}
+	return r.result(), nil
 }
 
-// run runs an already normalized configuration.
-func (r *Runner) run(c Config) (*Result, error) {
+// run runs an already normalized configuration; the outcome stays in r.
+func (r *Runner) run(c Config) error {
 	r.reset(c)
 	for i := range r.cfg.Clients {
 		s := &r.cfg.Clients[i]
@@ -143,12 +147,12 @@ func (r *Runner) run(c Config) (*Result, error) {
 			break
 		}
 		if steps++; steps > r.cfg.MaxSteps {
-			return nil, fmt.Errorf("sim: failed for seed=%d: more than %d actions by %v", r.cfg.Seed, r.cfg.MaxSteps, it.at)
+			return fmt.Errorf("sim: failed for seed=%d: more than %d actions by %v", r.cfg.Seed, r.cfg.MaxSteps, it.at)
 		}
 		r.now = it.at
 		r.fire(&it)
 	}
-	return r.result(), nil
+	return nil
 }
 
 func (r *Runner) reset(c Config) {
@@ -346,8 +350,9 @@ func randDur(r *Runner, d time.Duration) time.Duration {
 
 func encodeID(b []byte, id int) []byte { return append(b, byte(id>>16), byte(id>>8), byte(id)) }
 
-func decodeValue(b []byte) []int {
-	ids := make([]int, 0, len(b)/3)
+func decodeValue(b []byte) []int { return appendIDs(make([]int, 0, len(b)/3), b) }
+
+func appendIDs(ids []int, b []byte) []int {
 	for i := 0; i+2 < len(b); i += 3 {
 		ids = append(ids, int(b[i])<<16|int(b[i+1])<<8|int(b[i+2]))
 	}
