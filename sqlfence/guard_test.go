@@ -325,3 +325,31 @@ func TestBadInput(t *testing.T) {
 		t.Fatalf("guard rows after bad input: %d, %v; want 0", n, err)
 	}
 }
+
+// A context cancelled while the transaction runs leaves nothing: the commit
+// fails and the transaction is rolled back, claim included.
+func TestInTxCancelledMidway(t *testing.T) {
+	env := setup(t)
+	exec(t, env.Pool, `CREATE TABLE data (k text PRIMARY KEY, v text NOT NULL)`)
+	var calls int
+	if err := sqlfence.InTx(testCtx(t), env.Pool, "doc", 1, writeData("doc", "one", &calls)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(testCtx(t))
+	err := sqlfence.InTx(ctx, env.Pool, "doc", 2, func(tx pgx.Tx) error {
+		if err := writeData("doc", "two", &calls)(tx); err != nil {
+			return err
+		}
+		cancel()
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if got := readData(t, env.Pool, "doc"); got != "one" {
+		t.Fatalf("data = %q after a cancelled transaction, want one", got)
+	}
+	if cur, err := sqlfence.Current(testCtx(t), env.Pool, "doc"); err != nil || cur != 1 {
+		t.Fatalf("Current = %d, %v; want 1", cur, err)
+	}
+}
