@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
@@ -82,7 +83,7 @@ func (k Kind) String() string {
 	if int(k) < len(kindNames) && kindNames[k] != "" {
 		return kindNames[k]
 	}
-	return "kind(" + itoa(int(k)) + ")"
+	return "kind(" + strconv.Itoa(int(k)) + ")"
 }
 
 // Actor says where an event happened: a client lane, the lease service or
@@ -115,26 +116,4 @@ type Event struct {
 	// Dur is the length of a pause (KindPaused); for KindAcquired and
 	// KindRenewed, how long the lease is valid from At.
 	Dur time.Duration
-}
-
-func itoa(i int) string {
-	if i == 0 {
-		return "0"
-	}
-	neg := i < 0
-	if neg {
-		i = -i
-	}
-	var b [20]byte
-	n := len(b)
-	for i > 0 {
-		n--
-		b[n] = byte('0' + i%10)
-		i /= 10
-	}
-	if neg {
-		n--
-		b[n] = '-'
-	}
-	return string(b[n:])
 }

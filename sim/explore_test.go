@@ -61,7 +61,7 @@ func TestExploreInvariants(t *testing.T) {
 // violations above come from those faults.
 func TestExploreNoFaultsNoViolations(t *testing.T) {
 	p := sim.DefaultExploreParams()
-	p.Runs, p.PauseProb, p.DriftMax, p.DelayMax = 1000, 0, 0, 0
+	p.Runs, p.PauseProb, p.DriftMax, p.DelayMax = 500, 0, 0, 0
 	rep, err := sim.Explore(context.Background(), p, nil)
 	if err != nil {
 		t.Fatal(err)

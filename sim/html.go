@@ -47,9 +47,9 @@ func WriteHTML(w io.Writer, title string, runs ...*Result) error {
 			"Coloured bars on the lease lane show which token the lease service considers valid.</p>\n",
 			esc(FormatTime(runs[0].TTL)), esc(heartbeatText(runs[0].Heartbeat)))
 	}
-	for _, r := range runs {
+	for i, r := range runs {
 		fmt.Fprintf(&b, "<h2>Fencing %s (seed %d)</h2>\n", strings.ToUpper(onOff(r.Fencing)), r.Seed)
-		writeSVG(&b, r)
+		writeSVG(&b, r, i)
 		b.WriteString("<ul>\n")
 		for _, s := range r.Summary() {
 			class := ""
@@ -72,6 +72,7 @@ func WriteHTML(w io.Writer, title string, runs ...*Result) error {
 type svgPlot struct {
 	b      *strings.Builder
 	r      *Result
+	run    int // index of the run on the page
 	tEnd   time.Duration
 	laneY  []float64 // per client
 	leaseY float64
@@ -130,8 +131,8 @@ func (p *svgPlot) claim(lane string, x0, x1 float64) int {
 	return row
 }
 
-func writeSVG(b *strings.Builder, r *Result) {
-	p := &svgPlot{b: b, r: r, placed: map[string][]span{}}
+func writeSVG(b *strings.Builder, r *Result, run int) {
+	p := &svgPlot{b: b, r: r, run: run, placed: map[string][]span{}}
 	p.tEnd = niceEnd(r.End + r.End/20 + time.Second)
 	n := len(r.Clients)
 	p.laneY = make([]float64, n)
@@ -151,8 +152,8 @@ func writeSVG(b *strings.Builder, r *Result) {
 	fmt.Fprintf(b, `<title>Timeline, fencing %s, seed %d</title>`+"\n", onOff(r.Fencing), r.Seed)
 	b.WriteString(`<defs>`)
 	for i, col := range append([]string{"#777", "#1b7a1b", "#b00020"}, clientColors...) {
-		fmt.Fprintf(b, `<marker id="arrow%d-%d" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="10" markerHeight="10" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="%s"/></marker>`,
-			r.Seed%1000, i, col)
+		fmt.Fprintf(b, `<marker id="run%d-arrow%d" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="10" markerHeight="10" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="%s"/></marker>`,
+			run, i, col)
 	}
 	b.WriteString("</defs>\n")
 	p.axis()
@@ -163,9 +164,10 @@ func writeSVG(b *strings.Builder, r *Result) {
 	b.WriteString("</svg>\n")
 }
 
-// markerID returns the id of the arrowhead for a colour index: 0 grey,
-// 1 green, 2 red, 3+ client colours.
-func (p *svgPlot) marker(i int) string { return fmt.Sprintf("arrow%d-%d", p.r.Seed%1000, i) }
+// marker returns the id of the arrowhead for a colour index: 0 grey,
+// 1 green, 2 red, 3+ client colours. Ids include the run's index so that
+// the SVGs of one page do not share ids.
+func (p *svgPlot) marker(i int) string { return fmt.Sprintf("run%d-arrow%d", p.run, i) }
 
 func niceEnd(d time.Duration) time.Duration {
 	s := math.Ceil(d.Seconds())

@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"io"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,13 @@ func TestHTMLOneSVGPerRun(t *testing.T) {
 			}
 			if counts["script"] != 0 || counts["link"] != 0 || counts["img"] != 0 {
 				t.Fatalf("%s: page has scripts or external assets: %v", sc.Name, counts)
+			}
+			ids := map[string]bool{}
+			for _, m := range regexp.MustCompile(` id="([^"]+)"`).FindAllStringSubmatch(string(page), -1) {
+				if ids[m[1]] {
+					t.Fatalf("%s: duplicate id %q", sc.Name, m[1])
+				}
+				ids[m[1]] = true
 			}
 			s := string(page)
 			if strings.Count(s, "http") != strings.Count(s, `xmlns="http://www.w3.org/2000/svg"`) {
