@@ -89,3 +89,18 @@ func TestQuantile(t *testing.T) {
 		t.Error("Quantile of no samples is not 0")
 	}
 }
+
+func TestParseServerCPU(t *testing.T) {
+	d, err := ParseServerCPU("# CPU\r\nused_cpu_sys:1.500000\r\nused_cpu_user:2.250000\r\nused_cpu_sys_children:9.0\r\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d != 3750*time.Millisecond {
+		t.Errorf("got %v, want 3.75s", d)
+	}
+	for _, bad := range []string{"used_cpu_sys:1\r\n", "used_cpu_sys:x\r\nused_cpu_user:1\r\n"} {
+		if _, err := ParseServerCPU(bad); err == nil {
+			t.Errorf("ParseServerCPU(%q) succeeded", bad)
+		}
+	}
+}

@@ -83,9 +83,11 @@ func deleteKeys(ctx context.Context, c redis.UniversalClient, pattern string) er
 	return iter.Err()
 }
 
-// counting measures the Redis commands and round trips of a benchmark's
-// timed part: call it before b.ResetTimer and call the returned function
-// after b.StopTimer with the number of operations to divide by.
+// counting measures the Redis commands, round trips and CPU time of a
+// benchmark's timed part: client-cpu-ns/op is this process's CPU time (all
+// goroutines, GC included), redis-cpu-ns/op the Redis server's (meaningful
+// on a private server only). Call it before b.ResetTimer and call the
+// returned function after b.StopTimer with the number of operations.
 func (e *redisEnv) counting(b *testing.B) func(ops int) {
 	b.Helper()
 	ctx := context.Background()
@@ -97,11 +99,19 @@ func (e *redisEnv) counting(b *testing.B) func(ops int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	trips0 := e.Trips.Load()
+	srvCPU0, err := ServerCPU(ctx, e.Client)
+	if err != nil {
+		b.Fatal(err)
+	}
+	trips0, cpu0 := e.Trips.Load(), ProcessCPU()
 	return func(ops int) {
 		b.Helper()
-		trips := e.Trips.Load() - trips0 // read before the INFO below
+		trips, cpu := e.Trips.Load()-trips0, ProcessCPU()-cpu0 // read before the INFOs below
 		after, err := ReadCommandStats(ctx, e.Client)
+		if err != nil {
+			b.Fatal(err)
+		}
+		srvCPU, err := ServerCPU(ctx, e.Client)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -110,6 +120,8 @@ func (e *redisEnv) counting(b *testing.B) func(ops int) {
 		b.ReportMetric(float64(d.Total())/n, "redis-cmds/op")
 		b.ReportMetric(float64(d.Scripts())/n, "scripts/op")
 		b.ReportMetric(float64(trips)/n, "round-trips/op")
+		b.ReportMetric(float64(cpu)/n, "client-cpu-ns/op")
+		b.ReportMetric(float64(srvCPU-srvCPU0)/n, "redis-cpu-ns/op")
 		b.Logf("ops=%d commands per op: %s", ops, d.PerOp(ops))
 	}
 }

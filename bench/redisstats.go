@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -110,6 +112,49 @@ func (s CommandStats) PerOp(ops int) string {
 		fmt.Fprintf(&b, "%s=%.2f", name, float64(s[name])/float64(max(ops, 1)))
 	}
 	return b.String()
+}
+
+// ServerCPU returns the Redis server's CPU time so far (used_cpu_user plus
+// used_cpu_sys of INFO cpu, main thread and all).
+func ServerCPU(ctx context.Context, c redis.UniversalClient) (time.Duration, error) {
+	info, err := c.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0, fmt.Errorf("bench: INFO cpu: %w", err)
+	}
+	return ParseServerCPU(info)
+}
+
+// ParseServerCPU adds up used_cpu_user and used_cpu_sys (seconds) in the
+// text of INFO cpu.
+func ParseServerCPU(info string) (time.Duration, error) {
+	var total float64
+	found := 0
+	for line := range strings.Lines(info) {
+		name, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (name != "used_cpu_user" && name != "used_cpu_sys") {
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 {
+			return 0, fmt.Errorf("bench: INFO cpu %s=%q is not a number of seconds", name, v)
+		}
+		total += f
+		found++
+	}
+	if found != 2 {
+		return 0, fmt.Errorf("bench: INFO cpu lacks used_cpu_user or used_cpu_sys")
+	}
+	return time.Duration(total * float64(time.Second)), nil
+}
+
+// ProcessCPU returns this process's CPU time so far (user plus system,
+// all threads), from getrusage.
+func ProcessCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // RoundTrips is a go-redis hook counting the requests a client sends: one
