@@ -46,6 +46,14 @@
 // Serializable, [Guard.InTx] re-runs the transaction after SQLSTATE 40001
 // or 40P01, a bounded number of times.
 //
+// # Paused holders
+//
+// Fencing refuses a paused holder's writes but cannot take back the locks
+// its open transaction holds: until that transaction ends, the next
+// holder's claim waits. Give fenced connections an
+// idle_in_transaction_session_timeout shorter than the lease TTL, so that
+// the server ends a paused holder's session and rolls it back.
+//
 // # Errors
 //
 // Stale writes return *fence.StaleError (errors.Is(err, fence.ErrStale)).
