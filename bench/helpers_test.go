@@ -104,3 +104,17 @@ func TestParseServerCPU(t *testing.T) {
 		}
 	}
 }
+
+func TestParseProcStat(t *testing.T) {
+	stat := "4242 (versity gw) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 37 0 0 20 0 9 0 123 456 789"
+	d, err := parseProcStat(stat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d != 287*clockTick {
+		t.Errorf("got %v, want %v", d, 287*clockTick)
+	}
+	if _, err := parseProcStat("4242 versitygw S 1"); err == nil {
+		t.Error("parseProcStat accepted a line without the command's parentheses")
+	}
+}

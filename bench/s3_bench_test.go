@@ -34,7 +34,10 @@ var s3Sizes = []struct {
 //	mode=fenced-etag  blobfence Store.PutAfter with the version the previous
 //	                  put returned: the conditional PUT alone
 //
-// requests/op counts HTTP requests sent (retries included).
+// requests/op counts HTTP requests sent (retries included);
+// client-cpu-ns/op is this process's CPU time, s3-cpu-ns/op the CPU time of
+// the versitygw the benchmark started (10 ms resolution, so meaningful only
+// over many puts; absent with FENCEKIT_S3_ENDPOINT).
 func BenchmarkS3Put(b *testing.B) {
 	env := newS3Env(b)
 	store := blobfence.New(env.client, env.bucket, nil)
@@ -64,7 +67,7 @@ func BenchmarkS3Put(b *testing.B) {
 				if err := put(); err != nil { // create the object: every timed put overwrites
 					b.Fatal(err)
 				}
-				requests := env.requests.Load()
+				requests, cpu, srvCPU := env.requests.Load(), ProcessCPU(), env.serverCPU(b)
 				b.SetBytes(int64(size.n))
 				b.ReportAllocs()
 				b.ResetTimer()
@@ -74,7 +77,12 @@ func BenchmarkS3Put(b *testing.B) {
 					}
 				}
 				b.StopTimer()
-				b.ReportMetric(float64(env.requests.Load()-requests)/float64(b.N), "requests/op")
+				n := float64(b.N)
+				b.ReportMetric(float64(env.requests.Load()-requests)/n, "requests/op")
+				b.ReportMetric(float64(ProcessCPU()-cpu)/n, "client-cpu-ns/op")
+				if env.pid != 0 {
+					b.ReportMetric(float64(env.serverCPU(b)-srvCPU)/n, "s3-cpu-ns/op")
+				}
 			})
 		}
 	}
@@ -85,6 +93,19 @@ type s3Env struct {
 	client   *s3.Client
 	bucket   string
 	requests *atomic.Int64
+	pid      int // versitygw's, 0 when not started here
+}
+
+// serverCPU returns the CPU time of the versitygw process, 0 without one.
+func (e *s3Env) serverCPU(b *testing.B) time.Duration {
+	if e.pid == 0 {
+		return 0
+	}
+	d, err := ProcCPU(e.pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return d
 }
 
 // countingHTTP counts the requests an S3 client sends.
@@ -127,7 +148,7 @@ func newS3Env(b *testing.B) *s3Env {
 			b.Errorf("bench: remove bucket %s: %v", bucket, err)
 		}
 	})
-	return &s3Env{client: client, bucket: bucket, requests: n}
+	return &s3Env{client: client, bucket: bucket, requests: n, pid: ep.Pid}
 }
 
 func emptyAndDelete(ctx context.Context, c *s3.Client, bucket string) error {

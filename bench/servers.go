@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -50,8 +51,9 @@ type Servers struct {
 // S3Endpoint is an S3-compatible server and its credentials.
 type S3Endpoint struct {
 	URL, AccessKey, SecretKey string
-	// Started says whether the harness started it (versitygw).
-	Started bool
+	// Pid is the process id of the versitygw the harness started, 0 for
+	// FENCEKIT_S3_ENDPOINT.
+	Pid int
 }
 
 // RedisAddr returns the Redis server's host:port: FENCEKIT_REDIS_ADDR if set,
@@ -127,7 +129,7 @@ func (s *Servers) S3(ctx context.Context) (*S3Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.s3 = &S3Endpoint{URL: url, AccessKey: s3Access, SecretKey: s3Secret, Started: true}
+	s.s3 = &S3Endpoint{URL: url, AccessKey: s3Access, SecretKey: s3Secret, Pid: s.procs[len(s.procs)-1].Process.Pid}
 	return s.s3, nil
 }
 
@@ -243,4 +245,42 @@ func probeHTTP(ctx context.Context, url string) error {
 	}
 	resp.Body.Close()
 	return nil
+}
+
+// clockTick is the unit of /proc/PID/stat's CPU times (USER_HZ, 100 on
+// Linux).
+const clockTick = 10 * time.Millisecond
+
+// ProcCPU returns the CPU time (user plus system) of process pid so far,
+// from /proc/PID/stat, in steps of 10 ms.
+func ProcCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, fmt.Errorf("bench: CPU time of process %d: %w", pid, err)
+	}
+	return parseProcStat(string(b))
+}
+
+// parseProcStat returns utime+stime of a /proc/PID/stat line. The command
+// name (field 2) is in parentheses and may hold spaces, so fields are
+// counted from the last ')'.
+func parseProcStat(stat string) (time.Duration, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("bench: malformed /proc stat %q", stat)
+	}
+	f := strings.Fields(stat[i+1:])
+	// After ')': state is field 3, utime field 14, stime field 15.
+	if len(f) < 13 {
+		return 0, fmt.Errorf("bench: malformed /proc stat %q", stat)
+	}
+	var total int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("bench: malformed /proc stat CPU time %q", s)
+		}
+		total += n
+	}
+	return time.Duration(total) * clockTick, nil
 }
