@@ -51,13 +51,19 @@ type Client struct {
 // or invalid options are reported, wrapping [ErrInvalid], by every call of
 // the returned client.
 func New(client redis.UniversalClient, opts *Options) *Client {
-	cfg, err := newConfig(opts)
-	c := &Client{rdb: client, cfg: cfg, err: err}
-	if client == nil && err == nil {
-		c.err = fmt.Errorf("%w: nil Redis client passed to lease.New", ErrInvalid)
+	if client == nil {
+		return newClient(nil, nil, opts)
 	}
-	if client != nil {
-		c.scripts = client
+	return newClient(client, client, opts)
+}
+
+// newClient lets tests run the scripts through another Scripter (a fake
+// without network for synctest, or a fault-injecting wrapper).
+func newClient(rdb redis.UniversalClient, scripts redis.Scripter, opts *Options) *Client {
+	cfg, err := newConfig(opts)
+	c := &Client{rdb: rdb, scripts: scripts, cfg: cfg, err: err}
+	if scripts == nil && err == nil {
+		c.err = fmt.Errorf("%w: nil Redis client passed to lease.New", ErrInvalid)
 	}
 	c.m = newMetrics(cfg.meters, cfg.logger)
 	return c

@@ -38,8 +38,10 @@ func (l *Lease) heartbeat(sent time.Time) {
 func (l *Lease) renewOnce(sent time.Time) (ok, done bool) {
 	ctx, cancel := context.WithDeadline(l.hbCtx, l.Deadline())
 	defer cancel()
+	l.sending(sent)
 	res, err := renewScript.Run(ctx, l.c.scripts, []string{l.k.lock}, l.value, l.t.ttl.Milliseconds()).Int64()
 	latency := time.Since(sent)
+	l.sending(time.Time{})
 	if l.hbCtx.Err() != nil {
 		return false, true
 	}

@@ -27,27 +27,30 @@ type Lease struct {
 	hbCtx  context.Context // cancelled to stop the heartbeat
 	hbStop context.CancelFunc
 	hbDone chan struct{} // closed when the heartbeat goroutine returned
+	relSem chan struct{} // holds one token: serializes Release calls
 
 	mu       sync.Mutex
 	deadline time.Time   // local deadline; the lease is lost when it passes
 	timer    *time.Timer // fires at deadline
 	ended    bool        // ctx cancelled (lost or released)
 	hbErr    error       // last renewal error, nil after a success
+	inflight time.Time   // when the renewal in flight was sent, zero if none
 	relDone  bool        // Release finished with a definite answer
 	relErr   error       // its result, returned again by later calls
-	relMu    sync.Mutex  // serializes Release calls
 }
 
 // start makes the Lease for a grant whose request was sent at sent and
 // launches its heartbeat.
 func (c *Client) start(ctx context.Context, name string, k keys, tok fence.Token, value string, t timing, sent time.Time) *Lease {
-	l := &Lease{c: c, name: name, k: k, value: value, token: tok, t: t, hbDone: make(chan struct{})}
+	l := &Lease{c: c, name: name, k: k, value: value, token: tok, t: t, hbDone: make(chan struct{}), relSem: make(chan struct{}, 1)}
 	// The lease's context keeps ctx's values (trace ids, loggers) but not
 	// its cancellation: Acquire's ctx often ends long before the work.
 	l.ctx, l.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	l.hbCtx, l.hbStop = context.WithCancel(context.Background())
+	l.mu.Lock() // the timer may fire at once; checkDeadline waits for l.timer
 	l.deadline = t.deadline(sent)
 	l.timer = time.AfterFunc(time.Until(l.deadline), l.checkDeadline)
+	l.mu.Unlock()
 	go l.heartbeat(sent)
 	return l
 }
@@ -102,12 +105,14 @@ func (l *Lease) endLocked(cause error) bool {
 	}
 	l.ended = true
 	l.timer.Stop()
-	l.cancel(cause)
-	l.hbStop()
+	// Count and log before cancelling, so that whoever wakes on Done sees
+	// them.
 	if lost := (*LostError)(nil); errors.As(cause, &lost) {
 		l.c.m.lost(l.ctx, lost.Cause)
 		l.c.cfg.logger.Warn("lease lost", "name", l.name, "token", uint64(l.token), "cause", lost.Cause, "err", lost.Err)
 	}
+	l.cancel(cause)
+	l.hbStop()
 	return true
 }
 
@@ -122,8 +127,21 @@ func (l *Lease) checkDeadline() {
 	l.endLocked(&LostError{Name: l.name, Token: l.token, Cause: CauseExpired, Err: l.lastErrLocked()})
 }
 
-// lastErr is the heartbeat's last renewal error, for the loss message.
-func (l *Lease) lastErrLocked() error { return l.hbErr }
+// lastErrLocked explains a missed deadline: the last renewal error, or the
+// request still waiting for its reply.
+func (l *Lease) lastErrLocked() error {
+	if !l.inflight.IsZero() {
+		return fmt.Errorf("renewal sent %v before the deadline is still unanswered", l.deadline.Sub(l.inflight))
+	}
+	return l.hbErr
+}
+
+// sending records (at != zero) or clears the in-flight renewal.
+func (l *Lease) sending(at time.Time) {
+	l.mu.Lock()
+	l.inflight = at
+	l.mu.Unlock()
+}
 
 // extend moves the deadline after a renewal sent at sent was confirmed. It
 // reports false when the lease ended meanwhile.
@@ -157,8 +175,12 @@ func (l *Lease) Release(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("lease: release %q: context already done, nothing changed: %w", l.name, err)
 	}
-	l.relMu.Lock()
-	defer l.relMu.Unlock()
+	select {
+	case l.relSem <- struct{}{}:
+		defer func() { <-l.relSem }()
+	case <-ctx.Done():
+		return fmt.Errorf("lease: release %q: context done while another Release ran: %w", l.name, ctx.Err())
+	}
 	if l.relDone {
 		return l.relErr
 	}

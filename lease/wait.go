@@ -30,14 +30,16 @@ func (c *Client) AcquireWait(ctx context.Context, name string, ttl time.Duration
 		return nil, fmt.Errorf("lease: wait for %q: %w", name, err)
 	}
 	k := c.keys(name)
-	ps := c.rdb.Subscribe(ctx, k.channel)
-	defer ps.Close()
-	// Wait for the subscription to be confirmed, so that a release published
-	// after the first attempt cannot be missed. If it fails (Redis down),
+	// Subscribe and wait for the confirmation, so that a release published
+	// after the first attempt cannot be missed. If that fails (Redis down),
 	// the attempt below reports the error or the wait falls back to TTLs.
 	var notes <-chan *redis.Message // nil (never ready) without a subscription
-	if _, err := ps.Receive(ctx); err == nil {
-		notes = ps.Channel()
+	if c.rdb != nil {
+		ps := c.rdb.Subscribe(ctx, k.channel)
+		defer ps.Close()
+		if _, err := ps.Receive(ctx); err == nil {
+			notes = ps.Channel()
+		}
 	}
 	for {
 		l, err := c.acquire(ctx, name, t)
