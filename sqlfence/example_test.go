@@ -216,3 +216,23 @@ func ExampleNew() {
 	// isolation: serializable
 	// <nil>
 }
+
+// Upsert creates the row or updates it, fenced, in one statement.
+func ExampleTable_Upsert() {
+	_, pool, cleanup := exampleDB()
+	defer cleanup()
+	ctx := context.Background()
+	_, _ = pool.Exec(ctx, `CREATE TABLE settings (
+		name text PRIMARY KEY, value text, lock_version bigint NOT NULL DEFAULT 0)`)
+	settings, err := sqlfence.NewTable("settings", "name", "lock_version", "value")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(settings.Upsert(ctx, pool, "mode", 7, "fast"))  // inserted
+	fmt.Println(settings.Upsert(ctx, pool, "mode", 8, "safe"))  // updated
+	fmt.Println(settings.Upsert(ctx, pool, "mode", 7, "fast!")) // stale
+	// Output:
+	// <nil>
+	// <nil>
+	// fence: stale token 7 for "settings:mode": token 8 was already accepted
+}

@@ -241,4 +241,19 @@ func TestRowUpdateWaitsThenStale(t *testing.T) {
 	if err := <-done; !errors.Is(err, sqlfence.ErrNoRow) {
 		t.Fatalf("update of a row deleted meanwhile: %v, want ErrNoRow", err)
 	}
+
+	// Upsert: a row inserted with a newer version while the upsert waited.
+	tx, err = env.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tbl.Insert(ctx, tx, 1, 20, 200); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- tbl.Upsert(ctx, conn, 1, 15, 150) }()
+	waitForLockWait(t, env.Pool, conn.PgConn().PID())
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantStale(t, <-done, "acct:1", 15, 20)
 }

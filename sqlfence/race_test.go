@@ -160,9 +160,13 @@ func TestRaceRowMode(t *testing.T) {
 				return err
 			}
 			defer tx.Rollback(ctx)
-			// The fenced UPDATE locks the row until commit, so the audit
+			// The fenced write locks the row until commit, so the audit
 			// id taken after it follows commit order for this row.
-			if err := tbl.Update(ctx, tx, 1, tok, int64(tok)); err != nil {
+			write := tbl.Update
+			if tok%2 == 0 {
+				write = tbl.Upsert // the same fence through ON CONFLICT
+			}
+			if err := write(ctx, tx, 1, tok, int64(tok)); err != nil {
 				return err
 			}
 			if _, err := tx.Exec(ctx, `INSERT INTO audit (tok) VALUES ($1)`, int64(tok)); err != nil {

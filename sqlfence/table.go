@@ -35,6 +35,7 @@ type Table struct {
 	columns   int
 	updateSQL string
 	insertSQL string
+	upsertSQL string
 	readSQL   string
 }
 
@@ -82,7 +83,8 @@ func NewTable(table, keyColumn, versionColumn string, columns ...string) (*Table
 		name:      table,
 		columns:   len(columns),
 		updateSQL: buildUpdate(t, k, v, cols),
-		insertSQL: buildInsert(t, k, v, cols),
+		insertSQL: buildInsert(t, k, v, cols, ""),
+		upsertSQL: buildInsert(t, k, v, cols, buildUpsertAction(k, v, cols)),
 		readSQL:   "SELECT COALESCE(" + v + ", 0) FROM " + t + " WHERE " + k + " = $1",
 	}, nil
 }
@@ -102,10 +104,26 @@ func buildUpdate(t, k, v string, cols []string) string {
 	return b.String()
 }
 
-// buildInsert returns the insert-if-absent: $1 key, $2 token, $3... values.
-func buildInsert(t, k, v string, cols []string) string {
+// buildUpsertAction returns the ON CONFLICT action of the fenced upsert.
+func buildUpsertAction(k, v string, cols []string) string {
 	var b strings.Builder
-	b.WriteString("WITH w AS (INSERT INTO " + t + " (" + k + ", " + v)
+	b.WriteString("DO UPDATE SET " + v + " = EXCLUDED." + v)
+	for _, c := range cols {
+		b.WriteString(", " + c + " = EXCLUDED." + c)
+	}
+	b.WriteString(" WHERE COALESCE(fencekit_row." + v + ", 0) <= EXCLUDED." + v)
+	return b.String()
+}
+
+// buildInsert returns the insert: $1 key, $2 token, $3... values. With an
+// empty action it is insert-if-absent (DO NOTHING); otherwise action is the
+// ON CONFLICT action of the upsert.
+func buildInsert(t, k, v string, cols []string, action string) string {
+	var b strings.Builder
+	if action == "" {
+		action = "DO NOTHING"
+	}
+	b.WriteString("WITH w AS (INSERT INTO " + t + " AS fencekit_row (" + k + ", " + v)
 	for _, c := range cols {
 		b.WriteString(", " + c)
 	}
@@ -113,7 +131,7 @@ func buildInsert(t, k, v string, cols []string) string {
 	for i := range cols {
 		b.WriteString(", $" + strconv.Itoa(i+3))
 	}
-	b.WriteString(") ON CONFLICT (" + k + ") DO NOTHING RETURNING " + v + ")\n")
+	b.WriteString(") ON CONFLICT (" + k + ") " + action + " RETURNING " + v + ")\n")
 	b.WriteString("SELECT true, " + v + " FROM w UNION ALL SELECT false, COALESCE(" + v + ", 0) FROM " + t +
 		" WHERE " + k + " = $1 AND NOT EXISTS (SELECT 1 FROM w)")
 	return b.String()
@@ -144,6 +162,18 @@ func (t *Table) Update(ctx context.Context, db Querier, key any, tok fence.Token
 // and the argument errors of [Table.Update].
 func (t *Table) Insert(ctx context.Context, db Querier, key any, tok fence.Token, values ...any) error {
 	return t.write(ctx, db, "insert", t.insertSQL, key, tok, values)
+}
+
+// Upsert writes the row with key, version tok and values whether or not it
+// exists, unless it exists with a version greater than tok: an insert, or
+// the fenced update of [Table.Update], in one statement and one round trip
+// (INSERT ... ON CONFLICT (key) DO UPDATE ... WHERE version <= tok). The key
+// column needs a unique index or constraint.
+//
+// Errors: a [*fence.StaleError] when the row's version is greater than tok
+// (nothing changed), and the argument errors of [Table.Update].
+func (t *Table) Upsert(ctx context.Context, db Querier, key any, tok fence.Token, values ...any) error {
+	return t.write(ctx, db, "upsert", t.upsertSQL, key, tok, values)
 }
 
 // Version returns the row's version, or [ErrNoRow]. One round trip.
@@ -188,6 +218,11 @@ func (t *Table) write(ctx context.Context, db Querier, op, sql string, key any, 
 	case errors.Is(err, pgx.ErrNoRows) && op == "insert":
 		// Refused, yet invisible to the snapshot: inserted concurrently.
 		return fmt.Errorf("%w: %s (inserted concurrently)", ErrRowExists, res)
+	case op == "upsert" && (err == nil || errors.Is(err, pgx.ErrNoRows)):
+		// Refused, but the snapshot shows no row or one that allows tok:
+		// a newer version was committed while the upsert waited. The row
+		// exists now (it conflicted): re-read it.
+		return staleFromReread(ctx, db, t.readSQL, res, tok, key)
 	case err == nil, errors.Is(err, pgx.ErrNoRows):
 		// Update refused or matched nothing. A row absent from the
 		// snapshot is missing; a row whose snapshot version allows tok was

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/sqlfence"
 )
 
@@ -145,5 +146,41 @@ func TestNewTableRejects(t *testing.T) {
 	}
 	if _, err := sqlfence.NewTable(strings.Repeat("a", 63), "_x9", "Lock_Version"); err != nil {
 		t.Errorf("63-byte name refused: %v", err)
+	}
+}
+
+func TestTableUpsert(t *testing.T) {
+	env := setup(t)
+	ctx := testCtx(t)
+	exec(t, env.Pool, `CREATE TABLE acct (id int PRIMARY KEY, balance int NOT NULL, lock_version bigint NOT NULL DEFAULT 0)`)
+	tbl, err := sqlfence.NewTable("acct", "id", "lock_version", "balance")
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func() (bal, ver int64) {
+		t.Helper()
+		if err := env.Pool.QueryRow(ctx, `SELECT balance, lock_version FROM acct WHERE id = 1`).Scan(&bal, &ver); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if err := tbl.Upsert(ctx, env.Pool, 1, 10, 100); err != nil {
+		t.Fatalf("upsert of a missing row: %v", err)
+	}
+	if b, v := read(); b != 100 || v != 10 {
+		t.Fatalf("after insert: %d v%d", b, v)
+	}
+	if err := tbl.Upsert(ctx, env.Pool, 1, 10, 101); err != nil {
+		t.Fatalf("equal token: %v", err)
+	}
+	if err := tbl.Upsert(ctx, env.Pool, 1, 12, 120); err != nil {
+		t.Fatalf("newer token: %v", err)
+	}
+	wantStale(t, tbl.Upsert(ctx, env.Pool, 1, 11, 110), "acct:1", 11, 12)
+	if b, v := read(); b != 120 || v != 12 {
+		t.Fatalf("after stale upsert: %d v%d, want 120 v12", b, v)
+	}
+	if err := tbl.Upsert(ctx, env.Pool, 1, 13, "not a number"); err == nil || errors.Is(err, fence.ErrStale) {
+		t.Fatalf("bad value: %v, want the database's error", err)
 	}
 }
