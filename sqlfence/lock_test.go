@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/sqlfence"
@@ -103,18 +104,26 @@ func equal(a, b []string) bool {
 	return true
 }
 
+// olderHoldsNewerWaits starts holder a (token 10), which claims "r" and
+// then blocks until a.release is closed, and holder b (token 11), and
+// returns once b's claim is waiting on the guard row's lock.
+func olderHoldsNewerWaits(t *testing.T, url string, pool *pgxpool.Pool) (a, b *holder) {
+	a = startHolder(t, url, "r", 10, true)
+	<-a.claimed
+	b = startHolder(t, url, "r", 11, false)
+	waitForLockWait(t, pool, b.conn.PgConn().PID())
+	if b.isDone() {
+		t.Fatal("newer holder finished while the older transaction was open")
+	}
+	return a, b
+}
+
 // An open older transaction makes a newer holder's claim wait on the guard
 // row's lock; the older one commits first and the two never interleave.
 func TestNewerWaitsForOlder(t *testing.T) {
 	env := setup(t)
 	exec(t, env.Pool, `CREATE TABLE log (id bigserial PRIMARY KEY, tok bigint, step text)`)
-	a := startHolder(t, env.URL, "r", 10, true)
-	<-a.claimed
-	b := startHolder(t, env.URL, "r", 11, false)
-	waitForLockWait(t, env.Pool, b.conn.PgConn().PID())
-	if b.isDone() {
-		t.Fatal("newer holder finished while the older transaction was open")
-	}
+	a, b := olderHoldsNewerWaits(t, env.URL, env.Pool)
 	close(a.release)
 	if err := <-a.done; err != nil {
 		t.Fatalf("older holder: %v", err)
@@ -166,13 +175,7 @@ func TestPausedHolderKilled(t *testing.T) {
 	env := setup(t)
 	ctx := testCtx(t)
 	exec(t, env.Pool, `CREATE TABLE log (id bigserial PRIMARY KEY, tok bigint, step text)`)
-	a := startHolder(t, env.URL, "r", 10, true)
-	<-a.claimed
-	b := startHolder(t, env.URL, "r", 11, false)
-	waitForLockWait(t, env.Pool, b.conn.PgConn().PID())
-	if b.isDone() {
-		t.Fatal("newer holder finished while the paused transaction was open")
-	}
+	a, b := olderHoldsNewerWaits(t, env.URL, env.Pool)
 	var killed bool
 	if err := env.Pool.QueryRow(ctx, `SELECT pg_terminate_backend($1)`, int32(a.conn.PgConn().PID())).Scan(&killed); err != nil || !killed {
 		t.Fatalf("pg_terminate_backend: %v, %v", killed, err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/sqlfence"
 )
 
@@ -65,14 +66,20 @@ func TestTableUpdate(t *testing.T) {
 	}
 }
 
-func TestTableInsert(t *testing.T) {
+// acctTable creates acct(id, balance, lock_version) in a fresh schema.
+func acctTable(t *testing.T) (*testenv.PostgresEnv, *sqlfence.Table) {
 	env := setup(t)
-	ctx := testCtx(t)
 	exec(t, env.Pool, `CREATE TABLE acct (id int PRIMARY KEY, balance int NOT NULL, lock_version bigint NOT NULL DEFAULT 0)`)
 	tbl, err := sqlfence.NewTable("acct", "id", "lock_version", "balance")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return env, tbl
+}
+
+func TestTableInsert(t *testing.T) {
+	env, tbl := acctTable(t)
+	ctx := testCtx(t)
 	if err := tbl.Insert(ctx, env.Pool, 1, 10, 100); err != nil {
 		t.Fatal(err)
 	}
@@ -150,13 +157,8 @@ func TestNewTableRejects(t *testing.T) {
 }
 
 func TestTableUpsert(t *testing.T) {
-	env := setup(t)
+	env, tbl := acctTable(t)
 	ctx := testCtx(t)
-	exec(t, env.Pool, `CREATE TABLE acct (id int PRIMARY KEY, balance int NOT NULL, lock_version bigint NOT NULL DEFAULT 0)`)
-	tbl, err := sqlfence.NewTable("acct", "id", "lock_version", "balance")
-	if err != nil {
-		t.Fatal(err)
-	}
 	read := func() (bal, ver int64) {
 		t.Helper()
 		if err := env.Pool.QueryRow(ctx, `SELECT balance, lock_version FROM acct WHERE id = 1`).Scan(&bal, &ver); err != nil {
