@@ -77,7 +77,16 @@ func raceRound(t *testing.T, s *blobfence.Store, key string, round int, toks []f
 		wg.Go(func() {
 			body := fmt.Sprintf("round %d writer %d token %d", round, i, tok)
 			<-start
-			res, err := s.PutReader(ctx, key, strings.NewReader(body), tok)
+			var res blobfence.PutResult
+			var err error
+			if i%5 == 1 {
+				// Every fifth writer believes the key is absent: their first PUT
+				// (If-None-Match: *) loses unless first, then they fall
+				// back to read-decide-write.
+				res, err = s.PutAfter(ctx, key, strings.NewReader(body), tok, blobfence.Version{})
+			} else {
+				res, err = s.PutReader(ctx, key, strings.NewReader(body), tok)
+			}
 			results[i] = raceResult{writer: i, tok: tok, body: body, res: res, err: err}
 		})
 	}
@@ -152,4 +161,43 @@ func auditRound(t *testing.T, s *blobfence.Store, key string, results []raceResu
 			body, v, last.body, last.res.Version, maxTok)
 	}
 	return accepted, stale, contention
+}
+
+// TestRacingDeletes races stale deletes against puts of newer tokens: the
+// stored token is at least 50 throughout, so every delete (tokens 1-49)
+// must be refused, whatever the interleaving, and the object must survive.
+func TestRacingDeletes(t *testing.T) {
+	ctx := context.Background()
+	env := testenv.S3(t)
+	s := blobfence.New(pooledClient(env, 20), env.Bucket, nil)
+	rounds := 20
+	if testing.Short() {
+		rounds = 5
+	}
+	for round := range rounds {
+		key := fmt.Sprintf("del-%02d", round)
+		if err := s.Put(ctx, key, []byte("base"), 50); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, 20)
+		for i := range 20 {
+			wg.Go(func() {
+				if i%2 == 0 {
+					errs[i] = s.Delete(ctx, key, fence.Token(1+i*2))
+				} else {
+					errs[i] = s.Put(ctx, key, []byte(fmt.Sprint("put ", i)), fence.Token(50+i))
+				}
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if i%2 == 0 && !errors.Is(err, fence.ErrStale) && !errors.Is(err, blobfence.ErrContention) {
+				t.Errorf("round %d: stale delete %d: %v; want ErrStale or ErrContention", round, i, err)
+			}
+		}
+		if _, tok, err := s.Get(ctx, key); err != nil || tok < 50 {
+			t.Fatalf("round %d: after the race: token %d, %v; the object must survive with token >= 50", round, tok, err)
+		}
+	}
 }
