@@ -1,0 +1,266 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/testenv"
+)
+
+func init() { testenv.RegisterChild("lease-holder", childHolder) }
+
+// childHolder acquires the lease named by LEASE_CHILD_NAME on
+// LEASE_CHILD_ADDR for LEASE_CHILD_TTL, prints "token N", and prints
+// "lost <cause>" when its Context ends.
+func childHolder() int {
+	ttl, err := time.ParseDuration(os.Getenv("LEASE_CHILD_TTL"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv("LEASE_CHILD_ADDR"), ContextTimeoutEnabled: true})
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := New(rdb, nil).AcquireWait(ctx, os.Getenv("LEASE_CHILD_NAME"), ttl)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Printf("token %d\n", l.Token())
+	select {
+	case <-l.Done():
+		fmt.Printf("lost %v\n", l.Err())
+	case <-ctx.Done():
+		fmt.Println("timeout")
+	}
+	return 0
+}
+
+func startHolder(t *testing.T, addr, name string, ttl time.Duration) (*testenv.Child, fence.Token) {
+	t.Helper()
+	ch := testenv.StartChild(t, "lease-holder", "LEASE_CHILD_ADDR="+addr, "LEASE_CHILD_NAME="+name, "LEASE_CHILD_TTL="+ttl.String())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	line, err := ch.Expect(ctx, "token ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := fence.ParseToken(strings.TrimPrefix(line, "token "))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch, tok
+}
+
+func TestFaultKilledHolderTakenOverWithinTTL(t *testing.T) {
+	c, env := newTestClient(t, nil)
+	name := env.Name("sigkill")
+	const ttl = time.Second
+	ch, childTok := startHolder(t, env.Addr, name, ttl)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	type result struct {
+		l  *Lease
+		at time.Time
+	}
+	got := make(chan result, 1)
+	errc := make(chan error, 1)
+	go func() {
+		l, err := c.AcquireWait(ctx, name, ttl)
+		if err != nil {
+			errc <- err
+			return
+		}
+		got <- result{l, time.Now()}
+	}()
+	time.Sleep(300 * time.Millisecond) // the waiter is refused and sleeps on the holder's TTL
+	killed := time.Now()
+	if err := ch.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errc:
+		t.Fatal(err)
+	case r := <-got:
+		d := r.at.Sub(killed)
+		t.Logf("taken over %v after SIGKILL (TTL %v)", d, ttl)
+		// The key lives at most one TTL after the holder's last renewal;
+		// the waiter adds up to WaitJitter; 500ms slack for a busy machine.
+		if d > ttl+10*time.Millisecond+500*time.Millisecond {
+			t.Errorf("take-over %v after SIGKILL, want within TTL %v + margin", d, ttl)
+		}
+		if r.l.Token() <= childTok {
+			t.Errorf("new token %v not above the killed holder's %v", r.l.Token(), childTok)
+		}
+		release(t, r.l)
+	}
+}
+
+func TestFaultPausedHolderLosesAndIsFenced(t *testing.T) {
+	c, env := newTestClient(t, nil)
+	name := env.Name("sigstop")
+	const ttl = 500 * time.Millisecond
+	ch, childTok := startHolder(t, env.Addr, name, ttl)
+	if err := ch.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	// While the holder is paused past its TTL, the key expires and a new
+	// holder takes it.
+	l, err := c.AcquireWait(ctx, name, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release(t, l)
+	if l.Token() <= childTok {
+		t.Fatalf("new token %v not above the paused holder's %v", l.Token(), childTok)
+	}
+	store := fence.NewMemStore()
+	if err := store.Put(name, l.Token(), []byte("new holder")); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Cont(); err != nil {
+		t.Fatal(err)
+	}
+	// After SIGCONT the old holder's Context is done at once or at its next
+	// heartbeat (which finds the key stolen).
+	line, err := ch.Expect(ctx, "lost ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(line, "lease: lost") && !strings.Contains(line, "lost:") {
+		t.Errorf("child reported %q", line)
+	}
+	t.Logf("paused holder: %s", line)
+	// Had it written before noticing, fencing refuses its token.
+	if err := store.Put(name, childTok, []byte("paused holder")); !fenceIsStale(err) {
+		t.Fatalf("write with the paused holder's token %v after %v = %v, want stale", childTok, l.Token(), err)
+	}
+	if err := ch.Wait(); err != nil {
+		t.Fatalf("child exit: %v\n%s", err, ch.Stderr())
+	}
+}
+
+func fenceIsStale(err error) bool {
+	var se *fence.StaleError
+	return errors.As(err, &se) && errors.Is(err, fence.ErrStale)
+}
+
+// grants acquires and releases name n times on c and returns the last token.
+func grants(t *testing.T, c *Client, name string, n int) fence.Token {
+	t.Helper()
+	var last fence.Token
+	for i := range n {
+		l := mustAcquire(t, c, name, time.Minute)
+		if l.Token() <= last {
+			t.Fatalf("grant %d: token %v not above %v", i, l.Token(), last)
+		}
+		last = l.Token()
+		release(t, l)
+	}
+	return last
+}
+
+func TestFaultRestartWithoutPersistence(t *testing.T) {
+	srv := testenv.StartRedisServer(t)
+	rdb := srv.Client(t)
+	c := New(rdb, nil)
+	ctx := context.Background()
+	const name = "restart"
+	last := grants(t, c, name, 50)
+	for _, how := range []string{"restart", "flushall"} {
+		if how == "restart" {
+			if err := srv.Restart(ctx); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := rdb.FlushAll(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		// The counter is really gone.
+		if err := waitPing(ctx, rdb); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := rdb.Exists(ctx, c.keys(name).token).Result(); err != nil || n != 0 {
+			t.Fatalf("after %s: counter exists=%d err=%v", how, n, err)
+		}
+		l := mustAcquire(t, c, name, time.Minute)
+		if l.Token() <= last {
+			t.Fatalf("after %s: token %v not above %v", how, l.Token(), last)
+		}
+		release(t, l)
+		last = grants(t, c, name, 10)
+	}
+}
+
+// waitPing waits until the server answers (the client does not retry).
+func waitPing(ctx context.Context, rdb *redis.Client) error {
+	var err error
+	for range 100 {
+		if err = rdb.Ping(ctx).Err(); err == nil {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return err
+}
+
+func TestFaultFailoverToLaggingReplica(t *testing.T) {
+	master := testenv.StartRedisServer(t, "--repl-diskless-sync-delay", "0")
+	replica := testenv.StartRedisServer(t, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
+	mc, rc := master.Client(t), replica.Client(t)
+	ctx := context.Background()
+	c := New(mc, nil)
+	const name = "failover"
+	synced := grants(t, c, name, 20)
+	var v string
+	for range 500 { // the replica's first sync may take a moment
+		if v, _ = rc.Get(ctx, c.keys(name).token).Result(); v == synced.String() {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if v != synced.String() {
+		t.Fatalf("replica counter %q, want %v before the pause", v, synced)
+	}
+	// The replica stops hearing from the master: it is paused and its
+	// replication link is cut, so it cannot catch up from socket buffers.
+	if err := replica.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if err := mc.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
+		t.Fatal(err)
+	}
+	last := grants(t, c, name, 20)
+	if err := master.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := replica.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitPing(ctx, rc); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	v, _ = rc.Get(ctx, c.keys(name).token).Result()
+	if v != synced.String() {
+		t.Fatalf("promoted replica's counter %q, want the lagging %v (last grant %v)", v, synced, last)
+	}
+	l := mustAcquire(t, New(rc, nil), name, time.Minute)
+	if l.Token() <= last {
+		t.Fatalf("after failover: token %v not above %v (replica counter %s)", l.Token(), last, v)
+	}
+	release(t, l)
+}
