@@ -100,7 +100,9 @@ func (s *Store) put(ctx context.Context, key string, r io.ReadSeeker, tok fence.
 	w := &writeState{id: rand.Text()}
 	var lastRace error
 	lastUnknown := false
-	for attempt := 0; ; attempt++ {
+	// Bounded: maxAttempts conditional PUTs, each after a read, and a last
+	// read that may find an unanswered attempt landed.
+	for attempt := 0; attempt <= s.maxAttempts; attempt++ {
 		var cur Version
 		if attempt == 0 && prev != nil && fence.Check(key, tok, prev.Token) == nil {
 			cur = *prev
@@ -115,8 +117,8 @@ func (s *Store) put(ctx context.Context, key string, r io.ReadSeeker, tok fence.
 			}
 			cur = st.Version
 		}
-		if attempt >= s.maxAttempts {
-			return PutResult{}, w.giveUp("put", key, attempt, lastRace, lastUnknown)
+		if attempt == s.maxAttempts {
+			break
 		}
 		if err := fence.Check(s.resource(key), tok, cur.Token); err != nil {
 			return PutResult{}, w.fail(fmt.Errorf("blobfence: put %q: %w", key, err))
@@ -152,6 +154,7 @@ func (s *Store) put(ctx context.Context, key string, r io.ReadSeeker, tok fence.
 			return PutResult{}, w.fail(fmt.Errorf("blobfence: put %q: %w", key, err))
 		}
 	}
+	return PutResult{}, w.giveUp("put", key, s.maxAttempts, lastRace, lastUnknown)
 }
 
 // writeState tracks one put's attempts: each attempt writes its own write

@@ -115,7 +115,7 @@ func (s *Store) Delete(ctx context.Context, key string, tok fence.Token) error {
 	w := &writeState{}
 	var last error
 	lastUnknown := false
-	for attempt := 0; ; attempt++ {
+	for attempt := 0; attempt <= s.maxAttempts; attempt++ {
 		st, err := s.readVersion(ctx, key)
 		if err != nil {
 			return w.fail(fmt.Errorf("blobfence: delete %q: read the current version: %w", key, err))
@@ -123,8 +123,8 @@ func (s *Store) Delete(ctx context.Context, key string, tok fence.Token) error {
 		if !st.Exists() {
 			return nil
 		}
-		if attempt >= s.maxAttempts {
-			return w.giveUp("delete", key, attempt, last, lastUnknown)
+		if attempt == s.maxAttempts {
+			break
 		}
 		if err := fence.Check(s.resource(key), tok, st.Token); err != nil {
 			return w.fail(fmt.Errorf("blobfence: delete %q: %w", key, err))
@@ -147,6 +147,7 @@ func (s *Store) Delete(ctx context.Context, key string, tok fence.Token) error {
 			return w.fail(fmt.Errorf("blobfence: delete %q: %w", key, err))
 		}
 	}
+	return w.giveUp("delete", key, s.maxAttempts, last, lastUnknown)
 }
 
 // headState is what a HEAD tells a writer: the version, and the write id of
