@@ -51,8 +51,9 @@ var (
 	// ErrContention is returned (wrapped) when a write lost the race for the
 	// object on every one of its attempts: each time it read the object and
 	// decided its token was not stale, another writer changed the object
-	// before the conditional write arrived. It is not a staleness verdict;
-	// the caller may try again.
+	// before the conditional write arrived (or the object kept changing
+	// while being read). It is not a staleness verdict; the caller may try
+	// again.
 	ErrContention = errors.New("blobfence: lost the race for the object on every attempt")
 
 	// ErrOutcomeUnknown is wrapped, together with the error that ended the
@@ -78,8 +79,8 @@ type Options struct {
 	// header x-amz-meta-<MetadataKey>; default [DefaultMetadataKey]. It must
 	// be 1 to 128 characters of lower-case letters, digits and '-', starting
 	// with a letter or digit (S3 lower-cases metadata names, so upper case
-	// would not round-trip). The write id of each put is stored next to it
-	// as <MetadataKey>-write.
+	// would not round-trip). Each put's write record (token, MD5 of the
+	// body, write id) is stored next to it as <MetadataKey>-write.
 	MetadataKey string
 
 	// MaxAttempts bounds the read-decide-write rounds of one Put or Delete;
