@@ -295,3 +295,17 @@ func TestETagIsContentNotVersion(t *testing.T) {
 		t.Fatalf("token = %d", tok)
 	}
 }
+
+func TestMissingBucket(t *testing.T) {
+	ctx := context.Background()
+	_, _, env := newStore(t, nil)
+	c := &counting{S3API: env.Client}
+	s := blobfence.New(c, env.Bucket+"-missing", nil)
+	err := s.Put(ctx, "k", []byte("x"), 1)
+	if err == nil || errors.Is(err, blobfence.ErrContention) || !strings.Contains(err.Error(), "NoSuchBucket") {
+		t.Fatalf("put to a missing bucket: %v; want the NoSuchBucket error at once", err)
+	}
+	if c.puts.Load() != 1 {
+		t.Fatalf("%d PUTs sent; a missing bucket is not a lost race, want 1", c.puts.Load())
+	}
+}
