@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
@@ -35,6 +36,9 @@ type ExploreParams struct {
 	CrashProb float64
 	// DriftMax bounds each client's clock rate error, uniform in [-DriftMax, DriftMax].
 	DriftMax float64
+	// Workers is the number of goroutines (0 or 1: run on the caller's);
+	// it changes the speed, never the report.
+	Workers int
 }
 
 // DefaultExploreParams returns the default schedule distribution: 3
@@ -55,6 +59,8 @@ func (p ExploreParams) Validate() error {
 	switch {
 	case p.Runs < 0:
 		return fmt.Errorf("sim: explore: runs %d is negative", p.Runs)
+	case p.Workers < 0 || p.Workers > 1024:
+		return fmt.Errorf("sim: explore: workers %d outside 0..1024", p.Workers)
 	case p.Clients < 1 || p.Clients > maxClients:
 		return fmt.Errorf("sim: explore: clients %d outside 1..%d", p.Clients, maxClients)
 	case p.Jobs < 1 || p.Jobs > 100:
@@ -150,33 +156,81 @@ type ExploreReport struct {
 }
 
 // Explore runs p.Runs random schedules, each with fencing off and then on,
-// and tallies safety violations. progress, if not nil, is called with the
-// number of schedules done after every 1,000 and at the end. It stops
-// early with ctx's error when ctx ends. The report is the same for the
-// same p, byte for byte.
+// and tallies safety violations. With p.Workers > 1 it splits the seeds
+// into that many contiguous chunks run on as many goroutines and merges
+// their tallies in seed order, so the report does not depend on the number
+// of workers or their scheduling. progress, if not nil, is called (never
+// concurrently) with the number of schedules done, about every 1,000 and
+// at the end. Explore stops early with ctx's error when ctx ends. The
+// report is the same for the same p, byte for byte.
 func Explore(ctx context.Context, p ExploreParams, progress func(done int)) (*ExploreReport, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	workers := min(max(p.Workers, 1), max(p.Runs, 1))
+	parts := make([]*ExploreReport, workers)
+	errs := make([]error, workers)
+	var mu sync.Mutex
+	done := 0
+	tick := func(n int) {
+		if progress == nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		done += n
+		progress(done)
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := p.Runs*w/workers, p.Runs*(w+1)/workers
+		parts[w] = &ExploreReport{On: Tally{Fencing: true}}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[w] = explore(ctx, p, lo, hi, parts[w], tick)
+		}()
+	}
+	wg.Wait()
 	rep := &ExploreReport{Params: p, On: Tally{Fencing: true}}
+	for _, part := range parts {
+		rep.LongPauses += part.LongPauses
+		rep.Off.merge(&part.Off)
+		rep.On.merge(&part.On)
+	}
+	return rep, errors.Join(errs...)
+}
+
+// explore runs schedules lo..hi-1 into rep, reporting progress by chunks
+// of 1,000.
+func explore(ctx context.Context, p ExploreParams, lo, hi int, rep *ExploreReport, tick func(int)) error {
 	e := newExplorer()
-	for i := range p.Runs {
-		if i%1000 == 0 {
+	last := lo
+	for i := lo; i < hi; i++ {
+		if (i-lo)%1000 == 0 {
 			if err := ctx.Err(); err != nil {
-				return rep, errors.Join(fmt.Errorf("sim: explore stopped after %d of %d runs", i, p.Runs), err)
+				return errors.Join(fmt.Errorf("sim: explore stopped at schedule %d of %d", i, p.Runs), err)
 			}
-			if progress != nil && i > 0 {
-				progress(i)
+			if i > last {
+				tick(i - last)
+				last = i
 			}
 		}
 		if err := e.one(rep, p, p.Seed+uint64(i)); err != nil {
-			return rep, err
+			return err
 		}
 	}
-	if progress != nil {
-		progress(p.Runs)
-	}
-	return rep, nil
+	tick(hi - last)
+	return nil
+}
+
+func (t *Tally) merge(o *Tally) {
+	t.Violations += o.Violations
+	t.Seeds = append(t.Seeds, o.Seeds...)
+	t.LostRuns += o.LostRuns
+	t.StaleRuns += o.StaleRuns
+	t.Writes += o.Writes
+	t.Rejected += o.Rejected
 }
 
 // explorer holds reusable buffers for many runs.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 // with pauses longer than the TTL do break the invariant.
 func TestExploreInvariants(t *testing.T) {
 	p := sim.DefaultExploreParams()
-	p.Runs, p.Seed = 10000, 1
+	p.Runs, p.Seed, p.Workers = 10000, 1, 2
 	rep, err := sim.Explore(context.Background(), p, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -47,12 +48,15 @@ func TestExploreInvariants(t *testing.T) {
 			t.Fatalf("failed for seed=%d: fencing on: %v, lost %v", seed, r.Violation(), r.Lost())
 		}
 	}
-	// The same seed explores the same schedules (first 1,000 again).
-	p.Runs = 1000
+	// The same seed explores the same schedules, whatever the number of
+	// workers (first 1,000 again, on 1 and 3 workers).
+	p.Runs, p.Workers = 1000, 1
 	first, err1 := sim.Explore(context.Background(), p, nil)
+	p.Workers = 3
 	again, err2 := sim.Explore(context.Background(), p, nil)
+	again.Params.Workers = 1
 	if err1 != nil || err2 != nil || !reflect.DeepEqual(first, again) {
-		t.Fatalf("a second exploration with the same seed differs (%v, %v)", err1, err2)
+		t.Fatalf("explorations with the same seed differ (%v, %v)", err1, err2)
 	}
 }
 
@@ -90,6 +94,14 @@ func TestExploreProgressAndCancel(t *testing.T) {
 	if want := []int{1000, 2000, 2500}; !reflect.DeepEqual(calls, want) {
 		t.Fatalf("progress calls %v, want %v", calls, want)
 	}
+	calls = nil
+	p.Workers = 2
+	if _, err := sim.Explore(context.Background(), p, func(done int) { calls = append(calls, done) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) == 0 || calls[len(calls)-1] != 2500 || !slices.IsSorted(calls) {
+		t.Fatalf("progress calls with 2 workers %v", calls)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := sim.Explore(ctx, p, nil); !errors.Is(err, context.Canceled) {
@@ -107,6 +119,7 @@ func TestExploreParamsValidate(t *testing.T) {
 		func(p *sim.ExploreParams) { p.PauseProb = 1.5 },
 		func(p *sim.ExploreParams) { p.DriftMax = 0.95 },
 		func(p *sim.ExploreParams) { p.Work = -1 },
+		func(p *sim.ExploreParams) { p.Workers = -1 },
 	} {
 		p := sim.DefaultExploreParams()
 		edit(&p)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 
 	"github.com/fencekit/fencekit/sim"
@@ -35,6 +36,7 @@ func runExplore(args []string, stdout, stderr io.Writer) int {
 	var p sim.ExploreParams
 	exploreFlags(fs, &p)
 	show := fs.Int("show", 10, "how many violating seeds to list")
+	fs.IntVar(&p.Workers, "workers", runtime.GOMAXPROCS(0), "goroutines to spread the schedules over (the report does not depend on it)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: fencesim explore [flags]")
 		fs.PrintDefaults()
