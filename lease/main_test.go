@@ -98,3 +98,8 @@ func warmBase(t *testing.T, c *Client, name string) int {
 	release(t, mustAcquire(t, c, name, time.Second))
 	return runtime.NumGoroutine()
 }
+
+func isNotAcquired(err error) bool {
+	var na *NotAcquiredError
+	return errors.As(err, &na) && errors.Is(err, ErrNotAcquired)
+}
