@@ -139,29 +139,33 @@ func claim(ctx context.Context, q Querier, resource string, tok fence.Token) err
 		// (it was committed while the claim waited on the row lock, or the
 		// row was inserted then). The row is locked by this transaction
 		// now, or committed for good in autocommit: re-read it.
-		return staleFromReread(ctx, q, currentSQL, resource, tok)
+		return staleFromReread(ctx, q, currentSQL, resource, resource, tok)
 	default:
 		return fmt.Errorf("sqlfence: claim %q with token %s: %w", resource, tok, err)
 	}
 }
 
-// staleFromReread reads the current token with sql (one argument, key) and
-// returns the stale error it explains.
-func staleFromReread(ctx context.Context, q Querier, sql string, resource string, tok fence.Token, key ...any) error {
-	arg := any(resource)
-	if len(key) > 0 {
-		arg = key[0]
-	}
-	var cur int64
-	if err := q.QueryRow(ctx, sql, arg).Scan(&cur); err != nil {
+// staleFromReread re-reads the token with sql (one argument, arg) in a new
+// statement, which sees what was committed while the refused one waited,
+// and returns the stale error it explains.
+func staleFromReread(ctx context.Context, q Querier, sql string, arg any, resource string, tok fence.Token) error {
+	cur, err := reread(ctx, q, sql, arg)
+	if err != nil {
 		return fmt.Errorf("sqlfence: %q refused token %s; reading the current token: %w", resource, tok, err)
 	}
-	if !fence.IsStale(tok, fence.Token(cur)) {
+	if !fence.IsStale(tok, cur) {
 		// Cannot happen while the row lock is held; say so rather than
 		// pretend the write was stale.
-		return fmt.Errorf("sqlfence: %q refused token %s but holds token %d; retry", resource, tok, cur)
+		return fmt.Errorf("sqlfence: %q refused token %s but holds token %s; retry", resource, tok, cur)
 	}
-	return &fence.StaleError{Resource: resource, Presented: tok, Current: fence.Token(cur)}
+	return &fence.StaleError{Resource: resource, Presented: tok, Current: cur}
+}
+
+// reread runs sql (one argument, arg; one bigint column) in a new statement.
+func reread(ctx context.Context, q Querier, sql string, arg any) (fence.Token, error) {
+	var cur int64
+	err := q.QueryRow(ctx, sql, arg).Scan(&cur)
+	return fence.Token(cur), err
 }
 
 // checkArgs validates what every guard call checks before sending anything.

@@ -3,6 +3,7 @@ package sqlfence_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -259,4 +260,42 @@ func TestRowUpdateWaitsThenStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantStale(t, <-done, "acct:1", 15, 20)
+}
+
+// An Insert that waited on a concurrent insert of the same key (its
+// snapshot cannot see that row) reports stale when the other insert
+// committed a newer version, and ErrRowExists when it committed an older
+// or equal one, as it does without the race.
+func TestRowInsertWaitsThenStale(t *testing.T) {
+	env, tbl := acctTable(t)
+	ctx := testCtx(t)
+	conn := connect(t, env.URL)
+	for _, c := range []struct {
+		key   int
+		other fence.Token // version the concurrent insert commits
+		stale bool
+	}{{1, 20, true}, {2, 15, false}, {3, 10, false}} {
+		tx, err := env.Pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tbl.Insert(ctx, tx, c.key, c.other, 1); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- tbl.Insert(ctx, conn, c.key, 15, 2) }()
+		waitForLockWait(t, env.Pool, conn.PgConn().PID())
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		err = <-done
+		if c.stale {
+			wantStale(t, err, "acct:"+strconv.Itoa(c.key), 15, c.other)
+		} else if !errors.Is(err, sqlfence.ErrRowExists) {
+			t.Fatalf("key %d: insert of 15 after a concurrent insert of %d: %v, want ErrRowExists", c.key, c.other, err)
+		}
+		if v, err := tbl.Version(ctx, env.Pool, c.key); err != nil || v != c.other {
+			t.Fatalf("key %d: version %d, %v; want %d (the losing insert changed nothing)", c.key, v, err, c.other)
+		}
+	}
 }

@@ -155,11 +155,13 @@ func (t *Table) Update(ctx context.Context, db Querier, key any, tok fence.Token
 
 // Insert inserts a row with key, version tok and values (one per column
 // given to [NewTable], in order) unless a row with key exists. One
-// statement, one round trip.
+// statement, one round trip (two when the row was inserted concurrently,
+// after the statement's snapshot: its version is then read in a second
+// statement, to tell stale from exists).
 //
 // Errors: a [*fence.StaleError] when the row exists with a version greater
 // than tok; [ErrRowExists] when it exists otherwise (use [Table.Update]);
-// and the argument errors of [Table.Update].
+// and the argument errors of [Table.Update]. Nothing is changed on error.
 func (t *Table) Insert(ctx context.Context, db Querier, key any, tok fence.Token, values ...any) error {
 	return t.write(ctx, db, "insert", t.insertSQL, key, tok, values)
 }
@@ -217,12 +219,23 @@ func (t *Table) write(ctx context.Context, db Querier, op, sql string, key any, 
 		return fmt.Errorf("%w: %s has version %d", ErrRowExists, res, cur)
 	case errors.Is(err, pgx.ErrNoRows) && op == "insert":
 		// Refused, yet invisible to the snapshot: inserted concurrently.
-		return fmt.Errorf("%w: %s (inserted concurrently)", ErrRowExists, res)
+		// Read its version: stale if it is newer, as without the race.
+		cur, rerr := reread(ctx, db, t.readSQL, key)
+		switch {
+		case rerr == nil && fence.IsStale(tok, cur):
+			return &fence.StaleError{Resource: res, Presented: tok, Current: cur}
+		case rerr == nil:
+			return fmt.Errorf("%w: %s has version %d (inserted concurrently)", ErrRowExists, res, cur)
+		case errors.Is(rerr, pgx.ErrNoRows):
+			return fmt.Errorf("%w: %s (inserted and deleted concurrently)", ErrRowExists, res)
+		default:
+			return fmt.Errorf("sqlfence: insert %s refused; reading its version: %w", res, rerr)
+		}
 	case op == "upsert" && (err == nil || errors.Is(err, pgx.ErrNoRows)):
 		// Refused, but the snapshot shows no row or one that allows tok:
 		// a newer version was committed while the upsert waited. The row
 		// exists now (it conflicted): re-read it.
-		return staleFromReread(ctx, db, t.readSQL, res, tok, key)
+		return staleFromReread(ctx, db, t.readSQL, key, res, tok)
 	case err == nil, errors.Is(err, pgx.ErrNoRows):
 		// Update refused or matched nothing. A row absent from the
 		// snapshot is missing; a row whose snapshot version allows tok was
@@ -230,7 +243,7 @@ func (t *Table) write(ctx context.Context, db Querier, op, sql string, key any, 
 		if err != nil {
 			return fmt.Errorf("%w: %s", ErrNoRow, res)
 		}
-		rerr := staleFromReread(ctx, db, t.readSQL, res, tok, key)
+		rerr := staleFromReread(ctx, db, t.readSQL, key, res, tok)
 		if errors.Is(rerr, pgx.ErrNoRows) {
 			return fmt.Errorf("%w: %s (deleted concurrently)", ErrNoRow, res)
 		}
