@@ -104,8 +104,12 @@ func Fence(ctx context.Context, db Querier, resource string, tok fence.Token) er
 	return claim(ctx, db, resource, tok)
 }
 
-// Current returns the newest token accepted for resource's guard row, or
+// Current returns the newest token committed for resource's guard row, or
 // zero when the resource was never claimed. One round trip.
+//
+// Errors: [ErrNilDB]; ctx's error (nothing sent when ctx is already done);
+// PostgreSQL's errors (for example a missing fencekit_tokens table: run
+// [Migrate]).
 func Current(ctx context.Context, db Querier, resource string) (fence.Token, error) {
 	if isNil(db) {
 		return 0, fmt.Errorf("%w: Current(%q)", ErrNilDB, resource)

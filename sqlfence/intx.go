@@ -55,7 +55,7 @@ func New(opts *Options) (*Guard, error) {
 	case pgx.RepeatableRead, pgx.Serializable:
 		g.retries = DefaultMaxRetries
 	default:
-		return nil, fmt.Errorf("sqlfence: Options.IsoLevel %q: want one of pgx.ReadCommitted, pgx.RepeatableRead, pgx.Serializable", opts.IsoLevel)
+		return nil, fmt.Errorf("sqlfence: Options.IsoLevel %q: want empty or one of pgx.ReadUncommitted, pgx.ReadCommitted, pgx.RepeatableRead, pgx.Serializable", opts.IsoLevel)
 	}
 	switch {
 	case opts.MaxRetries < 0:
@@ -70,7 +70,8 @@ func New(opts *Options) (*Guard, error) {
 // InTx runs fn in one transaction that first claims resource's guard row
 // with tok (see [Claim]); it returns a *fence.StaleError (and runs nothing)
 // when a newer token was seen. It uses the server's default isolation level
-// and does not retry; use [New] for other options.
+// and does not retry; use [New] for other options. Round trips and errors
+// are those of [Guard.InTx].
 func InTx(ctx context.Context, db TxBeginner, resource string, tok fence.Token, fn func(pgx.Tx) error) error {
 	return defaultGuard.InTx(ctx, db, resource, tok, fn)
 }

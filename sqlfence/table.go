@@ -178,7 +178,10 @@ func (t *Table) Upsert(ctx context.Context, db Querier, key any, tok fence.Token
 	return t.write(ctx, db, "upsert", t.upsertSQL, key, tok, values)
 }
 
-// Version returns the row's version, or [ErrNoRow]. One round trip.
+// Version returns the row's version (0 for a NULL version). One round trip.
+//
+// Errors: [ErrNoRow] when no row has the key; [ErrNilDB]; ctx's error
+// (nothing sent when ctx is already done); PostgreSQL's errors.
 func (t *Table) Version(ctx context.Context, db Querier, key any) (fence.Token, error) {
 	res := t.resource(key)
 	if isNil(db) {
