@@ -43,9 +43,13 @@ func WriteHTML(w io.Writer, title string, runs ...*Result) error {
 	b.WriteString("svg { border: 1px solid #ddd; background: #fcfcfc; }\n</style>\n</head>\n<body>\n")
 	b.WriteString("<h1>" + esc(title) + "</h1>\n")
 	if len(runs) > 0 {
-		fmt.Fprintf(&b, "<p>TTL %s, heartbeat %s. Time runs left to right in virtual seconds; arrows are messages. "+
+		clock := "virtual seconds"
+		if runs[0].recorded {
+			clock = "real seconds since the start"
+		}
+		fmt.Fprintf(&b, "<p>TTL %s, heartbeat %s. Time runs left to right in %s; arrows are messages. "+
 			"Coloured bars on the lease lane show which token the lease service considers valid.</p>\n",
-			esc(FormatTime(runs[0].TTL)), esc(heartbeatText(runs[0].Heartbeat)))
+			esc(FormatTime(runs[0].TTL)), esc(heartbeatText(runs[0].Heartbeat)), clock)
 	}
 	for i, r := range runs {
 		fmt.Fprintf(&b, "<h2>Fencing %s (seed %d)</h2>\n", strings.ToUpper(onOff(r.Fencing)), r.Seed)
