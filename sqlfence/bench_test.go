@@ -3,6 +3,7 @@ package sqlfence_test
 import (
 	"context"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -146,7 +147,7 @@ func BenchmarkInTx(b *testing.B) {
 	}
 	resources := make([]string, 256)
 	for i := range resources {
-		resources[i] = "bench-" + string(rune('a'+i%26)) + string(rune('a'+i/26))
+		resources[i] = "bench-" + strconv.Itoa(i)
 	}
 	var tok atomic.Int64
 	fenced := func(ctx context.Context, pool *pgxpool.Pool, c, i int) error {
@@ -161,9 +162,4 @@ func BenchmarkInTx(b *testing.B) {
 	}
 }
 
-func clientsName(n int) string {
-	if n == 1 {
-		return "clients=1"
-	}
-	return "clients=" + string(rune('0'+n))
-}
+func clientsName(n int) string { return "clients=" + strconv.Itoa(n) }

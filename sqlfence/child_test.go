@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,7 +83,7 @@ func TestHolderProcessKilled(t *testing.T) {
 		t.Fatalf("newer holder after the old process died: %v", err)
 	}
 	want := []string{"11:first", "11:second"}
-	if got := logRows(t, env.Pool); !equal(got, want) {
+	if got := logRows(t, env.Pool); !slices.Equal(got, want) {
 		t.Fatalf("log = %v, want %v", got, want)
 	}
 }
@@ -125,7 +126,7 @@ func TestHolderProcessPausedIdleTimeout(t *testing.T) {
 	}
 	t.Logf("paused holder, resumed: %s", line)
 	want := []string{"11:first", "11:second"}
-	if got := logRows(t, env.Pool); !equal(got, want) {
+	if got := logRows(t, env.Pool); !slices.Equal(got, want) {
 		t.Fatalf("log = %v, want %v", got, want)
 	}
 	wantStale(t, sqlfence.Fence(testCtx(t), env.Pool, "r", 10), "r", 10, 11)

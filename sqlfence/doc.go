@@ -32,9 +32,9 @@
 // not greater than the token and stores the token as the new version, in
 // one statement and one round trip, and tells a stale write (with the row's
 // version) apart from a missing row ([ErrNoRow]). [Table.Insert] inserts a
-// row that does not exist yet, and [Table.Upsert] does either. Use it when each write touches one row;
-// use guard-row mode when a write spans rows or tables, or the schema
-// cannot get a version column.
+// row that does not exist yet, and [Table.Upsert] does either. Use it when
+// each write touches one row; use guard-row mode when a write spans rows or
+// tables, or the schema cannot get a version column.
 //
 // # Isolation
 //

@@ -3,6 +3,7 @@ package sqlfence_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -93,18 +94,6 @@ func logRows(t *testing.T, q sqlfence.Querier) []string {
 	return out
 }
 
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // olderHoldsNewerWaits starts holder a (token 10), which claims "r" and
 // then blocks until a.release is closed, and holder b (token 11), and
 // returns once b's claim is waiting on the guard row's lock.
@@ -133,7 +122,7 @@ func TestNewerWaitsForOlder(t *testing.T) {
 		t.Fatalf("newer holder: %v", err)
 	}
 	want := []string{"10:first", "10:second", "11:first", "11:second"}
-	if got := logRows(t, env.Pool); !equal(got, want) {
+	if got := logRows(t, env.Pool); !slices.Equal(got, want) {
 		t.Fatalf("log = %v, want %v", got, want)
 	}
 }
@@ -163,7 +152,7 @@ func TestOlderWaitsThenStale(t *testing.T) {
 			}
 			wantStale(t, <-a.done, "r", 10, 11)
 			want := []string{"11:first", "11:second"}
-			if got := logRows(t, env.Pool); !equal(got, want) {
+			if got := logRows(t, env.Pool); !slices.Equal(got, want) {
 				t.Fatalf("log = %v, want %v", got, want)
 			}
 		})
@@ -189,7 +178,7 @@ func TestPausedHolderKilled(t *testing.T) {
 		t.Fatal("killed holder's InTx returned nil")
 	}
 	want := []string{"11:first", "11:second"}
-	if got := logRows(t, env.Pool); !equal(got, want) {
+	if got := logRows(t, env.Pool); !slices.Equal(got, want) {
 		t.Fatalf("log = %v, want %v (nothing of the killed holder)", got, want)
 	}
 	if cur, err := sqlfence.Current(ctx, env.Pool, "r"); err != nil || cur != 11 {

@@ -2,6 +2,7 @@ package sqlfence_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -57,7 +58,7 @@ func TestMigrateUpRerunDownUp(t *testing.T) {
 		cols = append(cols, c)
 	}
 	want := []string{"resource text NO", "token bigint NO", "updated_at timestamp with time zone NO"}
-	if !equal(cols, want) {
+	if !slices.Equal(cols, want) {
 		t.Fatalf("columns = %v, want %v", cols, want)
 	}
 	if _, err := env.Pool.Exec(ctx, `INSERT INTO fencekit_tokens (resource, token) VALUES ('neg', -1)`); err == nil {
