@@ -1,0 +1,202 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var soak = flag.Bool("lease.soak", false, "run the long seeded fault runs")
+
+// flakyScripter wraps a real Scripter and injects faults into the scripts
+// the test picks: an error instead of the call, or a delay before and after
+// it (a slow network), drawn from one seeded source.
+type flakyScripter struct {
+	redis.Scripter
+	mu     sync.Mutex
+	rnd    *rand.Rand
+	fail   map[string]float64 // script name -> probability of an error
+	delay  time.Duration      // up to this long before and after each call
+	faults int
+}
+
+var errInjected = errors.New("flaky: injected connection reset")
+
+func newFlaky(s redis.Scripter, seed uint64) *flakyScripter {
+	return &flakyScripter{Scripter: s, rnd: rand.New(rand.NewPCG(seed, 42)), fail: map[string]float64{}}
+}
+
+func (f *flakyScripter) setFail(script string, p float64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fail[script] = p
+}
+
+func scriptName(sha string) string {
+	switch sha {
+	case acquireScript.Hash():
+		return "acquire"
+	case renewScript.Hash():
+		return "renew"
+	case releaseScript.Hash():
+		return "release"
+	}
+	return "?"
+}
+
+// draw decides the fault for one call.
+func (f *flakyScripter) draw(script string) (fail bool, before, after time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fail = f.rnd.Float64() < f.fail[script]
+	if fail {
+		f.faults++
+	}
+	if f.delay > 0 {
+		before, after = time.Duration(f.rnd.Int64N(int64(f.delay))), time.Duration(f.rnd.Int64N(int64(f.delay)))
+	}
+	return
+}
+
+func (f *flakyScripter) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	fail, before, after := f.draw(scriptName(sha))
+	if fail {
+		cmd := redis.NewCmd(ctx)
+		cmd.SetErr(errInjected)
+		return cmd
+	}
+	time.Sleep(before)
+	cmd := f.Scripter.EvalSha(ctx, sha, keys, args...)
+	time.Sleep(after)
+	return cmd
+}
+
+func TestFlakyRenewalsRetriedThenLost(t *testing.T) {
+	env := testenvRedisCounting(t)
+	fl := newFlaky(env.client, 1)
+	c := newClient(env.client, fl, &Options{RenewInterval: 30 * time.Millisecond, RetryDelay: 10 * time.Millisecond})
+	ctx := context.Background()
+	name := env.Name("flaky")
+	l := mustAcquire(t, c, name, 300*time.Millisecond)
+
+	// Failing for less than the TTL: retried, the lease survives.
+	fl.setFail("renew", 1)
+	time.Sleep(150 * time.Millisecond)
+	fl.setFail("renew", 0)
+	time.Sleep(150 * time.Millisecond)
+	if l.Err() != nil {
+		t.Fatalf("lost after 150ms of renewal errors with a 300ms TTL: %v", l.Err())
+	}
+	// Failing for good: lost at the local deadline, before Redis expires
+	// the key, with the last error in the cause.
+	fl.setFail("renew", 1)
+	err := waitDone(t, l, 5*time.Second)
+	if !isLost(err, CauseExpired) || !errors.Is(err, errInjected) {
+		t.Fatalf("Err = %v, want expired carrying the injected error", err)
+	}
+	pttl, _ := env.client.PTTL(ctx, c.keys(name).lock).Result()
+	t.Logf("lost with the key's PTTL at %v", pttl)
+	// Release after such a loss still frees the key if it is ours.
+	if pttl > 0 {
+		if err := l.Release(ctx); err != nil {
+			t.Fatalf("Release of a key still ours after a local loss = %v", err)
+		}
+		if n, _ := env.client.Exists(ctx, c.keys(name).lock).Result(); n != 0 {
+			t.Fatal("Release left the key")
+		}
+	}
+}
+
+func TestFlakyReleaseRetried(t *testing.T) {
+	env := testenvRedisCounting(t)
+	fl := newFlaky(env.client, 2)
+	c := newClient(env.client, fl, nil)
+	ctx := context.Background()
+	name := env.Name("flaky-release")
+	l := mustAcquire(t, c, name, 5*time.Second)
+	fl.setFail("release", 1)
+	if err := l.Release(ctx); !errors.Is(err, errInjected) {
+		t.Fatalf("Release = %v, want the injected error", err)
+	}
+	// Ended locally: the work must stop even though the key is still there.
+	if !errors.Is(l.Err(), ErrReleased) {
+		t.Fatalf("Err after a failed Release = %v", l.Err())
+	}
+	if n, _ := env.client.Exists(ctx, c.keys(name).lock).Result(); n != 1 {
+		t.Fatal("key gone after a failed Release")
+	}
+	fl.setFail("release", 0)
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("second Release = %v", err)
+	}
+	if n, _ := env.client.Exists(ctx, c.keys(name).lock).Result(); n != 0 {
+		t.Fatal("key left after the retried Release")
+	}
+	fl.setFail("acquire", 1)
+	if _, err := c.Acquire(ctx, name, time.Second); !errors.Is(err, errInjected) {
+		t.Fatalf("Acquire = %v, want the injected error", err)
+	}
+}
+
+// TestFlakySeededDeadlineBeforeExpiry runs seeded random schedules of failing
+// and slow renewals against real Redis and checks the safety property: each
+// time Redis shows the key is no longer this lease's, the lease's local
+// deadline has already passed (so its Context is, or is being, cancelled).
+func TestFlakySeededDeadlineBeforeExpiry(t *testing.T) {
+	seeds, run := 6, 400*time.Millisecond
+	if *soak {
+		seeds, run = 200, 2*time.Second
+	}
+	env := testenvRedisCounting(t)
+	ctx := context.Background()
+	var lost, faults, gone int
+	for seed := range uint64(seeds) {
+		fl := newFlaky(env.client, seed)
+		fl.delay = time.Duration(seed%4) * 10 * time.Millisecond
+		p := float64(seed%6) / 5 // seed 5: every renewal fails
+		fl.setFail("renew", p)
+		c := newClient(env.client, fl, &Options{RenewInterval: 25 * time.Millisecond, DriftMargin: 10 * time.Millisecond,
+			RetryDelay: 5 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+		name := env.Name("seeded")
+		l, err := c.Acquire(ctx, name, 100*time.Millisecond)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		end := time.Now().Add(run)
+		for time.Now().Before(end) {
+			v, err := env.client.Get(ctx, c.keys(name).lock).Result()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				t.Fatalf("seed %d: %v", seed, err)
+			}
+			if v != l.value {
+				if dl := l.Deadline(); !time.Now().After(dl) {
+					t.Fatalf("failed for seed=%d: key is %q but the local deadline %v is still ahead", seed, v, time.Until(dl))
+				}
+				gone++
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if l.Err() != nil {
+			lost++
+		}
+		fl.mu.Lock()
+		faults += fl.faults
+		fl.mu.Unlock()
+		fl.setFail("renew", 0)
+		fl.setFail("release", 0)
+		l.Release(ctx)
+		<-l.Done()
+	}
+	t.Logf("%d seeds, %d leases lost, %d keys seen gone from Redis, %d injected faults", seeds, lost, gone, faults)
+	if faults == 0 || gone == 0 {
+		t.Fatal("the schedules never made Redis drop a key: the property was not exercised")
+	}
+}
