@@ -91,9 +91,11 @@ func Claim(ctx context.Context, tx pgx.Tx, resource string, tok fence.Token) err
 // Fence claims resource's guard row for tok in a transaction of its own, a
 // single autocommitted statement on a connection or pool: call it right
 // after acquiring a lease, before writing anything, so that from then on
-// every older holder's [InTx] or [Claim] fails with a stale error even if it
-// never writes while the new holder does. On a pgx.Tx it is the same as
-// [Claim]: the claim becomes visible when that transaction commits.
+// every older holder's [InTx] or [Claim] on resource fails with a stale
+// error, even while the new holder has not written anything yet. It does
+// not fence row-mode writes ([Table]): those compare with each row's own
+// version. On a pgx.Tx it is the same as [Claim]: the claim becomes visible
+// when that transaction commits.
 //
 // Fence costs one round trip (two in the rare refusal race described at
 // [Claim]). Errors are those of [Claim].
