@@ -28,7 +28,8 @@ import (
 // connecting, bounds every statement (the wait for the advisory lock
 // included) by ctx's deadline through PostgreSQL's statement_timeout unless
 // the URL sets one, and asks golang-migrate to stop between migrations when
-// ctx is done.
+// ctx is done. Without a deadline, the wait for the lock is golang-migrate's
+// default, 15 s, after which Migrate fails.
 //
 // databaseURL is a postgres:// or postgresql:// URL (pgx5:// is accepted
 // too); golang-migrate's x- parameters pass through.
