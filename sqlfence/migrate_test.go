@@ -162,3 +162,17 @@ func TestMigrateLockWaitBoundedByContext(t *testing.T) {
 		t.Fatalf("after the lock is released: %v", err)
 	}
 }
+
+// Errors about a URL never repeat its password: neither a URL that does not
+// parse nor a server that cannot be reached.
+func TestMigrateErrorsHidePassword(t *testing.T) {
+	for _, u := range []string{
+		"postgres://app:s3cret@db:5432/app%zz",  // does not parse
+		"postgres://app:s3cret@127.0.0.1:1/app", // nothing listens on port 1
+	} {
+		err := sqlfence.Migrate(testCtx(t), u)
+		if err == nil || !strings.HasPrefix(err.Error(), "sqlfence: ") || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Migrate(%s) = %v, want a sqlfence error without the password", u, err)
+		}
+	}
+}
