@@ -75,20 +75,7 @@ func TestSameSeedSameLog(t *testing.T) {
 
 func kleppmann(t *testing.T, fencing bool, edit func(*sim.Params)) *sim.Result {
 	t.Helper()
-	sc, err := sim.Lookup("kleppmann")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := sc.Defaults
-	p.Fencing = fencing
-	if edit != nil {
-		edit(&p)
-	}
-	res, err := sc.Run(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return runScenario(t, "kleppmann", fencing, edit)
 }
 
 // writesBy returns client name → writes, in order.

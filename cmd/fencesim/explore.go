@@ -37,16 +37,8 @@ func runExplore(args []string, stdout, stderr io.Writer) int {
 	exploreFlags(fs, &p)
 	show := fs.Int("show", 10, "how many violating seeds to list")
 	fs.IntVar(&p.Workers, "workers", runtime.GOMAXPROCS(0), "goroutines to spread the schedules over (the report does not depend on it)")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: fencesim explore [flags]")
-		fs.PrintDefaults()
-	}
-	word, status := parse(fs, args, stdout, stderr)
-	if status >= 0 {
+	if status := parseNoArgs(fs, "fencesim explore [flags]", args, stdout, stderr); status >= 0 {
 		return status
-	}
-	if word != "" {
-		return usageErr(stderr, "explore takes no arguments, got %q", word)
 	}
 	if err := p.Validate(); err != nil {
 		return usageErr(stderr, "%s", strings.TrimPrefix(err.Error(), "sim: "))
@@ -155,16 +147,8 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	exploreFlags(fs, &p)
 	var out output
 	out.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: fencesim replay -seed N [flags]  (replays one schedule of fencesim explore)")
-		fs.PrintDefaults()
-	}
-	word, status := parse(fs, args, stdout, stderr)
-	if status >= 0 {
+	if status := parseNoArgs(fs, "fencesim replay -seed N [flags]  (replays one schedule of fencesim explore)", args, stdout, stderr); status >= 0 {
 		return status
-	}
-	if word != "" {
-		return usageErr(stderr, "replay takes no arguments, got %q", word)
 	}
 	seedSet := false
 	fs.Visit(func(f *flag.Flag) { seedSet = seedSet || f.Name == "seed" })

@@ -62,17 +62,10 @@ func runReal(args []string, stdout, stderr io.Writer) int {
 	fs.Var(durationValue{&c.Pause}, "pause", "how long A stays stopped by SIGSTOP; must exceed the TTL (default 5s)")
 	var out output
 	out.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: fencesim real [flags]  (Kleppmann's scenario against real Redis, PostgreSQL and S3)")
-		fs.PrintDefaults()
-	}
-	word, status := parse(fs, args, stdout, stderr)
-	if status >= 0 {
+	if status := parseNoArgs(fs, "fencesim real [flags]  (Kleppmann's scenario against real Redis, PostgreSQL and S3)", args, stdout, stderr); status >= 0 {
 		return status
 	}
 	switch {
-	case word != "":
-		return usageErr(stderr, "real takes no arguments, got %q", word)
 	case out.fencing != "both":
 		return usageErr(stderr, "real mode always fences; -fencing is not supported")
 	case c.TTL < lease.MinTTL:

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/fencekit/fencekit/sim"
 )
@@ -74,6 +75,23 @@ func parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (word stri
 	return word, -1
 }
 
+// parseNoArgs sets fs's usage line, parses args and refuses positional
+// arguments. It returns the exit status to return, or -1 to go on.
+func parseNoArgs(fs *flag.FlagSet, usage string, args []string, stdout, stderr io.Writer) int {
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: "+usage)
+		fs.PrintDefaults()
+	}
+	word, status := parse(fs, args, stdout, stderr)
+	if status >= 0 {
+		return status
+	}
+	if word != "" {
+		return usageErr(stderr, "%s takes no arguments, got %q", strings.TrimPrefix(fs.Name(), "fencesim "), word)
+	}
+	return -1
+}
+
 // output holds the output flags shared by scenario and replay.
 type output struct {
 	json    bool
@@ -135,7 +153,6 @@ func writeHTMLFile(path, title string, runs []*sim.Result) error {
 func runScenario(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("fencesim", flag.ContinueOnError)
 	var p sim.Params
-	set := map[string]bool{}
 	fs.Var(durationValue{&p.TTL}, "ttl", "lease time to live (default: the scenario's, 10s for kleppmann)")
 	fs.Var(durationValue{&p.Heartbeat}, "heartbeat", "heartbeat interval, 0 for none (default: the scenario's)")
 	fs.Var(durationValue{&p.Pause}, "pause", "length of the holder's stop-the-world pause (default: the scenario's)")
@@ -161,27 +178,19 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageErr(stderr, "%s", strings.TrimPrefix(err.Error(), "sim: "))
 	}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	// Flags the user set override the scenario's defaults.
 	q := sc.Defaults
 	q.Seed = p.Seed
-	if set["ttl"] {
-		q.TTL = p.TTL
-	}
-	if set["heartbeat"] {
-		q.Heartbeat = p.Heartbeat
-	}
-	if set["pause"] {
-		q.Pause = p.Pause
-	}
-	if set["work"] {
-		q.Work = p.Work
-	}
-	if set["delay"] {
-		q.Delay = p.Delay
-	}
-	if set["drift"] {
-		q.Drift = p.Drift
-	}
+	durations := map[string][2]*time.Duration{"ttl": {&q.TTL, &p.TTL}, "heartbeat": {&q.Heartbeat, &p.Heartbeat},
+		"pause": {&q.Pause, &p.Pause}, "work": {&q.Work, &p.Work}, "delay": {&q.Delay, &p.Delay}}
+	fs.Visit(func(f *flag.Flag) {
+		if d, ok := durations[f.Name]; ok {
+			*d[0] = *d[1]
+		}
+		if f.Name == "drift" {
+			q.Drift = p.Drift
+		}
+	})
 	if err := q.Validate(); err != nil {
 		return usageErr(stderr, "%s", strings.TrimPrefix(err.Error(), "sim: "))
 	}
