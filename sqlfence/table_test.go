@@ -186,3 +186,27 @@ func TestTableUpsert(t *testing.T) {
 		t.Fatalf("bad value: %v, want the database's error", err)
 	}
 }
+
+// The largest valid token, 2^63-1, is PostgreSQL's largest bigint: both
+// modes store it and read it back exactly; one more is refused (TestBadInput).
+func TestMaxToken(t *testing.T) {
+	env, tbl := acctTable(t)
+	ctx := testCtx(t)
+	if err := sqlfence.Fence(ctx, env.Pool, "r", fence.MaxToken-1); err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlfence.Fence(ctx, env.Pool, "r", fence.MaxToken); err != nil {
+		t.Fatalf("Fence(MaxToken): %v", err)
+	}
+	if cur, err := sqlfence.Current(ctx, env.Pool, "r"); err != nil || cur != fence.MaxToken {
+		t.Fatalf("Current = %d, %v; want %d", cur, err, fence.MaxToken)
+	}
+	wantStale(t, sqlfence.Fence(ctx, env.Pool, "r", fence.MaxToken-1), "r", fence.MaxToken-1, fence.MaxToken)
+	if err := tbl.Upsert(ctx, env.Pool, 1, fence.MaxToken, 1); err != nil {
+		t.Fatalf("Upsert(MaxToken): %v", err)
+	}
+	if v, err := tbl.Version(ctx, env.Pool, 1); err != nil || v != fence.MaxToken {
+		t.Fatalf("Version = %d, %v; want %d", v, err, fence.MaxToken)
+	}
+	wantStale(t, tbl.Update(ctx, env.Pool, 1, fence.MaxToken-1, 2), "acct:1", fence.MaxToken-1, fence.MaxToken)
+}
