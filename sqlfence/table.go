@@ -211,48 +211,58 @@ func (t *Table) write(ctx context.Context, db Querier, op, sql string, key any, 
 	var done bool
 	var cur int64
 	err := db.QueryRow(ctx, sql, args...).Scan(&done, &cur)
-	if err == nil && done {
-		return nil
-	}
-	res := t.resource(key)
 	switch {
+	case err == nil && done:
+		return nil
 	case err == nil && fence.IsStale(tok, fence.Token(cur)):
-		return &fence.StaleError{Resource: res, Presented: tok, Current: fence.Token(cur)}
-	case err == nil && op == "insert":
-		return fmt.Errorf("%w: %s has version %d", ErrRowExists, res, cur)
-	case errors.Is(err, pgx.ErrNoRows) && op == "insert":
-		// Refused, yet invisible to the snapshot: inserted concurrently.
-		// Read its version: stale if it is newer, as without the race.
-		cur, rerr := reread(ctx, db, t.readSQL, key)
+		return &fence.StaleError{Resource: t.resource(key), Presented: tok, Current: fence.Token(cur)}
+	case err != nil && !errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("sqlfence: %s %s with token %s: %w", op, t.resource(key), tok, err)
+	}
+	// Refused (or matched nothing), and the statement's snapshot does not
+	// say why: it shows no row (ErrNoRows), or a version that allows tok.
+	return t.explain(ctx, db, op, key, tok, err == nil, cur)
+}
+
+// explain turns a refusal that the statement's snapshot does not explain
+// into an error. visible says whether the snapshot saw the row, with
+// version cur. Under READ COMMITTED the snapshot predates what was
+// committed while the statement waited on a row lock; a new statement
+// (one more round trip) sees it.
+func (t *Table) explain(ctx context.Context, db Querier, op string, key any, tok fence.Token, visible bool, cur int64) error {
+	res := t.resource(key)
+	switch op {
+	case "insert":
+		if visible {
+			return fmt.Errorf("%w: %s has version %d", ErrRowExists, res, cur)
+		}
+		// Inserted concurrently: stale if its version is newer, as without
+		// the race.
+		v, err := reread(ctx, db, t.readSQL, key)
 		switch {
-		case rerr == nil && fence.IsStale(tok, cur):
-			return &fence.StaleError{Resource: res, Presented: tok, Current: cur}
-		case rerr == nil:
-			return fmt.Errorf("%w: %s has version %d (inserted concurrently)", ErrRowExists, res, cur)
-		case errors.Is(rerr, pgx.ErrNoRows):
+		case err == nil && fence.IsStale(tok, v):
+			return &fence.StaleError{Resource: res, Presented: tok, Current: v}
+		case err == nil:
+			return fmt.Errorf("%w: %s has version %s (inserted concurrently)", ErrRowExists, res, v)
+		case errors.Is(err, pgx.ErrNoRows):
 			return fmt.Errorf("%w: %s (inserted and deleted concurrently)", ErrRowExists, res)
 		default:
-			return fmt.Errorf("sqlfence: insert %s refused; reading its version: %w", res, rerr)
+			return fmt.Errorf("sqlfence: insert %s refused; reading its version: %w", res, err)
 		}
-	case op == "upsert" && (err == nil || errors.Is(err, pgx.ErrNoRows)):
-		// Refused, but the snapshot shows no row or one that allows tok:
-		// a newer version was committed while the upsert waited. The row
-		// exists now (it conflicted): re-read it.
+	case "upsert":
+		// It conflicted, so the row exists, with a newer version committed
+		// while the upsert waited.
 		return staleFromReread(ctx, db, t.readSQL, key, res, tok)
-	case err == nil, errors.Is(err, pgx.ErrNoRows):
-		// Update refused or matched nothing. A row absent from the
-		// snapshot is missing; a row whose snapshot version allows tok was
-		// changed (or deleted) while this update waited on its lock: re-read.
-		if err != nil {
+	default: // update
+		if !visible {
 			return fmt.Errorf("%w: %s", ErrNoRow, res)
 		}
-		rerr := staleFromReread(ctx, db, t.readSQL, key, res, tok)
-		if errors.Is(rerr, pgx.ErrNoRows) {
+		// The row was changed or deleted while the update waited on its lock.
+		err := staleFromReread(ctx, db, t.readSQL, key, res, tok)
+		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("%w: %s (deleted concurrently)", ErrNoRow, res)
 		}
-		return rerr
-	default:
-		return fmt.Errorf("sqlfence: %s %s with token %s: %w", op, res, tok, err)
+		return err
 	}
 }
 
