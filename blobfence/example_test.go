@@ -15,7 +15,7 @@ import (
 // B's object stays.
 func ExampleStore_Put() {
 	ctx := context.Background()
-	store, done := exampleStore() // blobfence.New(s3Client, bucket, nil)
+	store, done := exampleStore("ExampleStore_Put") // blobfence.New(s3Client, bucket, nil)
 	defer done()
 
 	fmt.Println("A (33):", store.Put(ctx, "report.csv", []byte("A's data"), 33))
@@ -39,7 +39,7 @@ func ExampleStore_Put() {
 // last put returned: each further put is a single conditional PUT.
 func ExampleStore_PutAfter() {
 	ctx := context.Background()
-	store, done := exampleStore()
+	store, done := exampleStore("ExampleStore_PutAfter")
 	defer done()
 
 	var last blobfence.Version // zero: the key is absent
@@ -63,7 +63,7 @@ func ExampleStore_PutAfter() {
 // one), rewinding it when it must try again.
 func ExampleStore_PutReader() {
 	ctx := context.Background()
-	store, done := exampleStore()
+	store, done := exampleStore("ExampleStore_PutReader")
 	defer done()
 
 	res, err := store.PutReader(ctx, "big.bin", strings.NewReader(strings.Repeat("x", 1<<20)), 12)
@@ -77,7 +77,7 @@ func ExampleStore_PutReader() {
 
 func ExampleStore_Delete() {
 	ctx := context.Background()
-	store, done := exampleStore()
+	store, done := exampleStore("ExampleStore_Delete")
 	defer done()
 
 	_ = store.Put(ctx, "job/42", []byte("result"), 50)

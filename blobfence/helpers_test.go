@@ -2,10 +2,7 @@ package blobfence_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"os"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -59,51 +56,13 @@ func newStore(tb testing.TB, opts *blobfence.Options) (*blobfence.Store, *counti
 	return blobfence.New(c, env.Bucket, opts), c, env
 }
 
-// exampleStore returns a store on a fresh bucket for an example, and the
-// function that deletes the bucket. Examples cannot take a *testing.T, so
-// they reach testenv (the harness's versitygw, or FENCEKIT_S3_ENDPOINT)
-// through exampleTB.
-func exampleStore() (*blobfence.Store, func()) {
-	tb := &exampleTB{}
+// exampleStore returns a store on a fresh bucket for the example called
+// name, and the function that deletes the bucket. Examples cannot take a
+// *testing.T, so they reach testenv through testenv.ExampleTB.
+func exampleStore(name string) (*blobfence.Store, func()) {
+	tb, done := testenv.ExampleTB(name)
 	env := testenv.S3(tb)
-	return blobfence.New(env.Client, env.Bucket, nil), tb.cleanup
-}
-
-// exampleTB is the testing.TB the examples hand testenv: a failure
-// (FENCEKIT_REQUIRE_SERVERS=1 and no server) panics, which fails the
-// example; a skip (no server, the variable unset) cannot be expressed by an
-// example, so it ends the test binary with a note, after the tests ran. The methods testenv does not call stay unimplemented
-// (the embedded nil interface).
-type exampleTB struct {
-	testing.TB
-	mu       sync.Mutex
-	cleanups []func()
-}
-
-func (*exampleTB) Helper()                   {}
-func (*exampleTB) Name() string              { return "example" }
-func (*exampleTB) Fatal(a ...any)            { panic(fmt.Sprint(a...)) }
-func (*exampleTB) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
-func (*exampleTB) Errorf(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
-func (*exampleTB) Skip(a ...any) {
-	fmt.Fprintln(os.Stderr, "blobfence: examples not run:", fmt.Sprint(a...))
-	os.Exit(0)
-}
-func (*exampleTB) Log(a ...any)        {}
-func (*exampleTB) Logf(string, ...any) {}
-func (t *exampleTB) Cleanup(f func()) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.cleanups = append(t.cleanups, f)
-}
-
-func (t *exampleTB) cleanup() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for i := len(t.cleanups) - 1; i >= 0; i-- {
-		t.cleanups[i]()
-	}
-	t.cleanups = nil
+	return blobfence.New(env.Client, env.Bucket, nil), done
 }
 
 // pooledClient is a client of env's server that keeps up to conns idle
