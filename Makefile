@@ -15,6 +15,10 @@ export FENCEKIT_VERSITYGW ?= $(VERSITYGW)
 demo:
 	$(GO) run ./cmd/fencesim
 
+## timeline: render the kleppmann scenario's HTML timeline to docs/img/kleppmann.png with headless Chromium
+timeline:
+	bash scripts/render-timeline.sh
+
 ## tools: install versitygw $(VERSITYGW_VERSION) (the S3 server the tests start) unless that version is installed
 tools:
 	@if $(GO) version -m $(VERSITYGW) 2>/dev/null | grep -Eq 'mod[[:space:]]+github.com/versity/versitygw[[:space:]]+$(VERSITYGW_VERSION)([[:space:]]|$$)'; then \
