@@ -89,19 +89,31 @@ func NewTable(table, keyColumn, versionColumn string, columns ...string) (*Table
 	}, nil
 }
 
-// buildUpdate returns the fenced update: $1 key, $2 token, $3... values. The
-// CTE tries the update; when it matches nothing, the second branch reads the
-// row's version in the same statement, telling stale from missing.
+// fenced wraps dml, an UPDATE or INSERT of table t that writes the row with
+// key $1 (k = $1) or nothing, into the one statement sqlfence sends. It
+// returns (true, version written) when dml wrote, and otherwise (false,
+// the row's version as the statement's snapshot shows it), or no row when
+// the snapshot has none: stale, exists and missing told apart in one round
+// trip. fencekit_seen comes first in the WITH list so that t in it names
+// the user's table even when that table is called fencekit_w (a non-recursive
+// WITH item cannot see itself or later items); dml's target is always a
+// table.
+func fenced(t, k, v, dml string) string {
+	return "WITH fencekit_seen AS (SELECT COALESCE(" + v + ", 0) AS ver FROM " + t + " WHERE " + k + " = $1),\n" +
+		"fencekit_w AS (" + dml + " RETURNING " + v + " AS ver)\n" +
+		"SELECT true, ver FROM fencekit_w UNION ALL " +
+		"SELECT false, ver FROM fencekit_seen WHERE NOT EXISTS (SELECT 1 FROM fencekit_w)"
+}
+
+// buildUpdate returns the fenced update: $1 key, $2 token, $3... values.
 func buildUpdate(t, k, v string, cols []string) string {
 	var b strings.Builder
-	b.WriteString("WITH w AS (UPDATE " + t + " SET " + v + " = $2")
+	b.WriteString("UPDATE " + t + " SET " + v + " = $2")
 	for i, c := range cols {
 		b.WriteString(", " + c + " = $" + strconv.Itoa(i+3))
 	}
-	b.WriteString(" WHERE " + k + " = $1 AND COALESCE(" + v + ", 0) <= $2 RETURNING " + v + ")\n")
-	b.WriteString("SELECT true, " + v + " FROM w UNION ALL SELECT false, COALESCE(" + v + ", 0) FROM " + t +
-		" WHERE " + k + " = $1 AND NOT EXISTS (SELECT 1 FROM w)")
-	return b.String()
+	b.WriteString(" WHERE " + k + " = $1 AND COALESCE(" + v + ", 0) <= $2")
+	return fenced(t, k, v, b.String())
 }
 
 // buildUpsertAction returns the ON CONFLICT action of the fenced upsert.
@@ -123,7 +135,7 @@ func buildInsert(t, k, v string, cols []string, action string) string {
 	if action == "" {
 		action = "DO NOTHING"
 	}
-	b.WriteString("WITH w AS (INSERT INTO " + t + " AS fencekit_row (" + k + ", " + v)
+	b.WriteString("INSERT INTO " + t + " AS fencekit_row (" + k + ", " + v)
 	for _, c := range cols {
 		b.WriteString(", " + c)
 	}
@@ -131,10 +143,8 @@ func buildInsert(t, k, v string, cols []string, action string) string {
 	for i := range cols {
 		b.WriteString(", $" + strconv.Itoa(i+3))
 	}
-	b.WriteString(") ON CONFLICT (" + k + ") " + action + " RETURNING " + v + ")\n")
-	b.WriteString("SELECT true, " + v + " FROM w UNION ALL SELECT false, COALESCE(" + v + ", 0) FROM " + t +
-		" WHERE " + k + " = $1 AND NOT EXISTS (SELECT 1 FROM w)")
-	return b.String()
+	b.WriteString(") ON CONFLICT (" + k + ") " + action)
+	return fenced(t, k, v, b.String())
 }
 
 // Update sets the row with key to values (one per column given to

@@ -210,3 +210,34 @@ func TestMaxToken(t *testing.T) {
 	}
 	wantStale(t, tbl.Update(ctx, env.Pool, 1, fence.MaxToken-1, 2), "acct:1", fence.MaxToken-1, fence.MaxToken)
 }
+
+// A table or column whose name is also one the statements use internally
+// (WITH items, the row alias, the output column) works like any other.
+func TestTableNamedLikeInternals(t *testing.T) {
+	env := setup(t)
+	ctx := testCtx(t)
+	for _, name := range []string{"w", "fencekit_w", "fencekit_seen", "fencekit_row", "ver", "t"} {
+		exec(t, env.Pool, `CREATE TABLE `+name+` (id int PRIMARY KEY, ver text, fencekit_row bigint NOT NULL DEFAULT 0)`)
+		tbl, err := sqlfence.NewTable(name, "id", "fencekit_row", "ver")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tbl.Update(ctx, env.Pool, 1, 5, "a"); !errors.Is(err, sqlfence.ErrNoRow) {
+			t.Fatalf("%s: Update of a missing row: %v, want ErrNoRow", name, err)
+		}
+		if err := tbl.Insert(ctx, env.Pool, 1, 5, "a"); err != nil {
+			t.Fatalf("%s: Insert: %v", name, err)
+		}
+		if err := tbl.Insert(ctx, env.Pool, 1, 5, "b"); !errors.Is(err, sqlfence.ErrRowExists) {
+			t.Fatalf("%s: Insert of an existing row: %v, want ErrRowExists", name, err)
+		}
+		if err := tbl.Update(ctx, env.Pool, 1, 6, "b"); err != nil {
+			t.Fatalf("%s: Update: %v", name, err)
+		}
+		if err := tbl.Upsert(ctx, env.Pool, 1, 7, "c"); err != nil {
+			t.Fatalf("%s: Upsert: %v", name, err)
+		}
+		wantStale(t, tbl.Update(ctx, env.Pool, 1, 6, "d"), name+":1", 6, 7)
+		wantStale(t, tbl.Upsert(ctx, env.Pool, 1, 6, "d"), name+":1", 6, 7)
+	}
+}
