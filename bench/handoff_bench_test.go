@@ -28,7 +28,7 @@ const (
 // iterations (run.sh also pools the rounds' raw samples). ns/op includes
 // the holder's random hold time and means nothing here.
 func BenchmarkHandoff(b *testing.B) {
-	for _, name := range LockerNames() {
+	for _, name := range rotated(LockerNames()) {
 		b.Run("lib="+name, func(b *testing.B) {
 			prefix := uniqueKey(name)
 			env := newRedis(b, prefix)

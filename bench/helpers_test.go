@@ -118,3 +118,20 @@ func TestParseProcStat(t *testing.T) {
 		t.Error("parseProcStat accepted a line without the command's parentheses")
 	}
 }
+
+func TestRotated(t *testing.T) {
+	names := []string{"a", "b", "c"}
+	for round, want := range map[string]string{"": "abc", "1": "abc", "2": "bca", "3": "cab", "4": "abc", "x": "abc"} {
+		t.Setenv(EnvRound, round)
+		got := ""
+		for _, n := range rotated(names) {
+			got += n
+		}
+		if got != want {
+			t.Errorf("round %q: got %s, want %s", round, got, want)
+		}
+	}
+	if names[0] != "a" {
+		t.Error("rotated changed its argument")
+	}
+}

@@ -48,7 +48,7 @@ func BenchmarkLease(b *testing.B) {
 	}
 	for _, op := range ops {
 		b.Run("op="+op.name, func(b *testing.B) {
-			for _, name := range LockerNames() {
+			for _, name := range rotated(LockerNames()) {
 				b.Run("lib="+name, func(b *testing.B) {
 					prefix := uniqueKey(name)
 					env := newRedis(b, prefix)

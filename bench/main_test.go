@@ -24,6 +24,22 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// EnvRound is set by run.sh to the round number (1, 2, ...): each round
+// starts the compared libraries or modes at a different one, so that none
+// always runs first or right after another.
+const EnvRound = "BENCH_ROUND"
+
+// rotated returns names rotated left by (round-1) mod len(names); round
+// 1, or no BENCH_ROUND, keeps the order.
+func rotated(names []string) []string {
+	r, err := strconv.Atoi(os.Getenv(EnvRound))
+	if err != nil || r < 1 || len(names) == 0 {
+		return names
+	}
+	k := (r - 1) % len(names)
+	return append(append([]string(nil), names[k:]...), names[:k]...)
+}
+
 // runID makes key names unique to this process.
 var runID = strconv.FormatInt(time.Now().UnixNano()%1e9, 36) + "-" + strconv.Itoa(os.Getpid())
 

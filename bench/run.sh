@@ -5,7 +5,8 @@
 #
 # Each round runs every benchmark once, the compared libraries (or plain and
 # fenced modes) one after the other inside each benchmark, so rounds go
-# A B C D A B C D ... and machine drift falls on all of them alike. Results
+# A B C D, B C D A, C D A B, ...: machine drift falls on all of them alike
+# and none always runs first or right after the same one. Results
 # are appended to OUTDIR/lease.txt and OUTDIR/latency.txt, summarized with
 # benchstat (OUTDIR/benchstat.txt) and as Markdown ratio tables against the
 # baseline (OUTDIR/ratios.md), both also printed.
@@ -57,6 +58,7 @@ go build -o "$out/benchratio" ./cmd/benchratio
 start=$(date +%s)
 for ((r = 1; r <= rounds; r++)); do
 	echo "run.sh: round $r/$rounds ($(($(date +%s) - start)) s elapsed)" >&2
+	export BENCH_ROUND=$r # rotates which library or mode goes first
 	"$out/bench.test" -test.run '^$' -test.bench '^(BenchmarkLease|BenchmarkSQL|BenchmarkS3Put)$' \
 		-test.benchtime "$benchtime" -test.count 1 >>"$out/lease.txt"
 	BENCH_SAMPLES_DIR=$out/samples "$out/bench.test" -test.run '^$' -test.bench '^BenchmarkHandoff$' \

@@ -44,7 +44,7 @@ func BenchmarkS3Put(b *testing.B) {
 	var tok atomic.Int64
 	for _, size := range s3Sizes {
 		body := bytes.Repeat([]byte("fencekit"), size.n/8)
-		for _, mode := range []string{"plain", "fenced", "fenced-etag"} {
+		for _, mode := range rotated([]string{"plain", "fenced", "fenced-etag"}) {
 			b.Run("size="+size.name+"/mode="+mode, func(b *testing.B) {
 				ctx := context.Background()
 				key := uniqueKey(size.name, mode)
