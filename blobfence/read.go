@@ -15,35 +15,38 @@ import (
 )
 
 // Get returns the object's body and the token in its metadata (0 when it
-// carries none). It costs one request. Errors: [ErrNotFound] when the key is
-// absent, [ErrBadMetadata] when the token metadata does not parse,
-// [ErrInvalidArgument] for a bad key or Store, S3 errors otherwise.
-// Get returns what Put stored: body and token round-trip.
+// carries none): what Put stored. It costs one request. Errors:
+// [ErrNotFound] when the key is absent, [ErrBadMetadata] when the token
+// metadata does not parse, [ErrInvalidArgument] for a bad key or Store, S3
+// errors otherwise.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, fence.Token, error) {
-	body, v, err := s.GetVersion(ctx, key)
+	if err := s.check("get", key); err != nil {
+		return nil, 0, err
+	}
+	body, v, _, err := s.getOnce(ctx, key)
 	return body, v.Token, err
 }
 
 // GetVersion is [Store.Get] that also returns the object's ETag, which
-// [Store.PutAfter] accepts to write again in one request. When the ETag
-// provably belongs to another version than the body (a GET racing a PUT on
-// a server whose reads are not atomic), it reads again, up to
-// [Options.MaxAttempts]+1 times.
+// [Store.PutAfter] accepts to write again in one request. It costs one
+// request, more when the server paired the body with the ETag of another
+// version (a GET racing a PUT on a server whose reads are not atomic, which
+// the write record reveals): then it reads again, up to
+// [Options.MaxAttempts]+1 times, and returns an error wrapping
+// [ErrContention] if no read was whole. Other errors as for Get.
 func (s *Store) GetVersion(ctx context.Context, key string) ([]byte, Version, error) {
 	if err := s.check("get", key); err != nil {
 		return nil, Version{}, err
 	}
-	var body []byte
-	var v Version
-	for range s.maxAttempts + 1 {
-		var torn bool
-		var err error
-		body, v, torn, err = s.getOnce(ctx, key)
+	reads := s.maxAttempts + 1
+	for range reads {
+		body, v, torn, err := s.getOnce(ctx, key)
 		if err != nil || !torn {
 			return body, v, err
 		}
 	}
-	return body, v, nil
+	return nil, Version{}, fmt.Errorf("%w: get %s: every one of %d reads paired the body with another version's ETag",
+		ErrContention, s.resource(key), reads)
 }
 
 // getOnce reads the object once. Body, token and write record come from
