@@ -3,6 +3,7 @@ package sqlfence_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -141,4 +142,57 @@ func TestSerializableRetryReal(t *testing.T) {
 		t.Fatalf("items = %v after %d attempts, want [1 2] after at least 3 (one retry)", vals, attempts.Load())
 	}
 	t.Logf("%d attempts for 2 transactions", attempts.Load())
+}
+
+// Two REPEATABLE READ transactions that claim two resources in opposite
+// orders deadlock; PostgreSQL aborts one with SQLSTATE 40P01 and Guard runs
+// it again, so both succeed.
+func TestDeadlockRetryReal(t *testing.T) {
+	env := setup(t)
+	ctx := testCtx(t)
+	g, err := sqlfence.New(&sqlfence.Options{IsoLevel: pgx.RepeatableRead, MaxRetries: 20}) // a retry can deadlock again
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		attempts atomic.Int32
+		mu       sync.Mutex
+		codes    []string
+		claimed  sync.WaitGroup
+		wg       sync.WaitGroup
+		errs     [2]error
+	)
+	claimed.Add(2)
+	first := [2]bool{true, true}
+	for i := range 2 {
+		wg.Go(func() {
+			mine, other := []string{"a", "b"}[i], []string{"b", "a"}[i]
+			errs[i] = g.InTx(ctx, env.Pool, mine, 1, func(tx pgx.Tx) error {
+				attempts.Add(1)
+				if first[i] {
+					first[i] = false
+					claimed.Done()
+					claimed.Wait() // both hold their own guard row
+				}
+				err := sqlfence.Claim(ctx, tx, other, 1)
+				var pe *pgconn.PgError
+				if errors.As(err, &pe) {
+					mu.Lock()
+					codes = append(codes, pe.Code)
+					mu.Unlock()
+				}
+				return err
+			})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("tx %d: %v", i, err)
+		}
+	}
+	if attempts.Load() < 3 || !slices.Contains(codes, "40P01") {
+		t.Fatalf("%d attempts, SQLSTATEs %v: want a deadlock (40P01) and a retry", attempts.Load(), codes)
+	}
+	t.Logf("%d attempts, SQLSTATEs %v", attempts.Load(), codes)
 }
