@@ -5,31 +5,44 @@ import (
 	"time"
 )
 
-// heartbeat renews the lease every interval, counted from when the previous
-// acquire or renew request was sent, until the lease ends. A renewal that
-// fails is retried every RetryDelay; each request's context ends at the
-// local deadline, and the deadline timer (checkDeadline) ends the lease on
-// time even if a request outlives its context. A definite "not yours"
-// answer ends the lease at once.
-func (l *Lease) heartbeat(sent time.Time) {
-	defer close(l.hbDone)
-	next := sent.Add(l.t.interval)
-	// Bounded: every pass either waits until next, which moves forward, or
-	// returns; the lease ends at its deadline at the latest.
-	for {
-		if !sleepUntil(l.hbCtx, next) {
-			return
-		}
-		sent = time.Now()
-		ok, done := l.renewOnce(sent)
-		if done {
-			return
-		}
-		if ok {
-			next = sent.Add(l.t.interval)
-		} else {
-			next = time.Now().Add(l.t.retry)
-		}
+// The heartbeat is a chain of timers, not a goroutine: between renewals a
+// lease costs a timer and nothing else, and a lease released before its
+// first renewal never starts a goroutine. Each beat runs in the timer's
+// goroutine, sends one renewal, and arms the timer for the next beat:
+// RenewInterval after the renewal was sent, or RetryDelay after a failure.
+// Each request's context ends at the local deadline, and the deadline timer
+// (checkDeadline) ends the lease on time even if a request outlives its
+// context. A definite "not yours" answer ends the lease at once.
+
+// schedule arms the next beat at t, unless the lease has ended.
+func (l *Lease) schedule(t time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ended {
+		return
+	}
+	if l.beatTimer == nil {
+		l.beatTimer = time.AfterFunc(time.Until(t), l.beat)
+		return
+	}
+	l.beatTimer.Reset(time.Until(t))
+}
+
+// beat sends one renewal and schedules the next.
+func (l *Lease) beat() {
+	l.beats.Add(1)
+	defer l.beats.Add(-1)
+	if l.hbCtx.Err() != nil {
+		return
+	}
+	sent := time.Now()
+	ok, done := l.renewOnce(sent)
+	switch {
+	case done:
+	case ok:
+		l.schedule(sent.Add(l.t.interval))
+	default:
+		l.schedule(time.Now().Add(l.t.retry))
 	}
 }
 
@@ -62,18 +75,6 @@ func (l *Lease) renewOnce(sent time.Time) (ok, done bool) {
 	return true, !l.extend(sent)
 }
 
-// sleepUntil waits until t or until ctx ends; it reports whether t came.
-func sleepUntil(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
+// beating reports whether a renewal is running now (for tests: no
+// goroutine is left once a lease has ended and this is false).
+func (l *Lease) beating() bool { return l.beats.Load() > 0 }

@@ -100,24 +100,22 @@ func TestSynctestDeadlineCountedFromSend(t *testing.T) {
 				if !isLost(l.Err(), CauseExpired) {
 					t.Fatalf("Err = %v, want LostError expired", l.Err())
 				}
-				if !strings.Contains(l.Err().Error(), "renewal sent 195ms before the deadline is still unanswered") {
+				// The request's context and the deadline timer end at the same
+				// instant; either explains the loss.
+				if !strings.Contains(l.Err().Error(), "renewal sent 195ms before the deadline is still unanswered") &&
+					!errors.Is(l.Err(), context.DeadlineExceeded) {
 					t.Errorf("Err = %v, want it to carry the last renewal error", l.Err())
 				}
 				// The heartbeat goroutine exits once its request returns.
 				// synctest.Test fails if any goroutine is left.
 				synctest.Wait()
-				select {
-				case <-l.hbDone:
-					if mode == "stuck" {
-						t.Errorf("heartbeat exited while its request was stuck")
-					}
-				default:
-					if mode == "down" {
-						t.Errorf("heartbeat still running after the deadline")
-					}
+				if l.beating() != (mode == "stuck") {
+					t.Errorf("renewal running after the deadline: %v, want %v", l.beating(), mode == "stuck")
 				}
 				time.Sleep(4 * time.Second)
-				<-l.hbDone
+				if l.beating() {
+					t.Error("renewal still running after its request returned")
+				}
 			})
 		})
 	}
@@ -258,8 +256,7 @@ func TestSynctestAcquireWaitWakesAtHolderExpiry(t *testing.T) {
 		f := newFakeRedis()
 		c := fakeClient(f, Options{WaitJitter: -1}, nil)
 		holder := mustAcquire(t, c, "wait", 500*time.Millisecond)
-		holder.hbStop() // the holder dies: no more renewals
-		<-holder.hbDone
+		holder.crash()
 		start := time.Now()
 		l, err := c.AcquireWait(context.Background(), "wait", time.Second)
 		if err != nil {

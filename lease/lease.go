@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
@@ -26,23 +27,24 @@ type Lease struct {
 
 	hbCtx  context.Context // cancelled to stop the heartbeat
 	hbStop context.CancelFunc
-	hbDone chan struct{} // closed when the heartbeat goroutine returned
+	beats  atomic.Int32  // renewals running now
 	relSem chan struct{} // holds one token: serializes Release calls
 
-	mu       sync.Mutex
-	deadline time.Time   // local deadline; the lease is lost when it passes
-	timer    *time.Timer // fires at deadline
-	ended    bool        // ctx cancelled (lost or released)
-	hbErr    error       // last renewal error, nil after a success
-	inflight time.Time   // when the renewal in flight was sent, zero if none
-	relDone  bool        // Release finished with a definite answer
-	relErr   error       // its result, returned again by later calls
+	mu        sync.Mutex
+	deadline  time.Time   // local deadline; the lease is lost when it passes
+	timer     *time.Timer // fires at deadline
+	beatTimer *time.Timer // fires at the next renewal
+	ended     bool        // ctx cancelled (lost or released)
+	hbErr     error       // last renewal error, nil after a success
+	inflight  time.Time   // when the renewal in flight was sent, zero if none
+	relDone   bool        // Release finished with a definite answer
+	relErr    error       // its result, returned again by later calls
 }
 
 // start makes the Lease for a grant whose request was sent at sent and
 // launches its heartbeat.
 func (c *Client) start(ctx context.Context, name string, k keys, tok fence.Token, value string, t timing, sent time.Time) *Lease {
-	l := &Lease{c: c, name: name, k: k, value: value, token: tok, t: t, hbDone: make(chan struct{}), relSem: make(chan struct{}, 1)}
+	l := &Lease{c: c, name: name, k: k, value: value, token: tok, t: t, relSem: make(chan struct{}, 1)}
 	// The lease's context keeps ctx's values (trace ids, loggers) but not
 	// its cancellation: Acquire's ctx often ends long before the work.
 	l.ctx, l.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
@@ -51,7 +53,7 @@ func (c *Client) start(ctx context.Context, name string, k keys, tok fence.Token
 	l.deadline = t.deadline(sent)
 	l.timer = time.AfterFunc(time.Until(l.deadline), l.checkDeadline)
 	l.mu.Unlock()
-	go l.heartbeat(sent)
+	l.schedule(sent.Add(t.interval))
 	return l
 }
 
@@ -105,6 +107,9 @@ func (l *Lease) endLocked(cause error) bool {
 	}
 	l.ended = true
 	l.timer.Stop()
+	if l.beatTimer != nil {
+		l.beatTimer.Stop()
+	}
 	// Count and log before cancelling, so that whoever wakes on Done sees
 	// them.
 	if lost := (*LostError)(nil); errors.As(cause, &lost) {
@@ -184,8 +189,10 @@ func (l *Lease) Release(ctx context.Context) error {
 	if l.relDone {
 		return l.relErr
 	}
+	// Stop the heartbeat first. A renewal already in flight may still
+	// reach Redis before the delete (it extends a key about to be deleted)
+	// or after it (it finds no key and does nothing): either way harmless.
 	l.end(ErrReleased)
-	<-l.hbDone // the heartbeat has stopped: no renewal races the delete
 	res, err := releaseScript.Run(ctx, l.c.scripts, []string{l.k.lock}, l.value, l.k.channel).Int64()
 	if err != nil {
 		return errScript("release", l.name, err)

@@ -103,3 +103,13 @@ func isNotAcquired(err error) bool {
 	var na *NotAcquiredError
 	return errors.As(err, &na) && errors.Is(err, ErrNotAcquired)
 }
+
+// crash stops l's heartbeat without telling anyone, as if its process died.
+func (l *Lease) crash() {
+	l.mu.Lock()
+	if l.beatTimer != nil {
+		l.beatTimer.Stop()
+	}
+	l.mu.Unlock()
+	l.hbStop()
+}

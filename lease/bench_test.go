@@ -1,0 +1,174 @@
+package lease
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fencekit/fencekit/internal/testenv"
+)
+
+// baselineRelease is the hand-written compare-and-delete of the baseline.
+var baselineRelease = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
+
+// benchEnv is a private redis-server (so INFO commandstats counts only the
+// benchmark) and a client that counts round trips.
+type benchEnv struct {
+	srv  *testenv.RedisServer
+	rdb  *redis.Client
+	sent *atomic.Int64
+}
+
+func newBenchEnv(b *testing.B) *benchEnv {
+	srv := testenv.StartRedisServer(b)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 32})
+	b.Cleanup(func() { rdb.Close() })
+	e := &benchEnv{srv: srv, rdb: rdb, sent: new(atomic.Int64)}
+	rdb.AddHook(countingHook{e.sent})
+	return e
+}
+
+// commands returns the total calls in INFO commandstats (commands run by
+// scripts included), minus the INFO calls themselves.
+func (e *benchEnv) commands(b *testing.B) int64 {
+	info, err := e.rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n int64
+	for line := range strings.Lines(info) {
+		if !strings.HasPrefix(line, "cmdstat_") || strings.HasPrefix(line, "cmdstat_info:") {
+			continue
+		}
+		_, rest, _ := strings.Cut(line, "calls=")
+		calls, _, _ := strings.Cut(rest, ",")
+		c, _ := strconv.ParseInt(calls, 10, 64)
+		n += c
+	}
+	return n
+}
+
+// measure runs fn as the benchmark body and reports Redis commands and
+// client round trips per operation.
+func (e *benchEnv) measure(b *testing.B, fn func(b *testing.B)) {
+	b.ReportAllocs()
+	cmds := e.commands(b)
+	sent := e.sent.Load()
+	b.ResetTimer()
+	fn(b)
+	b.StopTimer()
+	after := e.sent.Load() - 1 // the INFO below
+	b.ReportMetric(float64(e.commands(b)-cmds)/float64(b.N), "rediscmds/op")
+	b.ReportMetric(float64(after-sent)/float64(b.N), "roundtrips/op")
+}
+
+func BenchmarkLease(b *testing.B) {
+	e := newBenchEnv(b)
+	ctx := context.Background()
+	c := New(e.rdb, nil)
+	release(b, mustAcquire(b, c, "warm", time.Second)) // load the scripts
+
+	b.Run("AcquireRelease", func(b *testing.B) {
+		e.measure(b, func(b *testing.B) {
+			for b.Loop() {
+				l, err := c.Acquire(ctx, "ar", time.Minute)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := l.Release(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+	b.Run("Baseline/SetNXRelease", func(b *testing.B) {
+		baselineRelease.Load(ctx, e.rdb)
+		e.measure(b, func(b *testing.B) {
+			for b.Loop() {
+				val, err := randomValue()
+				if err != nil {
+					b.Fatal(err)
+				}
+				ok, err := e.rdb.SetNX(ctx, "baseline", val, time.Minute).Result()
+				if err != nil || !ok {
+					b.Fatal(ok, err)
+				}
+				if n, err := baselineRelease.Run(ctx, e.rdb, []string{"baseline"}, val).Int64(); err != nil || n != 1 {
+					b.Fatal(n, err)
+				}
+			}
+		})
+	})
+	b.Run("Renew", func(b *testing.B) {
+		l := mustAcquire(b, c, "renew", time.Minute) // heartbeat every 20s: idle here
+		defer release(b, l)
+		e.measure(b, func(b *testing.B) {
+			for b.Loop() {
+				if ok, done := l.renewOnce(time.Now()); !ok || done {
+					b.Fatal("renewal failed", l.Err())
+				}
+			}
+		})
+	})
+	b.Run("Contended16/Acquire", func(b *testing.B) {
+		var grants atomic.Int64
+		e.measure(b, func(b *testing.B) {
+			b.SetParallelism(16 / max(1, testingProcs()))
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					l, err := c.Acquire(ctx, "contended", time.Minute)
+					if errors.Is(err, ErrNotAcquired) {
+						continue
+					}
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					grants.Add(1)
+					l.Release(ctx)
+				}
+			})
+		})
+		b.ReportMetric(float64(grants.Load())/float64(b.N), "grants/op")
+	})
+	b.Run("Contended16/Baseline", func(b *testing.B) {
+		var grants atomic.Int64
+		e.measure(b, func(b *testing.B) {
+			b.SetParallelism(16 / max(1, testingProcs()))
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					val, _ := randomValue()
+					ok, err := e.rdb.SetNX(ctx, "contended-baseline", val, time.Minute).Result()
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					if ok {
+						grants.Add(1)
+						baselineRelease.Run(ctx, e.rdb, []string{"contended-baseline"}, val)
+					}
+				}
+			})
+		})
+		b.ReportMetric(float64(grants.Load())/float64(b.N), "grants/op")
+	})
+}
+
+func randomValue() (string, error) {
+	var buf [16]byte
+	if _, err := rand.Read(buf[:]); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(buf[:]), nil
+}
+
+func testingProcs() int { return runtime.GOMAXPROCS(0) }
