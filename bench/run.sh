@@ -71,7 +71,7 @@ echo "run.sh: $rounds rounds in $(($(date +%s) - start)) s" >&2
 {
 	for f in Lease Handoff Takeover; do
 		echo "## $f (columns: /lib; deltas against baseline)"
-		"$benchstat" -filter ".name:$f" -col /lib@'(baseline fencekit redislock redsync)' "$out/lease.txt" "$out/latency.txt"
+		"$benchstat" -filter ".name:$f" -col /lib@'(baseline fencekit redislock redsync fencekit-lua)' "$out/lease.txt" "$out/latency.txt"
 		echo
 	done
 	for f in SQL S3Put; do
