@@ -167,32 +167,6 @@ func (f *faulty) DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, o .
 	return out, err
 }
 
-// TestConditionalWritesBypassSDKRetryer checks the retry setting: PUT and
-// DELETE go out with the SDK's retryer limited to one attempt (the store's
-// loop retries them after re-reading), reads keep the client's retryer.
-func TestConditionalWritesBypassSDKRetryer(t *testing.T) {
-	ctx := context.Background()
-	f := newRacer(t)
-	s := blobfence.New(f, f.env.Bucket, nil)
-	if err := s.Put(ctx, "k", []byte("x"), 1); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Delete(ctx, "k", 1); err != nil {
-		t.Fatal(err)
-	}
-	for op, want := range map[string]int{"PutObject": 1, "DeleteObject": 1, "HeadObject": retry.DefaultMaxAttempts} {
-		got := f.sdkAttempts[op]
-		if len(got) == 0 {
-			t.Fatalf("%s was not called", op)
-		}
-		for _, n := range got {
-			if n != want {
-				t.Errorf("%s sent with SDK max attempts %d, want %d", op, n, want)
-			}
-		}
-	}
-}
-
 func TestLostReplyResolvedByRereading(t *testing.T) {
 	for _, mode := range []struct {
 		name  string
