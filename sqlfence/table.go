@@ -179,8 +179,9 @@ func (t *Table) Insert(ctx context.Context, db Querier, key any, tok fence.Token
 // Upsert writes the row with key, version tok and values whether or not it
 // exists, unless it exists with a version greater than tok: an insert, or
 // the fenced update of [Table.Update], in one statement and one round trip
-// (INSERT ... ON CONFLICT (key) DO UPDATE ... WHERE version <= tok). The key
-// column needs a unique index or constraint.
+// (INSERT ... ON CONFLICT (key) DO UPDATE ... WHERE version <= tok; two in
+// the race described at [Table.Update]). The key column needs a unique
+// index or constraint.
 //
 // Errors: a [*fence.StaleError] when the row's version is greater than tok
 // (nothing changed), and the argument errors of [Table.Update].
