@@ -100,9 +100,12 @@ func (s *Store) put(ctx context.Context, key string, r io.ReadSeeker, tok fence.
 	w := &writeState{id: rand.Text()}
 	var lastRace error
 	lastUnknown := false
-	// Bounded: maxAttempts conditional PUTs, each after a read, and a last
-	// read that may find an unanswered attempt landed.
+	// Bounded: maxAttempts conditional PUTs, each after a read, and, when
+	// the last one got no answer, a last read that may find it landed.
 	for attempt := 0; attempt <= s.maxAttempts; attempt++ {
+		if attempt == s.maxAttempts && !lastUnknown {
+			break // the last attempt lost a race: it did not land
+		}
 		var cur Version
 		if attempt == 0 && prev != nil && fence.Check(key, tok, prev.Token) == nil {
 			cur = *prev
