@@ -13,7 +13,7 @@
 #
 # Environment:
 #   BENCH_SHORT=1      quick mode for CI: 2 rounds, short benchtimes (~1-2 min)
-#   BENCH_ROUNDS=N     number of rounds (default 5, short 2)
+#   BENCH_ROUNDS=N     number of rounds (default 6, short 2)
 #   FENCEKIT_REDIS_ADDR, FENCEKIT_POSTGRES_URL, FENCEKIT_S3_ENDPOINT (+ keys):
 #                      servers; see bench/doc.go (by default a private
 #                      redis-server and versitygw are started per round)
@@ -27,7 +27,7 @@ out=$(cd "$out" && pwd)
 if [[ "${BENCH_SHORT:-}" == 1 ]]; then
 	rounds=${BENCH_ROUNDS:-2} benchtime=200ms handoffN=10 takeoverN=8
 else
-	rounds=${BENCH_ROUNDS:-5} benchtime=1s handoffN=30 takeoverN=24
+	rounds=${BENCH_ROUNDS:-6} benchtime=500ms handoffN=30 takeoverN=24
 fi
 
 gobin=$(go env GOPATH | cut -d: -f1)/bin
