@@ -18,8 +18,8 @@
 -- earlier token as long as the server clocks are closer than the time since
 -- the lost grant. Lua numbers are doubles: exact up to 2^53 (time in µs is
 -- about 1.8e15 < 9.0e15), so a counter at or above 2^53 is refused.
-if redis.replicate_commands then redis.replicate_commands() end
-
+-- Writing after TIME needs effects replication: the default since Redis 5,
+-- the only mode since Redis 7.
 local pttl = redis.call('PTTL', KEYS[1])
 if pttl ~= -2 then
   local holder = redis.call('GET', KEYS[1])

@@ -32,7 +32,7 @@ func (l *Lease) schedule(t time.Time) {
 func (l *Lease) beat() {
 	l.beats.Add(1)
 	defer l.beats.Add(-1)
-	if l.hbCtx.Err() != nil {
+	if l.ctx.Err() != nil {
 		return
 	}
 	sent := time.Now()
@@ -49,13 +49,13 @@ func (l *Lease) beat() {
 // renewOnce sends one renewal. ok reports a confirmed renewal; done that the
 // heartbeat must stop (the lease ended).
 func (l *Lease) renewOnce(sent time.Time) (ok, done bool) {
-	ctx, cancel := context.WithDeadline(l.hbCtx, l.Deadline())
+	ctx, cancel := context.WithDeadline(l.ctx, l.Deadline())
 	defer cancel()
 	l.sending(sent)
 	res, err := renewScript.Run(ctx, l.c.scripts, []string{l.k.lock}, l.value, l.t.ttl.Milliseconds()).Int64()
 	latency := time.Since(sent)
 	l.sending(time.Time{})
-	if l.hbCtx.Err() != nil {
+	if l.ctx.Err() != nil {
 		return false, true
 	}
 	switch {

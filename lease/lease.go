@@ -25,8 +25,6 @@ type Lease struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	hbCtx  context.Context // cancelled to stop the heartbeat
-	hbStop context.CancelFunc
 	beats  atomic.Int32  // renewals running now
 	relSem chan struct{} // holds one token: serializes Release calls
 
@@ -48,7 +46,6 @@ func (c *Client) start(ctx context.Context, name string, k keys, tok fence.Token
 	// The lease's context keeps ctx's values (trace ids, loggers) but not
 	// its cancellation: Acquire's ctx often ends long before the work.
 	l.ctx, l.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
-	l.hbCtx, l.hbStop = context.WithCancel(context.Background())
 	l.mu.Lock() // the timer may fire at once; checkDeadline waits for l.timer
 	l.deadline = t.deadline(sent)
 	l.timer = time.AfterFunc(time.Until(l.deadline), l.checkDeadline)
@@ -116,8 +113,7 @@ func (l *Lease) endLocked(cause error) bool {
 		l.c.m.lost(l.ctx, lost.Cause)
 		l.c.cfg.logger.Warn("lease lost", "name", l.name, "token", uint64(l.token), "cause", lost.Cause, "err", lost.Err)
 	}
-	l.cancel(cause)
-	l.hbStop()
+	l.cancel(cause) // also cancels a renewal in flight
 	return true
 }
 

@@ -111,5 +111,4 @@ func (l *Lease) crash() {
 		l.beatTimer.Stop()
 	}
 	l.mu.Unlock()
-	l.hbStop()
 }
