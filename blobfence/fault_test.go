@@ -255,6 +255,35 @@ func TestAllAttemptsUnanswered(t *testing.T) {
 	}
 }
 
+// TestCancelledDuringWrite: a context cancelled while the conditional PUT
+// or DELETE is in flight ends the call at once, without another attempt, and the
+// error says both that the outcome is unknown and why.
+func TestCancelledDuringWrite(t *testing.T) {
+	f := newRacer(t)
+	s := blobfence.New(f, f.env.Bucket, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.beforePut = cancel
+	err := s.Put(ctx, "k", []byte("x"), 1)
+	if !errors.Is(err, blobfence.ErrOutcomeUnknown) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("put cancelled in flight: %v; want ErrOutcomeUnknown and context.Canceled", err)
+	}
+	if n := len(f.sdkAttempts["PutObject"]); n != 1 {
+		t.Fatalf("%d PUTs; want 1 (no attempt after the cancellation)", n)
+	}
+	if err := s.Put(context.Background(), "k", []byte("x"), 1); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	f.beforeDelete = cancel
+	err = s.Delete(ctx, "k", 1)
+	if !errors.Is(err, blobfence.ErrOutcomeUnknown) || !errors.Is(err, context.Canceled) || len(f.sdkAttempts["DeleteObject"]) != 1 {
+		t.Fatalf("delete cancelled in flight: %v after %d DELETEs; want ErrOutcomeUnknown and context.Canceled after 1",
+			err, len(f.sdkAttempts["DeleteObject"]))
+	}
+}
+
 func TestContentionExhausted(t *testing.T) {
 	ctx := context.Background()
 	f := newRacer(t)

@@ -151,7 +151,7 @@ func (s *Store) put(ctx context.Context, key string, r io.ReadSeeker, tok fence.
 			w.unknown = true
 			lastRace, lastUnknown = err, true
 			if ctx.Err() != nil {
-				return PutResult{}, w.fail(fmt.Errorf("blobfence: put %q: %w", key, err))
+				return PutResult{}, inFlight("put", key, err)
 			}
 		default:
 			return PutResult{}, w.fail(fmt.Errorf("blobfence: put %q: %w", key, err))
@@ -196,6 +196,12 @@ func (w *writeState) fail(err error) error {
 		return fmt.Errorf("%w (an earlier attempt got no answer; it may have landed and been replaced since): %w", ErrOutcomeUnknown, err)
 	}
 	return err
+}
+
+// inFlight is the error of a call whose context ended while its
+// conditional write was in flight: the write may or may not land.
+func inFlight(op, key string, err error) error {
+	return fmt.Errorf("%w: %s %q: the context ended with the write in flight: %w", ErrOutcomeUnknown, op, key, err)
 }
 
 // giveUp is the error of a call whose attempts ran out: ErrContention when

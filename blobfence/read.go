@@ -144,7 +144,7 @@ func (s *Store) Delete(ctx context.Context, key string, tok fence.Token) error {
 			w.unknown = true
 			last, lastUnknown = err, true
 			if ctx.Err() != nil {
-				return w.fail(fmt.Errorf("blobfence: delete %q: %w", key, err))
+				return inFlight("delete", key, err)
 			}
 		default:
 			return w.fail(fmt.Errorf("blobfence: delete %q: %w", key, err))
