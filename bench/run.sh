@@ -51,8 +51,11 @@ go build -o "$out/benchratio" ./cmd/benchratio
 	echo "go:        $(go version)"
 	echo "redis:     $(redis-server --version 2>/dev/null || echo unknown)"
 	echo "postgres:  $(psql "${FENCEKIT_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test}" -Atc 'select version()' 2>/dev/null || echo unknown)"
-	echo "versitygw: $({ versitygw --version || "$gobin/versitygw" --version; } 2>/dev/null | head -3 | tr '\n' ' ' || echo unknown)"
+	vgw=${FENCEKIT_VERSITYGW:-$(command -v versitygw || echo "$gobin/versitygw")}
+	echo "versitygw: $(go version -m "$vgw" 2>/dev/null | awk '$1 == "mod" {print $3; exit}' || true) ($vgw)"
+	echo "commit:    $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$here/.." status --porcelain -- lease sqlfence blobfence fence 2>/dev/null | grep -q . && echo ' (lease/sqlfence/blobfence/fence have uncommitted changes)' || true)"
 	echo "rounds:    $rounds (benchtime $benchtime, hand-off ${handoffN}x, take-over ${takeoverN}x)"
+	echo "load:      $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min averages at the start)"
 } | tee "$out/machine.txt"
 
 start=$(date +%s)
@@ -67,6 +70,7 @@ for ((r = 1; r <= rounds; r++)); do
 		-test.benchtime "${takeoverN}x" -test.count 1 >>"$out/latency.txt"
 done
 echo "run.sh: $rounds rounds in $(($(date +%s) - start)) s" >&2
+echo "end:       $(date -u +%Y-%m-%dT%H:%M:%SZ), load $(cut -d' ' -f1-3 /proc/loadavg), $rounds rounds in $(($(date +%s) - start)) s" >>"$out/machine.txt"
 
 {
 	for f in Lease Handoff Takeover; do

@@ -75,8 +75,8 @@ type Result struct {
 var procSuffix = regexp.MustCompile(`-\d+$`)
 
 // Parse reads benchmark lines ("BenchmarkX/a=b-2  N  v unit  v unit ...");
-// other lines are skipped. ns/op becomes µs/op, and units ending in -ns
-// (latency percentiles) end in -ms.
+// other lines are skipped. ns/op becomes µs/op, X-ns/op X-µs/op, and units
+// ending in -ns (latency percentiles) end in -ms.
 func Parse(r io.Reader) ([]Result, error) {
 	var out []Result
 	sc := bufio.NewScanner(r)
@@ -111,6 +111,8 @@ func Parse(r io.Reader) ([]Result, error) {
 			switch {
 			case unit == "ns/op":
 				v, unit = v/1e3, "µs/op"
+			case strings.HasSuffix(unit, "-ns/op"):
+				v, unit = v/1e3, strings.TrimSuffix(unit, "-ns/op")+"-µs/op"
 			case strings.HasSuffix(unit, "-ns"):
 				v, unit = v/1e6, strings.TrimSuffix(unit, "-ns")+"-ms"
 			}

@@ -15,7 +15,7 @@ BenchmarkLease/op=renew/lib=baseline-2   100  22000 ns/op  3.000 redis-cmds/op  
 BenchmarkLease/op=renew/lib=fencekit-2   100  20000 ns/op  3.000 redis-cmds/op  900 B/op  19 allocs/op
 BenchmarkLease/op=renew/lib=baseline-2   100  24000 ns/op  3.000 redis-cmds/op  384 B/op  12 allocs/op
 BenchmarkLease/op=renew/lib=fencekit-2   100  33000 ns/op  3.000 redis-cmds/op  900 B/op  19 allocs/op
-BenchmarkHandoff/lib=fencekit-2   30  1000 ns/op  800000 p50-ns
+BenchmarkHandoff/lib=fencekit-2   30  1000 ns/op  800000 p50-ns  2500 client-cpu-ns/op
 `
 
 func TestParseAndTables(t *testing.T) {
@@ -35,6 +35,9 @@ func TestParseAndTables(t *testing.T) {
 	}
 	if v := rs[6].Values["p50-ms"]; v != 0.8 {
 		t.Errorf("p50-ns 800000 became p50-ms %v, want 0.8", v)
+	}
+	if v := rs[6].Values["client-cpu-µs/op"]; v != 2.5 {
+		t.Errorf("client-cpu-ns/op 2500 became client-cpu-µs/op %v, want 2.5", v)
 	}
 	var out bytes.Buffer
 	WriteTables(&out, rs)
