@@ -160,15 +160,8 @@ func keyProblem(key string) string {
 	return ""
 }
 
-// ValidateMetadataKey returns nil when name can be used as
-// [Options.MetadataKey]. Errors wrap [ErrInvalidArgument].
-func ValidateMetadataKey(name string) error {
-	if p := metadataKeyProblem(name); p != "" {
-		return fmt.Errorf("%w: %s", ErrInvalidArgument, p)
-	}
-	return nil
-}
-
+// metadataKeyProblem says what is wrong with name as [Options.MetadataKey],
+// or "" when nothing is.
 func metadataKeyProblem(name string) string {
 	if name == "" || len(name) > maxMetadataKeyLen {
 		return fmt.Sprintf("metadata key %q must be 1 to %d characters", name, maxMetadataKeyLen)
