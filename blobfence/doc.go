@@ -73,7 +73,7 @@
 // # Errors
 //
 // [*fence.StaleError] (stale token; nothing written), [ErrContention]
-// (every attempt lost a race), [ErrOutcomeUnknown] (a write got no answer
+// (every attempt lost a race, or no read could be trusted), [ErrOutcomeUnknown] (a write got no answer
 // and the store could not resolve it), [ErrNotFound] (Get, Head),
 // [ErrBadMetadata] (the stored token does not parse; Put and Delete leave
 // such an object alone), [ErrInvalidArgument] (nil client, empty bucket,

@@ -43,16 +43,21 @@ type PutResult struct {
 // object already carries a newer token. It costs two requests when nobody
 // races it: a HEAD that reads the current ETag and token, and a PUT
 // conditional on that ETag (If-Match) or on the key being absent
-// (If-None-Match: *). A lost race (412, 409, or 404 when the object
-// vanished) makes it read and decide again, up to [Options.MaxAttempts]
-// times. Objects without token metadata count as token 0.
+// (If-None-Match: *); one HEAD more over an object that has no write record
+// (written by another tool, or with an ETag that is not an MD5), see the
+// package doc. A lost race (412, 409, or 404 when the object vanished)
+// makes it read and decide again, up to [Options.MaxAttempts] times.
+// Objects without token metadata count as token 0.
 //
-// Errors: a [*fence.StaleError] (errors.Is [fence.ErrStale]) carrying the
-// stored token when it is newer than tok; [ErrContention] when every
-// attempt lost a race; [ErrInvalidArgument] for a bad key or token or an
-// invalid Store (nothing is sent); [ErrBadMetadata] when the stored token
-// does not parse; [ErrOutcomeUnknown] (with the final error) when a write
-// got no answer and could not be resolved; S3 errors otherwise.
+// Errors: a [*fence.StaleError] (errors.Is [fence.ErrStale]; Resource is
+// "bucket/key", Current the stored token) when the stored token is newer
+// than tok, nothing written; [ErrContention] when every attempt lost a race
+// or no read of the object could be trusted; [ErrInvalidArgument] for a bad
+// key or token or an invalid Store (nothing is sent); [ErrBadMetadata] when
+// the stored token does not parse; [ErrOutcomeUnknown] (with the final
+// error) when a write got no answer and could not be resolved, or the
+// context ended with it in flight; S3 and SDK errors otherwise, wrapped
+// with the operation and key.
 func (s *Store) Put(ctx context.Context, key string, body []byte, tok fence.Token) error {
 	_, err := s.PutReader(ctx, key, bytes.NewReader(body), tok)
 	return err
@@ -61,19 +66,25 @@ func (s *Store) Put(ctx context.Context, key string, body []byte, tok fence.Toke
 // PutReader is [Store.Put] for a body read from r, from its current offset
 // to its end, and returns the new version. The length is found with Seek,
 // and r is rewound to the same offset for every attempt, so nothing beyond
-// what r holds is buffered. r is not closed.
+// what r holds is buffered (r is read once more, for the MD5 of the write
+// record). r is not closed. Same requests and errors as Put, plus r's own
+// Seek and Read errors.
 func (s *Store) PutReader(ctx context.Context, key string, r io.ReadSeeker, tok fence.Token) (PutResult, error) {
 	return s.put(ctx, key, r, tok, nil)
 }
 
 // PutAfter is [Store.PutReader] for a caller that knows the object's
-// current version, typically from the previous PutResult, [Store.Head] or
-// [Store.GetVersion] (the zero Version when the key is absent). When prev
-// is still current and tok is not older than prev.Token, it costs one
-// request: the conditional PUT, without the HEAD. When prev is out of date
-// (the PUT loses with 412, 409 or 404) or tok is older than prev.Token, it
-// falls back to Put's read-decide-write loop, so the verdict is always
-// taken against the stored object. Same errors as Put.
+// current version. prev must come from this store: the Version of the
+// previous PutResult, [Store.Head] or [Store.GetVersion], or the zero
+// Version for an absent key. The store trusts prev.Token as the token of
+// the object whose ETag is prev.ETag, so a Version put together by hand (a
+// current ETag with a wrong token) can defeat the fence.
+//
+// When prev is still current and tok is not older than prev.Token, it
+// costs one request: the conditional PUT, without the HEAD. When prev is
+// out of date (the PUT loses with 412, 409 or 404) or tok is older than
+// prev.Token, it falls back to Put's read-decide-write loop, which decides
+// on the stored token. Same errors as PutReader.
 func (s *Store) PutAfter(ctx context.Context, key string, r io.ReadSeeker, tok fence.Token, prev Version) (PutResult, error) {
 	return s.put(ctx, key, r, tok, &prev)
 }

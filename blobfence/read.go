@@ -78,9 +78,13 @@ func (s *Store) getOnce(ctx context.Context, key string) (body []byte, v Version
 	return body, v, torn, nil
 }
 
-// Head returns the object's current version (ETag and token) with one HEAD
-// request. Errors: [ErrNotFound], [ErrBadMetadata], [ErrInvalidArgument],
-// S3 errors.
+// Head returns the object's current version (ETag and token), which
+// [Store.PutAfter] accepts. It costs one HEAD request when the object has
+// a write record that proves its ETag and token belong together, and
+// otherwise two or more: it reads until two HEADs in a row agree, up to
+// [Options.MaxAttempts]+1 reads (see the package doc). Errors:
+// [ErrNotFound], [ErrContention] (no two reads agreed), [ErrBadMetadata],
+// [ErrInvalidArgument], S3 errors.
 func (s *Store) Head(ctx context.Context, key string) (Version, error) {
 	if err := s.check("head", key); err != nil {
 		return Version{}, err
@@ -96,8 +100,8 @@ func (s *Store) Head(ctx context.Context, key string) (Version, error) {
 }
 
 // Delete removes the object unless it carries a token newer than tok. It
-// costs two requests: a HEAD, then a DELETE conditional on the ETag it read
-// (If-Match). A lost race (412, 409, 404) makes it read and decide again,
+// costs two requests: a HEAD (two over an object without a write record, as
+// for Put), then a DELETE conditional on the ETag it read (If-Match). A lost race (412, 409, 404) makes it read and decide again,
 // up to [Options.MaxAttempts] times. Deleting an absent key succeeds after
 // the HEAD, sending nothing else.
 //

@@ -51,9 +51,11 @@ var (
 	// ErrContention is returned (wrapped) when a write lost the race for the
 	// object on every one of its attempts: each time it read the object and
 	// decided its token was not stale, another writer changed the object
-	// before the conditional write arrived (or the object kept changing
-	// while being read). It is not a staleness verdict; the caller may try
-	// again.
+	// before the conditional write arrived. It is also returned when no
+	// read of the object could be trusted (the object kept changing while
+	// being read; for [Store.GetVersion], every read paired the body with
+	// another version's ETag). It is not a staleness verdict; the caller may
+	// try again.
 	ErrContention = errors.New("blobfence: lost the race for the object on every attempt")
 
 	// ErrOutcomeUnknown is wrapped, together with the error that ended the
@@ -85,7 +87,9 @@ type Options struct {
 
 	// MaxAttempts bounds the read-decide-write rounds of one Put or Delete;
 	// default [DefaultMaxAttempts]. After that many lost races the call
-	// returns [ErrContention]. Must not be negative.
+	// returns [ErrContention]. It also bounds the reads of one decision
+	// (MaxAttempts+1) when reads cannot be trusted at once (see the package
+	// doc). Must not be negative.
 	MaxAttempts int
 }
 
