@@ -16,15 +16,22 @@
 // round trip. [Client.AcquireWait] waits for a release notification or the
 // holder's expiry instead.
 //
-// A heartbeat goroutine renews the lease every RenewInterval (default
-// TTL/3) with a compare-and-extend script. The lease's local deadline is
+// A heartbeat renews the lease every RenewInterval (default TTL/3) with a
+// compare-and-extend script, one round trip each. It is a chain of timers,
+// not a goroutine: between renewals a lease costs two timers. The lease's local deadline is
 // the time the last confirmed acquire or renew request was sent, plus the
 // TTL, minus a drift margin (default TTL/100 + 2ms): it is earlier than the
 // moment Redis can expire the key. Renewal errors are retried until that
 // deadline; a reply saying the key is gone or belongs to someone else ends
 // the lease at once. When the lease ends, [Lease.Context] is cancelled with
 // the cause ([ErrLost] wrapped in a [*LostError], or [ErrReleased]),
-// [Lease.Done] closes (once) and [Lease.Err] returns the cause.
+// [Lease.Done] closes (once), [Lease.Err] returns the cause, the timers are
+// stopped and a renewal in flight is cancelled.
+//
+// [Lease.Release] cancels the context first, then deletes the key if it is
+// still the lease's and publishes the release, in one round trip. With a
+// context that is already done it changes nothing and returns an error:
+// release with context.WithoutCancel(ctx) or a fresh context.
 //
 // # What Context cannot do
 //
@@ -72,6 +79,6 @@
 //
 // The deadline timer ends a lease on time even when a renewal request is
 // stuck, but go-redis bounds a request by its ReadTimeout unless the client
-// was made with ContextTimeoutEnabled: true. Set it so that the heartbeat
-// goroutine also exits at the deadline, not up to ReadTimeout later.
+// was made with ContextTimeoutEnabled: true. Set it so that a stuck renewal
+// also gives up at the deadline, not up to ReadTimeout later.
 package lease

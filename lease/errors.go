@@ -38,6 +38,7 @@ type NotAcquiredError struct {
 	Holder fence.Token
 }
 
+// Error names the lease, the holder's token and its remaining TTL.
 func (e *NotAcquiredError) Error() string {
 	rem := "with no expiry"
 	if e.Remaining >= 0 {
@@ -66,6 +67,7 @@ type LostError struct {
 	Err   error  // last renewal error (CauseExpired), may be nil
 }
 
+// Error names the lease, its token and why it was lost.
 func (e *LostError) Error() string {
 	msg := "lease: " + strconv.Quote(e.Name) + " with token " + e.Token.String() + " lost: "
 	switch e.Cause {
