@@ -108,13 +108,11 @@ func (s *Store) put(ctx context.Context, key string, r io.ReadSeeker, tok fence.
 	if err != nil {
 		return PutResult{}, fmt.Errorf("blobfence: put %q: hash the body: %w", key, err)
 	}
-	w := &writeState{id: rand.Text()}
-	var lastRace error
-	lastUnknown := false
+	w := &writeState{op: "put", key: key, id: rand.Text()}
 	// Bounded: maxAttempts conditional PUTs, each after a read, and, when
 	// the last one got no answer, a last read that may find it landed.
 	for attempt := 0; attempt <= s.maxAttempts; attempt++ {
-		if attempt == s.maxAttempts && !lastUnknown {
+		if attempt == s.maxAttempts && !w.lastUnknown {
 			break // the last attempt lost a race: it did not land
 		}
 		var cur Version
@@ -153,31 +151,49 @@ func (s *Store) put(ctx context.Context, key string, r io.ReadSeeker, tok fence.
 			in.IfNoneMatch = aws.String("*")
 		}
 		out, err := s.client.PutObject(ctx, in, noSDKRetry)
-		switch classify(err) {
-		case outcomeOK:
-			return PutResult{Version: Version{ETag: aws.ToString(out.ETag), Token: tok}, Replaced: cur, Attempts: attempt + 1}, nil
-		case outcomeRace:
-			lastRace, lastUnknown = err, false
-		case outcomeUnknown:
-			w.unknown = true
-			lastRace, lastUnknown = err, true
-			if ctx.Err() != nil {
-				return PutResult{}, inFlight("put", key, err)
+		if done, err := w.settle(ctx, err); done {
+			if err != nil {
+				return PutResult{}, err
 			}
-		default:
-			return PutResult{}, w.fail(fmt.Errorf("blobfence: put %q: %w", key, err))
+			return PutResult{Version: Version{ETag: aws.ToString(out.ETag), Token: tok}, Replaced: cur, Attempts: attempt + 1}, nil
 		}
 	}
-	return PutResult{}, w.giveUp("put", key, s.maxAttempts, lastRace, lastUnknown)
+	return PutResult{}, w.giveUp(s.maxAttempts)
 }
 
-// writeState tracks one put's attempts: each attempt writes its own write
-// id (<id>.<n>) into the metadata, so a later read can tell whether an
-// attempt that got no answer landed, and which version it replaced.
+// writeState tracks the conditional writes of one Put or Delete. Each
+// attempt of a put writes its own write id (<id>.<n>) into the metadata, so
+// a later read can tell whether an attempt that got no answer landed, and
+// which version it replaced.
 type writeState struct {
-	id      string
-	based   []Version // based[n]: the version attempt n was conditional on
-	unknown bool      // some attempt got no answer
+	op, key     string
+	id          string    // "" for a delete
+	based       []Version // based[n]: the version attempt n was conditional on
+	unknown     bool      // some attempt got no answer
+	last        error     // the last attempt's error
+	lastUnknown bool      // the last attempt got no answer
+}
+
+// settle takes the error of one conditional write: done and nil when it
+// landed, done and the call's error when the call must end, not done when
+// the call should read the object and decide again.
+func (w *writeState) settle(ctx context.Context, err error) (done bool, _ error) {
+	switch classify(err) {
+	case outcomeOK:
+		return true, nil
+	case outcomeRace:
+		w.last, w.lastUnknown = err, false
+		return false, nil
+	case outcomeUnknown:
+		w.unknown = true
+		w.last, w.lastUnknown = err, true
+		if ctx.Err() != nil {
+			return true, fmt.Errorf("%w: %s %q: the context ended with the write in flight: %w", ErrOutcomeUnknown, w.op, w.key, err)
+		}
+		return false, nil
+	default:
+		return true, w.fail(fmt.Errorf("blobfence: %s %q: %w", w.op, w.key, err))
+	}
 }
 
 func (w *writeState) next(cur Version) string {
@@ -209,20 +225,14 @@ func (w *writeState) fail(err error) error {
 	return err
 }
 
-// inFlight is the error of a call whose context ended while its
-// conditional write was in flight: the write may or may not land.
-func inFlight(op, key string, err error) error {
-	return fmt.Errorf("%w: %s %q: the context ended with the write in flight: %w", ErrOutcomeUnknown, op, key, err)
-}
-
 // giveUp is the error of a call whose attempts ran out: ErrContention when
 // the last one lost a race, the last error (marked ErrOutcomeUnknown) when
 // it got no answer.
-func (w *writeState) giveUp(op, key string, attempts int, last error, lastUnknown bool) error {
-	if lastUnknown {
-		return w.fail(fmt.Errorf("blobfence: %s %q: gave up after %d attempts: %w", op, key, attempts, last))
+func (w *writeState) giveUp(attempts int) error {
+	if w.lastUnknown {
+		return w.fail(fmt.Errorf("blobfence: %s %q: gave up after %d attempts: %w", w.op, w.key, attempts, w.last))
 	}
-	return w.fail(fmt.Errorf("%w (%s %q, %d attempts): %w", ErrContention, op, key, attempts, last))
+	return w.fail(fmt.Errorf("%w (%s %q, %d attempts): %w", ErrContention, w.op, w.key, attempts, w.last))
 }
 
 // measure returns r's current offset and the number of bytes from there to

@@ -119,9 +119,7 @@ func (s *Store) Delete(ctx context.Context, key string, tok fence.Token) error {
 	if err := checkToken("delete", key, tok); err != nil {
 		return err
 	}
-	w := &writeState{}
-	var last error
-	lastUnknown := false
+	w := &writeState{op: "delete", key: key}
 	for attempt := 0; attempt <= s.maxAttempts; attempt++ {
 		st, err := s.readVersion(ctx, key)
 		if err != nil {
@@ -139,22 +137,11 @@ func (s *Store) Delete(ctx context.Context, key string, tok fence.Token) error {
 		_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{
 			Bucket: aws.String(s.bucket), Key: aws.String(key), IfMatch: aws.String(st.ETag),
 		}, noSDKRetry)
-		switch classify(err) {
-		case outcomeOK:
-			return nil
-		case outcomeRace:
-			last, lastUnknown = err, false
-		case outcomeUnknown:
-			w.unknown = true
-			last, lastUnknown = err, true
-			if ctx.Err() != nil {
-				return inFlight("delete", key, err)
-			}
-		default:
-			return w.fail(fmt.Errorf("blobfence: delete %q: %w", key, err))
+		if done, err := w.settle(ctx, err); done {
+			return err
 		}
 	}
-	return w.giveUp("delete", key, s.maxAttempts, last, lastUnknown)
+	return w.giveUp(s.maxAttempts)
 }
 
 // headState is what a HEAD tells a writer: the version, and the write id of
