@@ -208,9 +208,7 @@ func TestDroppedWriteIsRetried(t *testing.T) {
 	if err != nil || res.Attempts != 3 {
 		t.Fatalf("put after two dropped attempts: %+v, %v; want success on attempt 3", res, err)
 	}
-	if body, tok := mustGet(t, s, "k"); string(body) != "body" || tok != 3 {
-		t.Fatalf("stored %q, %d", body, tok)
-	}
+	wantStored(t, s, "k", "body", 3)
 }
 
 // TestLostReplyThenSuperseded: the write lands but its reply is lost, and
@@ -230,9 +228,7 @@ func TestLostReplyThenSuperseded(t *testing.T) {
 	if !errors.Is(err, fence.ErrStale) || !errors.Is(err, blobfence.ErrOutcomeUnknown) {
 		t.Fatalf("err = %v; want ErrStale and ErrOutcomeUnknown", err)
 	}
-	if body, tok := mustGet(t, s, "k"); string(body) != "newer" || tok != 9 {
-		t.Fatalf("stored %q, %d; want newer, 9", body, tok)
-	}
+	wantStored(t, s, "k", "newer", 9)
 }
 
 func TestAllAttemptsUnanswered(t *testing.T) {

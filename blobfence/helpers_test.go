@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/fencekit/fencekit/blobfence"
+	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/testenv"
 )
 
@@ -45,6 +46,15 @@ func (c *counting) GetObject(ctx context.Context, in *s3.GetObjectInput, o ...fu
 func (c *counting) DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, o ...func(*s3.Options)) (*s3.DeleteObjectOutput, error) {
 	c.deletes.Add(1)
 	return c.S3API.DeleteObject(ctx, in, o...)
+}
+
+// wantStored fails the test unless key holds body with token tok.
+func wantStored(t *testing.T, s *blobfence.Store, key, body string, tok fence.Token) {
+	t.Helper()
+	got, gotTok, err := s.Get(context.Background(), key)
+	if err != nil || string(got) != body || gotTok != tok {
+		t.Fatalf("stored %q: %q, token %d, %v; want %q, token %d", key, got, gotTok, err, body, tok)
+	}
 }
 
 // newStore returns a store on a fresh bucket, its request counter and the

@@ -24,13 +24,7 @@ import (
 // refused, because the token lives with the object on the server's disk.
 func TestServerRestart(t *testing.T) {
 	ctx := context.Background()
-	srv := testenv.StartS3Server(t)
-	client := srv.Client()
-	bucket := "restart"
-	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatal(err)
-	}
-	s := blobfence.New(client, bucket, nil)
+	srv, s := privateServerStore(t)
 	for tok := fence.Token(1); tok <= 5; tok++ {
 		if err := s.Put(ctx, "k", []byte(fmt.Sprint("v", tok)), tok); err != nil {
 			t.Fatal(err)
@@ -63,9 +57,7 @@ func TestServerRestart(t *testing.T) {
 	if err := s.Put(ctx, "k", []byte("v7"), 7); err != nil {
 		t.Fatalf("put after the restart: %v", err)
 	}
-	if body, tok := mustGet(t, s, "k"); string(body) != "v7" || tok != 7 {
-		t.Fatalf("after the restart: %q, %d; want v7, 7", body, tok)
-	}
+	wantStored(t, s, "k", "v7", 7)
 }
 
 // TestServerKilledMidRun SIGKILLs the server while four writers put with
@@ -74,13 +66,7 @@ func TestServerRestart(t *testing.T) {
 // every acknowledged write, and older tokens are refused.
 func TestServerKilledMidRun(t *testing.T) {
 	ctx := context.Background()
-	srv := testenv.StartS3Server(t)
-	client := srv.Client()
-	bucket := "killed"
-	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatal(err)
-	}
-	s := blobfence.New(client, bucket, nil)
+	srv, s := privateServerStore(t)
 	var next atomic.Uint64
 	var maxAcked, failedWhileDown, okAfter atomic.Int64
 	var phase atomic.Int32 // 0 up, 1 down, 2 up again
@@ -148,4 +134,15 @@ func TestServerKilledMidRun(t *testing.T) {
 	}
 	t.Logf("%d tokens issued, %d failed while down, %d acknowledged after restart, final token %d",
 		next.Load(), failedWhileDown.Load(), okAfter.Load(), final)
+}
+
+// privateServerStore starts a private versitygw that the test may stop,
+// kill and restart, and returns it with a store on a new bucket of it.
+func privateServerStore(t *testing.T) (*testenv.S3Server, *blobfence.Store) {
+	srv := testenv.StartS3Server(t)
+	client := srv.Client()
+	if _, err := client.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String("fenced")}); err != nil {
+		t.Fatal(err)
+	}
+	return srv, blobfence.New(client, "fenced", nil)
 }

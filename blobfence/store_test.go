@@ -64,9 +64,7 @@ func TestStaleRejectedWithCurrentToken(t *testing.T) {
 	if errors.Is(err, blobfence.ErrContention) {
 		t.Fatalf("a stale put must not read as contention: %v", err)
 	}
-	if body, tok := mustGet(t, s, "k"); string(body) != "B's data" || tok != 34 {
-		t.Fatalf("after stale put: %q, %d; want B's data, 34", body, tok)
-	}
+	wantStored(t, s, "k", "B's data", 34)
 }
 
 func TestEqualAndNewerAccepted(t *testing.T) {
@@ -173,9 +171,7 @@ func TestObjectWithoutTokenIsZero(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if body, tok := mustGet(t, s, "plain"); string(body) != "from another tool" || tok != 0 {
-		t.Fatalf("Get = %q, %d; want the body and token 0", body, tok)
-	}
+	wantStored(t, s, "plain", "from another tool", 0)
 	before := c.total()
 	if err := s.Put(ctx, "plain", []byte("fenced"), 1); err != nil {
 		t.Fatalf("token 1 over an object without token: %v", err)
@@ -220,9 +216,7 @@ func TestFencedDelete(t *testing.T) {
 	if !errors.As(err, &se) || se.Current != 20 || se.Presented != 19 {
 		t.Fatalf("stale delete: %v; want StaleError 19 < 20", err)
 	}
-	if body, tok := mustGet(t, s, "d"); string(body) != "keep me" || tok != 20 {
-		t.Fatalf("after stale delete: %q, %d; object must stay", body, tok)
-	}
+	wantStored(t, s, "d", "keep me", 20)
 	before := c.total()
 	if err := s.Delete(ctx, "d", 20); err != nil {
 		t.Fatalf("delete with the current token: %v", err)

@@ -52,9 +52,7 @@ func TestTornHeadIsNotTrusted(t *testing.T) {
 	if err := s.Put(ctx, "k", []byte("stale"), 7); !errors.Is(err, fence.ErrStale) {
 		t.Fatalf("put with token 7 after a torn read of no metadata: %v; want ErrStale", err)
 	}
-	if body, tok := mustGet(t, s, "k"); string(body) != "v2" || tok != 9 {
-		t.Fatalf("stored %q, %d; want v2, 9", body, tok)
-	}
+	wantStored(t, s, "k", "v2", 9)
 }
 
 // TestTornHeadsNeverAgree: when no HEAD can be trusted (none is
@@ -77,9 +75,7 @@ func TestTornHeadsNeverAgree(t *testing.T) {
 	if h, p := len(f.sdkAttempts["HeadObject"])-heads, len(f.sdkAttempts["PutObject"])-puts; h != 3 || p != 0 {
 		t.Fatalf("%d HEADs and %d PUTs; want 3 (MaxAttempts+1) and none", h, p)
 	}
-	if body, tok := mustGet(t, s, "k"); string(body) != "v1" || tok != 5 {
-		t.Fatalf("stored %q, %d; want v1, 5", body, tok)
-	}
+	wantStored(t, s, "k", "v1", 5)
 }
 
 // TestTornGet: GetVersion must not return an ETag that the write record
