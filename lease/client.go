@@ -85,7 +85,9 @@ func (c *Client) keys(name string) keys {
 // Errors: a [*NotAcquiredError] (errors.Is ErrNotAcquired) carrying the
 // holder's remaining TTL when someone else holds it; an error wrapping
 // [ErrInvalid] for a bad name or ttl (nothing is sent); the context's or
-// Redis's error otherwise.
+// Redis's error otherwise. After a network or context error the grant may
+// still have happened in Redis without its reply arriving: the key then
+// expires ttl after the request, unrenewed.
 func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration) (*Lease, error) {
 	t, err := c.check(name, ttl)
 	if err != nil {
@@ -109,6 +111,9 @@ func (c *Client) check(name string, ttl time.Duration) (timing, error) {
 }
 
 func (c *Client) acquire(ctx context.Context, name string, t timing) (*Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("lease: acquire %q: nothing sent: %w", name, err)
+	}
 	owner, err := newOwner()
 	if err != nil {
 		return nil, err

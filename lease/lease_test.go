@@ -346,3 +346,16 @@ func TestOneRoundTripEach(t *testing.T) {
 		t.Errorf("Release sent %d commands, want 1", n)
 	}
 }
+
+func TestAcquireWithDoneContextSendsNothing(t *testing.T) {
+	env := testenvRedisCounting(t)
+	c := New(env.client, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.Acquire(ctx, env.Name("done"), time.Second); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "nothing sent") {
+		t.Fatalf("Acquire(cancelled) = %v", err)
+	}
+	if n := env.sent.Load(); n != 0 {
+		t.Fatalf("%d commands sent with a cancelled context", n)
+	}
+}
