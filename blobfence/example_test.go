@@ -102,3 +102,35 @@ func ExampleNew() {
 	// blobfence: invalid argument: New: the S3 client is nil
 	// true
 }
+
+// A holder that restarts reads the object's current version once, and
+// continues with one-request puts from there.
+func ExampleStore_GetVersion() {
+	ctx := context.Background()
+	store, done := exampleStore("ExampleStore_GetVersion")
+	defer done()
+
+	_ = store.Put(ctx, "state", []byte("step 1"), 21)
+	body, v, err := store.GetVersion(ctx, "state")
+	fmt.Printf("%q, token %s, %v\n", body, v.Token, err)
+	res, err := store.PutAfter(ctx, "state", strings.NewReader("step 2"), 22, v)
+	fmt.Println("attempts:", res.Attempts, "replaced what was read:", res.Replaced == v, err)
+	// Output:
+	// "step 1", token 21, <nil>
+	// attempts: 1 replaced what was read: true <nil>
+}
+
+func ExampleStore_Head() {
+	ctx := context.Background()
+	store, done := exampleStore("ExampleStore_Head")
+	defer done()
+
+	_, err := store.Head(ctx, "config.json")
+	fmt.Println("absent:", errors.Is(err, blobfence.ErrNotFound))
+	_ = store.Put(ctx, "config.json", []byte("{}"), 3)
+	v, err := store.Head(ctx, "config.json")
+	fmt.Println("token:", v.Token, "exists:", v.Exists(), err)
+	// Output:
+	// absent: true
+	// token: 3 exists: true <nil>
+}
