@@ -95,10 +95,12 @@ func benchAcquireReleaseDistinct(b *testing.B, env *redisEnv, l Locker) {
 	for i := range keys {
 		keys[i] = env.prefix + "-" + strconv.Itoa(i)
 	}
+	lat := make([]time.Duration, b.N)
 	done := env.counting(b)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		start := time.Now()
 		h, err := l.TryAcquire(ctx, keys[i], leaseTTL)
 		if err != nil {
 			b.Fatal(err)
@@ -106,18 +108,29 @@ func benchAcquireReleaseDistinct(b *testing.B, env *redisEnv, l Locker) {
 		if err := h.Release(ctx); err != nil {
 			b.Fatal(err)
 		}
+		lat[i] = time.Since(start)
 	}
 	b.StopTimer()
 	done(b.N)
+	reportPercentiles(b, lat)
+}
+
+// reportPercentiles reports the median and 99th percentile of the
+// operations' own durations (ns/op is their mean).
+func reportPercentiles(b *testing.B, lat []time.Duration) {
+	b.ReportMetric(float64(Quantile(lat, 0.5)), "p50-ns")
+	b.ReportMetric(float64(Quantile(lat, 0.99)), "p99-ns")
 }
 
 func benchAcquireReleaseSame(b *testing.B, env *redisEnv, l Locker) {
 	ctx := context.Background()
 	key := env.prefix + "-same"
+	lat := make([]time.Duration, b.N)
 	done := env.counting(b)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		start := time.Now()
 		h, err := l.TryAcquire(ctx, key, leaseTTL)
 		if err != nil {
 			b.Fatal(err)
@@ -125,9 +138,11 @@ func benchAcquireReleaseSame(b *testing.B, env *redisEnv, l Locker) {
 		if err := h.Release(ctx); err != nil {
 			b.Fatal(err)
 		}
+		lat[i] = time.Since(start)
 	}
 	b.StopTimer()
 	done(b.N)
+	reportPercentiles(b, lat)
 }
 
 func benchRenew(b *testing.B, env *redisEnv, l Locker) {
@@ -143,19 +158,23 @@ func benchRenew(b *testing.B, env *redisEnv, l Locker) {
 	if err := h.Renew(ctx, leaseTTL); err != nil { // warm up: load the script
 		b.Fatal(err)
 	}
+	lat := make([]time.Duration, b.N)
 	done := env.counting(b)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		start := time.Now()
 		if err := h.Renew(ctx, leaseTTL); err != nil {
 			if errors.Is(err, errors.ErrUnsupported) {
 				b.Skip(err)
 			}
 			b.Fatal(err)
 		}
+		lat[i] = time.Since(start)
 	}
 	b.StopTimer()
 	done(b.N)
+	reportPercentiles(b, lat)
 	if err := h.Release(ctx); err != nil {
 		b.Fatal(err)
 	}
@@ -228,15 +247,28 @@ func benchHeartbeat(b *testing.B, env *redisEnv) {
 	if err := h.Release(ctx); err != nil {
 		b.Fatal(err)
 	}
+	reportPercentiles(b, counter.gaps())
 }
 
 // scriptCountdown is a go-redis hook that, once armed with a target, counts
-// completed script calls and closes done at the target.
+// completed script calls and closes done at the target. It records the
+// time between consecutive completions: one whole renewal cycle each, the
+// heartbeat's own Go code included, as a peer's Renew loop iteration.
 type scriptCountdown struct {
 	target atomic.Int64 // 0: not armed
 	n      atomic.Int64
 	done   chan struct{}
 	once   sync.Once
+
+	mu   sync.Mutex
+	last time.Time
+	gap  []time.Duration
+}
+
+func (s *scriptCountdown) gaps() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gap
 }
 
 func (s *scriptCountdown) arm(target int64) { s.target.Store(target) }
@@ -249,7 +281,18 @@ func (s *scriptCountdown) ProcessHook(next redis.ProcessHook) redis.ProcessHook 
 		if name := cmd.Name(); name != "evalsha" && name != "eval" {
 			return err
 		}
-		if t := s.target.Load(); t > 0 && s.n.Add(1) >= t {
+		t := s.target.Load()
+		if t == 0 {
+			return err
+		}
+		now := time.Now()
+		s.mu.Lock()
+		if !s.last.IsZero() && int64(len(s.gap)) < t {
+			s.gap = append(s.gap, now.Sub(s.last))
+		}
+		s.last = now
+		s.mu.Unlock()
+		if s.n.Add(1) >= t {
 			s.once.Do(func() { close(s.done) })
 		}
 		return err
