@@ -75,8 +75,8 @@ type Result struct {
 var procSuffix = regexp.MustCompile(`-\d+$`)
 
 // Parse reads benchmark lines ("BenchmarkX/a=b-2  N  v unit  v unit ...");
-// other lines are skipped. ns/op becomes µs/op, X-ns/op X-µs/op, and units
-// ending in -ns (latency percentiles) end in -ms.
+// other lines are skipped. ns/op becomes µs/op and X-ns/op X-µs/op; units
+// ending in -ns (latency percentiles) are scaled per table (see scaleNs).
 func Parse(r io.Reader) ([]Result, error) {
 	var out []Result
 	sc := bufio.NewScanner(r)
@@ -113,8 +113,6 @@ func Parse(r io.Reader) ([]Result, error) {
 				v, unit = v/1e3, "µs/op"
 			case strings.HasSuffix(unit, "-ns/op"):
 				v, unit = v/1e3, strings.TrimSuffix(unit, "-ns/op")+"-µs/op"
-			case strings.HasSuffix(unit, "-ns"):
-				v, unit = v/1e6, strings.TrimSuffix(unit, "-ns")+"-ms"
 			}
 			res.Values[unit] = v
 		}
@@ -172,13 +170,14 @@ func WriteTables(w io.Writer, results []Result) {
 			return units[i] < units[j]
 		})
 		for _, u := range units {
+			label, div := scaleNs(u, data)
 			n := 0
 			for k, vs := range data {
 				if k[2] == u {
 					n = max(n, len(vs))
 				}
 			}
-			fmt.Fprintf(w, "\n%s, %s (median of %d rounds; ratio to %s)\n\n", fam, u, n, ref)
+			fmt.Fprintf(w, "\n%s, %s (median of %d rounds; ratio to %s)\n\n", fam, label, n, ref)
 			fmt.Fprintf(w, "| %s | %s |\n", orDash(rowTitle(rows)), strings.Join(cols, " | "))
 			fmt.Fprintf(w, "|---|%s\n", strings.Repeat("---:|", len(cols)))
 			for _, row := range rows {
@@ -193,7 +192,7 @@ func WriteTables(w io.Writer, results []Result) {
 					}
 					present = true
 					m := median(vs)
-					line += " " + format(m)
+					line += " " + format(m/div)
 					if c != ref && base != 0 && !math.IsNaN(base) {
 						line += fmt.Sprintf(" (%.2f×)", m/base)
 					}
@@ -208,6 +207,21 @@ func WriteTables(w io.Writer, results []Result) {
 			}
 		}
 	}
+}
+
+// scaleNs returns the label and divisor of unit u: a unit ending in -ns is
+// shown in µs when every median of its table is below 1 ms, else in ms.
+func scaleNs(u string, data map[[3]string][]float64) (string, float64) {
+	base, ok := strings.CutSuffix(u, "-ns")
+	if !ok {
+		return u, 1
+	}
+	for k, vs := range data {
+		if k[2] == u && median(vs) >= 1e6 {
+			return base + "-ms", 1e6
+		}
+	}
+	return base + "-µs", 1e3
 }
 
 // WriteSamples prints pooled percentiles of every samples file in dir,

@@ -33,8 +33,8 @@ func TestParseAndTables(t *testing.T) {
 	if r.Values["µs/op"] != 20 || r.Values["allocs/op"] != 12 {
 		t.Errorf("values %v", r.Values)
 	}
-	if v := rs[6].Values["p50-ms"]; v != 0.8 {
-		t.Errorf("p50-ns 800000 became p50-ms %v, want 0.8", v)
+	if v := rs[6].Values["p50-ns"]; v != 800000 {
+		t.Errorf("p50-ns 800000 parsed as %v", v)
 	}
 	if v := rs[6].Values["client-cpu-µs/op"]; v != 2.5 {
 		t.Errorf("client-cpu-ns/op 2500 became client-cpu-µs/op %v, want 2.5", v)
@@ -44,6 +44,10 @@ func TestParseAndTables(t *testing.T) {
 	// Medians: baseline 22 µs, fencekit 30 µs: ratio 1.36.
 	if !strings.Contains(out.String(), "| op=renew | 22.0 | 30.0 (1.36×) |") {
 		t.Errorf("µs/op table lacks the medians and ratio:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "BenchmarkHandoff, p50-µs (median of 1 rounds; ratio to baseline)") ||
+		!strings.Contains(out.String(), "| – | 800 |") {
+		t.Errorf("p50-ns of 800000 not shown as 800 µs:\n%s", out.String())
 	}
 	if !strings.Contains(out.String(), "median of 3 rounds; ratio to baseline") {
 		t.Errorf("table header lacks the round count:\n%s", out.String())
