@@ -111,8 +111,10 @@ func TestAcquireWaitManyWaitersTakeTurns(t *testing.T) {
 func TestAcquireWaitBoundedByContext(t *testing.T) {
 	c, env := newTestClient(t, nil)
 	name := env.Name("bounded")
+	base := warmBase(t, c, name)
 	holder := mustAcquire(t, c, name, 10*time.Second)
 	defer release(t, holder)
+	defer checkGoroutines(t, base) // the subscriptions are closed
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	_, err := c.AcquireWait(ctx, name, time.Second)
