@@ -41,7 +41,7 @@ type raceResult struct {
 // rounds run one after another: running 4 or 8 at a time on distinct keys
 // was slower on 2 cores, not faster. The default of 60 rounds (20 under
 // -short) keeps `make test` short; -race-rounds=200 is the issue's full run
-// (about 45 s under -race on 2 busy cores). The seed comes from the clock,
+// (40-50 s under -race on 2 busy cores). The seed comes from the clock,
 // so every run draws new tokens.
 func TestRacingWriters(t *testing.T) {
 	const writers = 50
