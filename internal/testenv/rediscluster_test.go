@@ -36,3 +36,13 @@ func TestRedisCluster(t *testing.T) {
 		t.Fatalf("keys on %d nodes, want 3: %v", len(owners), owners)
 	}
 }
+
+func TestRedisSentinel(t *testing.T) {
+	master := testenv.StartRedisServer(t)
+	s := testenv.StartRedisSentinel(t, "mymaster", master)
+	c := s.Client(t)
+	addr, err := c.Do(context.Background(), "SENTINEL", "get-master-addr-by-name", "mymaster").StringSlice()
+	if err != nil || len(addr) != 2 || addr[1] != fmt.Sprint(master.Port) {
+		t.Fatalf("sentinel reports master %v, %v; want port %d", addr, err, master.Port)
+	}
+}
