@@ -97,3 +97,37 @@ func ExampleClient_AcquireWait() {
 	// first ended: lease: released
 	// <nil>
 }
+
+// Context ends, with the reason, as soon as the heartbeat learns that the
+// lease is gone, here because someone deleted the key.
+func ExampleLease_Context() {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr(), ContextTimeoutEnabled: true})
+	defer rdb.Close()
+	leases := lease.New(rdb, &lease.Options{RenewInterval: 20 * time.Millisecond})
+	ctx := context.Background()
+
+	l, err := leases.Acquire(ctx, "example-lost", 5*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	rdb.Del(ctx, "fencekit:{example-lost}:lock") // an operator's mistake
+
+	<-l.Context().Done() // at the next heartbeat, long before the 5s TTL
+	var lost *lease.LostError
+	fmt.Println(errors.Is(context.Cause(l.Context()), lease.ErrLost))
+	fmt.Println(errors.As(l.Err(), &lost), lost.Cause)
+	fmt.Println(errors.Is(l.Release(ctx), lease.ErrLost))
+	// Output:
+	// true
+	// true missing
+	// true
+}
+
+func ExampleValidateName() {
+	fmt.Println(lease.ValidateName("invoices:2026-11"))
+	fmt.Println(lease.ValidateName("a{b}"))
+	// Output:
+	// <nil>
+	// lease: invalid argument: lease name "a{b}" has '{' at byte 1 (braces would change the Redis Cluster hash tag)
+}
