@@ -23,7 +23,16 @@ import (
 // failure does the same. Methods the harness does not use panic.
 func ExampleTB(name string) (testing.TB, func()) {
 	tb := &exampleTB{name: name}
-	return tb, tb.runCleanups
+	return tb, tb.done
+}
+
+// done runs the cleanups and ends the binary with status 1 if Errorf was
+// called, by the example or by a cleanup.
+func (t *exampleTB) done() {
+	t.runCleanups()
+	if t.Failed() {
+		t.exit("failed (see the errors above)")
+	}
 }
 
 type exampleTB struct {
@@ -51,7 +60,9 @@ func (t *exampleTB) Errorf(f string, a ...any) {
 }
 func (t *exampleTB) Fatal(a ...any)            { t.exit(fmt.Sprint(a...)) }
 func (t *exampleTB) Fatalf(f string, a ...any) { t.exit(fmt.Sprintf(f, a...)) }
-func (t *exampleTB) Skip(a ...any)             { t.exit(fmt.Sprint(a...)) }
+func (t *exampleTB) Skip(a ...any) {
+	t.exit("an example cannot be skipped, so it fails: " + fmt.Sprint(a...))
+}
 func (t *exampleTB) TempDir() string {
 	dir, err := os.MkdirTemp("", "fencekit-example-")
 	if err != nil {
