@@ -75,7 +75,7 @@ func ExampleWriteTimeline() {
 	sim.WriteTimeline(os.Stdout, "one writer", res)
 	// Output:
 	// one writer
-	// TTL 10s, heartbeat none. Times are virtual seconds; "write A1/33" is A's first write, carrying token 33.
+	// TTL 10s, heartbeat none. Times are virtual seconds; "write A1/1" is A's first write, carrying token 1.
 	// With fencing, every read claims the reader's token at the storage and every write is checked against the newest token seen.
 	//
 	//          │ fencing ON

@@ -61,8 +61,9 @@ func TestExploreInvariants(t *testing.T) {
 }
 
 // TestExploreNoFaultsNoViolations: without pauses, drift or message
-// delays, leases with heartbeats alone keep writes in order: the
-// violations above come from those faults.
+// delays, leases with heartbeats alone keep writes in order; with the
+// default drift, delays and crashes but no pauses, still: every violation
+// above needs a pause (docs/fencing.md says so).
 func TestExploreNoFaultsNoViolations(t *testing.T) {
 	p := sim.DefaultExploreParams()
 	p.Runs, p.PauseProb, p.DriftMax, p.DelayMax = 500, 0, 0, 0
@@ -72,6 +73,14 @@ func TestExploreNoFaultsNoViolations(t *testing.T) {
 	}
 	if rep.Off.Violations != 0 || rep.Off.StaleRuns != 0 {
 		t.Fatalf("failed for seed=%v: no faults but %d violations, %d stale", rep.Off.Seeds, rep.Off.Violations, rep.Off.StaleRuns)
+	}
+	p = sim.DefaultExploreParams()
+	p.Runs, p.PauseProb = 2000, 0
+	if rep, err = sim.Explore(context.Background(), p, nil); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Off.Violations != 0 || rep.Off.LostRuns != 0 {
+		t.Fatalf("failed for seed=%v: no pauses but %d violations, %d runs lost a write", rep.Off.Seeds, rep.Off.Violations, rep.Off.LostRuns)
 	}
 	// Only long pauses, nothing else: still violations without fencing.
 	p.PauseProb, p.PauseMax, p.CrashProb = 1, 40*time.Second, 0

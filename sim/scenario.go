@@ -47,7 +47,22 @@ type Scenario struct {
 	// Story says in two or three sentences what happens and what to look for.
 	Story    string
 	Defaults Params
-	build    func(p Params) Config
+	// knobs lists the scenario's own knobs among pause, work and drift;
+	// every scenario reads ttl, heartbeat, delay, seed and fencing.
+	knobs []string
+	build func(p Params) Config
+}
+
+// Uses reports whether the scenario reads the knob called name (a Params
+// field as fencesim spells its flag: "ttl", "heartbeat", "pause", "work",
+// "delay", "drift", "seed"). Run ignores the knobs a scenario does not use,
+// such as the pause of "crash".
+func (s Scenario) Uses(name string) bool {
+	switch name {
+	case "ttl", "heartbeat", "delay", "seed":
+		return true
+	}
+	return slices.Contains(s.knobs, name)
 }
 
 // Config returns the scenario's configuration for p. Errors name the
@@ -77,10 +92,14 @@ var scenarios = []Scenario{
 		Title: "Kleppmann's GC pause: A pauses past its TTL, B takes over, A writes anyway",
 		Story: "A acquires the lease (token 33), checks it, starts a step of work and is paused " +
 			"(a GC stop-the-world) for longer than the TTL. Its heartbeat stops too, the lease " +
-			"expires and B acquires it (token 34). A resumes and sends the write it was about to " +
-			"send; B writes later. A pause shorter than the TTL shows no conflict.",
+			"expires, B acquires it (token 34) and writes. A resumes and sends the write it was " +
+			"about to send, with token 33. A pause shorter than the TTL shows no conflict; with " +
+			"-work 8s B is still working when A writes.",
+		// B's step (-work) is short enough for B to write while A is still
+		// paused, as in Kleppmann's figure.
 		Defaults: Params{TTL: 10 * time.Second, Heartbeat: 3 * time.Second, Pause: 15 * time.Second,
-			Work: 8 * time.Second, Delay: 100 * time.Millisecond, Seed: 1},
+			Work: 2 * time.Second, Delay: 100 * time.Millisecond, Seed: 1},
+		knobs: []string{"pause", "work"},
 		build: func(p Params) Config {
 			return Config{FirstToken: 33, Clients: []ClientSpec{
 				{Name: "A", Step: 2 * time.Second, Pauses: []Pause{{At: time.Second, For: p.Pause}}},
@@ -94,6 +113,7 @@ var scenarios = []Scenario{
 		Story: "A acquires the lease and crashes half a second later. Nobody can take over until " +
 			"the lease expires, so a long TTL is a long outage; try -ttl 10s -heartbeat 3s.",
 		Defaults: Params{TTL: 60 * time.Second, Work: 2 * time.Second, Delay: 100 * time.Millisecond, Seed: 1},
+		knobs:    []string{"work"},
 		build: func(p Params) Config {
 			return Config{FirstToken: 33, Clients: []ClientSpec{
 				{Name: "A", Step: p.Work, Crash: true, CrashAt: 500 * time.Millisecond},
@@ -110,6 +130,7 @@ var scenarios = []Scenario{
 			"starts over.",
 		Defaults: Params{TTL: 10 * time.Second, Heartbeat: 3 * time.Second, Work: 8 * time.Second,
 			Delay: 100 * time.Millisecond, Seed: 1},
+		knobs: []string{"work"},
 		build: func(p Params) Config {
 			return Config{FirstToken: 33, Clients: []ClientSpec{
 				{Name: "A", Writes: 3, Step: p.Work},
@@ -125,6 +146,7 @@ var scenarios = []Scenario{
 			"resumes, its pending write goes out before the refused heartbeat tells it the lease is lost.",
 		Defaults: Params{TTL: 10 * time.Second, Heartbeat: 3 * time.Second, Pause: 12 * time.Second,
 			Work: 5 * time.Second, Delay: 100 * time.Millisecond, Seed: 1},
+		knobs: []string{"pause", "work"},
 		build: func(p Params) Config {
 			return Config{FirstToken: 33, Clients: []ClientSpec{
 				{Name: "A", Writes: 3, Step: p.Work, Pauses: []Pause{{At: 7 * time.Second, For: p.Pause}}},
@@ -139,6 +161,7 @@ var scenarios = []Scenario{
 			"by its own clock. That clock runs at 1+drift of real time, so A keeps writing after the " +
 			"lease service has expired the lease and given it to B.",
 		Defaults: Params{TTL: 10 * time.Second, Work: 2 * time.Second, Drift: -0.5, Delay: 100 * time.Millisecond, Seed: 1},
+		knobs:    []string{"work", "drift"},
 		build: func(p Params) Config {
 			return Config{FirstToken: 33, Clients: []ClientSpec{
 				{Name: "A", Writes: 5, Step: p.Work, Drift: p.Drift},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -87,6 +88,8 @@ func writesBy(r *sim.Result) map[string][]sim.Write {
 	return m
 }
 
+// TestKleppmannWithoutFencing is Kleppmann's figure: B writes while A is
+// paused, then A's late write with token 33 lands on top of B's data.
 func TestKleppmannWithoutFencing(t *testing.T) {
 	r := kleppmann(t, false, nil)
 	w := writesBy(r)
@@ -100,21 +103,23 @@ func TestKleppmannWithoutFencing(t *testing.T) {
 	if !a.Accepted || !b.Accepted || a.Live || !b.Live {
 		t.Fatalf("A %+v B %+v: want both accepted, A's lease expired, B's live", a, b)
 	}
-	if !(a.At < b.At) {
-		t.Fatalf("A wrote at %v, B at %v: the scenario has A write first", a.At, b.At)
+	if !(b.At < a.At) {
+		t.Fatalf("B wrote at %v, A at %v: in Kleppmann's figure B writes first", b.At, a.At)
 	}
-	// A's update is silently lost: B's value was read before A's write.
-	if got := r.ValueString(r.Final); got != `"B1"` {
-		t.Fatalf("final value %s, want \"B1\"", got)
+	// A's stale write clobbers B's newer data: tokens went backwards.
+	if got := r.ValueString(r.Final); got != `"A1"` {
+		t.Fatalf("final value %s, want A's stale data only", got)
 	}
-	if lost := r.Lost(); len(lost) != 1 || r.Writes[lost[0]].Client != 0 {
-		t.Fatalf("lost = %v, want A's write", lost)
+	if lost := r.Lost(); len(lost) != 1 || r.Writes[lost[0]].Token != 34 {
+		t.Fatalf("lost = %v, want B's write", lost)
 	}
-	if err := r.Violation(); err != nil {
-		t.Fatalf("tokens reached the storage in order, but Violation = %v", err)
+	var ve *sim.ViolationError
+	if err := r.Violation(); !errors.As(err, &ve) || !strings.Contains(err.Error(), "failed for seed=1") {
+		t.Fatalf("Violation = %v, want a ViolationError naming the seed", err)
 	}
 	sum := strings.Join(r.Summary(), "\n")
-	for _, want := range []string{"A1 (token 33, accepted at 16.1s) is LOST", "B's write B1 (token 34)", "had expired"} {
+	for _, want := range []string{"UNSAFE: the storage accepted A1 (token 33) at 16.1s after it had accepted B1 (token 34) at 12.7s",
+		"B's write B1 (token 34, accepted at 12.7s) is LOST", "an older token clobbering newer data", "had expired"} {
 		if !strings.Contains(sum, want) {
 			t.Errorf("summary lacks %q:\n%s", want, sum)
 		}
@@ -125,8 +130,8 @@ func TestKleppmannWithFencing(t *testing.T) {
 	r := kleppmann(t, true, nil)
 	w := writesBy(r)
 	a, b := w["A"][0], w["B"][0]
-	if a.Accepted || !b.Accepted {
-		t.Fatalf("A accepted=%v B accepted=%v, want A rejected and B accepted", a.Accepted, b.Accepted)
+	if a.Accepted || !b.Accepted || !(b.At < a.At) {
+		t.Fatalf("A %+v B %+v: want B accepted, then A rejected", a, b)
 	}
 	var rejected *sim.Event
 	for i, e := range r.Events {
@@ -146,23 +151,29 @@ func TestKleppmannWithFencing(t *testing.T) {
 	}
 }
 
-// TestKleppmannClobber has B write before A resumes: without fencing A's
-// stale write clobbers B's data and the token history goes backwards.
-func TestKleppmannClobber(t *testing.T) {
-	off := kleppmann(t, false, func(p *sim.Params) { p.Work = 2 * time.Second })
-	var ve *sim.ViolationError
-	if err := off.Violation(); !errors.As(err, &ve) || !strings.Contains(err.Error(), "failed for seed=") {
-		t.Fatalf("Violation = %v, want a ViolationError naming the seed", err)
+// TestKleppmannLostUpdate has B still working when A resumes: without
+// fencing A's late write lands first and B, which read before it,
+// silently overwrites it; the tokens stay in order, so only the lost
+// write shows the damage. With fencing B's read has already claimed 34.
+func TestKleppmannLostUpdate(t *testing.T) {
+	slow := func(p *sim.Params) { p.Work = 8 * time.Second }
+	off := kleppmann(t, false, slow)
+	w := writesBy(off)
+	if a, b := w["A"][0], w["B"][0]; !a.Accepted || !b.Accepted || !(a.At < b.At) {
+		t.Fatalf("A %+v B %+v: want both accepted, A first", a, b)
 	}
-	if off.ValueString(off.Final) != `"A1"` {
-		t.Fatalf("final %s, want A's stale data only", off.ValueString(off.Final))
+	if off.ValueString(off.Final) != `"B1"` || off.Violation() != nil {
+		t.Fatalf("final %s violation %v, want \"B1\" and tokens in order", off.ValueString(off.Final), off.Violation())
 	}
-	if lost := off.Lost(); len(lost) != 1 || off.Writes[lost[0]].Token != 34 {
-		t.Fatalf("lost %v, want B's write", lost)
+	if lost := off.Lost(); len(lost) != 1 || off.Writes[lost[0]].Token != 33 {
+		t.Fatalf("lost %v, want A's write", lost)
 	}
-	on := kleppmann(t, true, func(p *sim.Params) { p.Work = 2 * time.Second })
-	if on.Violation() != nil || on.ValueString(on.Final) != `"B1"` {
-		t.Fatalf("with fencing: violation %v final %s", on.Violation(), on.ValueString(on.Final))
+	on := kleppmann(t, true, slow)
+	if on.Violation() != nil || len(on.Lost()) != 0 || on.ValueString(on.Final) != `"B1"` {
+		t.Fatalf("with fencing: violation %v lost %v final %s", on.Violation(), on.Lost(), on.ValueString(on.Final))
+	}
+	if sum := strings.Join(on.Summary(), "\n"); !strings.Contains(sum, "claimed by B's read at 10.5s") {
+		t.Fatalf("summary does not say B's read fenced A out:\n%s", sum)
 	}
 }
 
@@ -333,6 +344,37 @@ func TestTieBreak(t *testing.T) {
 		b := render(t, runSchedule(t, p, seed, true))
 		if !bytes.Equal(a, b) {
 			t.Fatalf("failed for seed=%d: simultaneous events reordered", seed)
+		}
+	}
+}
+
+// TestScenarioUses: a knob changes a scenario's configuration exactly when
+// the scenario says it uses it, so fencesim can refuse ignored flags.
+func TestScenarioUses(t *testing.T) {
+	edits := map[string]func(*sim.Params){
+		"ttl":       func(p *sim.Params) { p.TTL += time.Second },
+		"heartbeat": func(p *sim.Params) { p.Heartbeat += time.Second },
+		"pause":     func(p *sim.Params) { p.Pause += time.Second },
+		"work":      func(p *sim.Params) { p.Work += time.Second },
+		"delay":     func(p *sim.Params) { p.Delay += time.Millisecond },
+		"drift":     func(p *sim.Params) { p.Drift += 0.25 },
+		"seed":      func(p *sim.Params) { p.Seed++ },
+	}
+	for _, sc := range sim.Scenarios() {
+		base, err := sc.Config(sc.Defaults)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"ttl", "heartbeat", "pause", "work", "delay", "drift", "seed"} {
+			p := sc.Defaults
+			edits[name](&p)
+			cfg, err := sc.Config(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if changed := !reflect.DeepEqual(base, cfg); changed != sc.Uses(name) {
+				t.Errorf("%s: changing %s changes the config: %v; Uses(%q) = %v", sc.Name, name, changed, name, sc.Uses(name))
+			}
 		}
 	}
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -157,6 +158,33 @@ func WriteTimeline(w io.Writer, title string, runs ...*Result) error {
 		return fmt.Errorf("sim: WriteTimeline: no runs")
 	}
 	var b strings.Builder
+	timelineIntro(&b, title, runs)
+	t := &timeline{b: &b, runs: runs, rows: make([][]textRow, len(runs)), fills: make([][][]string, len(runs)),
+		leaseW: 5, laneW: 8}
+	for i, r := range runs {
+		t.rows[i], t.fills[i] = runRows(r)
+		for _, row := range t.rows[i] {
+			t.leaseW = max(t.leaseW, utf8.RuneCountInString(row.cells[0]))
+			for _, c := range row.cells[1:] {
+				t.laneW = max(t.laneW, utf8.RuneCountInString(c))
+			}
+		}
+	}
+	t.leaseW, t.laneW = min(t.leaseW, maxWidth), min(t.laneW, maxWidth)
+	t.header()
+	t.body()
+	for _, r := range runs {
+		fmt.Fprintf(&b, "\nFencing %s:\n", strings.ToUpper(onOff(r.Fencing)))
+		for _, s := range r.Summary() {
+			b.WriteString("  • " + s + "\n")
+		}
+	}
+	_, err := io.WriteString(w, trimLines(b.String()))
+	return err
+}
+
+// timelineIntro writes the title and the lines that explain the notation.
+func timelineIntro(b *strings.Builder, title string, runs []*Result) {
 	if title != "" {
 		b.WriteString(title + "\n")
 	}
@@ -165,64 +193,71 @@ func WriteTimeline(w io.Writer, title string, runs ...*Result) error {
 	if r0.recorded {
 		clock = "real seconds since the start"
 	}
-	fmt.Fprintf(&b, "TTL %s, heartbeat %s. Times are %s; \"write A1/33\" is A's first write, carrying token 33.\n",
-		FormatTime(r0.TTL), heartbeatText(r0.Heartbeat), clock)
-	for _, r := range runs {
-		if r.Fencing {
-			b.WriteString("With fencing, every read claims the reader's token at the storage and every write is checked against the newest token seen.\n")
-			break
-		}
+	fmt.Fprintf(b, "TTL %s, heartbeat %s. Times are %s", FormatTime(r0.TTL), heartbeatText(r0.Heartbeat), clock)
+	if len(r0.Writes) > 0 {
+		w := r0.Writes[0] // labelled X1: its client's first write
+		fmt.Fprintf(b, "; \"write %s/%d\" is %s's first write, carrying token %d",
+			r0.WriteLabels()[0], w.Token, r0.Clients[w.Client], w.Token)
+	}
+	b.WriteString(".\n")
+	switch {
+	case r0.recorded && r0.Fencing:
+		b.WriteString("Every store checks each write's token against the newest token it has seen.\n")
+	case slices.ContainsFunc(runs, func(r *Result) bool { return r.Fencing }):
+		b.WriteString("With fencing, every read claims the reader's token at the storage and every write is checked against the newest token seen.\n")
 	}
 	b.WriteString("\n")
-	rowsOf := make([][]textRow, len(runs))
-	fillsOf := make([][][]string, len(runs))
-	for i, r := range runs {
-		rowsOf[i], fillsOf[i] = runRows(r)
-	}
-	leaseW, laneW := 5, 8
-	for _, rows := range rowsOf {
-		for _, row := range rows {
-			leaseW = max(leaseW, utf8.RuneCountInString(row.cells[0]))
-			for _, c := range row.cells[1:] {
-				laneW = max(laneW, utf8.RuneCountInString(c))
-			}
-		}
-	}
-	leaseW, laneW = min(leaseW, maxWidth), min(laneW, maxWidth)
-	width := func(r *Result) int { return leaseW + 1 + len(r.Clients)*(laneW+1) }
-	// header lines
+}
+
+// timeline lays out the rows of several runs side by side.
+type timeline struct {
+	b             *strings.Builder
+	runs          []*Result
+	rows          [][]textRow  // per run
+	fills         [][][]string // per run: the cells to repeat after each row
+	leaseW, laneW int
+}
+
+func (t *timeline) width(r *Result) int { return t.leaseW + 1 + len(r.Clients)*(t.laneW+1) }
+
+func (t *timeline) header() {
+	b := t.b
 	b.WriteString(pad("", timeWidth) + " ")
-	for _, r := range runs {
-		b.WriteString("│ " + pad("fencing "+strings.ToUpper(onOff(r.Fencing)), width(r)))
+	for _, r := range t.runs {
+		b.WriteString("│ " + pad("fencing "+strings.ToUpper(onOff(r.Fencing)), t.width(r)))
 	}
 	b.WriteString("\n" + pad("time", timeWidth) + " ")
-	for _, r := range runs {
-		b.WriteString("│ " + pad("lease", leaseW) + " ")
+	for _, r := range t.runs {
+		b.WriteString("│ " + pad("lease", t.leaseW) + " ")
 		for _, name := range r.Clients {
-			b.WriteString(pad(name, laneW) + " ")
+			b.WriteString(pad(name, t.laneW) + " ")
 		}
 	}
 	b.WriteString("\n" + strings.Repeat("─", timeWidth+1))
-	for _, r := range runs {
-		b.WriteString("┼" + strings.Repeat("─", width(r)+1))
+	for _, r := range t.runs {
+		b.WriteString("┼" + strings.Repeat("─", t.width(r)+1))
 	}
 	b.WriteString("\n")
-	// merge rows by time
-	next := make([]int, len(runs))
+}
+
+// body merges the runs' rows by time: rows of one instant share lines,
+// and a run with fewer rows at that instant repeats its current state.
+func (t *timeline) body() {
+	next := make([]int, len(t.runs))
 	for {
 		at := time.Duration(-1)
-		for i := range runs {
-			if j := next[i]; j < len(rowsOf[i]) && (at < 0 || rowsOf[i][j].at < at) {
-				at = rowsOf[i][j].at
+		for i := range t.runs {
+			if j := next[i]; j < len(t.rows[i]) && (at < 0 || t.rows[i][j].at < at) {
+				at = t.rows[i][j].at
 			}
 		}
 		if at < 0 {
-			break
+			return
 		}
 		lines := 0
-		for i := range runs {
+		for i := range t.runs {
 			k := 0
-			for next[i]+k < len(rowsOf[i]) && rowsOf[i][next[i]+k].at == at {
+			for next[i]+k < len(t.rows[i]) && t.rows[i][next[i]+k].at == at {
 				k++
 			}
 			lines = max(lines, k)
@@ -232,38 +267,39 @@ func WriteTimeline(w io.Writer, title string, runs ...*Result) error {
 			if l == 0 {
 				tcol = FormatTime(at)
 			}
-			b.WriteString(fmt.Sprintf("%*s ", timeWidth, tcol))
-			for i, r := range runs {
-				var cells []string
-				if j := next[i] + l; j < len(rowsOf[i]) && rowsOf[i][j].at == at {
-					cells = rowsOf[i][j].cells
-				} else if j := next[i] + l - 1; j >= 0 && j < len(fillsOf[i]) {
-					cells = fillsOf[i][j]
-				} else {
-					cells = make([]string, len(r.Clients)+1)
-					cells[0] = "-"
-				}
-				b.WriteString("│ " + pad(cells[0], leaseW) + " ")
-				for _, c := range cells[1:] {
-					b.WriteString(pad(c, laneW) + " ")
-				}
+			fmt.Fprintf(t.b, "%*s ", timeWidth, tcol)
+			for i := range t.runs {
+				t.cells(t.cellsAt(i, next[i]+l, at))
 			}
-			b.WriteString("\n")
+			t.b.WriteString("\n")
 		}
-		for i := range runs {
-			for next[i] < len(rowsOf[i]) && rowsOf[i][next[i]].at == at {
+		for i := range t.runs {
+			for next[i] < len(t.rows[i]) && t.rows[i][next[i]].at == at {
 				next[i]++
 			}
 		}
 	}
-	for _, r := range runs {
-		fmt.Fprintf(&b, "\nFencing %s:\n", strings.ToUpper(onOff(r.Fencing)))
-		for _, s := range r.Summary() {
-			b.WriteString("  • " + s + "\n")
-		}
+}
+
+// cellsAt returns run i's cells for its row j if that row is at time at,
+// or else the state its previous row left.
+func (t *timeline) cellsAt(i, j int, at time.Duration) []string {
+	switch {
+	case j < len(t.rows[i]) && t.rows[i][j].at == at:
+		return t.rows[i][j].cells
+	case j-1 >= 0 && j-1 < len(t.fills[i]):
+		return t.fills[i][j-1]
 	}
-	_, err := io.WriteString(w, trimLines(b.String()))
-	return err
+	cells := make([]string, len(t.runs[i].Clients)+1)
+	cells[0] = "-"
+	return cells
+}
+
+func (t *timeline) cells(cells []string) {
+	t.b.WriteString("│ " + pad(cells[0], t.leaseW) + " ")
+	for _, c := range cells[1:] {
+		t.b.WriteString(pad(c, t.laneW) + " ")
+	}
 }
 
 func heartbeatText(d time.Duration) string {
