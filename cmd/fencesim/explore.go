@@ -21,13 +21,13 @@ func exploreFlags(fs *flag.FlagSet, p *sim.ExploreParams) {
 	fs.IntVar(&p.Clients, "clients", d.Clients, "clients competing for the lease")
 	fs.IntVar(&p.Jobs, "jobs", d.Jobs, "jobs per client (acquire, read, writes, release)")
 	fs.IntVar(&p.Writes, "writes", d.Writes, "writes per job")
-	fs.Var(durationValue{&p.TTL}, "ttl", "lease time to live (default 10s)")
-	fs.Var(durationValue{&p.Heartbeat}, "heartbeat", "heartbeat interval, 0 for none (default 3s)")
-	fs.Var(durationValue{&p.Work}, "work", "mean work step before each write, uniform in [work/2, 3work/2] (default 2s)")
-	fs.Var(durationValue{&p.DelayMax}, "delay", "maximum one-way message delay, uniform from 0 (default 200ms)")
-	fs.Var(probValue{&p.PauseProb}, "pause-prob", "each client's chance of one stop-the-world pause (default 0.3)")
-	fs.Var(durationValue{&p.PauseMax}, "pause-max", "maximum pause length, uniform from 0 (default 30s)")
-	fs.Var(probValue{&p.CrashProb}, "crash-prob", "each client's chance of crashing in the first 40s (default 0.1)")
+	fs.Var(durationValue{&p.TTL}, "ttl", "lease time to live")
+	fs.Var(durationValue{&p.Heartbeat}, "heartbeat", "heartbeat interval, 0 for none")
+	fs.Var(durationValue{&p.Work}, "work", "mean work step before each write, uniform in [work/2, 3work/2]")
+	fs.Var(durationValue{&p.DelayMax}, "delay", "maximum one-way message delay, uniform from 0")
+	fs.Var(probValue{&p.PauseProb}, "pause-prob", "each client's chance of one stop-the-world pause")
+	fs.Var(durationValue{&p.PauseMax}, "pause-max", "maximum pause length, uniform from 0")
+	fs.Var(probValue{&p.CrashProb}, "crash-prob", "each client's chance of crashing in the first 40s")
 	fs.Float64Var(&p.DriftMax, "drift", d.DriftMax, "maximum clock rate error, uniform in [-drift, drift]")
 }
 
@@ -146,7 +146,7 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	var p sim.ExploreParams
 	exploreFlags(fs, &p)
 	var out output
-	out.register(fs)
+	out.register(fs, true)
 	if status := parseNoArgs(fs, "fencesim replay -seed N [flags]  (replays one schedule of fencesim explore)", args, stdout, stderr); status >= 0 {
 		return status
 	}

@@ -35,8 +35,10 @@ func parseDuration(s string) (time.Duration, error) {
 // durationValue is a flag.Value for parseDuration.
 type durationValue struct{ d *time.Duration }
 
+// String returns "" for zero, so that flag's help prints "(default D)"
+// only for a flag whose default is not zero.
 func (v durationValue) String() string {
-	if v.d == nil {
+	if v.d == nil || *v.d == 0 {
 		return ""
 	}
 	return v.d.String()

@@ -58,16 +58,14 @@ func runReal(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.S3Secret, "s3-secret", os.Getenv("FENCEKIT_S3_SECRET_KEY"), "S3 secret key (or FENCEKIT_S3_SECRET_KEY)")
 	fs.StringVar(&c.Bucket, "s3-bucket", "fencesim", "S3 bucket, created if missing")
 	fs.StringVar(&c.Name, "name", "fencesim-demo", "lease name; also the guard resource, the row key and the object key")
-	fs.Var(durationValue{&c.TTL}, "ttl", "lease TTL (default 2s)")
-	fs.Var(durationValue{&c.Pause}, "pause", "how long A stays stopped by SIGSTOP; must exceed the TTL (default 5s)")
+	fs.Var(durationValue{&c.TTL}, "ttl", "lease TTL")
+	fs.Var(durationValue{&c.Pause}, "pause", "how long A stays stopped by SIGSTOP; must exceed the TTL")
 	var out output
-	out.register(fs)
+	out.register(fs, false)
 	if status := parseNoArgs(fs, "fencesim real [flags]  (Kleppmann's scenario against real Redis, PostgreSQL and S3)", args, stdout, stderr); status >= 0 {
 		return status
 	}
 	switch {
-	case out.fencing != "both":
-		return usageErr(stderr, "real mode always fences; -fencing is not supported")
 	case c.TTL < lease.MinTTL:
 		return usageErr(stderr, "-ttl %v is below the lease minimum %v", c.TTL, lease.MinTTL)
 	case c.Pause <= c.TTL:

@@ -95,7 +95,7 @@ func TestRealBadFlags(t *testing.T) {
 		{[]string{"real", "-ttl", "2s", "-pause", "1s", "-s3-endpoint", "http://x"}, "must exceed"},
 		{[]string{"real", "-ttl", "1ms", "-s3-endpoint", "http://x"}, "below the lease minimum"},
 		{[]string{"real", "-pause", "5"}, "has no unit"},
-		{[]string{"real", "-s3-endpoint", "http://x", "-fencing", "off"}, "always fences"},
+		{[]string{"real", "-s3-endpoint", "http://x", "-fencing", "off"}, "flag provided but not defined: -fencing"},
 		{[]string{"real", "-s3-endpoint", "http://x", "-name", "a b"}, "-name"},
 		{[]string{"real", "extra"}, "no arguments"},
 	} {

@@ -99,11 +99,14 @@ type output struct {
 	fencing fencingMode
 }
 
-func (o *output) register(fs *flag.FlagSet) {
+// register adds -json, -html and, when fencing is true, -fencing to fs.
+func (o *output) register(fs *flag.FlagSet, fencing bool) {
 	o.fencing = "both"
 	fs.BoolVar(&o.json, "json", false, "print the events as JSON Lines instead of the timeline")
 	fs.StringVar(&o.html, "html", "", "also write a self-contained HTML page with the timeline drawn as SVG to `FILE`")
-	fs.Var(&o.fencing, "fencing", "run with fencing `both` (side by side), on or off")
+	if fencing {
+		fs.Var(&o.fencing, "fencing", "`MODE`: both (fencing off and on, side by side), on or off")
+	}
 }
 
 // emit writes runs as a terminal timeline (or JSON) and the HTML page.
@@ -157,11 +160,11 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	fs.Var(durationValue{&p.Heartbeat}, "heartbeat", "heartbeat interval, 0 for none (default: the scenario's)")
 	fs.Var(durationValue{&p.Pause}, "pause", "length of the holder's stop-the-world pause (default: the scenario's)")
 	fs.Var(durationValue{&p.Work}, "work", "length of a work step before a write (default: the scenario's)")
-	fs.Var(durationValue{&p.Delay}, "delay", "one-way message delay (default 100ms)")
-	fs.Float64Var(&p.Drift, "drift", 0, "holder's clock rate error, -0.5 = half speed (drift scenario default -0.5)")
+	fs.Var(durationValue{&p.Delay}, "delay", "one-way message delay (default: the scenario's, 100ms in all)")
+	fs.Float64Var(&p.Drift, "drift", 0, "holder's clock rate error, -0.5 = half speed (drift scenario only; default -0.5)")
 	fs.Uint64Var(&p.Seed, "seed", 1, "seed of the run's random source (wait jitter)")
 	var out output
-	out.register(fs)
+	out.register(fs, true)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: fencesim [SCENARIO] [flags]\nScenarios: %s (default kleppmann).\n",
 			strings.Join(sim.ScenarioNames(), ", "))
@@ -183,6 +186,7 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	q.Seed = p.Seed
 	durations := map[string][2]*time.Duration{"ttl": {&q.TTL, &p.TTL}, "heartbeat": {&q.Heartbeat, &p.Heartbeat},
 		"pause": {&q.Pause, &p.Pause}, "work": {&q.Work, &p.Work}, "delay": {&q.Delay, &p.Delay}}
+	var ignored []string
 	fs.Visit(func(f *flag.Flag) {
 		if d, ok := durations[f.Name]; ok {
 			*d[0] = *d[1]
@@ -190,7 +194,13 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		if f.Name == "drift" {
 			q.Drift = p.Drift
 		}
+		if _, knob := durations[f.Name]; (knob || f.Name == "drift") && !sc.Uses(f.Name) {
+			ignored = append(ignored, f.Name)
+		}
 	})
+	if len(ignored) > 0 {
+		return usageErr(stderr, "scenario %s has no -%s (%s)", sc.Name, ignored[0], usersOf(ignored[0]))
+	}
 	if err := q.Validate(); err != nil {
 		return usageErr(stderr, "%s", strings.TrimPrefix(err.Error(), "sim: "))
 	}
@@ -232,18 +242,32 @@ func wrap(s string, width int) string {
 	return b.String()
 }
 
+// usersOf says which scenarios use the knob called name.
+func usersOf(name string) string {
+	var users []string
+	for _, sc := range sim.Scenarios() {
+		if sc.Uses(name) {
+			users = append(users, sc.Name)
+		}
+	}
+	return "-" + name + " applies to " + strings.Join(users, ", ")
+}
+
 func runList(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		return usageErr(stderr, "list takes no arguments, got %q", args[0])
 	}
 	for _, sc := range sim.Scenarios() {
-		fmt.Fprintf(stdout, "%s\n  %s\n  defaults: ttl %s, heartbeat %s, pause %s, work %s, delay %s",
-			sc.Name, sc.Title, sim.FormatTime(sc.Defaults.TTL), sim.FormatTime(sc.Defaults.Heartbeat),
-			sim.FormatTime(sc.Defaults.Pause), sim.FormatTime(sc.Defaults.Work), sim.FormatTime(sc.Defaults.Delay))
-		if sc.Defaults.Drift != 0 {
-			fmt.Fprintf(stdout, ", drift %g", sc.Defaults.Drift)
+		d := sc.Defaults
+		fmt.Fprintf(stdout, "%s\n  %s\n  flags: -ttl %s -heartbeat %s", sc.Name, sc.Title, sim.FormatTime(d.TTL), sim.FormatTime(d.Heartbeat))
+		for _, k := range []struct {
+			name, value string
+		}{{"pause", sim.FormatTime(d.Pause)}, {"work", sim.FormatTime(d.Work)}, {"drift", fmt.Sprint(d.Drift)}} {
+			if sc.Uses(k.name) {
+				fmt.Fprintf(stdout, " -%s %s", k.name, k.value)
+			}
 		}
-		fmt.Fprintln(stdout)
+		fmt.Fprintf(stdout, " -delay %s\n", sim.FormatTime(d.Delay))
 	}
 	return exitOK
 }

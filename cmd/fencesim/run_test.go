@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ func TestDefault(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
 	for _, want := range []string{"kleppmann", "fencing OFF", "fencing ON", "write A1/33 ok", "write A1/33 REJECTED",
-		"is LOST", "REJECTED as stale", `Final value of "file": "B1"`} {
+		"UNSAFE", "B1 (token 34, accepted at 12.7s) is LOST", "REJECTED as stale", `Final value of "file": "A1"`, `Final value of "file": "B1"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -46,7 +47,7 @@ func TestScenariosAndFlags(t *testing.T) {
 		not  []string
 	}{
 		{[]string{"-pause", "5s"}, []string{`"A1 B1"`, "Safe"}, []string{"LOST", "REJECTED"}},
-		{[]string{"kleppmann", "-work", "2s"}, []string{"UNSAFE", "clobbering"}, nil},
+		{[]string{"kleppmann", "-work", "8s"}, []string{"A1 (token 33, accepted at 16.1s) is LOST", `"B1"`}, []string{"UNSAFE"}},
 		{[]string{"-work", "2s", "kleppmann", "-fencing", "on"}, []string{"fencing ON", "REJECTED"}, []string{"fencing OFF"}},
 		{[]string{"crash"}, []string{"Forced downtime", "CRASHED"}, nil},
 		{[]string{"crash", "-ttl", "10s", "-heartbeat", "3s"}, []string{"until it expired at 10.1s"}, nil},
@@ -86,7 +87,9 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"nosuch"}, `unknown scenario "nosuch"`},
 		{[]string{"kleppmann", "crash"}, "unexpected argument"},
 		{[]string{"-fencing", "maybe"}, "not one of both, on, off"},
-		{[]string{"-drift", "-2"}, "drift"},
+		{[]string{"drift", "-drift", "-2"}, "drift -2 outside"},
+		{[]string{"crash", "-pause", "20s"}, "scenario crash has no -pause (-pause applies to kleppmann, pause-heartbeat)"},
+		{[]string{"-drift", "0.3"}, "scenario kleppmann has no -drift"},
 		{[]string{"-nosuchflag"}, "flag provided but not defined"},
 		{[]string{"explore", "-runs", "-1"}, "runs -1 is negative"},
 		{[]string{"explore", "-pause-prob", "2"}, "not a probability"},
@@ -107,8 +110,18 @@ func TestBadFlags(t *testing.T) {
 			t.Errorf("%v: printed results despite the bad flag: %q", tc.args, out)
 		}
 	}
-	if code, _, _ := runCmd(t, "-h"); code != 0 {
-		t.Errorf("-h exit %d", code)
+	// Help states each default once, and never a zero default that the
+	// scenario replaces.
+	twice := regexp.MustCompile(`default[^)]*\) \(default`)
+	for _, sub := range []string{"", "explore", "replay", "real"} {
+		args := []string{"-h"}
+		if sub != "" {
+			args = []string{sub, "-h"}
+		}
+		code, _, help := runCmd(t, args...)
+		if code != 0 || !strings.Contains(help, "usage: fencesim") || twice.MatchString(help) || strings.Contains(help, "(default 0s)") {
+			t.Errorf("%v: exit %d, help:\n%s", args, code, help)
+		}
 	}
 }
 
