@@ -7,12 +7,12 @@
 #
 # Without HTML it first writes the kleppmann scenario (fencing off and on)
 # with `go run ./cmd/fencesim -html`. Defaults: OUT docs/img/kleppmann.png,
-# window 1180x1300. Exit status is non-zero when any step fails.
+# window 1180x1480 (the whole kleppmann page). Exit status is non-zero when any step fails.
 set -eu
 
 out=${1:-docs/img/kleppmann.png}
 src=${2:-}
-size=${3:-1180,1300}
+size=${3:-1180,1480}
 
 if ! command -v chromium >/dev/null 2>&1; then
 	echo "render-timeline: chromium not found; installing Debian's chromium package" >&2
