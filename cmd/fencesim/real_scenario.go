@@ -73,116 +73,150 @@ func realScenario(ctx context.Context, c *realConfig, stderr io.Writer) (*sim.Re
 	if err := setup(ctx, c, s); err != nil {
 		return nil, nil, err
 	}
-	const a, b = 0, 1
-	r := &realRun{start: time.Now()}
-	h, err := startHolder(c)
+	x := &realExec{c: c, s: s, r: &realRun{start: time.Now()}}
+	if x.h, err = startHolder(c); err != nil {
+		return nil, nil, err
+	}
+	defer x.h.kill()
+	if err := x.pauseA(ctx); err != nil {
+		return nil, nil, err
+	}
+	lb, err := x.takeOverB(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer h.kill()
-	pid := h.cmd.Process.Pid
+	defer lb.Release(context.WithoutCancel(ctx))
+	if err := x.resumeA(ctx); err != nil {
+		return nil, nil, err
+	}
+	if err := lb.Release(ctx); err != nil {
+		x.failures = append(x.failures, fmt.Sprintf("B's release: %v", err))
+	} else {
+		x.r.add(sim.Event{Kind: sim.KindReleased, Client: clientB, Token: x.tokB})
+	}
+	final, ff := verifyFinal(ctx, c, s, x.tokB, x.bWrites)
+	x.failures = append(x.failures, ff...)
+	res := sim.NewRecorded([]string{"A", "B"}, c.Name, true, c.TTL, c.TTL/3, x.r.events, x.r.writes, final)
+	return res, x.failures, nil
+}
 
-	line, err := h.expect(ctx, "acquired ")
+// The real run's two clients, as indexes into its lanes.
+const clientA, clientB = 0, 1
+
+// realExec is one execution of the real scenario: the holder child (A),
+// the tokens, and what has gone wrong so far.
+type realExec struct {
+	c          *realConfig
+	s          *stores
+	r          *realRun
+	h          *holder
+	tokA, tokB fence.Token
+	pausedAt   time.Time
+	bWrites    []int // indexes of B's writes, in realStores order
+	failures   []string
+}
+
+// pauseA waits for the holder to acquire and check its lease, then stops
+// it with SIGSTOP.
+func (x *realExec) pauseA(ctx context.Context) error {
+	line, err := x.h.expect(ctx, "acquired ")
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	tokA, err := fence.ParseToken(line)
-	if err != nil {
-		return nil, nil, fmt.Errorf("real: holder's token: %w", err)
+	if x.tokA, err = fence.ParseToken(line); err != nil {
+		return fmt.Errorf("real: holder's token: %w", err)
 	}
-	r.add(sim.Event{Kind: sim.KindGranted, Client: a, Token: tokA, Dur: c.TTL})
-	r.add(sim.Event{Kind: sim.KindAcquired, Client: a, Token: tokA, Dur: c.TTL})
-	if _, err := h.expect(ctx, "checked"); err != nil {
-		return nil, nil, err
+	x.r.add(sim.Event{Kind: sim.KindGranted, Client: clientA, Token: x.tokA, Dur: x.c.TTL})
+	x.r.add(sim.Event{Kind: sim.KindAcquired, Client: clientA, Token: x.tokA, Dur: x.c.TTL})
+	if _, err := x.h.expect(ctx, "checked"); err != nil {
+		return err
 	}
+	pid := x.h.cmd.Process.Pid
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		return nil, nil, fmt.Errorf("real: SIGSTOP holder: %w", err)
+		return fmt.Errorf("real: SIGSTOP holder: %w", err)
 	}
-	pausedAt := time.Now()
-	r.add(sim.Event{Kind: sim.KindPaused, Client: a, Dur: c.Pause})
+	x.pausedAt = time.Now()
+	x.r.add(sim.Event{Kind: sim.KindPaused, Client: clientA, Dur: x.c.Pause})
 	for i := 0; i < 100 && !stopped(pid); i++ {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if !stopped(pid) {
-		return nil, nil, errors.New("real: the holder did not stop after SIGSTOP")
+		return errors.New("real: the holder did not stop after SIGSTOP")
 	}
+	return nil
+}
 
-	// B: refused while A's lease lives, then granted once it expires. (On a
-	// very slow machine A's lease may already be gone: then B gets it at once.)
-	lc := lease.New(s.rdb, nil)
-	lb, err := lc.Acquire(ctx, c.Name, c.TTL)
+// takeOverB is client B: refused while A's lease lives, then granted once
+// it expires (on a very slow machine A's lease may already be gone: then
+// B gets it at once). B fences the guard row and writes to every store.
+func (x *realExec) takeOverB(ctx context.Context) (*lease.Lease, error) {
+	lc := lease.New(x.s.rdb, nil)
+	lb, err := lc.Acquire(ctx, x.c.Name, x.c.TTL)
 	var na *lease.NotAcquiredError
 	switch {
 	case errors.As(err, &na):
-		r.add(sim.Event{Kind: sim.KindRefused, Client: b, Other: na.Holder, Dur: na.Remaining})
-		wctx, wcancel := context.WithTimeout(ctx, 3*c.TTL+10*time.Second)
-		lb, err = lc.AcquireWait(wctx, c.Name, c.TTL)
+		x.r.add(sim.Event{Kind: sim.KindRefused, Client: clientB, Other: na.Holder, Dur: na.Remaining})
+		wctx, wcancel := context.WithTimeout(ctx, 3*x.c.TTL+10*time.Second)
+		lb, err = lc.AcquireWait(wctx, x.c.Name, x.c.TTL)
 		wcancel()
 		if err != nil {
-			return nil, nil, fmt.Errorf("real: B's AcquireWait: %w", err)
+			return nil, fmt.Errorf("real: B's AcquireWait: %w", err)
 		}
 	case err != nil:
-		return nil, nil, fmt.Errorf("real: B's acquire: %w", err)
+		return nil, fmt.Errorf("real: B's acquire: %w", err)
 	}
-	defer lb.Release(context.WithoutCancel(ctx))
-	tokB := lb.Token()
-	r.add(sim.Event{Kind: sim.KindExpired, Client: a, Token: tokA}) // observed: B got the lease
-	r.add(sim.Event{Kind: sim.KindGranted, Client: b, Token: tokB, Dur: c.TTL})
-	r.add(sim.Event{Kind: sim.KindAcquired, Client: b, Token: tokB, Dur: c.TTL})
-	var failures []string
-	if err := sqlfence.Fence(ctx, s.pool, c.Name, tokB); err != nil {
-		failures = append(failures, fmt.Sprintf("B's sqlfence.Fence: %v", err))
+	x.tokB = lb.Token()
+	x.r.add(sim.Event{Kind: sim.KindExpired, Client: clientA, Token: x.tokA}) // observed: B got the lease
+	x.r.add(sim.Event{Kind: sim.KindGranted, Client: clientB, Token: x.tokB, Dur: x.c.TTL})
+	x.r.add(sim.Event{Kind: sim.KindAcquired, Client: clientB, Token: x.tokB, Dur: x.c.TTL})
+	if err := sqlfence.Fence(ctx, x.s.pool, x.c.Name, x.tokB); err != nil {
+		x.failures = append(x.failures, fmt.Sprintf("B's sqlfence.Fence: %v", err))
 	}
-	var bWrites []int
 	for _, store := range realStores {
-		sent := r.now()
-		bWrites = append(bWrites, len(r.writes))
-		if f := r.write(b, tokB, sent, true, s.write(ctx, c, store, tokB, "B's data")); f != "" {
-			failures = append(failures, fmt.Sprintf("B's write to %s: %s", store, f))
+		sent := x.r.now()
+		x.bWrites = append(x.bWrites, len(x.r.writes))
+		if f := x.r.write(clientB, x.tokB, sent, true, x.s.write(ctx, x.c, store, x.tokB, "B's data")); f != "" {
+			x.failures = append(x.failures, fmt.Sprintf("B's write to %s: %s", store, f))
 		}
 	}
+	return lb, nil
+}
 
-	// A resumes after its pause and writes what it was about to write.
+// resumeA continues the holder when its pause is over; it writes what it
+// was about to write, with its old token, to every store.
+func (x *realExec) resumeA(ctx context.Context) error {
 	select {
-	case <-time.After(time.Until(pausedAt.Add(c.Pause))):
+	case <-time.After(time.Until(x.pausedAt.Add(x.c.Pause))):
 	case <-ctx.Done():
-		return nil, nil, ctx.Err()
+		return ctx.Err()
 	}
-	if _, err := io.WriteString(h.stdin, "write\n"); err != nil {
-		return nil, nil, fmt.Errorf("real: tell the holder to write: %w", err)
+	if _, err := io.WriteString(x.h.stdin, "write\n"); err != nil {
+		return fmt.Errorf("real: tell the holder to write: %w", err)
 	}
-	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
-		return nil, nil, fmt.Errorf("real: SIGCONT holder: %w", err)
+	if err := syscall.Kill(x.h.cmd.Process.Pid, syscall.SIGCONT); err != nil {
+		return fmt.Errorf("real: SIGCONT holder: %w", err)
 	}
-	resumed := r.now()
-	r.add(sim.Event{Kind: sim.KindResumed, Client: a})
+	resumed := x.r.now()
+	x.r.add(sim.Event{Kind: sim.KindResumed, Client: clientA})
 	for _, store := range realStores {
-		outcome, err := h.expect(ctx, "write "+store+" ")
+		outcome, err := x.h.expect(ctx, "write "+store+" ")
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		if outcome == "ok" {
-			failures = append(failures, fmt.Sprintf("%s ACCEPTED A's stale write with token %d after token %d", store, tokA, tokB))
+			x.failures = append(x.failures, fmt.Sprintf("%s ACCEPTED A's stale write with token %d after token %d", store, x.tokA, x.tokB))
 		}
-		if f := r.write(a, tokA, resumed, false, outcome); f != "" {
-			failures = append(failures, fmt.Sprintf("A's write to %s: %s", store, f))
+		if f := x.r.write(clientA, x.tokA, resumed, false, outcome); f != "" {
+			x.failures = append(x.failures, fmt.Sprintf("A's write to %s: %s", store, f))
 		}
 	}
-	if state, err := h.expect(ctx, "lease "); err == nil && strings.HasPrefix(state, "lost") {
-		r.add(sim.Event{Kind: sim.KindLost, Client: a, Token: tokA, Other: tokB})
+	if state, err := x.h.expect(ctx, "lease "); err == nil && strings.HasPrefix(state, "lost") {
+		x.r.add(sim.Event{Kind: sim.KindLost, Client: clientA, Token: x.tokA, Other: x.tokB})
 	}
-	if err := h.cmd.Wait(); err != nil {
-		failures = append(failures, fmt.Sprintf("holder exited: %v", err))
+	if err := x.h.cmd.Wait(); err != nil {
+		x.failures = append(x.failures, fmt.Sprintf("holder exited: %v", err))
 	}
-	if err := lb.Release(ctx); err != nil {
-		failures = append(failures, fmt.Sprintf("B's release: %v", err))
-	} else {
-		r.add(sim.Event{Kind: sim.KindReleased, Client: b, Token: tokB})
-	}
-	final, ff := verifyFinal(ctx, c, s, tokB, bWrites)
-	failures = append(failures, ff...)
-	res := sim.NewRecorded([]string{"A", "B"}, c.Name, true, c.TTL, c.TTL/3, r.events, r.writes, final)
-	return res, failures, nil
+	return nil
 }
 
 // verifyFinal reads every store back: each must hold B's data and token.
