@@ -162,3 +162,19 @@ func TestFormatTime(t *testing.T) {
 		}
 	}
 }
+
+// TestTimelineRecordedOddStart: a recorded run whose first event draws no
+// row of its own (a denial seen before any grant) still prints.
+func TestTimelineRecordedOddStart(t *testing.T) {
+	r := sim.NewRecorded([]string{"A", "B"}, "f", true, time.Second, 0, []sim.Event{
+		{Kind: sim.KindDenied, Client: 1, Other: 7, Write: -1},
+		{At: time.Second, Kind: sim.KindAcquired, Client: 1, Token: 8, Write: -1},
+	}, nil, nil)
+	var b bytes.Buffer
+	if err := sim.WriteTimeline(&b, "odd", r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "acquired 8") || !strings.Contains(b.String(), "Every store checks") {
+		t.Fatalf("timeline:\n%s", b.String())
+	}
+}

@@ -27,96 +27,125 @@ type textRow struct {
 
 // runRows turns a run's events into timeline rows. Consecutive refusals of
 // one client are folded into one row; a paused client's lane shows a bar,
-// a crashed client's a cross.
+// a crashed client's a cross. fills[i] is the state row i leaves behind,
+// which the side-by-side layout repeats while another run has more rows.
 func runRows(r *Result) (rows []textRow, fills [][]string) {
-	labels := r.WriteLabels()
 	n := len(r.Clients)
-	paused := make([]bool, n)
-	crashed := make([]bool, n)
-	lease := "-"
-	fill := func() []string {
-		cells := make([]string, n+1)
-		cells[0] = lease
-		for c := range n {
-			switch {
-			case crashed[c]:
-				cells[c+1] = "  x"
-			case paused[c]:
-				cells[c+1] = "  ┃"
-			}
-		}
-		return cells
-	}
-	refusals := make([]int, n) // index of the row holding the client's current refusal run
-	for c := range refusals {
-		refusals[c] = -1
-	}
-	refusedCount := make([]int, n)
-	refusedTok := make([]fence.Token, n)
-	emit := func(at time.Duration, c int, text string) {
-		cells := fill()
-		if c >= 0 {
-			cells[c+1] = text
-			refusals[c] = -1
-		} else {
-			cells[0] = text
-		}
-		rows = append(rows, textRow{at: at, cells: cells})
+	rb := &rowBuilder{r: r, labels: r.WriteLabels(), lease: "-", paused: make([]bool, n), crashed: make([]bool, n),
+		refusals: make([]int, n), refusedCount: make([]int, n), refusedTok: make([]fence.Token, n)}
+	for c := range rb.refusals {
+		rb.refusals[c] = -1
 	}
 	for _, e := range r.Events {
-		c := e.Client
-		switch e.Kind {
-		case KindGranted:
-			lease = fmt.Sprintf("%s:%d", r.Clients[c], e.Token)
-			emit(e.At, -1, lease)
-		case KindExpired:
-			lease = "-"
-			emit(e.At, -1, "expired")
-		case KindReleased:
-			lease = "-"
-			emit(e.At, c, "released")
-		case KindAcquired:
-			emit(e.At, c, fmt.Sprintf("acquired %d", e.Token))
-		case KindRefused:
-			if i := refusals[c]; i >= 0 && refusedTok[c] == e.Other {
-				refusedCount[c]++
-				rows[i].cells[c+1] = fmt.Sprintf("refused x%d (%d held)", refusedCount[c], e.Other)
-				continue
-			}
-			emit(e.At, c, fmt.Sprintf("refused (%d held)", e.Other))
-			refusals[c], refusedCount[c], refusedTok[c] = len(rows)-1, 1, e.Other
-		case KindRenewed:
-			emit(e.At, c, "heartbeat ok")
-		case KindLost:
-			emit(e.At, c, "heartbeat: LOST")
-		case KindRead:
-			ids := r.readAt(e)
-			text := "read " + r.ValueString(ids)
-			if utf8.RuneCountInString(text) > laneWidth {
-				text = fmt.Sprintf("read (%d writes)", len(ids))
-			}
-			emit(e.At, c, text)
-		case KindReadRejected:
-			emit(e.At, c, fmt.Sprintf("read REJECTED (%d)", e.Other))
-		case KindWriteAccepted:
-			emit(e.At, c, fmt.Sprintf("write %s/%d ok", labels[e.Write], e.Token))
-		case KindWriteRejected:
-			emit(e.At, c, fmt.Sprintf("write %s/%d REJECTED", labels[e.Write], e.Token))
-		case KindCheckFailed:
-			emit(e.At, c, "lease check: stop")
-		case KindPaused:
-			paused[c] = true
-			emit(e.At, c, "PAUSED "+FormatTime(e.Dur))
-		case KindResumed:
-			paused[c] = false
-			emit(e.At, c, "resumed")
-		case KindCrashed:
-			crashed[c], paused[c] = true, false
-			emit(e.At, c, "CRASHED")
+		rb.event(e)
+		if len(rb.rows) > 0 { // events without a row of their own update the last row's state
+			rb.fills = append(rb.fills[:len(rb.rows)-1], rb.fill())
 		}
-		fills = append(fills[:len(rows)-1], fill())
 	}
-	return rows, fills
+	return rb.rows, rb.fills
+}
+
+// rowBuilder holds runRows' state: the lease column, which lanes are
+// paused or crashed, and each client's current run of refusals.
+type rowBuilder struct {
+	r               *Result
+	labels          []string
+	lease           string
+	paused, crashed []bool
+	refusals        []int // per client: the row holding its current refusal run, or -1
+	refusedCount    []int
+	refusedTok      []fence.Token
+	rows            []textRow
+	fills           [][]string
+}
+
+// fill returns a row of the current state: the lease, and the bars of
+// paused and crashed clients.
+func (rb *rowBuilder) fill() []string {
+	cells := make([]string, len(rb.paused)+1)
+	cells[0] = rb.lease
+	for c := range rb.paused {
+		switch {
+		case rb.crashed[c]:
+			cells[c+1] = "  x"
+		case rb.paused[c]:
+			cells[c+1] = "  ┃"
+		}
+	}
+	return cells
+}
+
+// emit adds a row with text in client c's lane, or in the lease column
+// when c is -1.
+func (rb *rowBuilder) emit(at time.Duration, c int, text string) {
+	cells := rb.fill()
+	if c >= 0 {
+		cells[c+1] = text
+		rb.refusals[c] = -1
+	} else {
+		cells[0] = text
+	}
+	rb.rows = append(rb.rows, textRow{at: at, cells: cells})
+}
+
+// refused folds a refusal into the client's current refusal row when the
+// same token still holds the lease.
+func (rb *rowBuilder) refused(e Event) {
+	c := e.Client
+	if i := rb.refusals[c]; i >= 0 && rb.refusedTok[c] == e.Other {
+		rb.refusedCount[c]++
+		rb.rows[i].cells[c+1] = fmt.Sprintf("refused x%d (%d held)", rb.refusedCount[c], e.Other)
+		return
+	}
+	rb.emit(e.At, c, fmt.Sprintf("refused (%d held)", e.Other))
+	rb.refusals[c], rb.refusedCount[c], rb.refusedTok[c] = len(rb.rows)-1, 1, e.Other
+}
+
+func (rb *rowBuilder) event(e Event) {
+	c := e.Client
+	switch e.Kind {
+	case KindGranted:
+		rb.lease = fmt.Sprintf("%s:%d", rb.r.Clients[c], e.Token)
+		rb.emit(e.At, -1, rb.lease)
+	case KindExpired:
+		rb.lease = "-"
+		rb.emit(e.At, -1, "expired")
+	case KindReleased:
+		rb.lease = "-"
+		rb.emit(e.At, c, "released")
+	case KindAcquired:
+		rb.emit(e.At, c, fmt.Sprintf("acquired %d", e.Token))
+	case KindRefused:
+		rb.refused(e)
+	case KindRenewed:
+		rb.emit(e.At, c, "heartbeat ok")
+	case KindLost:
+		rb.emit(e.At, c, "heartbeat: LOST")
+	case KindRead:
+		ids := rb.r.readAt(e)
+		text := "read " + rb.r.ValueString(ids)
+		if utf8.RuneCountInString(text) > laneWidth {
+			text = fmt.Sprintf("read (%d writes)", len(ids))
+		}
+		rb.emit(e.At, c, text)
+	case KindReadRejected:
+		rb.emit(e.At, c, fmt.Sprintf("read REJECTED (%d)", e.Other))
+	case KindWriteAccepted:
+		rb.emit(e.At, c, fmt.Sprintf("write %s/%d ok", rb.labels[e.Write], e.Token))
+	case KindWriteRejected:
+		rb.emit(e.At, c, fmt.Sprintf("write %s/%d REJECTED", rb.labels[e.Write], e.Token))
+	case KindCheckFailed:
+		rb.emit(e.At, c, "lease check: stop")
+	case KindPaused:
+		rb.paused[c] = true
+		rb.emit(e.At, c, "PAUSED "+FormatTime(e.Dur))
+	case KindResumed:
+		rb.paused[c] = false
+		rb.emit(e.At, c, "resumed")
+	case KindCrashed:
+		rb.crashed[c], rb.paused[c] = true, false
+		rb.emit(e.At, c, "CRASHED")
+	}
 }
 
 // readAt returns the value a read event returned: the Read of the first
