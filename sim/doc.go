@@ -21,7 +21,9 @@
 //     "drift"; [Scenario.Run] runs one with [Params].
 //   - [Explore] runs many random schedules ([ExploreParams]) with fencing off
 //     and on and tallies safety violations; [ExploreSchedule] rebuilds the
-//     schedule of one seed for replay.
+//     schedule of one seed for replay. A schedule is drawn from a second
+//     PCG stream of its seed, so the report depends on the seeds only, not
+//     on the number of workers.
 //   - [WriteTimeline], [WriteJSON] and [WriteHTML] print results as a terminal
 //     timeline (runs side by side), JSON Lines, or a self-contained HTML page
 //     with one SVG per run drawn like Kleppmann's figure.
