@@ -93,8 +93,8 @@ var scenarios = []Scenario{
 		Story: "A acquires the lease (token 33), checks it, starts a step of work and is paused " +
 			"(a GC stop-the-world) for longer than the TTL. Its heartbeat stops too, the lease " +
 			"expires, B acquires it (token 34) and writes. A resumes and sends the write it was " +
-			"about to send, with token 33. A pause shorter than the TTL shows no conflict; with " +
-			"-work 8s B is still working when A writes.",
+			"about to send, with token 33. A pause that ends before the lease expires (-pause 5s) " +
+			"shows no conflict; with -work 8s B is still working when A writes.",
 		// B's step (-work) is short enough for B to write while A is still
 		// paused, as in Kleppmann's figure.
 		Defaults: Params{TTL: 10 * time.Second, Heartbeat: 3 * time.Second, Pause: 15 * time.Second,

@@ -195,6 +195,21 @@ func TestKleppmannShortPause(t *testing.T) {
 	}
 }
 
+// TestKleppmannPauseAgainstRemainingLease: what matters is the pause
+// against what is left of the lease, not against the TTL. A stops 0.9s
+// after the grant, so a 9.5s pause (shorter than the 10s TTL) outlasts
+// the lease and A's late write is lost without fencing.
+func TestKleppmannPauseAgainstRemainingLease(t *testing.T) {
+	r := kleppmann(t, false, func(p *sim.Params) { p.Pause = 9500 * time.Millisecond })
+	if lost := r.Lost(); len(lost) != 1 || r.Writes[lost[0]].Token != 33 || len(r.StaleAccepted()) != 1 {
+		t.Fatalf("9.5s pause: lost %v stale %v, want A's write accepted late and lost", lost, r.StaleAccepted())
+	}
+	r = kleppmann(t, false, func(p *sim.Params) { p.Pause = 8500 * time.Millisecond })
+	if len(r.Lost()) != 0 || len(r.StaleAccepted()) != 0 {
+		t.Fatalf("8.5s pause: lost %v stale %v, want none", r.Lost(), r.StaleAccepted())
+	}
+}
+
 // TestKleppmannFlagsMatter: without a heartbeat, or with a longer TTL, the
 // outcome follows the pause against the TTL.
 func TestKleppmannFlagsMatter(t *testing.T) {
