@@ -181,27 +181,8 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageErr(stderr, "%s", strings.TrimPrefix(err.Error(), "sim: "))
 	}
-	// Flags the user set override the scenario's defaults.
-	q := sc.Defaults
-	q.Seed = p.Seed
-	durations := map[string][2]*time.Duration{"ttl": {&q.TTL, &p.TTL}, "heartbeat": {&q.Heartbeat, &p.Heartbeat},
-		"pause": {&q.Pause, &p.Pause}, "work": {&q.Work, &p.Work}, "delay": {&q.Delay, &p.Delay}}
-	var ignored []string
-	fs.Visit(func(f *flag.Flag) {
-		if d, ok := durations[f.Name]; ok {
-			*d[0] = *d[1]
-		}
-		if f.Name == "drift" {
-			q.Drift = p.Drift
-		}
-		if _, knob := durations[f.Name]; (knob || f.Name == "drift") && !sc.Uses(f.Name) {
-			ignored = append(ignored, f.Name)
-		}
-	})
-	if len(ignored) > 0 {
-		return usageErr(stderr, "scenario %s has no -%s (%s)", sc.Name, ignored[0], usersOf(ignored[0]))
-	}
-	if err := q.Validate(); err != nil {
+	q, err := override(fs, sc, p)
+	if err != nil {
 		return usageErr(stderr, "%s", strings.TrimPrefix(err.Error(), "sim: "))
 	}
 	var runs []*sim.Result
@@ -220,6 +201,32 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout)
 	}
 	return out.emit(title, runs, stdout, stderr)
+}
+
+// override returns sc's defaults with the knobs the user set in fs (read
+// into p) replacing them. It refuses a knob the scenario does not use,
+// naming the scenarios that do, and invalid values.
+func override(fs *flag.FlagSet, sc sim.Scenario, p sim.Params) (sim.Params, error) {
+	q := sc.Defaults
+	q.Seed = p.Seed
+	durations := map[string][2]*time.Duration{"ttl": {&q.TTL, &p.TTL}, "heartbeat": {&q.Heartbeat, &p.Heartbeat},
+		"pause": {&q.Pause, &p.Pause}, "work": {&q.Work, &p.Work}, "delay": {&q.Delay, &p.Delay}}
+	var ignored []string
+	fs.Visit(func(f *flag.Flag) {
+		if d, ok := durations[f.Name]; ok {
+			*d[0] = *d[1]
+		}
+		if f.Name == "drift" {
+			q.Drift = p.Drift
+		}
+		if _, knob := durations[f.Name]; (knob || f.Name == "drift") && !sc.Uses(f.Name) {
+			ignored = append(ignored, f.Name)
+		}
+	})
+	if len(ignored) > 0 {
+		return q, fmt.Errorf("scenario %s has no -%s (%s)", sc.Name, ignored[0], usersOf(ignored[0]))
+	}
+	return q, q.Validate()
 }
 
 // wrap breaks s into lines of at most width runes at spaces.
