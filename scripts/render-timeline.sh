@@ -6,11 +6,13 @@
 #   scripts/render-timeline.sh [OUT.png [HTML [WIDTH,HEIGHT]]]
 #
 # Without HTML it first writes the kleppmann scenario (fencing off and on)
-# with `go run ./cmd/fencesim -html`. Defaults: OUT docs/img/kleppmann.png,
-# window 1180x1480 (the whole kleppmann page). Exit status is non-zero when any step fails.
+# with `go run ./cmd/fencesim -html` (from any directory). Defaults: OUT
+# docs/img/kleppmann.png in the repository, window 1180x1480 (the whole
+# kleppmann page). Exit status is non-zero when any step fails.
 set -eu
 
-out=${1:-docs/img/kleppmann.png}
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${1:-$root/docs/img/kleppmann.png}
 src=${2:-}
 size=${3:-1180,1480}
 
@@ -24,7 +26,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 if [ -z "$src" ]; then
 	src=$tmp/kleppmann.html
-	go run ./cmd/fencesim -html "$src" kleppmann >/dev/null 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
+	go -C "$root" run ./cmd/fencesim -html "$src" kleppmann >/dev/null 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
 fi
 case $src in
 /*) abs=$src ;;
