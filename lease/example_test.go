@@ -4,33 +4,34 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
 )
 
-// redisAddr is where the examples find Redis: FENCEKIT_REDIS_ADDR, as in
-// the tests, or 127.0.0.1:6379.
-func redisAddr() string {
-	if a := os.Getenv("FENCEKIT_REDIS_ADDR"); a != "" {
-		return a
-	}
-	return "127.0.0.1:6379"
+// exampleRedis gives an example the test Redis (FENCEKIT_REDIS_ADDR, default
+// 127.0.0.1:6379) through the test harness, a client of it, and a lease name
+// unique to the run whose keys are deleted when the example ends.
+func exampleRedis(example, suffix string) (rdb *redis.Client, name string, done func()) {
+	tb, cleanup := testenv.ExampleTB(example)
+	env := testenv.Redis(tb)
+	rdb = redis.NewClient(&redis.Options{Addr: env.Addr, ContextTimeoutEnabled: true})
+	return rdb, env.Name(suffix), func() { rdb.Close(); cleanup() }
 }
 
 // The whole pattern: acquire, work under the lease's Context, present the
 // token with every write, release.
 func ExampleClient_Acquire() {
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr(), ContextTimeoutEnabled: true})
-	defer rdb.Close()
+	rdb, name, done := exampleRedis("ExampleClient_Acquire", "invoices")
+	defer done()
 	leases := lease.New(rdb, nil)
 	ctx := context.Background()
 
-	l, err := leases.Acquire(ctx, "example-invoices", 10*time.Second)
+	l, err := leases.Acquire(ctx, name, 10*time.Second)
 	if errors.Is(err, lease.ErrNotAcquired) {
 		fmt.Println("another worker is generating invoices")
 		return
@@ -69,13 +70,13 @@ func ExampleClient_Acquire() {
 
 // AcquireWait blocks until the holder releases (or its TTL runs out).
 func ExampleClient_AcquireWait() {
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr(), ContextTimeoutEnabled: true})
-	defer rdb.Close()
+	rdb, name, done := exampleRedis("ExampleClient_AcquireWait", "reports")
+	defer done()
 	leases := lease.New(rdb, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	first, err := leases.AcquireWait(ctx, "example-reports", 10*time.Second)
+	first, err := leases.AcquireWait(ctx, name, 10*time.Second)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -84,7 +85,7 @@ func ExampleClient_AcquireWait() {
 		time.Sleep(50 * time.Millisecond)
 		first.Release(ctx) // wakes the waiter at once, long before the TTL
 	}()
-	second, err := leases.AcquireWait(ctx, "example-reports", 10*time.Second)
+	second, err := leases.AcquireWait(ctx, name, 10*time.Second)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -101,17 +102,17 @@ func ExampleClient_AcquireWait() {
 // Context ends, with the reason, as soon as the heartbeat learns that the
 // lease is gone, here because someone deleted the key.
 func ExampleLease_Context() {
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr(), ContextTimeoutEnabled: true})
-	defer rdb.Close()
+	rdb, name, done := exampleRedis("ExampleLease_Context", "lost")
+	defer done()
 	leases := lease.New(rdb, &lease.Options{RenewInterval: 20 * time.Millisecond})
 	ctx := context.Background()
 
-	l, err := leases.Acquire(ctx, "example-lost", 5*time.Second)
+	l, err := leases.Acquire(ctx, name, 5*time.Second)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	rdb.Del(ctx, "fencekit:{example-lost}:lock") // an operator's mistake
+	rdb.Del(ctx, "fencekit:{"+name+"}:lock") // an operator's mistake
 
 	<-l.Context().Done() // at the next heartbeat, long before the 5s TTL
 	var lost *lease.LostError
