@@ -81,7 +81,9 @@ func (f *flakyScripter) EvalSha(ctx context.Context, sha string, keys []string, 
 func TestFlakyRenewalsRetriedThenLost(t *testing.T) {
 	env := testenvRedisCounting(t)
 	fl := newFlaky(env.client, 1)
-	c := newClient(env.client, fl, &Options{RenewInterval: 30 * time.Millisecond, RetryDelay: 10 * time.Millisecond})
+	// A wide drift margin: the key outlives the local loss by about 100ms.
+	c := newClient(env.client, fl, &Options{RenewInterval: 30 * time.Millisecond, RetryDelay: 10 * time.Millisecond,
+		DriftMargin: 100 * time.Millisecond})
 	ctx := context.Background()
 	name := env.Name("flaky")
 	l := mustAcquire(t, c, name, 300*time.Millisecond)
@@ -102,15 +104,20 @@ func TestFlakyRenewalsRetriedThenLost(t *testing.T) {
 		t.Fatalf("Err = %v, want expired carrying the injected error", err)
 	}
 	pttl, _ := env.client.PTTL(ctx, c.keys(name).lock).Result()
-	t.Logf("lost with the key's PTTL at %v", pttl)
-	// Release after such a loss still frees the key if it is ours.
-	if pttl > 0 {
-		if err := l.Release(ctx); err != nil {
-			t.Fatalf("Release of a key still ours after a local loss = %v", err)
-		}
-		if n, _ := env.client.Exists(ctx, c.keys(name).lock).Result(); n != 0 {
-			t.Fatal("Release left the key")
-		}
+	if pttl <= 0 {
+		t.Fatalf("lost locally with the key's PTTL at %v: the deadline came too late", pttl)
+	}
+	// Release after such a loss still frees the key, which is still ours,
+	// so it does not block others until its TTL.
+	fl.setFail("renew", 0)
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release of a key still ours after a local loss = %v (PTTL was %v)", err, pttl)
+	}
+	if n, _ := env.client.Exists(ctx, c.keys(name).lock).Result(); n != 0 {
+		t.Fatal("Release left the key")
+	}
+	if !isLost(l.Err(), CauseExpired) {
+		t.Fatalf("Err after Release = %v, want the loss to stay the cause", l.Err())
 	}
 }
 
