@@ -34,6 +34,7 @@ type jsonSummary struct {
 	Lost      []string `json:"lost"`
 	Stale     []string `json:"stale_accepted"`
 	Violation string   `json:"violation,omitempty"`
+	Cut       bool     `json:"cut,omitempty"` // stopped at the horizon with actions pending
 	Summary   []string `json:"summary"`
 }
 
@@ -68,7 +69,7 @@ func WriteJSON(w io.Writer, runs ...*Result) error {
 		}
 		s := jsonSummary{Run: i, Fencing: r.Fencing, Seed: r.Seed, Kind: "summary", TTLNs: int64(r.TTL),
 			HeartNs: int64(r.Heartbeat), Final: pick(r.Final), Lost: pick(r.Lost()), Stale: pick(r.StaleAccepted()),
-			Summary: r.Summary()}
+			Summary: r.Summary(), Cut: r.Cut}
 		if err := r.Violation(); err != nil {
 			s.Violation = err.Error()
 		}

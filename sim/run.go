@@ -24,6 +24,11 @@ type Result struct {
 	Final []int
 	// End is the virtual time of the last event.
 	End time.Duration
+	// Horizon is the run's [Config.Horizon] (0 for a recorded run). Cut
+	// reports that the run reached it with actions still pending: what
+	// would have happened later is not in Events.
+	Horizon time.Duration
+	Cut     bool
 
 	accepted []fence.Token
 	recorded bool // built by NewRecorded from real events
@@ -91,6 +96,8 @@ type Runner struct {
 	names    []string
 	final    []int // explore's decoded final value, reused
 
+	cut bool // the run stopped at the horizon with actions pending
+
 	// quiet skips recording events and decoding Write.Read: explore only
 	// needs the writes, the accepted tokens and the final value.
 	quiet bool
@@ -144,6 +151,7 @@ func (r *Runner) run(c Config) error {
 	for r.q.len() > 0 {
 		r.q.pop(&it)
 		if it.at > r.cfg.Horizon {
+			r.cut = true
 			break
 		}
 		if steps++; steps > r.cfg.MaxSteps {
@@ -171,7 +179,7 @@ func (r *Runner) reset(c Config) {
 		pending := r.clients[i].pending[:0] // keep the buffer between runs
 		r.clients[i] = clientState{spec: &r.cfg.Clients[i], pending: pending}
 	}
-	r.rejected = 0
+	r.rejected, r.cut = 0, false
 	r.holder, r.leaseTok, r.expiresAt, r.nextTok, r.waiters = -1, 0, 0, c.FirstToken, 0
 	r.plainVal = nil
 	if c.Fencing {
@@ -184,7 +192,8 @@ func (r *Runner) reset(c Config) {
 func (r *Runner) result() *Result {
 	res := &Result{
 		Seed: r.cfg.Seed, Fencing: r.cfg.Fencing, TTL: r.cfg.TTL, Heartbeat: r.cfg.Heartbeat,
-		Resource: r.cfg.Resource, Events: r.events, Writes: r.writes, accepted: r.accepted,
+		Resource: r.cfg.Resource, Events: r.events, Writes: r.writes, accepted: r.accepted, Cut: r.cut,
+		Horizon: r.cfg.Horizon,
 	}
 	r.names = r.names[:0]
 	for i := range r.cfg.Clients {

@@ -73,6 +73,11 @@ func (s Scenario) Config(p Params) (*Config, error) {
 	}
 	c := s.build(p)
 	c.TTL, c.Heartbeat, c.Fencing, c.Seed = p.TTL, p.Heartbeat, p.Fencing, p.Seed
+	// Long enough for every scenario to play out, whatever the knobs.
+	c.Horizon = time.Hour + 10*(p.TTL+p.Work+p.Delay)
+	if s.Uses("pause") {
+		c.Horizon += 10 * p.Pause
+	}
 	c.DelayMin, c.DelayMax = p.Delay, p.Delay
 	return &c, nil
 }

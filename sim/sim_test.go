@@ -393,3 +393,26 @@ func TestScenarioUses(t *testing.T) {
 		}
 	}
 }
+
+// TestHorizonCut: a run stopped at its horizon with work pending says so,
+// and the scenarios' horizon grows with their knobs.
+func TestHorizonCut(t *testing.T) {
+	cfg := &sim.Config{TTL: 10 * time.Second, Horizon: 5 * time.Second, Fencing: true,
+		Clients: []sim.ClientSpec{{Name: "A", Step: 8 * time.Second}}}
+	r, err := sim.Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := strings.Join(r.Summary(), "\n"); !r.Cut || !strings.Contains(sum, "CUT at its horizon (5s)") {
+		t.Fatalf("cut %v, summary:\n%s", r.Cut, sum)
+	}
+	cfg.Horizon = 0 // default 1h: the job finishes
+	if r, err = sim.Run(cfg); err != nil || r.Cut || len(r.Writes) != 1 {
+		t.Fatalf("cut %v writes %v err %v", r.Cut, r.Writes, err)
+	}
+	long := kleppmann(t, true, func(p *sim.Params) { p.TTL, p.Pause = time.Hour, 2*time.Hour })
+	w := writesBy(long)
+	if long.Cut || len(w["A"]) != 1 || w["A"][0].Accepted || len(w["B"]) != 1 || !w["B"][0].Accepted {
+		t.Fatalf("TTL 1h, pause 2h: cut %v writes %+v", long.Cut, w)
+	}
+}

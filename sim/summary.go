@@ -114,6 +114,10 @@ func (r *Result) Summary() []string {
 		out = append(out, fmt.Sprintf("Forced downtime: lease %d stayed with crashed %s from %s until it expired at %s: %s in which nobody could work.",
 			sp.Token, name(sp.Client), FormatTime(sp.From), FormatTime(sp.To), FormatTime(sp.To-sp.From)))
 	}
+	if r.Cut {
+		out = append(out, fmt.Sprintf("The run was CUT at its horizon (%s) with actions still pending: what would have happened later is not shown.",
+			FormatTime(r.Horizon)))
+	}
 	if len(r.Lost()) == 0 && r.Violation() == nil && len(r.StaleAccepted()) == 0 {
 		out = append(out, fmt.Sprintf("Safe: %d write(s) accepted, %d rejected, none lost, tokens never went backwards.", accepted, rejected))
 	}
