@@ -103,7 +103,7 @@ func schedule(cfg *Config, rng *rand.Rand, p ExploreParams, seed uint64, fencing
 	// The schedule is complete and valid as drawn (p was validated), so the
 	// explorer runs it without normalize's copy.
 	*cfg = Config{Seed: seed, TTL: p.TTL, Heartbeat: p.Heartbeat, Fencing: fencing, DelayMax: p.DelayMax,
-		FirstToken: 1, Resource: "file", Horizon: 30 * time.Minute, MaxSteps: 1_000_000, Clients: cfg.Clients[:0]}
+		FirstToken: 1, Resource: "file", Horizon: exploreHorizon(p), MaxSteps: 1_000_000, Clients: cfg.Clients[:0]}
 	for i := range p.Clients {
 		var pauses []Pause // reuse the backing array of a reused Config
 		if i < cap(cfg.Clients) {
@@ -128,6 +128,12 @@ func schedule(cfg *Config, rng *rand.Rand, p ExploreParams, seed uint64, fencing
 	}
 }
 
+// exploreHorizon bounds a schedule's virtual time: 30 minutes, more when
+// the TTL, pauses or steps are long enough to need it.
+func exploreHorizon(p ExploreParams) time.Duration {
+	return 30*time.Minute + time.Duration(p.Clients*p.Jobs)*(2*p.TTL+p.PauseMax+time.Duration(p.Writes)*2*p.Work)
+}
+
 // Tally counts the outcomes of many runs with fencing either off or on.
 type Tally struct {
 	Fencing bool
@@ -145,6 +151,9 @@ type Tally struct {
 	StaleRuns int
 	// Writes and Rejected count writes decided and writes rejected.
 	Writes, Rejected int
+	// CutRuns is the number of runs that reached their horizon with
+	// actions pending ([Result.Cut]); their tallies are incomplete.
+	CutRuns int
 }
 
 // ExploreReport is what [Explore] found.
@@ -231,6 +240,7 @@ func (t *Tally) merge(o *Tally) {
 	t.StaleRuns += o.StaleRuns
 	t.Writes += o.Writes
 	t.Rejected += o.Rejected
+	t.CutRuns += o.CutRuns
 }
 
 // explorer holds reusable buffers for many runs.
@@ -277,6 +287,9 @@ func (t *Tally) add(r *Runner) {
 		}
 	}
 	t.Rejected += r.rejected
+	if r.cut {
+		t.CutRuns++
+	}
 	if fence.VerifyHistory(r.cfg.Resource, r.accepted) != nil {
 		t.Violations++
 		t.Seeds = append(t.Seeds, r.cfg.Seed)

@@ -89,6 +89,9 @@ func writeReport(w io.Writer, rep *sim.ExploreReport, show int) {
 	row("runs that accepted a write from an expired lease", rep.Off.StaleRuns, rep.On.StaleRuns)
 	row("writes decided by the storage", rep.Off.Writes, rep.On.Writes)
 	row("writes rejected as stale", rep.Off.Rejected, rep.On.Rejected)
+	if rep.Off.CutRuns+rep.On.CutRuns > 0 {
+		row("runs cut at their horizon (counts incomplete)", rep.Off.CutRuns, rep.On.CutRuns)
+	}
 	fmt.Fprintln(w, "  (*) the storage accepted a write whose token was older than one it had already accepted")
 	for _, t := range []sim.Tally{rep.Off, rep.On} {
 		if len(t.Seeds) == 0 {
