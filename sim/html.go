@@ -5,6 +5,7 @@ import (
 	"html"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -52,7 +53,7 @@ func WriteHTML(w io.Writer, title string, runs ...*Result) error {
 			esc(FormatTime(runs[0].TTL)), esc(heartbeatText(runs[0].Heartbeat)), clock)
 	}
 	for i, r := range runs {
-		fmt.Fprintf(&b, "<h2>Fencing %s (seed %d)</h2>\n", strings.ToUpper(onOff(r.Fencing)), r.Seed)
+		fmt.Fprintf(&b, "<h2>Fencing %s (%s)</h2>\n", strings.ToUpper(onOff(r.Fencing)), r.origin())
 		writeSVG(&b, r, i)
 		b.WriteString("<ul>\n")
 		for _, s := range r.Summary() {
@@ -70,6 +71,14 @@ func WriteHTML(w io.Writer, title string, runs ...*Result) error {
 	b.WriteString("</body>\n</html>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// origin says where a run came from: its seed, or real servers.
+func (r *Result) origin() string {
+	if r.recorded {
+		return "recorded on real servers"
+	}
+	return "seed " + strconv.FormatUint(r.Seed, 10)
 }
 
 // svgPlot holds the geometry of one run's drawing.
@@ -153,7 +162,7 @@ func writeSVG(b *strings.Builder, r *Result, run int) {
 	p.height = y + 120
 	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%.0f" viewBox="0 0 %d %.0f" font-family="%s" role="img">`+"\n",
 		svgWidth, p.height, svgWidth, p.height, fontFamily)
-	fmt.Fprintf(b, `<title>Timeline, fencing %s, seed %d</title>`+"\n", onOff(r.Fencing), r.Seed)
+	fmt.Fprintf(b, `<title>Timeline, fencing %s, %s</title>`+"\n", onOff(r.Fencing), r.origin())
 	b.WriteString(`<defs>`)
 	for i, col := range append([]string{"#777", "#1b7a1b", "#b00020"}, clientColors...) {
 		fmt.Fprintf(b, `<marker id="run%d-arrow%d" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="10" markerHeight="10" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="%s"/></marker>`,

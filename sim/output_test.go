@@ -177,4 +177,11 @@ func TestTimelineRecordedOddStart(t *testing.T) {
 	if !strings.Contains(b.String(), "acquired 8") || !strings.Contains(b.String(), "Every store checks") {
 		t.Fatalf("timeline:\n%s", b.String())
 	}
+	b.Reset()
+	if err := sim.WriteHTML(&b, "odd", r); err != nil {
+		t.Fatal(err)
+	}
+	if page := b.String(); !strings.Contains(page, "Fencing ON (recorded on real servers)") || strings.Contains(page, "seed 0") {
+		t.Fatalf("a recorded run's page should not name a seed:\n%s", page)
+	}
 }
