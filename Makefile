@@ -9,7 +9,7 @@ TESTFLAGS ?=
 # The test harness finds the versitygw that `make tools` installed here.
 export FENCEKIT_VERSITYGW ?= $(VERSITYGW)
 
-.PHONY: demo tools test vet fmt-check bench fuzz timeline
+.PHONY: demo tools test vet fmt-check bench fuzz soak timeline
 
 ## demo: the simulator replays Kleppmann's GC-pause scenario with and without fencing (no servers needed)
 demo:
@@ -43,6 +43,11 @@ fmt-check:
 bench: tools
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	@if [ -x bench/run.sh ]; then bash bench/run.sh; fi
+
+## soak: the long versions of the seeded fault and race tests (tens of minutes)
+soak: tools
+	FENCEKIT_REQUIRE_SERVERS=1 $(GO) test -race -timeout 60m -run 'FlakySeeded' ./lease/ -args -lease.soak
+	FENCEKIT_REQUIRE_SERVERS=1 $(GO) test -race -timeout 60m -run 'TestRacingWriters' ./blobfence/ -args -race-rounds=200
 
 ## fuzz: every fuzz target in the module, FUZZTIME each (default 30s)
 fuzz:
