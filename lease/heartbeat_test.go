@@ -287,3 +287,29 @@ func TestSynctestAcquireWaitWakesAtHolderExpiry(t *testing.T) {
 		holder.end(ErrReleased)
 	})
 }
+
+func TestSynctestLateAcquireReplyEndsLeaseBeforeReturn(t *testing.T) {
+	// The acquire reply arrives after the local deadline (send + TTL -
+	// margin): Redis may expire the key at any moment, so the lease must be
+	// over when Acquire returns, not a timer tick later.
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeRedis()
+		f.latency = 300 * time.Millisecond // TTL 300ms, deadline +295ms
+		c := fakeClient(f, Options{}, nil)
+		l := mustAcquire(t, c, "late", 300*time.Millisecond)
+		if l.Context().Err() == nil {
+			t.Fatal("Context live when Acquire returned after the deadline")
+		}
+		if !isLost(l.Err(), CauseExpired) {
+			t.Errorf("Err = %v, want LostError expired", l.Err())
+		}
+		synctest.Wait()
+		if n := len(f.renewCalls()); n != 0 {
+			t.Errorf("%d renewals of a lease lost on arrival", n)
+		}
+		f.set(func(f *fakeRedis) { f.latency = 0 })
+		if err := l.Release(context.Background()); err != nil {
+			t.Errorf("Release of a lease lost on arrival = %v, want nil (the key was still ours)", err)
+		}
+	})
+}

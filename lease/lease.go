@@ -49,6 +49,12 @@ func (c *Client) start(ctx context.Context, name string, k keys, tok fence.Token
 	l.mu.Lock() // the timer may fire at once; checkDeadline waits for l.timer
 	l.deadline = t.deadline(sent)
 	l.timer = time.AfterFunc(time.Until(l.deadline), l.checkDeadline)
+	if now := time.Now(); !now.Before(l.deadline) {
+		// The reply came too late: Redis may expire the key any moment.
+		// End the lease before the caller sees it, not a timer tick later.
+		l.endLocked(&LostError{Name: name, Token: tok, Cause: CauseExpired,
+			Err: fmt.Errorf("the acquire reply came %v after the request, more than the TTL minus the drift margin", now.Sub(sent))})
+	}
 	l.mu.Unlock()
 	l.schedule(sent.Add(t.interval))
 	return l
