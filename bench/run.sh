@@ -64,7 +64,7 @@ for ((r = 1; r <= rounds; r++)); do
 	export BENCH_ROUND=$r # rotates which library or mode goes first
 	"$out/bench.test" -test.run '^$' -test.bench '^(BenchmarkLease|BenchmarkSQL|BenchmarkS3Put)$' \
 		-test.benchtime "$benchtime" -test.count 1 >>"$out/lease.txt"
-	BENCH_SAMPLES_DIR=$out/samples "$out/bench.test" -test.run '^$' -test.bench '^BenchmarkHandoff$' \
+	BENCH_SAMPLES_DIR=$out/samples "$out/bench.test" -test.run '^$' -test.bench '^(BenchmarkPing|BenchmarkHandoff)$' \
 		-test.benchtime "${handoffN}x" -test.count 1 >>"$out/latency.txt"
 	BENCH_SAMPLES_DIR=$out/samples "$out/bench.test" -test.run '^$' -test.bench '^BenchmarkTakeover$' \
 		-test.benchtime "${takeoverN}x" -test.count 1 >>"$out/latency.txt"

@@ -102,6 +102,9 @@ func Parse(r io.Reader) ([]Result, error) {
 			row = append(row, p)
 		}
 		res.Row = strings.Join(row, "/")
+		if res.ColKey == "" {
+			res.Col = "value" // nothing to compare: one column
+		}
 		for i := 2; i+1 < len(f); i += 2 {
 			v, err := strconv.ParseFloat(f[i], 64)
 			if err != nil {
