@@ -69,12 +69,32 @@ func newClient(rdb redis.UniversalClient, scripts redis.Scripter, opts *Options)
 	return c
 }
 
-// keys of one lease; all share the hash tag {name}.
-type keys struct{ lock, token, channel string }
+// keys of one lease; all share the hash tag {name}. The three names are
+// slices of one string, and the scripts' KEYS lists are views of one array,
+// so that building them costs two allocations.
+type keys struct {
+	lock, token, channel string
+	both                 [2]string // {lock, token}: acquire.lua's KEYS; both[:1] the others'
+}
 
-func (c *Client) keys(name string) keys {
-	p := c.cfg.prefix + ":{" + name + "}:"
-	return keys{lock: p + "lock", token: p + "token", channel: p + "released"}
+func (c *Client) keys(name string) *keys {
+	const lock, token, channel = "lock", "token", "released"
+	p := len(c.cfg.prefix) + len(name) + 4 // <prefix>:{<name>}:
+	var b strings.Builder
+	b.Grow(3*p + len(lock) + len(token) + len(channel))
+	for _, suffix := range [...]string{lock, token, channel} {
+		b.WriteString(c.cfg.prefix)
+		b.WriteString(":{")
+		b.WriteString(name)
+		b.WriteString("}:")
+		b.WriteString(suffix)
+	}
+	s := b.String()
+	t := p + len(lock)
+	ch := t + p + len(token)
+	k := &keys{lock: s[:t], token: s[t:ch], channel: s[ch:]}
+	k.both = [2]string{k.lock, k.token}
+	return k
 }
 
 // Acquire tries once to take the lease name for ttl, in one round trip. On
@@ -120,7 +140,7 @@ func (c *Client) acquire(ctx context.Context, name string, t timing) (*Lease, er
 	}
 	k := c.keys(name)
 	sent := time.Now()
-	res, err := acquireScript.Run(ctx, c.scripts, []string{k.lock, k.token}, t.ttl.Milliseconds(), owner).Slice()
+	res, err := acquireScript.Run(ctx, c.scripts, k.both[:], t.ttl.Milliseconds(), owner).Slice()
 	c.m.acquireLatency(ctx, time.Since(sent), err)
 	if err != nil {
 		return nil, errScript("acquire", name, err)
@@ -139,7 +159,7 @@ func (c *Client) acquire(ctx context.Context, name string, t timing) (*Lease, er
 		return nil, errScript("acquire", name, err)
 	}
 	c.m.acquired(ctx)
-	return c.start(ctx, name, k, tok, tok.String()+":"+owner, t, sent), nil
+	return c.start(ctx, name, k, tok, lockValue(tok, owner), t, sent), nil
 }
 
 // parseAcquire decodes acquire.lua's reply {granted, token or pttl, holder}.
@@ -174,5 +194,16 @@ func newOwner() (string, error) {
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("lease: random owner id: %w", err)
 	}
-	return hex.EncodeToString(b[:]), nil
+	var h [2 * len(b)]byte
+	hex.Encode(h[:], b[:])
+	return string(h[:]), nil
+}
+
+// lockValue returns the lock key's value "<token>:<owner>", as acquire.lua
+// writes it.
+func lockValue(tok fence.Token, owner string) string {
+	var b [64]byte
+	v := strconv.AppendUint(b[:0], uint64(tok), 10)
+	v = append(v, ':')
+	return string(append(v, owner...))
 }

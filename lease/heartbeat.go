@@ -52,7 +52,7 @@ func (l *Lease) renewOnce(sent time.Time) (ok, done bool) {
 	ctx, cancel := context.WithDeadline(l.ctx, l.Deadline())
 	defer cancel()
 	l.sending(sent)
-	res, err := renewScript.Run(ctx, l.c.scripts, []string{l.k.lock}, l.value, l.t.ttl.Milliseconds()).Int64()
+	res, err := renewScript.Run(ctx, l.c.scripts, l.k.both[:1], l.value, l.t.ttl.Milliseconds()).Int64()
 	latency := time.Since(sent)
 	l.sending(time.Time{})
 	if l.ctx.Err() != nil {

@@ -2,7 +2,6 @@ package lease
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -17,7 +16,7 @@ import (
 type Lease struct {
 	c     *Client
 	name  string
-	k     keys
+	k     *keys
 	value string // "<token>:<owner>", the lock key's value
 	token fence.Token
 	t     timing
@@ -41,11 +40,15 @@ type Lease struct {
 
 // start makes the Lease for a grant whose request was sent at sent and
 // launches its heartbeat.
-func (c *Client) start(ctx context.Context, name string, k keys, tok fence.Token, value string, t timing, sent time.Time) *Lease {
+func (c *Client) start(ctx context.Context, name string, k *keys, tok fence.Token, value string, t timing, sent time.Time) *Lease {
 	l := &Lease{c: c, name: name, k: k, value: value, token: tok, t: t, relSem: make(chan struct{}, 1)}
 	// The lease's context keeps ctx's values (trace ids, loggers) but not
 	// its cancellation: Acquire's ctx often ends long before the work.
-	l.ctx, l.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	parent := ctx
+	if _, ok := ctx.Deadline(); ok || ctx.Done() != nil {
+		parent = context.WithoutCancel(ctx)
+	}
+	l.ctx, l.cancel = context.WithCancelCause(parent)
 	l.mu.Lock() // the timer may fire at once; checkDeadline waits for l.timer
 	l.deadline = t.deadline(sent)
 	l.timer = time.AfterFunc(time.Until(l.deadline), l.checkDeadline)
@@ -115,7 +118,7 @@ func (l *Lease) endLocked(cause error) bool {
 	}
 	// Count and log before cancelling, so that whoever wakes on Done sees
 	// them.
-	if lost := (*LostError)(nil); errors.As(cause, &lost) {
+	if lost, ok := cause.(*LostError); ok { // causes are never wrapped
 		l.c.m.lost(l.ctx, lost.Cause)
 		l.c.cfg.logger.Warn("lease lost", "name", l.name, "token", uint64(l.token), "cause", lost.Cause, "err", lost.Err)
 	}
@@ -195,7 +198,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	// reach Redis before the delete (it extends a key about to be deleted)
 	// or after it (it finds no key and does nothing): either way harmless.
 	l.end(ErrReleased)
-	res, err := releaseScript.Run(ctx, l.c.scripts, []string{l.k.lock}, l.value, l.k.channel).Int64()
+	res, err := releaseScript.Run(ctx, l.c.scripts, l.k.both[:1], l.value, l.k.channel).Int64()
 	if err != nil {
 		return errScript("release", l.name, err)
 	}

@@ -73,9 +73,11 @@ func newMetrics(mp metric.MeterProvider, logger *slog.Logger) *metrics {
 	return m
 }
 
+// Option lists built once: a variadic call would allocate its slice on
+// every recording, even with the no-op provider.
 var (
-	attrOK    = metric.WithAttributes(attribute.String("result", "ok"))
-	attrError = metric.WithAttributes(attribute.String("result", "error"))
+	attrOK    = []metric.RecordOption{metric.WithAttributes(attribute.String("result", "ok"))}
+	attrError = []metric.RecordOption{metric.WithAttributes(attribute.String("result", "error"))}
 )
 
 func (m *metrics) acquired(ctx context.Context) { m.acq.Add(ctx, 1) }
@@ -89,15 +91,15 @@ func (m *metrics) acquireLatency(ctx context.Context, d time.Duration, err error
 	if err != nil {
 		opt = attrError
 	}
-	m.acqLat.Record(ctx, d.Seconds(), opt)
+	m.acqLat.Record(ctx, d.Seconds(), opt...)
 }
 
 func (m *metrics) heartbeat(ctx context.Context, d time.Duration, result string) {
 	switch result {
 	case "ok":
-		m.hb.Record(ctx, d.Seconds(), attrOK)
+		m.hb.Record(ctx, d.Seconds(), attrOK...)
 	case "error":
-		m.hb.Record(ctx, d.Seconds(), attrError)
+		m.hb.Record(ctx, d.Seconds(), attrError...)
 	default:
 		m.hb.Record(ctx, d.Seconds(), metric.WithAttributes(attribute.String("result", result)))
 	}
