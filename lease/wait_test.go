@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/testenv"
 )
 
 func TestAcquireWaitHandOffOnRelease(t *testing.T) {
@@ -126,5 +129,40 @@ func TestAcquireWaitBoundedByContext(t *testing.T) {
 	cancel2()
 	if _, err := c.AcquireWait(done, name, time.Second); !errors.Is(err, context.Canceled) {
 		t.Fatalf("AcquireWait(cancelled) = %v", err)
+	}
+}
+
+func TestAcquireWaitPausedRedisReturns(t *testing.T) {
+	// A Redis that accepts connections but never answers (SIGSTOP) must not
+	// hold AcquireWait forever when ctx has no deadline: the subscription's
+	// connection handshake and the attempt give up at the client's
+	// ReadTimeout, and the attempt's error is returned.
+	srv := testenv.StartRedisServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	c := New(rdb, nil)
+	if err := rdb.Ping(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Resume() })
+	ctx, cancel := context.WithCancel(context.Background()) // no deadline
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.AcquireWait(ctx, "paused", 300*time.Millisecond)
+		errc <- err
+	}()
+	select {
+	case err := <-errc:
+		if err == nil || errors.Is(err, ErrNotAcquired) {
+			t.Fatalf("AcquireWait on a paused Redis = %v, want a Redis error", err)
+		}
+		t.Logf("AcquireWait on a paused Redis: %v", err)
+	case <-time.After(15 * time.Second):
+		cancel()
+		t.Fatal("AcquireWait still blocked 15s after Redis was paused (TTL 300ms, ReadTimeout 200ms)")
 	}
 }
