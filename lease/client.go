@@ -100,7 +100,9 @@ func (c *Client) keys(name string) *keys {
 // Acquire tries once to take the lease name for ttl, in one round trip. On
 // success the lease renews itself every RenewInterval (default ttl/3) until
 // [Lease.Release] or until it is lost; its token is greater than the token
-// of every earlier grant of name.
+// of every earlier grant of name. When the reply arrives after the lease's
+// local deadline (sent + ttl - drift margin) the returned lease has already
+// ended: its Err is a [*LostError] with CauseExpired.
 //
 // Errors: a [*NotAcquiredError] (errors.Is ErrNotAcquired) carrying the
 // holder's remaining TTL when someone else holds it; an error wrapping

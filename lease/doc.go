@@ -21,7 +21,8 @@
 // not a goroutine: between renewals a lease costs two timers. The lease's local deadline is
 // the time the last confirmed acquire or renew request was sent, plus the
 // TTL, minus a drift margin (default TTL/100 + 2ms): it is earlier than the
-// moment Redis can expire the key. Renewal errors are retried until that
+// moment Redis can expire the key (an acquire reply that comes after it
+// yields a lease that has already ended). Renewal errors are retried until that
 // deadline; a reply saying the key is gone or belongs to someone else ends
 // the lease at once. When the lease ends, [Lease.Context] is cancelled with
 // the cause ([ErrLost] wrapped in a [*LostError], or [ErrReleased]),
@@ -41,6 +42,14 @@
 // its earlier check of Context was valid, and may write. That is why each
 // grant has a token: storage that remembers the highest token it accepted
 // (fence.Check, sqlfence, blobfence) refuses the paused writer.
+//
+// The deadline also assumes Redis keeps the key until it expires. A
+// failover to a replica that missed the grant or the last renewal (Redis
+// replicates asynchronously), a restart without persistence, FLUSHALL or an
+// eviction (run Redis with maxmemory-policy noeviction) can let someone
+// else take the lease while Context is live, until the next heartbeat sees
+// the key missing or stolen. Tokens still increase across those events, so
+// fenced storage still refuses the older holder.
 //
 // # Tokens
 //
