@@ -32,8 +32,8 @@ var ErrInvalid = errors.New("lease: invalid argument")
 type Options struct {
 	// KeyPrefix starts every key: <KeyPrefix>:{<name>}:lock and
 	// <KeyPrefix>:{<name>}:token, and the release channel
-	// <KeyPrefix>:{<name>}:released. Default "fencekit". It may not contain
-	// '{', '}', whitespace or control characters.
+	// <KeyPrefix>:{<name>}:released. Default "fencekit". It is at most 64
+	// bytes of UTF-8 without '{', '}', whitespace or control characters.
 	KeyPrefix string
 
 	// RenewInterval is the time between heartbeats, counted from when the
