@@ -264,3 +264,55 @@ func TestFaultFailoverToLaggingReplica(t *testing.T) {
 	}
 	release(t, l)
 }
+
+func TestFaultHolderAcrossRestart(t *testing.T) {
+	// A holder whose Redis restarts without persistence loses the key: its
+	// next renewal (EVALSHA answered NOSCRIPT, then EVAL) finds it missing
+	// and ends the lease, or, if the restart outlasts the deadline, the
+	// deadline does. After a second restart, a new lease's first renewal
+	// also goes through the NOSCRIPT fallback and keeps it alive.
+	srv := testenv.StartRedisServer(t)
+	rdb := srv.Client(t)
+	c := New(rdb, &Options{RenewInterval: 50 * time.Millisecond})
+	ctx := context.Background()
+	l := mustAcquire(t, c, "across-restart", 2*time.Second)
+	if err := srv.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitPing(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
+	err := waitDone(t, l, 5*time.Second)
+	if !isLost(err, CauseMissing) && !isLost(err, CauseExpired) {
+		t.Fatalf("holder across a restart: Err = %v, want lost (missing or expired)", err)
+	}
+	t.Logf("holder across a restart: %v", err)
+
+	if err := srv.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitPing(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
+	l2 := mustAcquire(t, c, "after-restart", 500*time.Millisecond)
+	time.Sleep(1500 * time.Millisecond) // 30 renewals, the first after NOSCRIPT
+	if err := l2.Err(); err != nil {
+		t.Fatalf("lease acquired after a restart was lost: %v", err)
+	}
+	// The restarted server had no scripts: acquire and renew were refused
+	// with NOSCRIPT once each and sent again with EVAL.
+	info, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evalsha string
+	for line := range strings.Lines(info) {
+		if strings.HasPrefix(line, "cmdstat_evalsha:") {
+			evalsha = line
+		}
+	}
+	if !strings.Contains(info, "cmdstat_eval:calls=2,") || !strings.Contains(evalsha, "failed_calls=2") {
+		t.Errorf("want 2 EVAL fallbacks after 2 NOSCRIPT replies, commandstats:\n%s", info)
+	}
+	release(t, l2)
+}
