@@ -25,7 +25,7 @@ tools:
 		echo "versitygw $(VERSITYGW_VERSION) already installed at $(VERSITYGW)"; \
 	else \
 		echo "installing versitygw $(VERSITYGW_VERSION) (a few minutes the first time)"; \
-		$(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION); \
+		GOBIN=$(GOBIN) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION); \
 	fi
 
 ## test: vet, gofmt check, and every test with the race detector against real servers
