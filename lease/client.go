@@ -102,7 +102,9 @@ func (c *Client) keys(name string) *keys {
 // [Lease.Release] or until it is lost; its token is greater than the token
 // of every earlier grant of name. When the reply arrives after the lease's
 // local deadline (sent + ttl - drift margin) the returned lease has already
-// ended: its Err is a [*LostError] with CauseExpired.
+// ended: its Err is a [*LostError] with CauseExpired. When go-redis resends
+// the request after losing a reply (it retries timeouts and EOFs), the
+// resent copy recognises the first copy's grant as its own and returns it.
 //
 // Errors: a [*NotAcquiredError] (errors.Is ErrNotAcquired) carrying the
 // holder's remaining TTL when someone else holds it; an error wrapping
@@ -152,9 +154,15 @@ func (c *Client) acquire(ctx context.Context, name string, t timing) (*Lease, er
 		return nil, errScript("acquire", name, err)
 	}
 	if !granted {
-		tok, _, _ := strings.Cut(holder, ":")
-		htok, _ := fence.ParseToken(tok)
-		return nil, &NotAcquiredError{Name: name, Remaining: time.Duration(val) * time.Millisecond, Holder: htok}
+		htok, hOwner, _ := strings.Cut(holder, ":")
+		tok, perr := fence.ParseToken(htok)
+		if hOwner != owner || perr != nil {
+			return nil, &NotAcquiredError{Name: name, Remaining: time.Duration(val) * time.Millisecond, Holder: tok}
+		}
+		// The holder is this call: go-redis resent the script after losing
+		// the reply of a copy that was granted (it retries timeouts and
+		// EOFs). That grant happened after sent, so the deadline holds.
+		val = int64(tok)
 	}
 	tok := fence.Token(val)
 	if err := tok.Validate(); err != nil {

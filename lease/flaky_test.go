@@ -6,6 +6,7 @@ import (
 	"flag"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -205,5 +206,42 @@ func TestFlakySeededDeadlineBeforeExpiry(t *testing.T) {
 	t.Logf("%d seeds, %d leases lost, %d keys seen gone from Redis, %d injected faults", seeds, lost, gone, faults)
 	if faults == 0 || gone == 0 {
 		t.Fatal("the schedules never made Redis drop a key: the property was not exercised")
+	}
+}
+
+// replayScripter runs every acquire twice and returns the second reply, as
+// go-redis does when the first reply is lost (it resends a command after a
+// read timeout or EOF, MaxRetries times by default).
+type replayScripter struct{ redis.Scripter }
+
+func (r replayScripter) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	if sha == acquireScript.Hash() {
+		r.Scripter.EvalSha(ctx, sha, keys, args...) // the reply that got lost
+	}
+	return r.Scripter.EvalSha(ctx, sha, keys, args...)
+}
+
+func TestAcquireResentFindsItsOwnGrant(t *testing.T) {
+	env := testenvRedisCounting(t)
+	c := newClient(env.client, replayScripter{env.client}, nil)
+	ctx := context.Background()
+	name := env.Name("resent")
+	l, err := c.Acquire(ctx, name, 5*time.Second)
+	if err != nil {
+		t.Fatalf("resent acquire = %v, want the grant its first copy made", err)
+	}
+	v, err := env.client.Get(ctx, c.keys(name).lock).Result()
+	if err != nil || v != l.value || !strings.HasPrefix(v, l.Token().String()+":") {
+		t.Fatalf("lock key %q (%v), lease value %q token %v", v, err, l.value, l.Token())
+	}
+	release(t, l)
+	if n, _ := env.client.Exists(ctx, c.keys(name).lock).Result(); n != 0 {
+		t.Fatal("lock key left after Release")
+	}
+	// Someone else's grant is still refused.
+	other := mustAcquire(t, New(env.client, nil), name, 5*time.Second)
+	defer release(t, other)
+	if _, err := c.Acquire(ctx, name, 5*time.Second); !isNotAcquired(err) {
+		t.Fatalf("resent acquire of a lease held by another = %v, want NotAcquiredError", err)
 	}
 }
