@@ -64,7 +64,7 @@ type LostError struct {
 	Name  string
 	Token fence.Token
 	Cause string // CauseExpired, CauseMissing or CauseStolen
-	Err   error  // last renewal error (CauseExpired), may be nil
+	Err   error  // CauseExpired: the last renewal error, or why the deadline passed unrenewed; may be nil
 }
 
 // Error names the lease, its token and why it was lost.
