@@ -180,7 +180,9 @@ func (l *Lease) extend(sent time.Time) bool {
 // lease stays held and renewed, and a later Release with a live context
 // releases it. When the request itself fails (network), the lease has
 // ended locally (Context is cancelled), the key expires at its TTL, and
-// calling Release again retries the delete.
+// calling Release again retries the delete. A delete whose reply was lost
+// and that go-redis resent (or that Release retried) finds the key gone
+// and reports CauseMissing, though the key was deleted by this lease.
 func (l *Lease) Release(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("lease: release %q: context already done, nothing changed: %w", l.name, err)
