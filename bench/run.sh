@@ -59,15 +59,17 @@ go build -o "$out/benchratio" ./cmd/benchratio
 } | tee "$out/machine.txt"
 
 start=$(date +%s)
+failed=
 for ((r = 1; r <= rounds; r++)); do
 	echo "run.sh: round $r/$rounds ($(($(date +%s) - start)) s elapsed)" >&2
 	export BENCH_ROUND=$r # rotates which library or mode goes first
+	# A failed benchmark is reported at the end; the other rounds still run.
 	"$out/bench.test" -test.run '^$' -test.bench '^(BenchmarkLease|BenchmarkSQL|BenchmarkS3Put)$' \
-		-test.benchtime "$benchtime" -test.count 1 >>"$out/lease.txt"
+		-test.benchtime "$benchtime" -test.count 1 >>"$out/lease.txt" || failed="$failed lease/sql/s3@$r"
 	BENCH_SAMPLES_DIR=$out/samples "$out/bench.test" -test.run '^$' -test.bench '^(BenchmarkPing|BenchmarkHandoff)$' \
-		-test.benchtime "${handoffN}x" -test.count 1 >>"$out/latency.txt"
+		-test.benchtime "${handoffN}x" -test.count 1 >>"$out/latency.txt" || failed="$failed handoff@$r"
 	BENCH_SAMPLES_DIR=$out/samples "$out/bench.test" -test.run '^$' -test.bench '^BenchmarkTakeover$' \
-		-test.benchtime "${takeoverN}x" -test.count 1 >>"$out/latency.txt"
+		-test.benchtime "${takeoverN}x" -test.count 1 >>"$out/latency.txt" || failed="$failed takeover@$r"
 done
 echo "run.sh: $rounds rounds in $(($(date +%s) - start)) s" >&2
 echo "end:       $(date -u +%Y-%m-%dT%H:%M:%SZ), load $(cut -d' ' -f1-3 /proc/loadavg), $rounds rounds in $(($(date +%s) - start)) s" >>"$out/machine.txt"
@@ -88,3 +90,7 @@ echo "end:       $(date -u +%Y-%m-%dT%H:%M:%SZ), load $(cut -d' ' -f1-3 /proc/lo
 
 cat "$out/benchstat.txt" "$out/ratios.md"
 echo "run.sh: results in $out" >&2
+if [[ -n "$failed" ]]; then
+	echo "run.sh: FAILED benchmark runs (name@round):$failed; see the FAIL lines in $out/*.txt" >&2
+	exit 1
+fi
