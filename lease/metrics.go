@@ -113,7 +113,9 @@ func (m *metrics) observeLatency(name string, d, ttl time.Duration) {
 	defer m.mu.Unlock()
 	m.window[m.n%latencyWindow] = d
 	m.n++
-	if m.n < minWarnSamples {
+	// The p99 (a sort of the window) is only worth computing when this
+	// sample is itself too slow: a fast one cannot start a warning.
+	if m.n < minWarnSamples || d <= ttl/10 {
 		return
 	}
 	p99 := m.p99Locked()
