@@ -180,7 +180,11 @@ func WriteTables(w io.Writer, results []Result) {
 					n = max(n, len(vs))
 				}
 			}
-			fmt.Fprintf(w, "\n%s, %s (median of %d rounds; ratio to %s)\n\n", fam, label, n, ref)
+			if ref == "" {
+				fmt.Fprintf(w, "\n%s, %s (median of %d rounds)\n\n", fam, label, n)
+			} else {
+				fmt.Fprintf(w, "\n%s, %s (median of %d rounds; ratio to %s)\n\n", fam, label, n, ref)
+			}
 			fmt.Fprintf(w, "| %s | %s |\n", orDash(rowTitle(rows)), strings.Join(cols, " | "))
 			fmt.Fprintf(w, "|---|%s\n", strings.Repeat("---:|", len(cols)))
 			for _, row := range rows {
