@@ -131,6 +131,17 @@ func TestAcquireWaitBoundedByContext(t *testing.T) {
 	if _, err := c.AcquireWait(done, name, time.Second); !errors.Is(err, context.Canceled) {
 		t.Fatalf("AcquireWait(cancelled) = %v", err)
 	}
+	// Redis dropped the waiter's subscription too (it closes with the
+	// connection, which the server notices a moment later).
+	channel := c.keys(name).channel
+	var subs map[string]int64
+	for range 200 {
+		if subs, err = env.Client.PubSubNumSub(context.Background(), channel).Result(); err == nil && subs[channel] == 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("PUBSUB NUMSUB %s = %v, %v after AcquireWait returned, want 0", channel, subs, err)
 }
 
 func TestAcquireWaitPausedRedisReturns(t *testing.T) {
