@@ -55,6 +55,7 @@ go build -o "$out/benchratio" ./cmd/benchratio
 	echo "versitygw: $(go version -m "$vgw" 2>/dev/null | awk '$1 == "mod" {print $3; exit}' || true) ($vgw)"
 	echo "commit:    $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$here/.." status --porcelain -- lease sqlfence blobfence fence 2>/dev/null | grep -q . && echo ' (lease/sqlfence/blobfence/fence have uncommitted changes)' || true)"
 	echo "rounds:    $rounds (benchtime $benchtime, hand-off ${handoffN}x, take-over ${takeoverN}x)"
+	echo "tmp fs:    $(df -T "${TMPDIR:-/tmp}" | awk 'NR == 2 {print $2}') (the private redis-server's and versitygw's data)"
 	echo "load:      $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min averages at the start)"
 } | tee "$out/machine.txt"
 
