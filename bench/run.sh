@@ -14,6 +14,8 @@
 # Environment:
 #   BENCH_SHORT=1      quick mode for CI: 2 rounds, short benchtimes (~1-2 min)
 #   BENCH_ROUNDS=N     number of rounds (default 6, short 2)
+#   BENCH_PMQOS=0      let idle CPUs halt (default: hold /dev/cpu_dma_latency
+#                      at 0 while running, when writable; see below)
 #   FENCEKIT_REDIS_ADDR, FENCEKIT_POSTGRES_URL, FENCEKIT_S3_ENDPOINT (+ keys):
 #                      servers; see bench/doc.go (by default a private
 #                      redis-server and versitygw are started per round)
@@ -28,6 +30,17 @@ if [[ "${BENCH_SHORT:-}" == 1 ]]; then
 	rounds=${BENCH_ROUNDS:-2} benchtime=200ms handoffN=10 takeoverN=8
 else
 	rounds=${BENCH_ROUNDS:-6} benchtime=500ms handoffN=30 takeoverN=24
+fi
+
+# Keep idle CPUs polling instead of halting while the benchmarks run (PM
+# QoS: CPU latency 0 µs, held while fd 9 is open, i.e. until run.sh exits).
+# On a virtual machine whose idle vCPUs halt, every wake-up of a process
+# that waits on the network costs a hypervisor exit, which on the reference
+# machine quadruples a round trip to a local Redis (see docs/performance.md);
+# that measures the hypervisor, not the libraries. BENCH_PMQOS=0 turns it off.
+pmqos="not held (BENCH_PMQOS=0 or /dev/cpu_dma_latency not writable): idle CPUs may halt"
+if [[ "${BENCH_PMQOS:-1}" == 1 && -w /dev/cpu_dma_latency ]] && exec 9>/dev/cpu_dma_latency && printf 0 >&9; then
+	pmqos="held at 0 µs through /dev/cpu_dma_latency: idle CPUs poll instead of halting"
 fi
 
 gobin=$(go env GOPATH | cut -d: -f1)/bin
@@ -56,6 +69,7 @@ go build -o "$out/benchratio" ./cmd/benchratio
 	echo "commit:    $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$here/.." status --porcelain -- lease sqlfence blobfence fence 2>/dev/null | grep -q . && echo ' (lease/sqlfence/blobfence/fence have uncommitted changes)' || true)"
 	echo "rounds:    $rounds (benchtime $benchtime, hand-off ${handoffN}x, take-over ${takeoverN}x)"
 	echo "tmp fs:    $(df -T "${TMPDIR:-/tmp}" | awk 'NR == 2 {print $2}') (the private redis-server's and versitygw's data)"
+	echo "cpu idle:  PM QoS $pmqos"
 	echo "load:      $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min averages at the start)"
 } | tee "$out/machine.txt"
 
