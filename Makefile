@@ -9,7 +9,7 @@ TESTFLAGS ?=
 # The test harness finds the versitygw that `make tools` installed here.
 export FENCEKIT_VERSITYGW ?= $(VERSITYGW)
 
-.PHONY: demo tools test vet fmt-check bench fuzz soak timeline
+.PHONY: demo tools test vet fmt-check bench bench-short fuzz soak timeline
 
 ## demo: the simulator replays Kleppmann's GC-pause scenario with and without fencing (no servers needed)
 demo:
@@ -34,15 +34,20 @@ test: tools vet fmt-check
 
 vet:
 	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
-## bench: the packages' own benchmarks, then the peer comparison in bench/ (see docs/performance.md)
+## bench: the packages' own benchmarks, then the peer comparison in bench/ (about 15 minutes; see docs/performance.md)
 bench: tools
 	$(GO) test -run '^$$' -bench . -benchmem ./...
-	@if [ -x bench/run.sh ]; then bash bench/run.sh; fi
+	bash bench/run.sh
+
+## bench-short: two short rounds of the peer comparison (about 90 seconds)
+bench-short: tools
+	BENCH_SHORT=1 bash bench/run.sh
 
 ## soak: the long versions of the seeded fault and race tests (tens of minutes)
 soak: tools
