@@ -50,19 +50,9 @@ func Postgres(tb testing.TB) *PostgresEnv {
 	tb.Helper()
 	base := postgresBase(tb)
 	schema := "fk_" + underscore(uniqueID(tb))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	admin(tb, ctx, base, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize())
-	env := &PostgresEnv{URL: withParam(tb, base, "search_path", schema), Schema: schema}
-	env.Database = dbName(tb, base)
-	env.Pool = newPool(tb, ctx, env.URL)
-	tb.Cleanup(func() {
-		env.Pool.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		admin(tb, ctx, base, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
-	})
-	return env
+	env := &PostgresEnv{URL: withParam(tb, base, "search_path", schema), Schema: schema, Database: dbName(tb, base)}
+	ident := pgx.Identifier{schema}.Sanitize()
+	return provision(tb, base, env, "CREATE SCHEMA "+ident, "DROP SCHEMA IF EXISTS "+ident+" CASCADE")
 }
 
 // PostgresDatabase returns a fresh database on the server, dropped at
@@ -72,32 +62,35 @@ func PostgresDatabase(tb testing.TB) *PostgresEnv {
 	tb.Helper()
 	base := postgresBase(tb)
 	db := "fk_" + underscore(uniqueID(tb))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	admin(tb, ctx, base, "CREATE DATABASE "+pgx.Identifier{db}.Sanitize())
 	u, err := url.Parse(base)
 	if err != nil {
 		tb.Fatalf("testenv: parse %s: %v", EnvPostgresURL, err)
 	}
 	u.Path = "/" + db
 	env := &PostgresEnv{URL: u.String(), Schema: "public", Database: db}
-	env.Pool = newPool(tb, ctx, env.URL)
+	ident := pgx.Identifier{db}.Sanitize()
+	return provision(tb, base, env, "CREATE DATABASE "+ident, "DROP DATABASE IF EXISTS "+ident+" WITH (FORCE)")
+}
+
+// provision runs create on the server, opens env.Pool on env.URL, and at
+// cleanup closes the pool and runs drop.
+func provision(tb testing.TB, base string, env *PostgresEnv, create, drop string) *PostgresEnv {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin(tb, ctx, base, create)
+	pool, err := pgxpool.New(ctx, env.URL)
+	if err != nil {
+		tb.Fatalf("testenv: open pool: %v", err)
+	}
+	env.Pool = pool
 	tb.Cleanup(func() {
 		env.Pool.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		admin(tb, ctx, base, "DROP DATABASE IF EXISTS "+pgx.Identifier{db}.Sanitize()+" WITH (FORCE)")
+		admin(tb, ctx, base, drop)
 	})
 	return env
-}
-
-func newPool(tb testing.TB, ctx context.Context, connURL string) *pgxpool.Pool {
-	tb.Helper()
-	pool, err := pgxpool.New(ctx, connURL)
-	if err != nil {
-		tb.Fatalf("testenv: open pool: %v", err)
-	}
-	return pool
 }
 
 // admin runs one statement on a short-lived connection to the base URL.
