@@ -90,11 +90,24 @@ func warmUp(b *testing.B, l Locker, key string) {
 }
 
 func benchAcquireReleaseDistinct(b *testing.B, env *redisEnv, l Locker) {
-	ctx := context.Background()
 	keys := make([]string, b.N)
 	for i := range keys {
 		keys[i] = env.prefix + "-" + strconv.Itoa(i)
 	}
+	benchAcquireRelease(b, env, l, keys)
+}
+
+func benchAcquireReleaseSame(b *testing.B, env *redisEnv, l Locker) {
+	keys := make([]string, b.N)
+	for i := range keys {
+		keys[i] = env.prefix + "-same"
+	}
+	benchAcquireRelease(b, env, l, keys)
+}
+
+// benchAcquireRelease acquires and releases keys[i] in iteration i.
+func benchAcquireRelease(b *testing.B, env *redisEnv, l Locker, keys []string) {
+	ctx := context.Background()
 	lat := make([]time.Duration, b.N)
 	done := env.counting(b)
 	b.ReportAllocs()
@@ -120,29 +133,6 @@ func benchAcquireReleaseDistinct(b *testing.B, env *redisEnv, l Locker) {
 func reportPercentiles(b *testing.B, lat []time.Duration) {
 	b.ReportMetric(float64(Quantile(lat, 0.5)), "p50-ns")
 	b.ReportMetric(float64(Quantile(lat, 0.99)), "p99-ns")
-}
-
-func benchAcquireReleaseSame(b *testing.B, env *redisEnv, l Locker) {
-	ctx := context.Background()
-	key := env.prefix + "-same"
-	lat := make([]time.Duration, b.N)
-	done := env.counting(b)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		start := time.Now()
-		h, err := l.TryAcquire(ctx, key, leaseTTL)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := h.Release(ctx); err != nil {
-			b.Fatal(err)
-		}
-		lat[i] = time.Since(start)
-	}
-	b.StopTimer()
-	done(b.N)
-	reportPercentiles(b, lat)
 }
 
 func benchRenew(b *testing.B, env *redisEnv, l Locker) {
