@@ -28,6 +28,59 @@ const (
 // iterations (run.sh also pools the rounds' raw samples). ns/op includes
 // the holder's random hold time and means nothing here.
 func BenchmarkHandoff(b *testing.B) {
+	eachLocker(b, func(b *testing.B, name, prefix string, env *redisEnv, l Locker) {
+		key := prefix + "-handoff"
+		rng := rand.New(rand.NewPCG(7, 7))
+		var lat Samples
+		ctx := context.Background()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			holder, err := l.TryAcquire(ctx, key, handoffTTL)
+			if err != nil {
+				b.Fatalf("holder: %v", err)
+			}
+			type result struct {
+				h   Held
+				at  time.Time
+				err error
+			}
+			got := make(chan result, 1)
+			wctx, cancel := context.WithTimeout(ctx, handoffWaitMax)
+			go func() {
+				h, err := l.AcquireWait(wctx, key, handoffTTL)
+				got <- result{h, time.Now(), err}
+			}()
+			time.Sleep(handoffHoldMin + time.Duration(rng.Int64N(int64(handoffHoldSpread))))
+			released := time.Now()
+			if err := holder.Release(ctx); err != nil {
+				b.Fatalf("holder release: %v", err)
+			}
+			r := <-got
+			cancel()
+			if r.err != nil {
+				b.Fatalf("waiter: %v", r.err)
+			}
+			lat.Add(r.at.Sub(released))
+			if err := r.h.Release(ctx); err != nil {
+				b.Fatalf("waiter release: %v", err)
+			}
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(lat.Quantile(0.5)), "p50-ns")
+		b.ReportMetric(float64(lat.Quantile(0.99)), "p99-ns")
+		if b.N > 1 { // not the 1-iteration probe the testing package runs first
+			if err := lat.Save(b.Name()); err != nil {
+				b.Error(err)
+			}
+		}
+	})
+}
+
+// eachLocker runs fn as one sub-benchmark per library ("lib=NAME", in the
+// rotated order run.sh asks for), with a fresh key prefix, the Redis
+// environment and the library's Locker; a library that cannot be built is
+// skipped.
+func eachLocker(b *testing.B, fn func(b *testing.B, name, prefix string, env *redisEnv, l Locker)) {
 	for _, name := range rotated(LockerNames()) {
 		b.Run("lib="+name, func(b *testing.B) {
 			prefix := uniqueKey(name)
@@ -36,50 +89,7 @@ func BenchmarkHandoff(b *testing.B) {
 			if err != nil {
 				b.Skip(err)
 			}
-			key := prefix + "-handoff"
-			rng := rand.New(rand.NewPCG(7, 7))
-			var lat Samples
-			ctx := context.Background()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				holder, err := l.TryAcquire(ctx, key, handoffTTL)
-				if err != nil {
-					b.Fatalf("holder: %v", err)
-				}
-				type result struct {
-					h   Held
-					at  time.Time
-					err error
-				}
-				got := make(chan result, 1)
-				wctx, cancel := context.WithTimeout(ctx, handoffWaitMax)
-				go func() {
-					h, err := l.AcquireWait(wctx, key, handoffTTL)
-					got <- result{h, time.Now(), err}
-				}()
-				time.Sleep(handoffHoldMin + time.Duration(rng.Int64N(int64(handoffHoldSpread))))
-				released := time.Now()
-				if err := holder.Release(ctx); err != nil {
-					b.Fatalf("holder release: %v", err)
-				}
-				r := <-got
-				cancel()
-				if r.err != nil {
-					b.Fatalf("waiter: %v", r.err)
-				}
-				lat.Add(r.at.Sub(released))
-				if err := r.h.Release(ctx); err != nil {
-					b.Fatalf("waiter release: %v", err)
-				}
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(lat.Quantile(0.5)), "p50-ns")
-			b.ReportMetric(float64(lat.Quantile(0.99)), "p99-ns")
-			if b.N > 1 { // not the 1-iteration probe the testing package runs first
-				if err := lat.Save(b.Name()); err != nil {
-					b.Error(err)
-				}
-			}
+			fn(b, name, prefix, env, l)
 		})
 	}
 }

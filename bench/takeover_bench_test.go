@@ -54,55 +54,47 @@ const (
 // the TTL that cannot be avoided); kill-p50-ns is from the kill to the waiter
 // holding (at most one TTL plus the excess). Each iteration is one crash.
 func BenchmarkTakeover(b *testing.B) {
-	for _, name := range rotated(LockerNames()) {
-		b.Run("lib="+name, func(b *testing.B) {
-			prefix := uniqueKey(name)
-			env := newRedis(b, prefix)
-			l, err := NewLocker(name, env.Client)
-			if err != nil {
-				b.Skip(err)
-			}
-			var excess, kill Samples
-			var next, anomalies atomic.Int64
-			var wg sync.WaitGroup
-			errs := make(chan error, takeoverWorkers)
-			b.ResetTimer()
-			for w := range takeoverWorkers {
-				wg.Go(func() {
-					t := &takeover{env: env, l: l, lib: name, key: fmt.Sprintf("%s-w%d", prefix, w),
-						rng: rand.New(rand.NewPCG(11, uint64(w)))}
-					for next.Add(1) <= int64(b.N) {
-						ex, k, ok, err := t.once()
-						if err != nil {
-							errs <- err
-							return
-						}
-						if !ok {
-							anomalies.Add(1)
-							continue
-						}
-						excess.Add(ex)
-						kill.Add(k)
+	eachLocker(b, func(b *testing.B, name, prefix string, env *redisEnv, l Locker) {
+		var excess, kill Samples
+		var next, anomalies atomic.Int64
+		var wg sync.WaitGroup
+		errs := make(chan error, takeoverWorkers)
+		b.ResetTimer()
+		for w := range takeoverWorkers {
+			wg.Go(func() {
+				t := &takeover{env: env, l: l, lib: name, key: fmt.Sprintf("%s-w%d", prefix, w),
+					rng: rand.New(rand.NewPCG(11, uint64(w)))}
+				for next.Add(1) <= int64(b.N) {
+					ex, k, ok, err := t.once()
+					if err != nil {
+						errs <- err
+						return
 					}
-				})
-			}
-			wg.Wait()
-			b.StopTimer()
-			close(errs)
-			for err := range errs {
-				b.Fatal(err)
-			}
-			b.ReportMetric(float64(excess.Quantile(0.5)), "excess-p50-ns")
-			b.ReportMetric(float64(excess.Quantile(0.99)), "excess-p99-ns")
-			b.ReportMetric(float64(kill.Quantile(0.5)), "kill-p50-ns")
-			b.ReportMetric(float64(anomalies.Load()), "skipped")
-			if b.N > 1 {
-				if err := excess.Save(b.Name()); err != nil {
-					b.Error(err)
+					if !ok {
+						anomalies.Add(1)
+						continue
+					}
+					excess.Add(ex)
+					kill.Add(k)
 				}
+			})
+		}
+		wg.Wait()
+		b.StopTimer()
+		close(errs)
+		for err := range errs {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(excess.Quantile(0.5)), "excess-p50-ns")
+		b.ReportMetric(float64(excess.Quantile(0.99)), "excess-p99-ns")
+		b.ReportMetric(float64(kill.Quantile(0.5)), "kill-p50-ns")
+		b.ReportMetric(float64(anomalies.Load()), "skipped")
+		if b.N > 1 {
+			if err := excess.Save(b.Name()); err != nil {
+				b.Error(err)
 			}
-		})
-	}
+		}
+	})
 }
 
 // takeover is one worker's key.
