@@ -60,18 +60,16 @@ func (f *FencekitLua) TryAcquire(ctx context.Context, key string, ttl time.Durat
 	}
 	owner := hex.EncodeToString(raw[:])
 	p := "fencekit:{" + key + "}:"
-	res, err := f.acquire.Run(ctx, f.c, []string{p + "lock", p + "token"}, ttl.Milliseconds(), owner).Slice()
+	res, err := f.acquire.Run(ctx, f.c, []string{p + "lock", p + "token"}, ttl.Milliseconds(), owner).Result()
 	if err != nil {
 		return nil, err
 	}
-	if len(res) != 3 {
-		return nil, fmt.Errorf("bench: acquire.lua replied %v", res)
-	}
-	if granted, _ := res[0].(int64); granted != 1 {
-		return nil, ErrHeld
-	}
-	tok, ok := res[1].(string)
+	// The token when granted, {pttl, holder} when held.
+	tok, ok := res.(string)
 	if !ok {
+		if held, _ := res.([]any); len(held) == 2 {
+			return nil, ErrHeld
+		}
 		return nil, fmt.Errorf("bench: acquire.lua replied %v", res)
 	}
 	return &luaHeld{f: f, lock: p + "lock", channel: p + "released", value: tok + ":" + owner}, nil

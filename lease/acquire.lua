@@ -6,10 +6,10 @@
 -- ARGV[1]  TTL in milliseconds (integer > 0)
 -- ARGV[2]  owner id (random hex, unique per grant)
 --
--- Returns {1, token, ""} when granted: the lock key now holds "<token>:<owner>"
--- with the TTL, and the counter holds token. Returns {0, pttl, holder} when
--- the key is held: pttl is the holder's remaining TTL in ms (-1: no expiry)
--- and holder the key's value.
+-- Returns the token (a decimal string) when granted: the lock key now holds
+-- "<token>:<owner>" with the TTL, and the counter holds the token. Returns
+-- {pttl, holder} when the key is held: pttl is the holder's remaining TTL in
+-- ms (-1: no expiry) and holder the key's value.
 --
 -- The token is max(counter + 1, server time in microseconds): a hybrid
 -- logical clock. It is strictly greater than the last token this counter
@@ -17,35 +17,37 @@
 -- FLUSHALL, failover to a replica that missed it), still greater than every
 -- earlier token as long as the server clocks are closer than the time since
 -- the lost grant. Lua numbers are doubles: exact up to 2^53 (time in µs is
--- about 1.8e15 < 9.0e15), so a counter at or above 2^53 is refused.
+-- about 1.8e15 < 9.0e15), so a counter at or above 2^53 - 1 is refused.
 -- Writing after TIME needs effects replication: the default since Redis 5,
--- the only mode since Redis 7.
-local pttl = redis.call('PTTL', KEYS[1])
-if pttl ~= -2 then
-  local holder = redis.call('GET', KEYS[1])
-  if type(holder) ~= 'string' then holder = '' end
-  return {0, pttl, holder}
-end
-
-local limit = 9007199254740992 -- 2^53
+-- the only mode since Redis 7. SET with both NX and GET needs Redis 7.
+--
+-- Every redis.call costs more inside a script than the command does alone,
+-- so the grant path makes four (GET, TIME, SET NX, SET) and no arithmetic on
+-- doubles: the time is built as a string, and compared with the counter as
+-- decimal strings (longer is larger; same length compares bytewise). Only a
+-- counter at or ahead of the clock (several grants in one microsecond, or a
+-- clock set back) is converted to a number and incremented.
 local raw = redis.call('GET', KEYS[2])
-local counter = 0
-if raw then
-  counter = tonumber(raw)
-  if counter == nil or counter < 0 or counter ~= math.floor(counter) then
+local t = redis.call('TIME')
+local us = t[2]
+local tok = t[1] .. string.sub('00000', #us) .. us -- seconds .. 6-digit µs
+if #tok >= 16 and (#tok > 16 or tok >= '9007199254740991') then -- after the year 2255
+  return redis.error_reply('fencekit: server time ' .. tok .. ' µs is at 2^53, the largest exact token')
+end
+if raw and (#raw > #tok or (#raw == #tok and raw >= tok) or not string.find(raw, '^%d+$')) then
+  if not string.find(raw, '^%d+$') then
     return redis.error_reply('fencekit: token counter ' .. KEYS[2] .. ' holds ' .. raw .. ', not a token')
   end
-  if counter >= limit - 1 then
+  local counter = tonumber(raw)
+  if counter >= 9007199254740991 then -- 2^53 - 1: counter + 1 would not be exact
     return redis.error_reply('fencekit: token counter ' .. KEYS[2] .. ' is at 2^53, the largest exact token')
   end
+  tok = string.format('%.0f', counter + 1)
 end
 
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local token = counter + 1
-if now > token and now < limit then token = now end
-
-local tok = string.format('%.0f', token)
+local held = redis.call('SET', KEYS[1], tok .. ':' .. ARGV[2], 'NX', 'PX', ARGV[1], 'GET')
+if held then
+  return {redis.call('PTTL', KEYS[1]), held}
+end
 redis.call('SET', KEYS[2], tok)
-redis.call('SET', KEYS[1], tok .. ':' .. ARGV[2], 'PX', ARGV[1])
-return {1, tok, ''}
+return tok

@@ -144,57 +144,53 @@ func (c *Client) acquire(ctx context.Context, name string, t timing) (*Lease, er
 	}
 	k := c.keys(name)
 	sent := time.Now()
-	res, err := acquireScript.Run(ctx, c.scripts, k.both[:], t.ttl.Milliseconds(), owner).Slice()
+	res, err := acquireScript.Run(ctx, c.scripts, k.both[:], t.ttl.Milliseconds(), owner).Result()
 	c.m.acquireLatency(ctx, time.Since(sent), err)
 	if err != nil {
 		return nil, errScript("acquire", name, err)
 	}
-	granted, val, holder, err := parseAcquire(res)
+	tok, remaining, holder, err := parseAcquire(res)
 	if err != nil {
 		return nil, errScript("acquire", name, err)
 	}
-	if !granted {
+	if holder != "" {
 		htok, hOwner, _ := strings.Cut(holder, ":")
-		tok, perr := fence.ParseToken(htok)
+		htoken, perr := fence.ParseToken(htok)
 		if hOwner != owner || perr != nil {
-			return nil, &NotAcquiredError{Name: name, Remaining: time.Duration(val) * time.Millisecond, Holder: tok}
+			return nil, &NotAcquiredError{Name: name, Remaining: remaining, Holder: htoken}
 		}
 		// The holder is this call: go-redis resent the script after losing
 		// the reply of a copy that was granted (it retries timeouts and
 		// EOFs). That grant happened after sent, so the deadline holds.
-		val = int64(tok)
-	}
-	tok := fence.Token(val)
-	if err := tok.Validate(); err != nil {
-		return nil, errScript("acquire", name, err)
+		tok = htoken
 	}
 	c.m.acquired(ctx)
 	return c.start(ctx, name, k, tok, lockValue(tok, owner), t, sent), nil
 }
 
-// parseAcquire decodes acquire.lua's reply {granted, token or pttl, holder}.
-func parseAcquire(res []any) (granted bool, val int64, holder string, err error) {
-	if len(res) != 3 {
-		return false, 0, "", fmt.Errorf("unexpected acquire reply %v", res)
-	}
-	flag, ok := res[0].(int64)
-	if !ok {
-		return false, 0, "", fmt.Errorf("unexpected acquire reply %v", res)
-	}
-	holder, _ = res[2].(string)
-	switch v := res[1].(type) {
-	case int64:
-		val = v
+// parseAcquire decodes acquire.lua's reply: the token (a decimal string)
+// when granted, {pttl, holder} when held. holder is "" exactly when granted.
+func parseAcquire(res any) (tok fence.Token, remaining time.Duration, holder string, err error) {
+	switch v := res.(type) {
 	case string:
-		u, perr := strconv.ParseUint(v, 10, 64)
-		if perr != nil || u > uint64(fence.MaxToken) {
-			return false, 0, "", fmt.Errorf("token %q from Redis is not a valid token", v)
+		tok, err = fence.ParseToken(v)
+		if err == nil {
+			err = tok.Validate()
 		}
-		val = int64(u)
-	default:
-		return false, 0, "", fmt.Errorf("unexpected acquire reply %v", res)
+		if err != nil {
+			return 0, 0, "", fmt.Errorf("token from Redis: %w", err)
+		}
+		return tok, 0, "", nil
+	case []any:
+		if len(v) == 2 {
+			pttl, ok1 := v[0].(int64)
+			holder, ok2 := v[1].(string)
+			if ok1 && ok2 && holder != "" {
+				return 0, time.Duration(pttl) * time.Millisecond, holder, nil
+			}
+		}
 	}
-	return flag == 1, val, holder, nil
+	return 0, 0, "", fmt.Errorf("unexpected acquire reply %v", res)
 }
 
 // newOwner returns a random id that tells apart two grants even if Redis

@@ -113,7 +113,7 @@ func (f *fakeRedis) EvalSha(ctx context.Context, sha string, keys []string, args
 	switch script {
 	case "acquire":
 		if held {
-			cmd.SetVal([]any{int64(0), time.Until(f.expires[keys[0]]).Milliseconds(), v})
+			cmd.SetVal([]any{time.Until(f.expires[keys[0]]).Milliseconds(), v})
 			return cmd
 		}
 		ttl, _ := strconv.ParseInt(fmt.Sprint(args[0]), 10, 64)
@@ -121,7 +121,7 @@ func (f *fakeRedis) EvalSha(ctx context.Context, sha string, keys []string, args
 		f.counter[keys[1]] = tok
 		f.value[keys[0]] = strconv.FormatInt(tok, 10) + ":" + fmt.Sprint(args[1])
 		f.expires[keys[0]] = time.Now().Add(time.Duration(ttl) * time.Millisecond)
-		cmd.SetVal([]any{int64(1), strconv.FormatInt(tok, 10), ""})
+		cmd.SetVal(strconv.FormatInt(tok, 10))
 	case "renew", "release":
 		switch {
 		case !held:
