@@ -106,8 +106,10 @@ func BenchmarkLease(b *testing.B) {
 		defer release(b, l)
 		e.measure(b, func(b *testing.B) {
 			for b.Loop() {
-				if ok, done := l.renewOnce(time.Now()); !ok || done {
-					b.Fatal("renewal failed", l.Err())
+				sent := time.Now()
+				res, err := l.send(sent, l.Deadline())
+				if _, _, again := l.renewed(sent, res, err); err != nil || res != 1 || again {
+					b.Fatal("renewal failed", res, err, l.Err())
 				}
 			}
 		})

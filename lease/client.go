@@ -43,6 +43,7 @@ type Client struct {
 	cfg     config
 	err     error // from New: returned by every call
 	m       *metrics
+	wheel   wheel // the heartbeat of every lease (heartbeat.go)
 }
 
 // New returns a client that stores leases through client, which may be a

@@ -2,77 +2,269 @@ package lease
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
-// The heartbeat is a chain of timers, not a goroutine: between renewals a
-// lease costs a timer and nothing else, and a lease released before its
-// first renewal never starts a goroutine. Each beat runs in the timer's
-// goroutine, sends one renewal, and arms the timer for the next beat:
-// RenewInterval after the renewal was sent, or RetryDelay after a failure.
-// Each request's context ends at the local deadline, and the deadline timer
-// (checkDeadline) ends the lease on time even if a request outlives its
-// context. A definite "not yours" answer ends the lease at once.
+// The heartbeat. A Client keeps its live leases in one min-heap (a wheel)
+// ordered by each lease's next wake-up: its next renewal, or its local
+// deadline while a renewal is in flight or failing. One runtime timer, armed
+// for the earliest wake-up, serves every lease of the Client.
+//
+// Why one timer and not one per lease: adding a timer that becomes the
+// earliest of its P's heap wakes a thread sleeping in the network poller
+// (runtime.wakeNetPoller). Armed per lease, that is one cross-thread wake-up
+// per Acquire and another per renewal, which on a 2-vCPU machine cost about
+// as much client CPU as the acquire's round trip itself. The wheel's timer is
+// left armed when leases end (a spurious firing finds nothing due and costs
+// less than re-arming on every Acquire), so a new lease whose first renewal
+// comes after the armed time touches no runtime timer at all.
+//
+// Between renewals a lease costs a heap entry and nothing else. When a
+// renewal is due the wheel starts a goroutine that sends it; that goroutine
+// sends the next one itself if it is due already when the reply comes (a
+// RenewInterval shorter than a round trip), else puts the lease back in the
+// wheel and exits. Each request carries the lease's deadline (go-redis turns
+// it into socket deadlines) and is cancelled with the lease; the wheel ends
+// the lease at its deadline even if the request outlives it. A definite "not
+// yours" answer ends the lease at once.
+//
+// Lock order: Lease.mu, then wheel.mu.
 
-// schedule arms the next beat at t, unless the lease has ended.
-func (l *Lease) schedule(t time.Time) {
+type wheel struct {
+	mu    sync.Mutex
+	heap  []*Lease
+	timer *time.Timer // nil until the first lease
+	armed time.Time   // when timer fires; zero when it is not armed
+}
+
+// set puts l in the wheel, or moves it, to wake at when. l.mu is held.
+func (w *wheel) set(l *Lease, when time.Time) {
+	w.mu.Lock()
+	l.wake = when
+	if l.slot < 0 {
+		l.slot = len(w.heap)
+		w.heap = append(w.heap, l)
+	}
+	w.fix(l.slot)
+	if w.armed.IsZero() || when.Before(w.armed) {
+		w.armLocked(when)
+	}
+	w.mu.Unlock()
+}
+
+// remove takes l out of the wheel. l.mu is held. The timer stays armed.
+func (w *wheel) remove(l *Lease) {
+	w.mu.Lock()
+	if l.slot >= 0 {
+		w.removeAt(l.slot)
+	}
+	w.mu.Unlock()
+}
+
+func (w *wheel) armLocked(when time.Time) {
+	w.armed = when
+	if w.timer == nil {
+		w.timer = time.AfterFunc(time.Until(when), w.fire)
+		return
+	}
+	w.timer.Reset(time.Until(when))
+}
+
+// fire runs in the timer's goroutine: it takes the leases that are due out
+// of the wheel, re-arms the timer for the next one, and ticks them.
+func (w *wheel) fire() {
+	now := time.Now()
+	var due []*Lease
+	w.mu.Lock()
+	w.armed = time.Time{}
+	for len(w.heap) > 0 && !w.heap[0].wake.After(now) {
+		due = append(due, w.heap[0])
+		w.removeAt(0)
+	}
+	if len(w.heap) > 0 {
+		w.armLocked(w.heap[0].wake)
+	}
+	w.mu.Unlock()
+	for _, l := range due {
+		l.tick()
+	}
+}
+
+func (w *wheel) removeAt(i int) {
+	last := len(w.heap) - 1
+	l := w.heap[i]
+	if i != last {
+		w.swap(i, last)
+	}
+	w.heap[last] = nil
+	w.heap = w.heap[:last]
+	l.slot = -1
+	if i != last {
+		w.fix(i)
+	}
+}
+
+// fix restores the heap order after the entry at i changed.
+func (w *wheel) fix(i int) {
+	for i > 0 { // up
+		p := (i - 1) / 2
+		if !w.heap[i].wake.Before(w.heap[p].wake) {
+			break
+		}
+		w.swap(i, p)
+		i = p
+	}
+	for { // down
+		c := 2*i + 1
+		if c >= len(w.heap) {
+			return
+		}
+		if r := c + 1; r < len(w.heap) && w.heap[r].wake.Before(w.heap[c].wake) {
+			c = r
+		}
+		if !w.heap[c].wake.Before(w.heap[i].wake) {
+			return
+		}
+		w.swap(i, c)
+		i = c
+	}
+}
+
+func (w *wheel) swap(i, j int) {
+	w.heap[i], w.heap[j] = w.heap[j], w.heap[i]
+	w.heap[i].slot = i
+	w.heap[j].slot = j
+}
+
+// wakeLocked is when the wheel must next look at l: its deadline while a
+// renewal is in flight, else its next renewal (or retry), never after the
+// deadline.
+func (l *Lease) wakeLocked() time.Time {
+	if !l.inflight.IsZero() || l.deadline.Before(l.nextBeat) {
+		return l.deadline
+	}
+	return l.nextBeat
+}
+
+// tick runs when the wheel wakes l: it ends the lease at its deadline,
+// starts the renewal that is due, or puts l back for later.
+func (l *Lease) tick() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.ended {
+	if l.ended || l.frozen {
 		return
 	}
-	if l.beatTimer == nil {
-		l.beatTimer = time.AfterFunc(time.Until(t), l.beat)
-		return
-	}
-	l.beatTimer.Reset(time.Until(t))
-}
-
-// beat sends one renewal and schedules the next.
-func (l *Lease) beat() {
-	l.beats.Add(1)
-	defer l.beats.Add(-1)
-	if l.ctx.Err() != nil {
-		return
-	}
-	sent := time.Now()
-	ok, done := l.renewOnce(sent)
+	now := time.Now()
 	switch {
-	case done:
-	case ok:
-		l.schedule(sent.Add(l.t.interval))
+	case !now.Before(l.deadline):
+		l.endLocked(&LostError{Name: l.name, Token: l.token, Cause: CauseExpired, Err: l.lastErrLocked()})
+	case l.inflight.IsZero() && !now.Before(l.nextBeat):
+		l.inflight = now
+		l.c.wheel.set(l, l.deadline)
+		l.beats.Add(1)
+		go l.renew(now, l.deadline)
 	default:
-		l.schedule(time.Now().Add(l.t.retry))
+		l.c.wheel.set(l, l.wakeLocked())
 	}
 }
 
-// renewOnce sends one renewal. ok reports a confirmed renewal; done that the
-// heartbeat must stop (the lease ended).
-func (l *Lease) renewOnce(sent time.Time) (ok, done bool) {
-	ctx, cancel := context.WithDeadline(l.ctx, l.Deadline())
-	defer cancel()
-	l.sending(sent)
-	res, err := renewScript.Run(ctx, l.c.scripts, l.k.both[:1], l.value, l.t.ttl.Milliseconds()).Int64()
+// renewCtx is a renewal's context: the lease's context (cancelled when the
+// lease ends, by the wheel at the latest at the deadline) with the deadline
+// the lease had when the request was sent, which go-redis turns into socket
+// deadlines. It needs no timer of its own.
+type renewCtx struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c renewCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+
+// renew sends renewals, the first at sent, as long as each reply finds the
+// next one already due; then it puts the lease back in the wheel and exits.
+func (l *Lease) renew(sent, deadline time.Time) {
+	defer l.beats.Add(-1)
+	for {
+		res, err := l.send(sent, deadline)
+		if l.ctx.Err() != nil {
+			l.finish()
+			return
+		}
+		var again bool
+		if sent, deadline, again = l.renewed(sent, res, err); !again {
+			return
+		}
+	}
+}
+
+// send sends one renewal, sent at sent, and records its latency unless the
+// lease ended meanwhile (a Release cancels the renewal in flight).
+func (l *Lease) send(sent, deadline time.Time) (int64, error) {
+	res, err := renewScript.Run(renewCtx{l.ctx, deadline}, l.c.scripts, l.k.both[:1], l.value, l.t.ttl.Milliseconds()).Int64()
 	latency := time.Since(sent)
-	l.sending(time.Time{})
 	if l.ctx.Err() != nil {
-		return false, true
+		return res, err
 	}
 	switch {
 	case err != nil:
-		l.mu.Lock()
-		l.hbErr = err
-		l.mu.Unlock()
 		l.c.m.heartbeat(l.ctx, latency, "error")
-		return false, false
 	case res != 1:
 		l.c.m.heartbeat(l.ctx, latency, resultCause(res))
-		l.end(&LostError{Name: l.name, Token: l.token, Cause: resultCause(res)})
-		return false, true
+	default:
+		l.c.m.heartbeat(l.ctx, latency, "ok")
+		l.c.m.observeLatency(l.name, latency, l.t.ttl)
 	}
-	l.c.m.heartbeat(l.ctx, latency, "ok")
-	l.c.m.observeLatency(l.name, latency, l.t.ttl)
-	return true, !l.extend(sent)
+	return res, err
+}
+
+// finish clears the in-flight renewal of a lease that ended.
+func (l *Lease) finish() {
+	l.mu.Lock()
+	l.inflight = time.Time{}
+	l.mu.Unlock()
+}
+
+// renewed records the outcome of the renewal sent at sent. It returns again
+// true, with the next request's send time and deadline, when the next
+// renewal is due already and the caller must send it.
+func (l *Lease) renewed(sent time.Time, res int64, err error) (next, deadline time.Time, again bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.inflight = time.Time{}
+	if l.ended {
+		return
+	}
+	now := time.Now()
+	switch {
+	case err != nil:
+		l.hbErr = err
+		l.nextBeat = now.Add(l.t.retry)
+	case res != 1:
+		l.endLocked(&LostError{Name: l.name, Token: l.token, Cause: resultCause(res)})
+		return
+	default:
+		// Redis extended the key when it ran the script, after sent: the
+		// key lives at least until sent + TTL, whenever the reply came.
+		l.hbErr = nil
+		if d := l.t.deadline(sent); d.After(l.deadline) {
+			l.deadline = d
+		}
+		l.nextBeat = sent.Add(l.t.interval)
+	}
+	if l.frozen {
+		return
+	}
+	switch {
+	case !now.Before(l.deadline):
+		l.endLocked(&LostError{Name: l.name, Token: l.token, Cause: CauseExpired, Err: l.lastErrLocked()})
+	case !now.Before(l.nextBeat):
+		l.inflight = now
+		l.c.wheel.set(l, l.deadline)
+		return now, l.deadline, true
+	default:
+		l.c.wheel.set(l, l.wakeLocked())
+	}
+	return
 }
 
 // beating reports whether a renewal is running now (for tests: no

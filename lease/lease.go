@@ -27,21 +27,25 @@ type Lease struct {
 	beats  atomic.Int32  // renewals running now
 	relSem chan struct{} // holds one token: serializes Release calls
 
-	mu        sync.Mutex
-	deadline  time.Time   // local deadline; the lease is lost when it passes
-	timer     *time.Timer // fires at deadline
-	beatTimer *time.Timer // fires at the next renewal
-	ended     bool        // ctx cancelled (lost or released)
-	hbErr     error       // last renewal error, nil after a success
-	inflight  time.Time   // when the renewal in flight was sent, zero if none
-	relDone   bool        // Release finished with a definite answer
-	relErr    error       // its result, returned again by later calls
+	mu       sync.Mutex
+	deadline time.Time // local deadline; the lease is lost when it passes
+	nextBeat time.Time // when the next renewal (or retry) is due
+	inflight time.Time // when the renewal in flight was sent, zero if none
+	ended    bool      // ctx cancelled (lost or released)
+	frozen   bool      // tests only: the process "died", nothing more is sent
+	hbErr    error     // last renewal error, nil after a success
+	relDone  bool      // Release finished with a definite answer
+	relErr   error     // its result, returned again by later calls
+
+	// The wheel's fields, guarded by the Client's wheel.mu.
+	wake time.Time // when the wheel looks at the lease next
+	slot int       // index in the wheel's heap, -1 when not in it
 }
 
 // start makes the Lease for a grant whose request was sent at sent and
 // launches its heartbeat.
 func (c *Client) start(ctx context.Context, name string, k *keys, tok fence.Token, value string, t timing, sent time.Time) *Lease {
-	l := &Lease{c: c, name: name, k: k, value: value, token: tok, t: t, relSem: make(chan struct{}, 1)}
+	l := &Lease{c: c, name: name, k: k, value: value, token: tok, t: t, relSem: make(chan struct{}, 1), slot: -1}
 	// The lease's context keeps ctx's values (trace ids, loggers) but not
 	// its cancellation: Acquire's ctx often ends long before the work.
 	parent := ctx
@@ -49,17 +53,18 @@ func (c *Client) start(ctx context.Context, name string, k *keys, tok fence.Toke
 		parent = context.WithoutCancel(ctx)
 	}
 	l.ctx, l.cancel = context.WithCancelCause(parent)
-	l.mu.Lock() // the timer may fire at once; checkDeadline waits for l.timer
+	l.mu.Lock()
 	l.deadline = t.deadline(sent)
-	l.timer = time.AfterFunc(time.Until(l.deadline), l.checkDeadline)
+	l.nextBeat = sent.Add(t.interval)
 	if now := time.Now(); !now.Before(l.deadline) {
 		// The reply came too late: Redis may expire the key any moment.
-		// End the lease before the caller sees it, not a timer tick later.
+		// End the lease before the caller sees it.
 		l.endLocked(&LostError{Name: name, Token: tok, Cause: CauseExpired,
 			Err: fmt.Errorf("the acquire reply came %v after the request, more than the TTL minus the drift margin", now.Sub(sent))})
+	} else {
+		c.wheel.set(l, l.nextBeat) // before the deadline: interval < TTL - margin
 	}
 	l.mu.Unlock()
-	l.schedule(sent.Add(t.interval))
 	return l
 }
 
@@ -112,10 +117,7 @@ func (l *Lease) endLocked(cause error) bool {
 		return false
 	}
 	l.ended = true
-	l.timer.Stop()
-	if l.beatTimer != nil {
-		l.beatTimer.Stop()
-	}
+	l.c.wheel.remove(l)
 	// Count and log before cancelling, so that whoever wakes on Done sees
 	// them.
 	if lost, ok := cause.(*LostError); ok { // causes are never wrapped
@@ -126,17 +128,6 @@ func (l *Lease) endLocked(cause error) bool {
 	return true
 }
 
-// checkDeadline runs when the deadline timer fires. A renewal may have
-// moved the deadline in the meantime: then it does nothing.
-func (l *Lease) checkDeadline() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.ended || time.Now().Before(l.deadline) {
-		return
-	}
-	l.endLocked(&LostError{Name: l.name, Token: l.token, Cause: CauseExpired, Err: l.lastErrLocked()})
-}
-
 // lastErrLocked explains a missed deadline: the last renewal error, or the
 // request still waiting for its reply.
 func (l *Lease) lastErrLocked() error {
@@ -144,29 +135,6 @@ func (l *Lease) lastErrLocked() error {
 		return fmt.Errorf("renewal sent %v before the deadline is still unanswered", l.deadline.Sub(l.inflight))
 	}
 	return l.hbErr
-}
-
-// sending records (at != zero) or clears the in-flight renewal.
-func (l *Lease) sending(at time.Time) {
-	l.mu.Lock()
-	l.inflight = at
-	l.mu.Unlock()
-}
-
-// extend moves the deadline after a renewal sent at sent was confirmed. It
-// reports false when the lease ended meanwhile.
-func (l *Lease) extend(sent time.Time) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.ended {
-		return false
-	}
-	l.hbErr = nil
-	if d := l.t.deadline(sent); d.After(l.deadline) {
-		l.deadline = d
-		l.timer.Reset(time.Until(d))
-	}
-	return true
 }
 
 // Release ends the lease: it stops the heartbeat, cancels Context with

@@ -107,8 +107,7 @@ func isNotAcquired(err error) bool {
 // crash stops l's heartbeat without telling anyone, as if its process died.
 func (l *Lease) crash() {
 	l.mu.Lock()
-	if l.beatTimer != nil {
-		l.beatTimer.Stop()
-	}
+	l.frozen = true
+	l.c.wheel.remove(l)
 	l.mu.Unlock()
 }
