@@ -25,8 +25,9 @@
 -- so the grant path makes four (GET, TIME, SET NX, SET) and no arithmetic on
 -- doubles: the time is built as a string, and compared with the counter as
 -- decimal strings (longer is larger; same length compares bytewise). Only a
--- counter at or ahead of the clock (several grants in one microsecond, or a
--- clock set back) is converted to a number and incremented.
+-- counter that may be at or ahead of the clock (several grants in one
+-- microsecond, a clock set back, or a longer string: leading zeros) is
+-- converted to a number, compared with the time and incremented.
 local raw = redis.call('GET', KEYS[2])
 local t = redis.call('TIME')
 local us = t[2]
@@ -42,7 +43,9 @@ if raw and (#raw > #tok or (#raw == #tok and raw >= tok) or not string.find(raw,
   if counter >= 9007199254740991 then -- 2^53 - 1: counter + 1 would not be exact
     return redis.error_reply('fencekit: token counter ' .. KEYS[2] .. ' is at 2^53, the largest exact token')
   end
-  tok = string.format('%.0f', counter + 1)
+  if counter >= tonumber(tok) then -- leading zeros can make a longer string smaller
+    tok = string.format('%.0f', counter + 1)
+  end
 end
 
 local held = redis.call('SET', KEYS[1], tok .. ':' .. ARGV[2], 'NX', 'PX', ARGV[1], 'GET')

@@ -124,7 +124,57 @@ func TestCounterAheadOfClock(t *testing.T) {
 	}
 	release(t, l)
 
-	for _, bad := range []string{"9007199254740991", "9007199254740992", "abc", "-5", "1.5"} {
+	// Every other counter value: the token is exactly max(counter + 1, the
+	// server's time in µs), whatever the counter's length or leading zeros,
+	// and the counter is left holding the token in canonical form.
+	redisNow := func() uint64 {
+		tm, err := env.Client.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return uint64(tm.UnixMicro())
+	}
+	now := redisNow()
+	for _, tc := range []struct {
+		counter string // "" = missing
+		want    uint64 // 0 = the server time at the grant
+	}{
+		{"", 0},
+		{"0", 0},
+		{"5", 0},
+		{"00000000000000000005", 0}, // leading zeros, longer than the time
+		{"0000000000000000000000000000000000000000000000000000000000000000005", 0},
+		{"0" + strconv.FormatUint(now-1_000_000, 10), 0}, // leading zero, a second behind
+		{strconv.FormatUint(now-1_000_000, 10), 0},
+		{strconv.FormatUint(now+60_000_000, 10), now + 60_000_001}, // a clock set back by a minute
+		{"000" + strconv.FormatUint(now+60_000_000, 10), now + 60_000_001},
+		{"9007199254740990", 9007199254740991}, // the largest exact token
+		{"0009007199254740990", 9007199254740991},
+	} {
+		if tc.counter == "" {
+			env.Client.Del(ctx, k.token)
+		} else {
+			env.Client.Set(ctx, k.token, tc.counter, 0)
+		}
+		before := redisNow()
+		l, err := c.Acquire(ctx, name, time.Second)
+		if err != nil {
+			t.Errorf("counter %q: %v", tc.counter, err)
+			continue
+		}
+		after := redisNow()
+		got := uint64(l.Token())
+		if tc.want != 0 && got != tc.want || tc.want == 0 && (got < before || got > after) {
+			t.Errorf("counter %q: token %d, want %d (server time %d..%d)", tc.counter, got, tc.want, before, after)
+		}
+		if v, _ := env.Client.Get(ctx, k.token).Result(); v != l.Token().String() {
+			t.Errorf("counter %q: counter after the grant %q, want %q", tc.counter, v, l.Token())
+		}
+		release(t, l) // the lock key holds what the lease renews and releases
+	}
+
+	for _, bad := range []string{"9007199254740991", "9007199254740992", "09007199254740991", "99999999999999999999",
+		"abc", "-5", "1.5", "", " 5", "5 ", "+5", "1e3", "0x10", "1764000000000000abc"} {
 		env.Client.Set(ctx, k.token, bad, 0)
 		_, err := c.Acquire(ctx, name, time.Second)
 		if err == nil || !strings.Contains(err.Error(), "counter") {
