@@ -39,7 +39,9 @@ const contenders = 16
 //
 // lib=fencekit-lua is a diagnostic, not a library: fencekit's Lua scripts
 // run straight through go-redis (see FencekitLua), to split fencekit's cost
-// between its scripts and its Go code.
+// between its scripts and its Go code. lib=baseline-fenced is the
+// hand-written baseline with a fencing token (SET NX PX and INCR in one
+// script; see BaselineFenced): what a token costs without fencekit.
 func BenchmarkLease(b *testing.B) {
 	ops := []struct {
 		name string
@@ -52,15 +54,18 @@ func BenchmarkLease(b *testing.B) {
 	}
 	for _, op := range ops {
 		b.Run("op="+op.name, func(b *testing.B) {
-			for _, name := range rotated(append(LockerNames(), luaDiag)) {
+			for _, name := range rotated(append(LockerNames(), luaDiag, fencedDiag)) {
 				b.Run("lib="+name, func(b *testing.B) {
 					prefix := uniqueKey(name)
 					env := newRedis(b, prefix)
 					var l Locker
 					var err error
-					if name == luaDiag {
+					switch name {
+					case luaDiag:
 						l, err = NewFencekitLua(env.Client)
-					} else {
+					case fencedDiag:
+						l = BaselineFenced{C: env.Client}
+					default:
 						l, err = NewLocker(name, env.Client)
 					}
 					if err != nil {

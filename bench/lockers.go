@@ -65,12 +65,21 @@ type Baseline struct{ C redis.UniversalClient }
 func (Baseline) Name() string     { return "baseline" }
 func (Baseline) AutoRenews() bool { return false }
 
-func (b Baseline) TryAcquire(ctx context.Context, key string, ttl time.Duration) (Held, error) {
+// ownerValue returns a random 16-byte owner value, as the baseline writes
+// to its lock key.
+func ownerValue() (string, error) {
 	var raw [16]byte
 	if _, err := rand.Read(raw[:]); err != nil {
-		return nil, fmt.Errorf("bench: owner value: %w", err)
+		return "", fmt.Errorf("bench: owner value: %w", err)
 	}
-	value := base64.RawURLEncoding.EncodeToString(raw[:])
+	return base64.RawURLEncoding.EncodeToString(raw[:]), nil
+}
+
+func (b Baseline) TryAcquire(ctx context.Context, key string, ttl time.Duration) (Held, error) {
+	value, err := ownerValue()
+	if err != nil {
+		return nil, err
+	}
 	ok, err := b.C.SetNX(ctx, key, value, ttl).Result()
 	if err != nil {
 		return nil, err

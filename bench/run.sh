@@ -14,6 +14,8 @@
 # Environment:
 #   BENCH_SHORT=1      quick mode for CI: 2 rounds, short benchtimes (~1-2 min)
 #   BENCH_ROUNDS=N     number of rounds (default 6, short 2)
+#   BENCH_CALLGRIND=0  skip the Redis instruction counts (redis-instructions.sh,
+#                      about 1.5 minutes; skipped anyway without valgrind)
 #   BENCH_PMQOS=0      let idle CPUs halt (default: hold /dev/cpu_dma_latency
 #                      at 0 while running, when writable; see below)
 #   FENCEKIT_REDIS_ADDR, FENCEKIT_POSTGRES_URL, FENCEKIT_S3_ENDPOINT (+ keys):
@@ -92,7 +94,7 @@ echo "end:       $(date -u +%Y-%m-%dT%H:%M:%SZ), load $(cut -d' ' -f1-3 /proc/lo
 {
 	for f in Lease Handoff Takeover; do
 		echo "## $f (columns: /lib; deltas against baseline)"
-		"$benchstat" -filter ".name:$f" -col /lib@'(baseline fencekit redislock redsync fencekit-lua)' "$out/lease.txt" "$out/latency.txt"
+		"$benchstat" -filter ".name:$f" -col /lib@'(baseline fencekit redislock redsync fencekit-lua baseline-fenced)' "$out/lease.txt" "$out/latency.txt"
 		echo
 	done
 	for f in SQL S3Put; do
@@ -103,7 +105,15 @@ echo "end:       $(date -u +%Y-%m-%dT%H:%M:%SZ), load $(cut -d' ' -f1-3 /proc/lo
 } >"$out/benchstat.txt" 2>&1
 "$out/benchratio" -samples "$out/samples" "$out/lease.txt" "$out/latency.txt" >"$out/ratios.md"
 
+# Instructions the Redis server runs per operation: unlike the timings, they
+# do not move with machine load.
+if [[ "${BENCH_CALLGRIND:-1}" == 1 ]] && command -v valgrind >/dev/null; then
+	if [[ "${BENCH_SHORT:-}" == 1 ]]; then export BENCH_CG_N=${BENCH_CG_N:-300}; fi
+	bash "$here/redis-instructions.sh" "$out/redis-instructions.md" || failed="$failed redis-instructions"
+fi
+
 cat "$out/benchstat.txt" "$out/ratios.md"
+[[ -f "$out/redis-instructions.md" ]] && cat "$out/redis-instructions.md"
 echo "run.sh: results in $out" >&2
 if [[ -n "$failed" ]]; then
 	echo "run.sh: FAILED benchmark runs (name@round):$failed; see the FAIL lines in $out/*.txt" >&2

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# redis-instructions.sh: what each lock library costs the Redis server, in
+# instructions per operation, counted by valgrind's callgrind. Unlike time
+# and CPU figures, the counts do not move with machine load: the same binary,
+# server and inputs give the same count to within a fraction of a percent.
+#
+#   bench/redis-instructions.sh [OUT.md]
+#
+# It starts a private redis-server under callgrind, then runs each library's
+# BenchmarkLease operation for a fixed number of iterations against it
+# (BENCH_CG_N, default 2000), zeroing the counters before and dumping them
+# after. The count includes everything the server does for the operation:
+# reading and parsing the request, the command or script, the reply. The
+# benchmark's own bookkeeping (INFO commandstats twice per run, one untimed
+# warm-up acquire and release, connection set-up) is included too, well
+# under 1% at 2000 iterations. Needs valgrind (callgrind_control,
+# callgrind_annotate) and redis-server.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+out=${1:-/dev/stdout}
+n=${BENCH_CG_N:-2000}
+for tool in valgrind callgrind_control callgrind_annotate redis-server redis-cli; do
+	command -v "$tool" >/dev/null || { echo "redis-instructions.sh: $tool not found" >&2; exit 2; }
+done
+
+work=$(mktemp -d)
+cleanup() {
+	redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
+	wait 2>/dev/null || true
+	rm -rf "$work"
+}
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+trap cleanup EXIT
+
+(cd "$here" && go test -c -o "$work/bench.test" .)
+valgrind --tool=callgrind --callgrind-out-file="$work/cg" \
+	redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" >"$work/valgrind.log" 2>&1 &
+vpid=$!
+for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.2; done
+redis-cli -p "$port" ping >/dev/null
+
+libs=(baseline fencekit redislock redsync fencekit-lua baseline-fenced)
+ops=(acquire-release-same renew contended)
+declare -A count
+for op in "${ops[@]}"; do
+	for lib in "${libs[@]}"; do
+		callgrind_control -z "$vpid" >/dev/null 2>&1
+		(cd "$here" && FENCEKIT_REDIS_ADDR=127.0.0.1:$port "$work/bench.test" -test.run '^$' \
+			-test.bench "^BenchmarkLease/op=$op/lib=$lib\$" -test.benchtime "${n}x" >"$work/run.txt" 2>&1) ||
+			{ cat "$work/run.txt" >&2; exit 1; }
+		grep -q "^BenchmarkLease/op=$op/lib=$lib" "$work/run.txt" || { cat "$work/run.txt" >&2; exit 1; }
+		callgrind_control -d "$vpid" >/dev/null 2>&1
+		dump=$(ls -t "$work"/cg.* | head -1)
+		total=$(callgrind_annotate "$dump" | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1; exit}')
+		rm -f "$dump"
+		count[$op/$lib]=$((total / n))
+		echo "redis-instructions.sh: op=$op lib=$lib: ${count[$op/$lib]} instructions/op" >&2
+	done
+done
+
+{
+	printf '| config |'
+	for lib in "${libs[@]}"; do printf ' %s |' "$lib"; done
+	printf '\n|---|'
+	for _ in "${libs[@]}"; do printf -- '---:|'; done
+	echo
+	for op in "${ops[@]}"; do
+		printf '| op=%s |' "$op"
+		base=${count[$op/baseline]}
+		for lib in "${libs[@]}"; do
+			v=${count[$op/$lib]}
+			if [[ $lib == baseline ]]; then
+				printf ' %s |' "$v"
+			else
+				printf ' %s (%s×) |' "$v" "$(awk -v a="$v" -v b="$base" 'BEGIN {printf "%.2f", a / b}')"
+			fi
+		done
+		echo
+	done
+	echo
+	echo "(Redis server instructions per operation, callgrind, $n iterations each; ratio to baseline)"
+} >"$out"
