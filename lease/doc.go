@@ -17,8 +17,9 @@
 // holder's expiry instead.
 //
 // A heartbeat renews the lease every RenewInterval (default TTL/3) with a
-// compare-and-extend script, one round trip each. It is a chain of timers,
-// not a goroutine: between renewals a lease costs two timers. The lease's local deadline is
+// compare-and-extend script, one round trip each. A Client keeps its leases
+// in one heap under one timer: between renewals a lease costs a heap entry,
+// no goroutine and no timer of its own. The lease's local deadline is
 // the time the last confirmed acquire or renew request was sent, plus the
 // TTL, minus a drift margin (default TTL/100 + 2ms): it is earlier than the
 // moment Redis can expire the key (an acquire reply that comes after it
@@ -26,8 +27,8 @@
 // deadline; a reply saying the key is gone or belongs to someone else ends
 // the lease at once. When the lease ends, [Lease.Context] is cancelled with
 // the cause ([ErrLost] wrapped in a [*LostError], or [ErrReleased]),
-// [Lease.Done] closes (once), [Lease.Err] returns the cause, the timers are
-// stopped and a renewal in flight is cancelled.
+// [Lease.Done] closes (once), [Lease.Err] returns the cause, the lease
+// leaves the Client's heap and a renewal in flight is cancelled.
 //
 // [Lease.Release] cancels the context first, then deletes the key if it is
 // still the lease's and publishes the release, in one round trip. With a
@@ -64,6 +65,9 @@
 // Lua's doubles hold exactly, and far below [fence.MaxToken]; a counter at
 // 2^53 is refused with an error.
 //
+// The scripts need Redis 7.0 or later (acquire uses SET with both NX and
+// GET, so that a refusal reads the holder in the same command).
+//
 // # Keys
 //
 // A lease named N uses <prefix>:{N}:lock (value "<token>:<owner id>"),
@@ -86,8 +90,8 @@
 //
 // # go-redis timeouts
 //
-// The deadline timer ends a lease on time even when a renewal request is
-// stuck, but go-redis bounds a request by its ReadTimeout unless the client
+// The Client's timer ends a lease at its deadline even when a renewal
+// request is stuck, but go-redis bounds a request by its ReadTimeout unless the client
 // was made with ContextTimeoutEnabled: true. Set it so that a stuck renewal
 // also gives up at the deadline, not up to ReadTimeout later.
 package lease
