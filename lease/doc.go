@@ -64,9 +64,7 @@
 // next one. Tokens are about 1.8e15 today: below 2^53, the largest integer
 // Lua's doubles hold exactly, and far below [fence.MaxToken]; a counter at
 // 2^53 is refused with an error.
-//
-// The scripts need Redis 7.0 or later (acquire uses SET with both NX and
-// GET, so that a refusal reads the holder in the same command).
+
 //
 // # Keys
 //
