@@ -30,6 +30,7 @@ type fakeRedis struct {
 
 type fakeCall struct {
 	script   string // acquire, renew, release
+	key      string // KEYS[1], the lock key
 	sent     time.Time
 	deadline time.Time // the request context's deadline, zero if none
 }
@@ -76,7 +77,7 @@ func (f *fakeRedis) EvalSha(ctx context.Context, sha string, keys []string, args
 	}
 	dl, _ := ctx.Deadline()
 	f.mu.Lock()
-	f.calls = append(f.calls, fakeCall{script: script, sent: time.Now(), deadline: dl})
+	f.calls = append(f.calls, fakeCall{script: script, key: keys[0], sent: time.Now(), deadline: dl})
 	latency, down, stuck := f.latency, f.down, f.stuck
 	fail := script == "renew" && f.failNext > 0
 	if fail {

@@ -1,0 +1,297 @@
+package lease
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/fencekit/fencekit/fence"
+)
+
+// renewedAt returns when the renewals of lease name were sent, from start.
+func renewedAt(f *fakeRedis, c *Client, start time.Time, name string) []time.Duration {
+	key := c.keys(name).lock
+	var out []time.Duration
+	for _, call := range f.renewCalls() {
+		if call.key == key {
+			out = append(out, call.sent.Sub(start))
+		}
+	}
+	return out
+}
+
+// every returns first, first+d, ... up to last.
+func every(first, d, last time.Duration) []time.Duration {
+	var out []time.Duration
+	for t := first; t <= last; t += d {
+		out = append(out, t)
+	}
+	return out
+}
+
+// checkHeap reports a broken wheel: an entry whose slot is not its index,
+// or a parent that wakes after its child.
+func (w *wheel) checkHeap() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, l := range w.heap {
+		if l.slot != i {
+			return fmt.Errorf("heap[%d] has slot %d", i, l.slot)
+		}
+		if p := (i - 1) / 2; i > 0 && l.wake.Before(w.heap[p].wake) {
+			return fmt.Errorf("heap[%d] wakes before its parent heap[%d]", i, p)
+		}
+	}
+	return nil
+}
+
+func (w *wheel) len() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.heap)
+}
+
+func TestSynctestWheelShortLeaseAfterLong(t *testing.T) {
+	// One timer per Client: a lease added while the timer is armed far
+	// ahead (a long lease's first renewal) re-arms it, and the long lease
+	// is still renewed, and lost, on time once the short ones are gone.
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeRedis()
+		c := fakeClient(f, Options{}, nil)
+		start := time.Now()
+		long := mustAcquire(t, c, "long", time.Hour) // the timer is armed for +20m
+		short := mustAcquire(t, c, "short", 300*time.Millisecond)
+		time.Sleep(time.Second + time.Millisecond)
+		if got, want := renewedAt(f, c, start, "short"), every(100*time.Millisecond, 100*time.Millisecond, time.Second); !slices.Equal(got, want) {
+			t.Errorf("short lease renewed at %v, want %v", got, want)
+		}
+		release(t, short)
+
+		// The timer is left armed for short's next renewal; it fires for
+		// nothing and re-arms for +20m. A lease added then re-arms it again.
+		time.Sleep(time.Second)
+		midAt := time.Since(start) // +2.001s
+		mid := mustAcquire(t, c, "mid", 3*time.Second)
+		time.Sleep(8*time.Second + 500*time.Millisecond)
+		if got, want := renewedAt(f, c, start, "mid"), every(midAt+time.Second, time.Second, midAt+8*time.Second); !slices.Equal(got, want) {
+			t.Errorf("mid lease renewed at %v, want %v", got, want)
+		}
+		release(t, mid)
+
+		time.Sleep(20*time.Minute - time.Since(start) + time.Millisecond)
+		if got, want := renewedAt(f, c, start, "long"), []time.Duration{20 * time.Minute}; !slices.Equal(got, want) {
+			t.Errorf("long lease renewed at %v, want %v", got, want)
+		}
+		if err := c.wheel.checkHeap(); err != nil || c.wheel.len() != 1 {
+			t.Errorf("wheel: %v, %d leases; want only the long one", err, c.wheel.len())
+		}
+		// Redis stops answering: the long lease ends at the deadline of its
+		// last renewal, 20m + 1h - (36s + 2ms).
+		f.set(func(f *fakeRedis) { f.down = true })
+		<-long.Done()
+		if got, want := time.Since(start), 20*time.Minute+time.Hour-36*time.Second-2*time.Millisecond; got != want {
+			t.Errorf("long lease lost at +%v, want +%v", got, want)
+		}
+		if !isLost(long.Err(), CauseExpired) {
+			t.Errorf("Err = %v, want LostError expired", long.Err())
+		}
+		if c.wheel.len() != 0 {
+			t.Errorf("%d leases left in the wheel", c.wheel.len())
+		}
+	})
+}
+
+func TestSynctestWheelManyLeases(t *testing.T) {
+	// Many leases with TTLs from 10ms to 2s on one Client, acquired,
+	// renewed through bursts of failures and released at random instants:
+	// no Context outlives its deadline, Redis never holds someone else's
+	// value (or nothing) while a Context is live, nothing is sent after a
+	// lease ended, and the wheel ends empty and well-formed.
+	for seed := range uint64(4) {
+		synctest.Test(t, func(t *testing.T) {
+			rnd := rand.New(rand.NewPCG(seed, 7))
+			f := newFakeRedis()
+			f.latency = time.Duration(seed) * 3 * time.Millisecond
+			c := fakeClient(f, Options{}, nil)
+			const n = 60
+			type plan struct{ at, hold, ttl time.Duration }
+			plans := make([]plan, n)
+			for i := range plans {
+				plans[i] = plan{
+					at:   time.Duration(rnd.IntN(2000)) * time.Millisecond,
+					hold: time.Duration(rnd.IntN(3000)) * time.Millisecond,
+					ttl:  time.Duration(10+rnd.IntN(2000)) * time.Millisecond,
+				}
+			}
+			faults := make([]int, 6)
+			for i := range faults {
+				faults[i] = rnd.IntN(40)
+			}
+			var wg sync.WaitGroup
+			wg.Go(func() { // bursts of failed renewals
+				for _, k := range faults {
+					time.Sleep(500 * time.Millisecond)
+					f.set(func(f *fakeRedis) { f.failNext = k })
+				}
+			})
+			var mu sync.Mutex
+			ended := map[*Lease]time.Time{}
+			for i, p := range plans {
+				wg.Go(func() {
+					rnd := rand.New(rand.NewPCG(seed, uint64(i)))
+					time.Sleep(p.at)
+					name := fmt.Sprintf("l%d", i)
+					l, err := c.Acquire(context.Background(), name, p.ttl)
+					if err != nil {
+						t.Errorf("failed for seed=%d: acquire %s: %v", seed, name, err)
+						return
+					}
+					if l.Err() != nil { // the reply came after the deadline
+						return
+					}
+					context.AfterFunc(l.Context(), func() {
+						mu.Lock()
+						ended[l] = time.Now()
+						mu.Unlock()
+					})
+					key := c.keys(name).lock
+					for end := time.Now().Add(p.hold); time.Now().Before(end); time.Sleep(time.Duration(1+rnd.IntN(7)) * time.Millisecond) {
+						f.mu.Lock()
+						v, ok := f.value[key]
+						ours := ok && v == l.value && time.Now().Before(f.expires[key])
+						f.mu.Unlock()
+						if !ours && l.Context().Err() == nil {
+							t.Errorf("failed for seed=%d: %s: Redis has %q (ours %q) but the Context is live, deadline in %v",
+								seed, name, v, l.value, time.Until(l.Deadline()))
+							return
+						}
+					}
+					l.Release(context.Background())
+					<-l.Done()
+				})
+			}
+			wg.Wait()
+			synctest.Wait()
+			mu.Lock()
+			defer mu.Unlock()
+			var lost int
+			for l, at := range ended {
+				if at.After(l.Deadline()) {
+					t.Errorf("failed for seed=%d: %s ended %v after its deadline (%v)", seed, l.Name(), at.Sub(l.Deadline()), l.Err())
+				}
+				if isLost(l.Err(), CauseExpired) {
+					lost++
+					if !at.Equal(l.Deadline()) {
+						t.Errorf("failed for seed=%d: %s expired at %v from its deadline, want exactly at it", seed, l.Name(), at.Sub(l.Deadline()))
+					}
+				}
+				key := c.keys(l.Name()).lock
+				for _, call := range f.renewCalls() {
+					if call.key == key && call.sent.After(at) {
+						t.Errorf("failed for seed=%d: %s renewed %v after it ended", seed, l.Name(), call.sent.Sub(at))
+					}
+				}
+				if l.beating() {
+					t.Errorf("failed for seed=%d: %s still renewing", seed, l.Name())
+				}
+			}
+			if err := c.wheel.checkHeap(); err != nil || c.wheel.len() != 0 {
+				t.Errorf("failed for seed=%d: wheel %v with %d leases, want empty", seed, err, c.wheel.len())
+			}
+			t.Logf("seed %d: %d leases, %d expired, %d renewals", seed, len(ended), lost, len(f.renewCalls()))
+		})
+	}
+}
+
+func TestWheelStressRealRedis(t *testing.T) {
+	// Goroutines share one Client, acquiring own and shared names with TTLs
+	// from 20ms to a minute, holding them for up to 300ms (several renewals
+	// of the short ones) and releasing them. While a Context is live Redis
+	// must hold the lease's value; a live lease's token is above every token
+	// released before on its name; no token repeats.
+	c, env := newTestClient(t, &Options{Logger: slog.New(slog.DiscardHandler)})
+	base := warmBase(t, c, env.Name("warm"))
+	ctx := context.Background()
+	shared := []string{env.Name("s0"), env.Name("s1"), env.Name("s2")}
+	ttls := []time.Duration{20 * time.Millisecond, 50 * time.Millisecond, 200 * time.Millisecond, time.Second, time.Minute}
+	var (
+		mu       sync.Mutex
+		released = map[string]fence.Token{}
+		issued   = map[string]map[fence.Token]bool{}
+		grants   atomic.Int64
+		lost     atomic.Int64
+	)
+	stop := time.Now().Add(1500 * time.Millisecond)
+	var wg sync.WaitGroup
+	for g := range 24 {
+		wg.Go(func() {
+			rnd := rand.New(rand.NewPCG(uint64(g), 1))
+			own := env.Name(fmt.Sprintf("own%d", g))
+			for time.Now().Before(stop) && !t.Failed() {
+				name := own
+				if rnd.IntN(2) == 0 {
+					name = shared[rnd.IntN(len(shared))]
+				}
+				ttl := ttls[rnd.IntN(len(ttls))]
+				l, err := c.Acquire(ctx, name, ttl)
+				if isNotAcquired(err) {
+					time.Sleep(time.Duration(rnd.IntN(3000)) * time.Microsecond)
+					continue
+				}
+				if err != nil {
+					t.Errorf("acquire %s: %v", name, err)
+					return
+				}
+				grants.Add(1)
+				mu.Lock()
+				if issued[name] == nil {
+					issued[name] = map[fence.Token]bool{}
+				}
+				if issued[name][l.Token()] {
+					t.Errorf("%s: token %v issued twice", name, l.Token())
+				}
+				issued[name][l.Token()] = true
+				if r := released[name]; l.Context().Err() == nil && l.Token() <= r {
+					t.Errorf("%s: live lease's token %v not above the released %v", name, l.Token(), r)
+				}
+				mu.Unlock()
+				key := c.keys(name).lock
+				for end := time.Now().Add(min(time.Duration(rnd.Int64N(int64(2*ttl))), 300*time.Millisecond)); time.Now().Before(end); {
+					v, err := env.Client.Get(ctx, key).Result()
+					if v != l.value && l.Context().Err() == nil {
+						t.Errorf("%s (TTL %v): Redis has %q (%v), ours is %q, but the Context is live, deadline in %v",
+							name, ttl, v, err, l.value, time.Until(l.Deadline()))
+						break
+					}
+					time.Sleep(time.Duration(rnd.IntN(5000)) * time.Microsecond)
+				}
+				if l.Err() != nil {
+					lost.Add(1)
+					if ttl >= time.Second {
+						t.Errorf("%s (TTL %v) lost: %v", name, ttl, l.Err())
+					}
+				}
+				l.Release(ctx)
+				mu.Lock()
+				released[name] = max(released[name], l.Token())
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d grants, %d lost (TTL below 1s, on a busy machine)", grants.Load(), lost.Load())
+	if grants.Load() < 100 {
+		t.Errorf("only %d grants: the test did not exercise the wheel", grants.Load())
+	}
+	if err := c.wheel.checkHeap(); err != nil || c.wheel.len() != 0 {
+		t.Errorf("wheel %v with %d leases, want empty", err, c.wheel.len())
+	}
+	checkGoroutines(t, base)
+}
