@@ -147,8 +147,9 @@ func (l *Lease) wakeLocked() time.Time {
 	return l.nextBeat
 }
 
-// tick runs when the wheel wakes l: it ends the lease at its deadline,
-// starts the renewal that is due, or puts l back for later.
+// tick runs when the wheel wakes l: it ends the lease at its deadline (in
+// a goroutine, see expire), starts the renewal that is due, or puts l back
+// for later.
 func (l *Lease) tick() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -158,7 +159,10 @@ func (l *Lease) tick() {
 	now := time.Now()
 	switch {
 	case !now.Before(l.deadline):
-		l.endLocked(&LostError{Name: l.name, Token: l.token, Cause: CauseExpired, Err: l.lastErrLocked()})
+		// Ending a lease logs and counts through the user's handler and
+		// meter before it cancels the Context: do it in a goroutine of its
+		// own, so that a slow write delays no other lease due now.
+		go l.expire()
 	case l.inflight.IsZero() && !now.Before(l.nextBeat):
 		l.inflight = now
 		l.c.wheel.set(l, l.deadline)
@@ -166,6 +170,20 @@ func (l *Lease) tick() {
 		go l.renew(now, l.deadline)
 	default:
 		l.c.wheel.set(l, l.wakeLocked())
+	}
+}
+
+// expire ends l, whose deadline the wheel found passed, unless a renewal
+// confirmed since then moved the deadline (and put l back in the wheel).
+func (l *Lease) expire() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.ended || l.frozen:
+	case time.Now().Before(l.deadline):
+		l.c.wheel.set(l, l.wakeLocked())
+	default:
+		l.endLocked(&LostError{Name: l.name, Token: l.token, Cause: CauseExpired, Err: l.lastErrLocked()})
 	}
 }
 

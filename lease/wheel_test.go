@@ -108,6 +108,73 @@ func TestSynctestWheelShortLeaseAfterLong(t *testing.T) {
 	})
 }
 
+// stallingHandler is a slog handler whose first "lease lost" record takes
+// stall to write (a log pipe that is full, a remote collector). It records
+// the name of that record's lease.
+type stallingHandler struct {
+	stall   time.Duration
+	stalled atomic.Pointer[string]
+}
+
+func (h *stallingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *stallingHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *stallingHandler) WithGroup(string) slog.Handler            { return h }
+func (h *stallingHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "lease lost" {
+		return nil
+	}
+	var name string
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "name" {
+			name = a.Value.String()
+		}
+		return true
+	})
+	if h.stalled.CompareAndSwap(nil, &name) {
+		time.Sleep(h.stall)
+	}
+	return nil
+}
+
+func TestSynctestWheelSlowLoggerHoldsUpNoOtherLease(t *testing.T) {
+	// The wheel ends every lease that is due at one instant. Ending a lease
+	// logs through the user's handler before cancelling its Context; a slow
+	// write may delay that lease, but must not keep another lease's Context
+	// live past its deadline.
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeRedis()
+		h := &stallingHandler{stall: time.Second}
+		c := newClient(nil, f, &Options{Logger: slog.New(h)})
+		start := time.Now()
+		var mu sync.Mutex
+		ended := map[string]time.Duration{}
+		for _, name := range []string{"a", "b", "c"} {
+			l := mustAcquire(t, c, name, 300*time.Millisecond) // deadline +295ms
+			context.AfterFunc(l.Context(), func() {
+				mu.Lock()
+				ended[name] = time.Since(start)
+				mu.Unlock()
+			})
+		}
+		f.set(func(f *fakeRedis) { f.down = true })
+		time.Sleep(2 * time.Second)
+		mu.Lock()
+		defer mu.Unlock()
+		stalled := h.stalled.Load()
+		if stalled == nil {
+			t.Fatal("no lease lost")
+		}
+		for name, at := range ended {
+			if name != *stalled && at != 295*time.Millisecond {
+				t.Errorf("%s lost at +%v, want +295ms (its deadline), whatever %s's log write does", name, at, *stalled)
+			}
+		}
+		if len(ended) != 3 {
+			t.Errorf("%d leases ended, want 3", len(ended))
+		}
+	})
+}
+
 func TestSynctestWheelManyLeases(t *testing.T) {
 	// Many leases with TTLs from 10ms to 2s on one Client, acquired,
 	// renewed through bursts of failures and released at random instants:
