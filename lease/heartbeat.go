@@ -30,12 +30,22 @@ import (
 // yours" answer ends the lease at once.
 //
 // Lock order: Lease.mu, then wheel.mu.
+//
+// A runtime timer belongs to the testing/synctest bubble it was made in (or
+// to none): the bubble's fake clock drives it, and it never fires once the
+// bubble is gone. A Client used inside a bubble and then outside it (or the
+// other way round) would leave its leases under a timer that never fires, so
+// the wheel makes a new timer when the clock of the leases it is given
+// changes (see inBubble). Two bubbles in turn are not told apart: a Client
+// must not be shared between them.
 
 type wheel struct {
 	mu    sync.Mutex
 	heap  []*Lease
 	timer *time.Timer // nil until the first lease
 	armed time.Time   // when timer fires; zero when it is not armed
+	gen   int         // counts timers: a firing of an abandoned one does nothing
+	fake  bool        // timer was made inside a synctest bubble
 }
 
 // set puts l in the wheel, or moves it, to wake at when. l.mu is held.
@@ -47,6 +57,12 @@ func (w *wheel) set(l *Lease, when time.Time) {
 		w.heap = append(w.heap, l)
 	}
 	w.fix(l.slot)
+	if w.timer != nil && inBubble(when) != w.fake {
+		// The Client moved into or out of a synctest bubble. The old timer
+		// cannot be stopped from here; its firing will do nothing.
+		w.timer, w.armed = nil, time.Time{}
+		w.gen++
+	}
 	if w.armed.IsZero() || when.Before(w.armed) {
 		w.armLocked(when)
 	}
@@ -65,18 +81,29 @@ func (w *wheel) remove(l *Lease) {
 func (w *wheel) armLocked(when time.Time) {
 	w.armed = when
 	if w.timer == nil {
-		w.timer = time.AfterFunc(time.Until(when), w.fire)
+		gen := w.gen
+		w.fake = inBubble(when)
+		w.timer = time.AfterFunc(time.Until(when), func() { w.fire(gen) })
 		return
 	}
 	w.timer.Reset(time.Until(when))
 }
 
-// fire runs in the timer's goroutine: it takes the leases that are due out
-// of the wheel, re-arms the timer for the next one, and ticks them.
-func (w *wheel) fire() {
+// inBubble reports whether t was read inside a testing/synctest bubble:
+// time.Now there has no monotonic clock reading, and t.Round(0) strips it.
+func inBubble(t time.Time) bool { return t == t.Round(0) }
+
+// fire runs in the goroutine of timer number gen: it takes the leases that
+// are due out of the wheel, re-arms the timer for the next one, and ticks
+// them.
+func (w *wheel) fire(gen int) {
 	now := time.Now()
 	var due []*Lease
 	w.mu.Lock()
+	if gen != w.gen {
+		w.mu.Unlock()
+		return
+	}
 	w.armed = time.Time{}
 	for len(w.heap) > 0 && !w.heap[0].wake.After(now) {
 		due = append(due, w.heap[0])

@@ -362,3 +362,32 @@ func TestWheelStressRealRedis(t *testing.T) {
 	}
 	checkGoroutines(t, base)
 }
+
+func TestWheelClientSharedWithSynctestBubble(t *testing.T) {
+	// A runtime timer belongs to the synctest bubble it was made in, or to
+	// none. A Client used outside a bubble, then inside one, then outside
+	// again still renews and expires its leases on each side.
+	f := newFakeRedis()
+	c := fakeClient(f, Options{}, nil)
+	release(t, mustAcquire(t, c, "out-1", time.Hour)) // a real timer, left armed for +20m
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		l := mustAcquire(t, c, "in", 300*time.Millisecond)
+		time.Sleep(time.Second + time.Millisecond)
+		if got, want := renewedAt(f, c, start, "in"), every(100*time.Millisecond, 100*time.Millisecond, time.Second); !slices.Equal(got, want) {
+			t.Errorf("in the bubble: renewed at %v, want %v", got, want)
+		}
+		release(t, l)
+	}) // leaves a fake timer armed in a bubble that is gone
+	l := mustAcquire(t, c, "out-2", 30*time.Millisecond)
+	f.set(func(f *fakeRedis) { f.down = true })
+	select {
+	case <-l.Done():
+		if !isLost(l.Err(), CauseExpired) {
+			t.Errorf("after the bubble: Err = %v, want LostError expired", l.Err())
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatalf("after the bubble: a 30ms lease is live 2s after Redis went down (deadline %v ago, %d renewals)",
+			-time.Until(l.Deadline()), len(renewedAt(f, c, time.Time{}, "out-2")))
+	}
+}
