@@ -150,11 +150,11 @@ func (c *Client) acquire(ctx context.Context, name string, t timing) (*Lease, er
 	if err != nil {
 		return nil, errScript("acquire", name, err)
 	}
-	tok, remaining, holder, err := parseAcquire(res)
+	tok, held, remaining, holder, err := parseAcquire(res)
 	if err != nil {
 		return nil, errScript("acquire", name, err)
 	}
-	if holder != "" {
+	if held {
 		htok, hOwner, _ := strings.Cut(holder, ":")
 		htoken, perr := fence.ParseToken(htok)
 		if hOwner != owner || perr != nil {
@@ -170,8 +170,9 @@ func (c *Client) acquire(ctx context.Context, name string, t timing) (*Lease, er
 }
 
 // parseAcquire decodes acquire.lua's reply: the token (a decimal string)
-// when granted, {pttl, holder} when held. holder is "" exactly when granted.
-func parseAcquire(res any) (tok fence.Token, remaining time.Duration, holder string, err error) {
+// when granted, {pttl, holder} when held (holder is the key's value, which
+// may be anything, "" included, when someone else wrote it).
+func parseAcquire(res any) (tok fence.Token, held bool, remaining time.Duration, holder string, err error) {
 	switch v := res.(type) {
 	case string:
 		tok, err = fence.ParseToken(v)
@@ -179,19 +180,19 @@ func parseAcquire(res any) (tok fence.Token, remaining time.Duration, holder str
 			err = tok.Validate()
 		}
 		if err != nil {
-			return 0, 0, "", fmt.Errorf("token from Redis: %w", err)
+			return 0, false, 0, "", fmt.Errorf("token from Redis: %w", err)
 		}
-		return tok, 0, "", nil
+		return tok, false, 0, "", nil
 	case []any:
 		if len(v) == 2 {
 			pttl, ok1 := v[0].(int64)
 			holder, ok2 := v[1].(string)
-			if ok1 && ok2 && holder != "" {
-				return 0, time.Duration(pttl) * time.Millisecond, holder, nil
+			if ok1 && ok2 {
+				return 0, true, time.Duration(pttl) * time.Millisecond, holder, nil
 			}
 		}
 	}
-	return 0, 0, "", fmt.Errorf("unexpected acquire reply %v", res)
+	return 0, false, 0, "", fmt.Errorf("unexpected acquire reply %v", res)
 }
 
 // newOwner returns a random id that tells apart two grants even if Redis

@@ -186,6 +186,43 @@ func TestCounterAheadOfClock(t *testing.T) {
 	}
 }
 
+func TestAcquireRefusedByAnyValue(t *testing.T) {
+	// A held key is refused from the same round trip with its remaining TTL
+	// and holder's token, whatever it holds: 0 for a value fencekit did not
+	// write, a negative TTL for a key without expiry.
+	c, env := newTestClient(t, nil)
+	ctx := context.Background()
+	name := env.Name("refused")
+	lock := c.keys(name).lock
+	for _, tc := range []struct {
+		value  string
+		ttl    time.Duration
+		holder fence.Token
+	}{
+		{"999:other", 5 * time.Second, 999},
+		{"garbage", 5 * time.Second, 0},
+		{"", 5 * time.Second, 0},
+		{"7:x", 0, 7},
+	} {
+		env.Client.Set(ctx, lock, tc.value, tc.ttl)
+		_, err := c.Acquire(ctx, name, time.Second)
+		var na *NotAcquiredError
+		if !errors.As(err, &na) || !errors.Is(err, ErrNotAcquired) {
+			t.Errorf("lock %q: Acquire = %v, want a *NotAcquiredError", tc.value, err)
+			continue
+		}
+		if na.Holder != tc.holder {
+			t.Errorf("lock %q: holder %v, want %v", tc.value, na.Holder, tc.holder)
+		}
+		if tc.ttl > 0 && (na.Remaining <= 0 || na.Remaining > tc.ttl) || tc.ttl == 0 && na.Remaining >= 0 {
+			t.Errorf("lock %q, TTL %v: remaining %v", tc.value, tc.ttl, na.Remaining)
+		}
+		if v, _ := env.Client.Get(ctx, lock).Result(); v != tc.value {
+			t.Errorf("lock %q changed to %q by a refused Acquire", tc.value, v)
+		}
+	}
+}
+
 func TestReleaseByNonOwnerFails(t *testing.T) {
 	c, env := newTestClient(t, nil)
 	ctx := context.Background()
