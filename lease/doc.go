@@ -62,9 +62,9 @@
 // microseconds, larger than every earlier token as long as the nodes'
 // clocks disagree by less than the time between the lost grant and the
 // next one. Tokens are about 1.8e15 today: below 2^53, the largest integer
-// Lua's doubles hold exactly, and far below [fence.MaxToken]; a counter at
-// 2^53 is refused with an error.
-
+// Lua's doubles hold exactly, and far below [fence.MaxToken]; 2^53 - 1 is
+// the largest token, and a counter at or above it, or one that is not
+// plain ASCII digits, makes Acquire fail with an error naming the key.
 //
 // # Keys
 //
@@ -88,8 +88,16 @@
 //
 // # go-redis timeouts
 //
-// The Client's timer ends a lease at its deadline even when a renewal
-// request is stuck, but go-redis bounds a request by its ReadTimeout unless the client
-// was made with ContextTimeoutEnabled: true. Set it so that a stuck renewal
-// also gives up at the deadline, not up to ReadTimeout later.
+// Each renewal request carries the lease's deadline; the Client's timer
+// ends the lease at that deadline (cancelling the request) even when the
+// request is stuck, but go-redis bounds a request's socket I/O by its
+// ReadTimeout unless the client was made with ContextTimeoutEnabled: true.
+// Set it so that a stuck renewal also gives up at the deadline, not up to
+// ReadTimeout later.
+//
+// # testing/synctest
+//
+// A Client works inside a synctest bubble or outside one, and may move
+// from outside into one bubble and back, but must not be shared by two
+// bubbles: its timer belongs to the bubble it was made in.
 package lease
