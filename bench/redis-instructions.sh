@@ -79,5 +79,6 @@ done
 		echo
 	done
 	echo
-	echo "(Redis server instructions per operation, callgrind, $n iterations each; ratio to baseline)"
+	echo "(Redis server instructions per operation, callgrind, $n iterations"
+	echo "each; ratio to baseline)"
 } >"$out"
