@@ -36,8 +36,9 @@ import (
 // bubble is gone. A Client used inside a bubble and then outside it (or the
 // other way round) would leave its leases under a timer that never fires, so
 // the wheel makes a new timer when the clock of the leases it is given
-// changes (see inBubble). Two bubbles in turn are not told apart: a Client
-// must not be shared between them.
+// changes (a lease's clock is fixed when it is granted, see inBubble). Two
+// bubbles in turn are not told apart: a Client must not be shared between
+// them.
 
 type wheel struct {
 	mu    sync.Mutex
@@ -57,11 +58,14 @@ func (w *wheel) set(l *Lease, when time.Time) {
 		w.heap = append(w.heap, l)
 	}
 	w.fix(l.slot)
-	if w.timer != nil && inBubble(when) != w.fake {
+	if w.timer != nil && l.fake != w.fake {
 		// The Client moved into or out of a synctest bubble. The old timer
 		// cannot be stopped from here; its firing will do nothing.
 		w.timer, w.armed = nil, time.Time{}
 		w.gen++
+	}
+	if w.timer == nil {
+		w.fake = l.fake
 	}
 	if w.armed.IsZero() || when.Before(w.armed) {
 		w.armLocked(when)
@@ -82,7 +86,6 @@ func (w *wheel) armLocked(when time.Time) {
 	w.armed = when
 	if w.timer == nil {
 		gen := w.gen
-		w.fake = inBubble(when)
 		w.timer = time.AfterFunc(time.Until(when), func() { w.fire(gen) })
 		return
 	}
@@ -91,6 +94,9 @@ func (w *wheel) armLocked(when time.Time) {
 
 // inBubble reports whether t was read inside a testing/synctest bubble:
 // time.Now there has no monotonic clock reading, and t.Round(0) strips it.
+// Only a time read by time.Now tells: t.Add drops the reading when the
+// result is past the year 2157 (the deadline of a lease whose TTL reaches
+// that far).
 func inBubble(t time.Time) bool { return t == t.Round(0) }
 
 // fire runs in the goroutine of timer number gen: it takes the leases that

@@ -20,6 +20,7 @@ type Lease struct {
 	value string // "<token>:<owner>", the lock key's value
 	token fence.Token
 	t     timing
+	fake  bool // granted in a synctest bubble: the wheel serves it on that clock
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -45,7 +46,7 @@ type Lease struct {
 // start makes the Lease for a grant whose request was sent at sent and
 // launches its heartbeat.
 func (c *Client) start(ctx context.Context, name string, k *keys, tok fence.Token, value string, t timing, sent time.Time) *Lease {
-	l := &Lease{c: c, name: name, k: k, value: value, token: tok, t: t, relSem: make(chan struct{}, 1), slot: -1}
+	l := &Lease{c: c, name: name, k: k, value: value, token: tok, t: t, fake: inBubble(sent), relSem: make(chan struct{}, 1), slot: -1}
 	// The lease's context keeps ctx's values (trace ids, loggers) but not
 	// its cancellation: Acquire's ctx often ends long before the work.
 	parent := ctx
