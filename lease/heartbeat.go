@@ -32,43 +32,62 @@ import (
 // Lock order: Lease.mu, then wheel.mu.
 //
 // A runtime timer belongs to the testing/synctest bubble it was made in (or
-// to none): the bubble's fake clock drives it, and it never fires once the
-// bubble is gone. A Client used inside a bubble and then outside it (or the
-// other way round) would leave its leases under a timer that never fires, so
-// the wheel makes a new timer when the clock of the leases it is given
-// changes (a lease's clock is fixed when it is granted, see inBubble). Two
-// bubbles in turn are not told apart: a Client must not be shared between
-// them.
+// to none): the bubble's fake clock drives it, it never fires once the
+// bubble is gone, and resetting it from outside the bubble is fatal. So the
+// wheel keeps the leases of each clock apart, each clock with its own heap
+// and timer: real time, and the bubble the Client is used in. A lease's
+// clock is fixed when it is granted (see inBubble), so a lease held in real
+// time while the Client is used in a bubble, or after it, keeps its timer.
+// The bubble's timer is made again when the Client was used outside a
+// bubble since it was made (the bubble may be gone). Two bubbles in turn
+// are not told apart: a Client must not be shared between them, and a
+// lease made in a bubble must end in it.
 
 type wheel struct {
-	mu    sync.Mutex
+	mu      sync.Mutex
+	clocks  [2]clock // [0] real time, [1] the synctest bubble's
+	outside bool     // a real-time lease was set since clocks[1].timer was made
+}
+
+// clock is the part of the wheel one runtime timer serves: the leases of
+// one clock, in a min-heap by wake-up.
+type clock struct {
 	heap  []*Lease
 	timer *time.Timer // nil until the first lease
 	armed time.Time   // when timer fires; zero when it is not armed
 	gen   int         // counts timers: a firing of an abandoned one does nothing
-	fake  bool        // timer was made inside a synctest bubble
+}
+
+func (w *wheel) clockOf(l *Lease) *clock {
+	if l.fake {
+		return &w.clocks[1]
+	}
+	return &w.clocks[0]
 }
 
 // set puts l in the wheel, or moves it, to wake at when. l.mu is held.
 func (w *wheel) set(l *Lease, when time.Time) {
 	w.mu.Lock()
+	c := w.clockOf(l)
 	l.wake = when
 	if l.slot < 0 {
-		l.slot = len(w.heap)
-		w.heap = append(w.heap, l)
+		l.slot = len(c.heap)
+		c.heap = append(c.heap, l)
 	}
-	w.fix(l.slot)
-	if w.timer != nil && l.fake != w.fake {
-		// The Client moved into or out of a synctest bubble. The old timer
-		// cannot be stopped from here; its firing will do nothing.
-		w.timer, w.armed = nil, time.Time{}
-		w.gen++
+	c.fix(l.slot)
+	if !l.fake {
+		w.outside = true
+	} else {
+		if w.outside && c.timer != nil {
+			// The Client was used outside a bubble since this timer was
+			// made in one, which may be gone. Its firing will do nothing.
+			c.timer, c.armed = nil, time.Time{}
+			c.gen++
+		}
+		w.outside = false
 	}
-	if w.timer == nil {
-		w.fake = l.fake
-	}
-	if w.armed.IsZero() || when.Before(w.armed) {
-		w.armLocked(when)
+	if c.armed.IsZero() || c.heap[0].wake.Before(c.armed) {
+		w.armLocked(c, c.heap[0].wake)
 	}
 	w.mu.Unlock()
 }
@@ -77,19 +96,19 @@ func (w *wheel) set(l *Lease, when time.Time) {
 func (w *wheel) remove(l *Lease) {
 	w.mu.Lock()
 	if l.slot >= 0 {
-		w.removeAt(l.slot)
+		w.clockOf(l).removeAt(l.slot)
 	}
 	w.mu.Unlock()
 }
 
-func (w *wheel) armLocked(when time.Time) {
-	w.armed = when
-	if w.timer == nil {
-		gen := w.gen
-		w.timer = time.AfterFunc(time.Until(when), func() { w.fire(gen) })
+func (w *wheel) armLocked(c *clock, when time.Time) {
+	c.armed = when
+	if c.timer == nil {
+		gen := c.gen
+		c.timer = time.AfterFunc(time.Until(when), func() { w.fire(c, gen) })
 		return
 	}
-	w.timer.Reset(time.Until(when))
+	c.timer.Reset(time.Until(when))
 }
 
 // inBubble reports whether t was read inside a testing/synctest bubble:
@@ -99,24 +118,24 @@ func (w *wheel) armLocked(when time.Time) {
 // that far).
 func inBubble(t time.Time) bool { return t == t.Round(0) }
 
-// fire runs in the goroutine of timer number gen: it takes the leases that
-// are due out of the wheel, re-arms the timer for the next one, and ticks
+// fire runs in the goroutine of c's timer number gen: it takes the leases
+// that are due out of c, re-arms the timer for the next one, and ticks
 // them.
-func (w *wheel) fire(gen int) {
+func (w *wheel) fire(c *clock, gen int) {
 	now := time.Now()
 	var due []*Lease
 	w.mu.Lock()
-	if gen != w.gen {
+	if gen != c.gen {
 		w.mu.Unlock()
 		return
 	}
-	w.armed = time.Time{}
-	for len(w.heap) > 0 && !w.heap[0].wake.After(now) {
-		due = append(due, w.heap[0])
-		w.removeAt(0)
+	c.armed = time.Time{}
+	for len(c.heap) > 0 && !c.heap[0].wake.After(now) {
+		due = append(due, c.heap[0])
+		c.removeAt(0)
 	}
-	if len(w.heap) > 0 {
-		w.armLocked(w.heap[0].wake)
+	if len(c.heap) > 0 {
+		w.armLocked(c, c.heap[0].wake)
 	}
 	w.mu.Unlock()
 	for _, l := range due {
@@ -124,50 +143,50 @@ func (w *wheel) fire(gen int) {
 	}
 }
 
-func (w *wheel) removeAt(i int) {
-	last := len(w.heap) - 1
-	l := w.heap[i]
+func (c *clock) removeAt(i int) {
+	last := len(c.heap) - 1
+	l := c.heap[i]
 	if i != last {
-		w.swap(i, last)
+		c.swap(i, last)
 	}
-	w.heap[last] = nil
-	w.heap = w.heap[:last]
+	c.heap[last] = nil
+	c.heap = c.heap[:last]
 	l.slot = -1
 	if i != last {
-		w.fix(i)
+		c.fix(i)
 	}
 }
 
 // fix restores the heap order after the entry at i changed.
-func (w *wheel) fix(i int) {
+func (c *clock) fix(i int) {
 	for i > 0 { // up
 		p := (i - 1) / 2
-		if !w.heap[i].wake.Before(w.heap[p].wake) {
+		if !c.heap[i].wake.Before(c.heap[p].wake) {
 			break
 		}
-		w.swap(i, p)
+		c.swap(i, p)
 		i = p
 	}
 	for { // down
-		c := 2*i + 1
-		if c >= len(w.heap) {
+		k := 2*i + 1
+		if k >= len(c.heap) {
 			return
 		}
-		if r := c + 1; r < len(w.heap) && w.heap[r].wake.Before(w.heap[c].wake) {
-			c = r
+		if r := k + 1; r < len(c.heap) && c.heap[r].wake.Before(c.heap[k].wake) {
+			k = r
 		}
-		if !w.heap[c].wake.Before(w.heap[i].wake) {
+		if !c.heap[k].wake.Before(c.heap[i].wake) {
 			return
 		}
-		w.swap(i, c)
-		i = c
+		c.swap(i, k)
+		i = k
 	}
 }
 
-func (w *wheel) swap(i, j int) {
-	w.heap[i], w.heap[j] = w.heap[j], w.heap[i]
-	w.heap[i].slot = i
-	w.heap[j].slot = j
+func (c *clock) swap(i, j int) {
+	c.heap[i], c.heap[j] = c.heap[j], c.heap[i]
+	c.heap[i].slot = i
+	c.heap[j].slot = j
 }
 
 // wakeLocked is when the wheel must next look at l: its deadline while a

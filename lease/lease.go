@@ -20,12 +20,12 @@ type Lease struct {
 	value string // "<token>:<owner>", the lock key's value
 	token fence.Token
 	t     timing
-	fake  bool // granted in a synctest bubble: the wheel serves it on that clock
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
 	beats  atomic.Int32  // renewals running now
+	fake   bool          // granted in a synctest bubble: the wheel serves it on that clock
 	relSem chan struct{} // holds one token: serializes Release calls
 
 	mu       sync.Mutex

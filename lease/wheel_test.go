@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -37,16 +38,22 @@ func every(first, d, last time.Duration) []time.Duration {
 }
 
 // checkHeap reports a broken wheel: an entry whose slot is not its index,
-// or a parent that wakes after its child.
+// a parent that wakes after its child, or a lease of the other clock.
 func (w *wheel) checkHeap() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for i, l := range w.heap {
-		if l.slot != i {
-			return fmt.Errorf("heap[%d] has slot %d", i, l.slot)
-		}
-		if p := (i - 1) / 2; i > 0 && l.wake.Before(w.heap[p].wake) {
-			return fmt.Errorf("heap[%d] wakes before its parent heap[%d]", i, p)
+	for k := range w.clocks {
+		c := &w.clocks[k]
+		for i, l := range c.heap {
+			if l.slot != i {
+				return fmt.Errorf("clock %d: heap[%d] has slot %d", k, i, l.slot)
+			}
+			if p := (i - 1) / 2; i > 0 && l.wake.Before(c.heap[p].wake) {
+				return fmt.Errorf("clock %d: heap[%d] wakes before its parent heap[%d]", k, i, p)
+			}
+			if w.clockOf(l) != c {
+				return fmt.Errorf("clock %d: heap[%d] belongs to the other clock", k, i)
+			}
 		}
 	}
 	return nil
@@ -55,7 +62,7 @@ func (w *wheel) checkHeap() error {
 func (w *wheel) len() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.heap)
+	return len(w.clocks[0].heap) + len(w.clocks[1].heap)
 }
 
 func TestSynctestWheelShortLeaseAfterLong(t *testing.T) {
@@ -416,4 +423,67 @@ func TestWheelHugeTTLStrandsNoOtherLease(t *testing.T) {
 	}
 	f.set(func(f *fakeRedis) { f.down = false })
 	release(t, huge)
+}
+
+func TestWheelRealLeaseLiveAcrossSynctestBubble(t *testing.T) {
+	// A lease acquired outside a bubble keeps being renewed, in real time,
+	// while the Client is used inside a bubble and after the bubble is gone;
+	// the leases in a bubble keep their cadence on the bubble's clock, in
+	// this bubble and in the next.
+	f := newFakeRedis()
+	c := fakeClient(f, Options{}, nil)
+	out := mustAcquire(t, c, "out", 60*time.Millisecond) // renewed every 20ms
+	// The bubble cannot read the real clock: a goroutine outside keeps it.
+	var elapsed atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for start := time.Now(); ; time.Sleep(time.Millisecond) {
+			elapsed.Store(int64(time.Since(start)))
+			select {
+			case <-stop:
+				return
+			default:
+			}
+		}
+	})
+	defer func() { close(stop); wg.Wait() }()
+	renewals := func() int { return len(renewedAt(f, c, time.Time{}, "out")) }
+	inBubble := func(t *testing.T, spin bool) {
+		start := time.Now()
+		in := mustAcquire(t, c, "in", 300*time.Millisecond)
+		if spin {
+			// Without letting the bubble's clock move, let real time pass
+			// until out has been renewed twice more.
+			for n := renewals(); renewals() < n+2; runtime.Gosched() {
+				if time.Duration(elapsed.Load()) > time.Second {
+					t.Fatalf("out (TTL 60ms) not renewed for 1s of real time while the Client was used in a bubble; Err %v", out.Err())
+				}
+			}
+		}
+		// A lease renewed later than in's next renewal, set first in the
+		// bubble since out's renewals.
+		long := mustAcquire(t, c, "long", time.Hour)
+		time.Sleep(time.Second + time.Millisecond)
+		if got, want := renewedAt(f, c, start, "in"), every(100*time.Millisecond, 100*time.Millisecond, time.Second); !slices.Equal(got, want) {
+			t.Errorf("in the bubble: renewed at %v, want %v", got, want)
+		}
+		release(t, in)
+		release(t, long)
+	}
+	synctest.Test(t, func(t *testing.T) { inBubble(t, true) })
+	for n, limit := renewals(), time.Now().Add(time.Second); renewals() < n+2; time.Sleep(time.Millisecond) {
+		if time.Now().After(limit) {
+			t.Fatalf("out not renewed for 1s after the bubble: live %v after its deadline (Err %v)",
+				-time.Until(out.Deadline()), out.Err())
+		}
+	}
+	f.mu.Lock()
+	f.calls = slices.DeleteFunc(f.calls, func(call fakeCall) bool { return call.key == c.keys("in").lock })
+	f.mu.Unlock()
+	synctest.Test(t, func(t *testing.T) { inBubble(t, false) })
+	if err := out.Err(); err != nil {
+		t.Fatalf("out lost: %v", err)
+	}
+	release(t, out)
 }
