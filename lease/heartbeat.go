@@ -211,9 +211,9 @@ func (l *Lease) tick() {
 	now := time.Now()
 	switch {
 	case !now.Before(l.deadline):
-		// Ending a lease logs and counts through the user's handler and
-		// meter before it cancels the Context: do it in a goroutine of its
-		// own, so that a slow write delays no other lease due now.
+		// Ending a lease counts through the user's meter before it cancels
+		// the Context: do it in a goroutine of its own, so that a slow
+		// meter delays no other lease due now.
 		go l.expire()
 	case l.inflight.IsZero() && !now.Before(l.nextBeat):
 		l.inflight = now

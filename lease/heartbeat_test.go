@@ -174,6 +174,7 @@ func TestSynctestStolenEndsAtNextHeartbeat(t *testing.T) {
 		if !isLost(l.Err(), CauseStolen) {
 			t.Errorf("Err = %v", l.Err())
 		}
+		synctest.Wait() // the warning is written after the Context ends
 		if !strings.Contains(buf.String(), "lease lost") || !strings.Contains(buf.String(), "cause=stolen") {
 			t.Errorf("log = %q, want a lease lost warning", buf.String())
 		}

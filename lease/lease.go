@@ -119,13 +119,17 @@ func (l *Lease) endLocked(cause error) bool {
 	}
 	l.ended = true
 	l.c.wheel.remove(l)
-	// Count and log before cancelling, so that whoever wakes on Done sees
-	// them.
-	if lost, ok := cause.(*LostError); ok { // causes are never wrapped
+	// Count before cancelling, so that whoever wakes on Done sees the
+	// count. Log after, and not under l.mu: the user's handler may block (a
+	// full pipe), and the Context must end at the deadline all the same.
+	lost, isLost := cause.(*LostError) // causes are never wrapped
+	if isLost {
 		l.c.m.lost(l.ctx, lost.Cause)
-		l.c.cfg.logger.Warn("lease lost", "name", l.name, "token", uint64(l.token), "cause", lost.Cause, "err", lost.Err)
 	}
 	l.cancel(cause) // also cancels a renewal in flight
+	if isLost {
+		go l.c.cfg.logger.Warn("lease lost", "name", l.name, "token", uint64(l.token), "cause", lost.Cause, "err", lost.Err)
+	}
 	return true
 }
 

@@ -487,3 +487,48 @@ func TestWheelRealLeaseLiveAcrossSynctestBubble(t *testing.T) {
 	}
 	release(t, out)
 }
+
+// blockingHandler is a slog handler whose "lease lost" records take an hour
+// to write (stderr to a full pipe, a log driver applying backpressure).
+type blockingHandler struct{ written atomic.Int32 }
+
+func (h *blockingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *blockingHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *blockingHandler) WithGroup(string) slog.Handler            { return h }
+func (h *blockingHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "lease lost" {
+		time.Sleep(time.Hour)
+		h.written.Add(1)
+	}
+	return nil
+}
+
+func TestSynctestLostLeaseEndsWhateverTheLogHandlerDoes(t *testing.T) {
+	// The "lease lost" warning goes through the user's handler, which may
+	// block; the Context must end at the deadline (or on the "not yours"
+	// reply) all the same, and the warning still be written.
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeRedis()
+		h := &blockingHandler{}
+		c := newClient(nil, f, &Options{Logger: slog.New(h)})
+		start := time.Now()
+		stolen := mustAcquire(t, c, "stolen", 300*time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
+		f.steal("stolen")
+		<-stolen.Done()
+		if got := time.Since(start); got != 100*time.Millisecond || !isLost(stolen.Err(), CauseStolen) {
+			t.Errorf("stolen lease ended at +%v (%v), want +100ms (its next renewal)", got, stolen.Err())
+		}
+		start = time.Now()
+		expired := mustAcquire(t, c, "expired", 300*time.Millisecond)
+		f.set(func(f *fakeRedis) { f.down = true })
+		<-expired.Done()
+		if got := time.Since(start); got != 295*time.Millisecond || !isLost(expired.Err(), CauseExpired) {
+			t.Errorf("lease ended at +%v (%v), want +295ms (its deadline)", got, expired.Err())
+		}
+		time.Sleep(2 * time.Hour)
+		if n := h.written.Load(); n != 2 {
+			t.Errorf("%d warnings written, want 2", n)
+		}
+	})
+}
