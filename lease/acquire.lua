@@ -9,7 +9,8 @@
 -- Returns the token (a decimal string) when granted: the lock key now holds
 -- "<token>:<owner>" with the TTL, and the counter holds the token. Returns
 -- {pttl, holder} when the key is held: pttl is the holder's remaining TTL in
--- ms (-1: no expiry) and holder the key's value.
+-- ms (-1: no expiry) and holder the key's value ('' for a key of another
+-- type than string).
 --
 -- The token is max(counter + 1, server time in microseconds): a hybrid
 -- logical clock. It is strictly greater than the last token this counter
@@ -33,7 +34,9 @@
 -- converted to a number, compared with the time and incremented.
 local pttl = redis.call('PTTL', KEYS[1])
 if pttl ~= -2 then
-  return {pttl, redis.call('GET', KEYS[1])}
+  local holder = redis.pcall('GET', KEYS[1]) -- WRONGTYPE for a hash, a list...
+  if type(holder) ~= 'string' then holder = '' end
+  return {pttl, holder}
 end
 
 local raw = redis.call('GET', KEYS[2])

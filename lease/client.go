@@ -155,9 +155,12 @@ func (c *Client) acquire(ctx context.Context, name string, t timing) (*Lease, er
 		return nil, errScript("acquire", name, err)
 	}
 	if held {
-		htok, hOwner, _ := strings.Cut(holder, ":")
+		htok, hOwner, fk := strings.Cut(holder, ":") // "<token>:<owner>" when fencekit wrote it
 		htoken, perr := fence.ParseToken(htok)
-		if hOwner != owner || perr != nil {
+		if !fk || perr != nil {
+			htoken = 0
+		}
+		if hOwner != owner || htoken == 0 {
 			return nil, &NotAcquiredError{Name: name, Remaining: remaining, Holder: htoken}
 		}
 		// The holder is this call: go-redis resent the script after losing

@@ -201,6 +201,7 @@ func TestAcquireRefusedByAnyValue(t *testing.T) {
 	}{
 		{"999:other", 5 * time.Second, 999},
 		{"garbage", 5 * time.Second, 0},
+		{"42", 5 * time.Second, 0}, // a number, but not "<token>:<owner>"
 		{"", 5 * time.Second, 0},
 		{"7:x", 0, 7},
 	} {
@@ -221,6 +222,31 @@ func TestAcquireRefusedByAnyValue(t *testing.T) {
 			t.Errorf("lock %q changed to %q by a refused Acquire", tc.value, v)
 		}
 	}
+}
+
+func TestAcquireRefusedByAKeyOfAnotherType(t *testing.T) {
+	// A lock key someone made a hash is held all the same: Acquire is
+	// refused with its remaining TTL, and AcquireWait waits for it to expire.
+	c, env := newTestClient(t, nil)
+	ctx := context.Background()
+	name := env.Name("hash")
+	lock := c.keys(name).lock
+	if err := env.Client.HSet(ctx, lock, "f", "v").Err(); err != nil {
+		t.Fatal(err)
+	}
+	env.Client.PExpire(ctx, lock, 300*time.Millisecond)
+	_, err := c.Acquire(ctx, name, time.Second)
+	var na *NotAcquiredError
+	if !errors.As(err, &na) || !errors.Is(err, ErrNotAcquired) || na.Holder != 0 || na.Remaining <= 0 || na.Remaining > 300*time.Millisecond {
+		t.Fatalf("Acquire = %v (%+v), want a *NotAcquiredError with holder 0 and the key's TTL", err, na)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	l, err := c.AcquireWait(ctx, name, time.Second)
+	if err != nil {
+		t.Fatalf("AcquireWait = %v, want the lease once the key expired", err)
+	}
+	release(t, l)
 }
 
 func TestReleaseByNonOwnerFails(t *testing.T) {
