@@ -216,13 +216,24 @@ func (l *Lease) tick() {
 		// meter delays no other lease due now.
 		go l.expire()
 	case l.inflight.IsZero() && !now.Before(l.nextBeat):
-		l.inflight = now
-		l.c.wheel.set(l, l.deadline)
+		l.sendingLocked(now)
 		l.beats.Add(1)
 		go l.renew(now, l.deadline)
 	default:
 		l.c.wheel.set(l, l.wakeLocked())
 	}
+}
+
+// sendingLocked records a renewal sent at now: until its reply the wheel
+// looks at l only at its deadline.
+func (l *Lease) sendingLocked(now time.Time) {
+	l.inflight = now
+	l.c.wheel.set(l, l.deadline)
+}
+
+// expiredLocked is the cause of a lease whose deadline passed unrenewed.
+func (l *Lease) expiredLocked() *LostError {
+	return &LostError{Name: l.name, Token: l.token, Cause: CauseExpired, Err: l.lastErrLocked()}
 }
 
 // expire ends l, whose deadline the wheel found passed, unless a renewal
@@ -235,7 +246,7 @@ func (l *Lease) expire() {
 	case time.Now().Before(l.deadline):
 		l.c.wheel.set(l, l.wakeLocked())
 	default:
-		l.endLocked(&LostError{Name: l.name, Token: l.token, Cause: CauseExpired, Err: l.lastErrLocked()})
+		l.endLocked(l.expiredLocked())
 	}
 }
 
@@ -326,10 +337,9 @@ func (l *Lease) renewed(sent time.Time, res int64, err error) (next, deadline ti
 	}
 	switch {
 	case !now.Before(l.deadline):
-		l.endLocked(&LostError{Name: l.name, Token: l.token, Cause: CauseExpired, Err: l.lastErrLocked()})
+		l.endLocked(l.expiredLocked())
 	case !now.Before(l.nextBeat):
-		l.inflight = now
-		l.c.wheel.set(l, l.deadline)
+		l.sendingLocked(now)
 		return now, l.deadline, true
 	default:
 		l.c.wheel.set(l, l.wakeLocked())
