@@ -11,9 +11,15 @@ import (
 // matches it with errors.Is.
 var ErrStale = errors.New("fence: stale token")
 
+// ErrFencedOut means "you are no longer the holder: stop, do not retry".
+// Every [*StaleError] matches it, and so does the cause of every lost lease
+// (lease.ErrLost wraps it), so one errors.Is check covers a write the
+// storage refused and a write cut off because the lease ended first.
+var ErrFencedOut = errors.New("fence: fenced out, no longer the holder")
+
 // StaleError describes a rejected write: the resource, the token the writer
 // presented, and the newest token the storage had already accepted. It
-// unwraps to [ErrStale].
+// unwraps to [ErrStale] and [ErrFencedOut].
 type StaleError struct {
 	Resource           string
 	Presented, Current Token
@@ -25,8 +31,8 @@ func (e *StaleError) Error() string {
 		": token " + e.Current.String() + " was already accepted"
 }
 
-// Unwrap returns [ErrStale].
-func (e *StaleError) Unwrap() error { return ErrStale }
+// Unwrap returns [ErrStale] and [ErrFencedOut].
+func (e *StaleError) Unwrap() []error { return []error{ErrStale, ErrFencedOut} }
 
 // IsStale reports whether a write presenting token presented must be
 // rejected when current is the newest token already accepted for the same

@@ -101,3 +101,14 @@ func TestContextToken(t *testing.T) {
 		t.Fatalf("parent changed: %d", tok)
 	}
 }
+
+func TestStaleErrorIsFencedOut(t *testing.T) {
+	err := fmt.Errorf("write: %w", fence.Check("r", 3, 5))
+	if !errors.Is(err, fence.ErrFencedOut) || !errors.Is(err, fence.ErrStale) {
+		t.Fatalf("%v matches ErrFencedOut %v, ErrStale %v; want both", err,
+			errors.Is(err, fence.ErrFencedOut), errors.Is(err, fence.ErrStale))
+	}
+	if errors.Is(fence.ErrFencedOut, fence.ErrStale) {
+		t.Error("ErrFencedOut matches ErrStale: a lost lease is not a refused write")
+	}
+}

@@ -17,13 +17,22 @@ var (
 	// ErrLost is the cause of a lease's end when it was not released by its
 	// holder: the key vanished or belongs to someone else, or the local
 	// deadline passed without a confirmed renewal. Context, Err and Release
-	// return it wrapped in a [*LostError].
-	ErrLost = errors.New("lease: lost")
+	// return it wrapped in a [*LostError]. It wraps [fence.ErrFencedOut].
+	ErrLost error = &subError{msg: "lease: lost", parent: fence.ErrFencedOut}
 
 	// ErrReleased is the cause of a lease's end after a successful
 	// [Lease.Release] (or a Release that failed to reach Redis).
 	ErrReleased = errors.New("lease: released")
 )
+
+// subError is a sentinel that also matches a more general one.
+type subError struct {
+	msg    string
+	parent error
+}
+
+func (e *subError) Error() string { return e.msg }
+func (e *subError) Unwrap() error { return e.parent }
 
 // NotAcquiredError is returned by Acquire when another owner holds the
 // lease. It unwraps to [ErrNotAcquired].
