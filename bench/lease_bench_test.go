@@ -178,26 +178,38 @@ func benchRenew(b *testing.B, env *redisEnv, l Locker) {
 func benchContended(b *testing.B, env *redisEnv, l Locker) {
 	ctx := context.Background()
 	key := env.prefix + "-contended"
-	var next, won atomic.Int64
+	var won atomic.Int64
+	done := env.counting(b)
+	elapsed := runConcurrently(b, contenders, func(int) error {
+		h, err := l.TryAcquire(ctx, key, leaseTTL)
+		if errors.Is(err, ErrHeld) {
+			return nil
+		}
+		if err == nil {
+			won.Add(1)
+			err = h.Release(ctx)
+		}
+		return err
+	})
+	done(b.N)
+	b.ReportMetric(float64(won.Load())/elapsed.Seconds(), "acq/s")
+	b.ReportMetric(100*float64(won.Load())/float64(b.N), "won-%")
+}
+
+// runConcurrently times b.N calls of op spread over n goroutines (op gets
+// the goroutine's number) and stops the timer; the first error fails b.
+func runConcurrently(b *testing.B, n int, op func(g int) error) time.Duration {
+	var next atomic.Int64
 	var firstErr error
 	var errOnce sync.Once
-	done := env.counting(b)
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
 	var wg sync.WaitGroup
-	for range contenders {
+	for g := range n {
 		wg.Go(func() {
 			for next.Add(1) <= int64(b.N) {
-				h, err := l.TryAcquire(ctx, key, leaseTTL)
-				if errors.Is(err, ErrHeld) {
-					continue
-				}
-				if err == nil {
-					won.Add(1)
-					err = h.Release(ctx)
-				}
-				if err != nil {
+				if err := op(g); err != nil {
 					errOnce.Do(func() { firstErr = err })
 					return
 				}
@@ -210,9 +222,7 @@ func benchContended(b *testing.B, env *redisEnv, l Locker) {
 	if firstErr != nil {
 		b.Fatal(firstErr)
 	}
-	done(b.N)
-	b.ReportMetric(float64(won.Load())/elapsed.Seconds(), "acq/s")
-	b.ReportMetric(100*float64(won.Load())/float64(b.N), "won-%")
+	return elapsed
 }
 
 // benchHeartbeat times b.N renewals by fencekit's heartbeat: with a renew

@@ -66,13 +66,19 @@ type redisEnv struct {
 // deletes every key that contains prefix and closes the client.
 func newRedis(tb testing.TB, prefix string) *redisEnv {
 	tb.Helper()
+	return newRedisPool(tb, prefix, 32)
+}
+
+// newRedisPool is newRedis with a pool of poolSize connections.
+func newRedisPool(tb testing.TB, prefix string, poolSize int) *redisEnv {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	addr, _, err := servers.RedisAddr(ctx)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 32})
+	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: poolSize})
 	e := &redisEnv{Addr: addr, Client: c, Trips: &RoundTrips{}, prefix: prefix}
 	c.AddHook(e.Trips)
 	tb.Cleanup(func() {

@@ -41,7 +41,7 @@ for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; slee
 redis-cli -p "$port" ping >/dev/null
 
 libs=(baseline fencekit redislock redsync fencekit-lua baseline-fenced)
-ops=(acquire-release-same renew contended)
+ops=(acquire-release-same acquire-release-distinct renew contended)
 declare -A count
 for op in "${ops[@]}"; do
 	for lib in "${libs[@]}"; do

@@ -14,6 +14,8 @@
 # Environment:
 #   BENCH_SHORT=1      quick mode for CI: 2 rounds, short benchtimes (~1-2 min)
 #   BENCH_ROUNDS=N     number of rounds (default 6, short 2)
+#   BENCH_MANY_WINDOW  how long BenchmarkManyLeases holds its 10,000 leases
+#                      (default 20s, short 7s); it runs once, after the rounds
 #   BENCH_CALLGRIND=0  skip the Redis instruction counts (redis-instructions.sh,
 #                      about 1.5 minutes; skipped anyway without valgrind)
 #   BENCH_PMQOS=0      let idle CPUs halt (default: hold /dev/cpu_dma_latency
@@ -30,6 +32,7 @@ out=$(cd "$out" && pwd)
 
 if [[ "${BENCH_SHORT:-}" == 1 ]]; then
 	rounds=${BENCH_ROUNDS:-2} benchtime=200ms handoffN=10 takeoverN=8
+	export BENCH_MANY_WINDOW=${BENCH_MANY_WINDOW:-7s}
 else
 	rounds=${BENCH_ROUNDS:-6} benchtime=500ms handoffN=30 takeoverN=24
 fi
@@ -81,18 +84,22 @@ for ((r = 1; r <= rounds; r++)); do
 	echo "run.sh: round $r/$rounds ($(($(date +%s) - start)) s elapsed)" >&2
 	export BENCH_ROUND=$r # rotates which library or mode goes first
 	# A failed benchmark is reported at the end; the other rounds still run.
-	"$out/bench.test" -test.run '^$' -test.bench '^(BenchmarkLease|BenchmarkSQL|BenchmarkS3Put)$' \
+	"$out/bench.test" -test.run '^$' -test.bench '^(BenchmarkLease|BenchmarkSaturation|BenchmarkSQL|BenchmarkS3Put)$' \
 		-test.benchtime "$benchtime" -test.count 1 >>"$out/lease.txt" || failed="$failed lease/sql/s3@$r"
 	BENCH_SAMPLES_DIR=$out/samples "$out/bench.test" -test.run '^$' -test.bench '^(BenchmarkPing|BenchmarkHandoff)$' \
 		-test.benchtime "${handoffN}x" -test.count 1 >>"$out/latency.txt" || failed="$failed handoff@$r"
 	BENCH_SAMPLES_DIR=$out/samples "$out/bench.test" -test.run '^$' -test.bench '^BenchmarkTakeover$' \
 		-test.benchtime "${takeoverN}x" -test.count 1 >>"$out/latency.txt" || failed="$failed takeover@$r"
 done
+# Holding 10,000 leases takes a window of wall time per library: once.
+echo "run.sh: many leases ($(($(date +%s) - start)) s elapsed)" >&2
+"$out/bench.test" -test.run '^$' -test.bench '^BenchmarkManyLeases$' -test.benchtime 1x -test.count 1 \
+	>>"$out/lease.txt" || failed="$failed manyleases"
 echo "run.sh: $rounds rounds in $(($(date +%s) - start)) s" >&2
 echo "end:       $(date -u +%Y-%m-%dT%H:%M:%SZ), load $(cut -d' ' -f1-3 /proc/loadavg), $rounds rounds in $(($(date +%s) - start)) s" >>"$out/machine.txt"
 
 {
-	for f in Lease Handoff Takeover; do
+	for f in Lease Saturation ManyLeases Handoff Takeover; do
 		echo "## $f (columns: /lib; deltas against baseline)"
 		"$benchstat" -filter ".name:$f" -col /lib@'(baseline fencekit redislock redsync fencekit-lua baseline-fenced)' "$out/lease.txt" "$out/latency.txt"
 		echo

@@ -5,12 +5,15 @@
 -- KEYS[2]  counter key  <prefix>:{<name>}:token  (never expires)
 -- ARGV[1]  TTL in milliseconds (integer > 0)
 -- ARGV[2]  owner id (random hex, unique per grant)
+-- ARGV[3]  optional: 'w' when the caller waits for a release (AcquireWait)
 --
 -- Returns the token (a decimal string) when granted: the lock key now holds
 -- "<token>:<owner>" with the TTL, and the counter holds the token. Returns
 -- {pttl, holder} when the key is held: pttl is the holder's remaining TTL in
 -- ms (-1: no expiry) and holder the key's value ('' for a key of another
--- type than string).
+-- type than string). A refused caller that waits marks the holder's value
+-- (fencekit's only) with a trailing '+', which renewals keep and which makes
+-- release.lua publish the release; without it a release publishes nothing.
 --
 -- The token is max(counter + 1, server time in microseconds): a hybrid
 -- logical clock. It is strictly greater than the last token this counter
@@ -22,44 +25,49 @@
 -- Writing after TIME needs effects replication: the default since Redis 5,
 -- the only mode since Redis 7.
 --
--- Every redis.call costs more inside a script than the command does alone
--- (callgrind, in redis-server 7.0: an empty script 18,600 instructions per
--- call, a bare SET NX PX 11,400 in all). A refusal makes two calls (PTTL,
--- GET), so that many clients trying a held lease cost Redis little; a grant
--- makes five (PTTL, GET, TIME, SET, SET) and no arithmetic on doubles: the
--- time is built as a string, and compared with the counter as decimal
--- strings (longer is larger; same length compares bytewise). Only a
--- counter that may be at or ahead of the clock (several grants in one
--- microsecond, a clock set back, or a longer string: leading zeros) is
--- converted to a number, compared with the time and incremented.
+-- Each redis.call costs Redis about as much as a small command on its own
+-- (docs/performance.md), so a refusal makes two (PTTL, GET) and a grant four
+-- (PTTL, TIME, SET GET of the counter, SET of the lock), with no arithmetic on
+-- doubles on the usual path: the time is built as a string and compared with
+-- the old counter as decimal strings (longer is larger; same length compares
+-- bytewise). Only a counter that may be at or ahead of the clock (several
+-- grants in one microsecond, a clock set back, leading zeros) is converted
+-- to a number. The counter is swapped first (SET ... GET) and put back when
+-- it turns out not to be a token, so an error changes nothing.
 local pttl = redis.call('PTTL', KEYS[1])
 if pttl ~= -2 then
   local holder = redis.pcall('GET', KEYS[1]) -- WRONGTYPE for a hash, a list...
   if type(holder) ~= 'string' then holder = '' end
+  if ARGV[3] and string.byte(holder, -1) ~= 43 and string.find(holder, '^%d+:%x+$') then
+    redis.call('APPEND', KEYS[1], '+') -- keeps the TTL
+  end
   return {pttl, holder}
 end
 
-local raw = redis.call('GET', KEYS[2])
 local t = redis.call('TIME')
 local us = t[2]
-local tok = t[1] .. string.sub('00000', #us) .. us -- seconds .. 6-digit µs
+local tok = t[1] .. us -- seconds .. 6-digit µs
+if #us < 6 then tok = t[1] .. string.sub('00000', #us) .. us end
 if #tok >= 16 and (#tok > 16 or tok >= '9007199254740991') then -- after the year 2255
   return redis.error_reply('fencekit: server time ' .. tok .. ' µs is at 2^53, the largest exact token')
 end
+local raw = redis.call('SET', KEYS[2], tok, 'GET')
 if raw and (#raw > #tok or (#raw == #tok and raw >= tok) or not string.find(raw, '^%d+$')) then
   if not string.find(raw, '^%d+$') then
+    redis.call('SET', KEYS[2], raw)
     return redis.error_reply('fencekit: token counter ' .. KEYS[2] .. ' holds ' .. raw .. ', not a token')
   end
   local counter = tonumber(raw)
   if counter >= 9007199254740991 then -- 2^53 - 1: counter + 1 would not be exact
+    redis.call('SET', KEYS[2], raw)
     return redis.error_reply('fencekit: token counter ' .. KEYS[2] .. ' is at 2^53, the largest exact token')
   end
   if counter >= tonumber(tok) then -- leading zeros can make a longer string smaller
     tok = string.format('%.0f', counter + 1)
+    redis.call('SET', KEYS[2], tok)
   end
 end
 
 -- The key is absent (PTTL -2) and the script runs atomically: a plain SET.
 redis.call('SET', KEYS[1], tok .. ':' .. ARGV[2], 'PX', ARGV[1])
-redis.call('SET', KEYS[2], tok)
 return tok

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -57,6 +59,12 @@ type redisBackend struct {
 	rdb     RedisClient    // pipelines and pub/sub; nil in tests that fake the scripts
 	scripts redis.Scripter // rdb, or a test's wrapper
 	prefix  string
+
+	// The names this backend's AcquireWait calls are watching: their
+	// refused attempts ask the holder's release to publish (acquire.lua).
+	nwatch   atomic.Int64 // len(watching) > 0, read without the lock
+	mu       sync.Mutex
+	watching map[string]int // name -> Watches open
 }
 
 // redisGrant is a Redis grant's Grant.Value.
@@ -103,7 +111,12 @@ func (b *redisBackend) Acquire(ctx context.Context, name string, ttl time.Durati
 	}
 	rg := &redisGrant{}
 	makeKeys(&rg.keys, b.prefix, name)
-	res, err := acquireScript.Run(ctx, b.scripts, rg.both[:], ttl.Milliseconds(), owner).Result()
+	var res any
+	if b.nwatch.Load() > 0 && b.watched(name) {
+		res, err = acquireScript.Run(ctx, b.scripts, rg.both[:], ttl.Milliseconds(), owner, "w").Result()
+	} else {
+		res, err = acquireScript.Run(ctx, b.scripts, rg.both[:], ttl.Milliseconds(), owner).Result()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -122,10 +135,12 @@ func (b *redisBackend) Acquire(ctx context.Context, name string, ttl time.Durati
 	return &Grant{Name: name, Token: tok, TTL: ttl, Value: rg}, nil
 }
 
-// parseHolder splits a lock key's value "<token>:<owner>"; the token is 0
+// parseHolder splits a lock key's value "<token>:<owner>", or
+// "<token>:<owner>+" once a waiter was refused (acquire.lua); the token is 0
 // for a value fencekit did not write.
 func parseHolder(v string) (fence.Token, string) {
 	htok, owner, ok := strings.Cut(v, ":")
+	owner = strings.TrimSuffix(owner, "+")
 	tok, err := fence.ParseToken(htok)
 	if !ok || err != nil {
 		return 0, owner
@@ -270,7 +285,9 @@ func (b *redisBackend) Inspect(ctx context.Context, name string) (Info, error) {
 
 // Watch subscribes to the name's release channel and waits for Redis to
 // confirm, so that a release published after AcquireWait's next attempt
-// cannot be missed.
+// cannot be missed. Until it is closed, this backend's refused attempts on
+// name ask the holder's release to publish (a release publishes nothing when
+// nobody waits).
 func (b *redisBackend) Watch(ctx context.Context, name string) (Watch, error) {
 	if b.rdb == nil {
 		return noWatch{}, nil
@@ -282,15 +299,40 @@ func (b *redisBackend) Watch(ctx context.Context, name string) (Watch, error) {
 		ps.Close()
 		return nil, err
 	}
-	return redisWatch{ps: ps, ch: ps.Channel()}, nil
+	b.watch(name, 1)
+	return &redisWatch{ps: ps, ch: ps.Channel(), b: b, name: name}, nil
+}
+
+// watch counts the open Watches of name (delta +1 or -1).
+func (b *redisBackend) watch(name string, delta int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.watching == nil {
+		b.watching = map[string]int{}
+	}
+	if n := b.watching[name] + delta; n > 0 {
+		b.watching[name] = n
+	} else {
+		delete(b.watching, name)
+	}
+	b.nwatch.Store(int64(len(b.watching)))
+}
+
+func (b *redisBackend) watched(name string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.watching[name] > 0
 }
 
 type redisWatch struct {
-	ps *redis.PubSub
-	ch <-chan *redis.Message
+	ps   *redis.PubSub
+	ch   <-chan *redis.Message
+	b    *redisBackend
+	name string
+	once sync.Once
 }
 
-func (w redisWatch) Wait(ctx context.Context) error {
+func (w *redisWatch) Wait(ctx context.Context) error {
 	select {
 	case <-w.ch:
 		return nil
@@ -299,7 +341,10 @@ func (w redisWatch) Wait(ctx context.Context) error {
 	}
 }
 
-func (w redisWatch) Close() error { return w.ps.Close() }
+func (w *redisWatch) Close() error {
+	w.once.Do(func() { w.b.watch(w.name, -1) })
+	return w.ps.Close()
+}
 
 // noWatch never sees a release: AcquireWait retries at the holder's TTL.
 type noWatch struct{}

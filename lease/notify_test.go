@@ -1,0 +1,67 @@
+package lease
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestReleasePublishesOnlyWhenSomeoneWaits(t *testing.T) {
+	// A release publishes on the name's channel only when an AcquireWait
+	// caller was refused during the grant; the waiter's mark ('+' after the
+	// lock key's value) survives the holder's renewals.
+	c, env := newTestClient(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	name := env.Name("notify")
+	k := c.keys(name)
+	sub := env.Client.Subscribe(ctx, k.channel)
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	release(t, mustAcquire(t, c, name, 10*time.Second)) // nobody waits: no message
+
+	holder := mustAcquire(t, c, name, time.Second) // renews every 333ms
+	got := make(chan error, 1)
+	go func() {
+		l, err := c.AcquireWait(ctx, name, time.Second)
+		if err == nil {
+			release(t, l)
+		}
+		got <- err
+	}()
+	for {
+		v, err := env.Client.Get(ctx, k.lock).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v == lockValueOf(holder)+"+" {
+			break
+		}
+		if v != lockValueOf(holder) || ctx.Err() != nil {
+			t.Fatalf("lock key %q, want the holder's value %q marked by the waiter", v, lockValueOf(holder))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(1500 * time.Millisecond) // longer than the TTL: only renewals keep it
+	if err := holder.Err(); err != nil {
+		t.Fatalf("holder lost after the waiter's mark: %v", err)
+	}
+	release(t, holder)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	msg, err := sub.ReceiveMessage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.Payload != lockValueOf(holder) {
+		t.Fatalf("first release message %q, want the waited-for holder's %q (a release without waiters published)", msg.Payload, lockValueOf(holder))
+	}
+	if strings.HasSuffix(msg.Payload, "+") {
+		t.Fatalf("payload %q carries the waiter mark", msg.Payload)
+	}
+}
