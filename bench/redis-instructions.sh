@@ -15,6 +15,11 @@
 # warm-up acquire and release, connection set-up) is included too, well
 # under 1% at 2000 iterations. Needs valgrind (callgrind_control,
 # callgrind_annotate) and redis-server.
+#
+# BENCH_CG_CALLS=1 adds a second table: what one redis.call costs inside a
+# script, each call alone in a script run with redis-cli -r, minus an empty
+# script (about 30 s more). BENCH_CG_LIBS and BENCH_CG_OPS (space-separated,
+# baseline first) narrow the first table.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -40,8 +45,8 @@ vpid=$!
 for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.2; done
 redis-cli -p "$port" ping >/dev/null
 
-libs=(baseline fencekit redislock redsync fencekit-lua baseline-fenced)
-ops=(acquire-release-same acquire-release-distinct renew contended)
+libs=(${BENCH_CG_LIBS:-baseline fencekit redislock redsync fencekit-lua baseline-fenced})
+ops=(${BENCH_CG_OPS:-acquire-release-same acquire-release-distinct renew contended})
 declare -A count
 for op in "${ops[@]}"; do
 	for lib in "${libs[@]}"; do
@@ -58,6 +63,41 @@ for op in "${ops[@]}"; do
 		echo "redis-instructions.sh: op=$op lib=$lib: ${count[$op/$lib]} instructions/op" >&2
 	done
 done
+
+# count RUN...: the server's instructions per command of redis-cli -r $n RUN...
+count() {
+	callgrind_control -z "$vpid" >/dev/null 2>&1
+	redis-cli -p "$port" -r "$n" "$@" >/dev/null
+	callgrind_control -d "$vpid" >/dev/null 2>&1
+	local dump
+	dump=$(ls -t "$work"/cg.* | head -1)
+	callgrind_annotate "$dump" | awk -v n="$n" '/PROGRAM TOTALS/ {gsub(",", "", $1); print int($1 / n); exit}'
+	rm -f "$dump"
+}
+
+calls=()
+if [[ "${BENCH_CG_CALLS:-}" == 1 ]]; then
+	redis-cli -p "$port" set k:counter 1764000000000000 >/dev/null
+	calls=(
+		"return 1"
+		"redis.call('TIME') return 1"
+		"redis.call('GET', KEYS[2]) return 1"
+		"redis.call('PTTL', KEYS[1]) return 1"
+		"redis.call('SET', KEYS[2], '1764000000000000') return 1"
+		"redis.call('SET', KEYS[2], '1764000000000000', 'GET') return 1"
+		"redis.call('SET', KEYS[1], '1764000000000000:0123456789abcdef', 'PX', '10000') return 1"
+		"redis.call('SET', KEYS[1], '1764000000000000:0123456789abcdef', 'PX', 10000) return 1"
+		"redis.call('PUBLISH', 'k:released', '1764000000000000:0123456789abcdef') return 1"
+		"redis.call('APPEND', 'k:append', '+') return 1"
+		"return {1, 'x'}"
+	)
+	declare -A ccount
+	for src in "${calls[@]}"; do
+		sha=$(redis-cli -p "$port" script load "$src")
+		ccount[$src]=$(count evalsha "$sha" 2 k:lock k:counter)
+		echo "redis-instructions.sh: $src: ${ccount[$src]} instructions/call" >&2
+	done
+fi
 
 {
 	printf '| config |'
@@ -81,4 +121,15 @@ done
 	echo
 	echo "(Redis server instructions per operation, callgrind, $n iterations"
 	echo "each; ratio to baseline)"
+	if ((${#calls[@]})); then
+		empty=${ccount["return 1"]}
+		echo
+		echo "| script (EVALSHA, 2 keys) | instructions per request | minus the empty script |"
+		echo "|---|---:|---:|"
+		for src in "${calls[@]}"; do
+			echo "| \`$src\` | ${ccount[$src]} | $((ccount[$src] - empty)) |"
+		done
+		echo
+		echo "(redis-cli -r $n; a number argument, 10000 instead of '10000', is converted by Lua)"
+	fi
 } >"$out"
