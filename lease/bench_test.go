@@ -63,12 +63,15 @@ func (e *benchEnv) measure(b *testing.B, fn func(b *testing.B)) {
 	b.ReportAllocs()
 	cmds := e.commands(b)
 	sent := e.sent.Load()
+	cpu := cpuTime(b)
 	b.ResetTimer()
 	fn(b)
 	b.StopTimer()
+	cpu = cpuTime(b) - cpu
 	after := e.sent.Load() // read before the INFO below
 	b.ReportMetric(float64(e.commands(b)-cmds)/float64(b.N), "rediscmds/op")
 	b.ReportMetric(float64(after-sent)/float64(b.N), "roundtrips/op")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "client-cpu-ns/op")
 }
 
 func BenchmarkLease(b *testing.B) {

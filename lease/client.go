@@ -119,9 +119,7 @@ func (c *Client) acquire(ctx context.Context, name string, t timing) (*Lease, er
 	}
 	sent := time.Now()
 	g, err := c.b.Acquire(ctx, name, t.ttl)
-	var na *NotAcquiredError
-	refused := errors.As(err, &na)
-	if refused {
+	if err != nil && errors.Is(err, ErrNotAcquired) {
 		c.m.acquireLatency(ctx, time.Since(sent), nil)
 		return nil, err
 	}

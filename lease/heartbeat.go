@@ -2,7 +2,6 @@ package lease
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 )
@@ -171,8 +170,7 @@ func (l *Lease) wakeLocked() time.Time {
 
 // renewed records the outcome of l's renewal sent at sent.
 func (l *Lease) renewed(sent time.Time, latency time.Duration, err error) {
-	var lost *LostError
-	isLost := errors.As(err, &lost)
+	lost, isLost := asLost(err)
 	if l.ctx.Err() == nil { // not released or ended meanwhile
 		switch {
 		case isLost:

@@ -2,7 +2,6 @@ package lease
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -171,11 +170,12 @@ func (l *Lease) Release(ctx context.Context) error {
 		return fmt.Errorf("lease: release %q: ended locally; context already done, nothing sent, the key expires at its TTL: %w", l.g.Name, err)
 	}
 	err := l.c.b.Release(ctx, l.g)
-	var lost *LostError
-	if errors.As(err, &lost) {
+	if err != nil {
+		lost, ok := asLost(err)
+		if !ok {
+			return errScript("release", l.g.Name, err)
+		}
 		err = &LostError{Name: l.g.Name, Token: l.g.Token, Cause: lost.Cause, Err: lost.Err}
-	} else if err != nil {
-		return errScript("release", l.g.Name, err)
 	}
 	l.relDone = true
 	l.relErr = err
