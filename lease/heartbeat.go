@@ -64,27 +64,30 @@ func (h *heartbeat) add(l *Lease, when time.Time) bool {
 	if h.closed {
 		return false
 	}
-	h.setLocked(l, when)
+	h.setLocked(l, when, true)
 	return true
 }
 
-// set moves l in the heap, or puts it back, to wake at when. l.mu is held.
-func (h *heartbeat) set(l *Lease, when time.Time) {
+// set moves l in the heap, or puts it back, to wake at when. arm false
+// leaves the timer alone: the beat that sent l's renewal looks again
+// before it exits. l.mu is held.
+func (h *heartbeat) set(l *Lease, when time.Time, arm bool) {
 	h.mu.Lock()
-	h.setLocked(l, when)
+	h.setLocked(l, when, arm)
 	h.mu.Unlock()
 }
 
-// setLocked re-arms the timer when l is now the first due, unless the
-// Client is closed: Close then finds l in the heap and ends it.
-func (h *heartbeat) setLocked(l *Lease, when time.Time) {
+// setLocked re-arms the timer, when arm is true, if l is now the first
+// due, unless the Client is closed: Close then finds l in the heap and
+// ends it.
+func (h *heartbeat) setLocked(l *Lease, when time.Time, arm bool) {
 	l.wake = when
 	if l.slot < 0 {
 		l.slot = len(h.heap)
 		h.heap = append(h.heap, l)
 	}
 	h.fix(l.slot)
-	if first := h.heap[0].wake; !h.closed && (h.armed.IsZero() || first.Before(h.armed)) {
+	if first := h.heap[0].wake; arm && !h.closed && (h.armed.IsZero() || first.Before(h.armed)) {
 		h.armLocked(first)
 	}
 }
@@ -109,15 +112,31 @@ func (h *heartbeat) armLocked(when time.Time) {
 // renews the others in one batch.
 func (c *Client) beat() {
 	h := &c.hb
-	now := time.Now()
-	var due []*Lease
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
 		return
 	}
 	h.running.Add(1)
+	h.mu.Unlock()
 	defer h.running.Done()
+	for c.beatOnce() {
+	}
+}
+
+// beatOnce is one round of beat. It reports whether it sent a batch: the
+// replies put the leases back in the heap without arming the timer, so
+// beat looks again, and a renewal already due when the previous reply came
+// (a RenewInterval shorter than a round trip) is sent from this goroutine.
+func (c *Client) beatOnce() bool {
+	h := &c.hb
+	now := time.Now()
+	var due []*Lease
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return false
+	}
 	h.armed = time.Time{}
 	for len(h.heap) > 0 && !h.heap[0].wake.After(now.Add(h.heap[0].t.early)) {
 		due = append(due, h.heap[0])
@@ -146,20 +165,22 @@ func (c *Client) beat() {
 			}
 			b.live.Add(1)
 			l.inflight, l.batch = now, b
-			h.set(l, l.deadline)
+			h.set(l, l.deadline, true)
 			leases = append(leases, l)
 			if b.deadline.IsZero() || l.deadline.Before(b.deadline) {
 				b.deadline = l.deadline
 			}
 		default:
-			h.set(l, l.wakeLocked())
+			h.set(l, l.wakeLocked(), true)
 		}
 		l.mu.Unlock()
 	}
-	if b != nil {
-		c.renew(b, leases, now)
-		b.cancel()
+	if b == nil {
+		return false
 	}
+	c.renew(b, leases, now)
+	b.cancel()
+	return true
 }
 
 // batch is the context of a renewal request in flight: it carries the
@@ -250,7 +271,7 @@ func (l *Lease) renewed(sent time.Time, latency time.Duration, err error) {
 		l.endLocked(l.expiredLocked())
 		return
 	}
-	l.c.hb.set(l, l.wakeLocked())
+	l.c.hb.set(l, l.wakeLocked(), false)
 }
 
 // expiredLocked is the cause of a lease whose deadline passed unrenewed.
