@@ -39,8 +39,9 @@
 // [Lease.Err] returns the cause and the lease leaves the Client's heap.
 //
 // [Lease.Release] ends the lease locally first, whatever its context is,
-// then deletes the key if it is still the lease's and publishes the
-// release, in one round trip. With a context that is already done it sends
+// then deletes the key if it is still the lease's and, when an
+// [Client.AcquireWait] caller waits for it, publishes the release, in one
+// round trip. With a context that is already done it sends
 // nothing: the key expires at its TTL. [Client.Close] ends every lease of
 // the client at once, deletes their keys, and leaves no goroutine behind.
 //
