@@ -45,7 +45,7 @@ bench: tools
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	bash bench/run.sh
 
-## bench-short: two short rounds of the peer comparison (about 90 seconds)
+## bench-short: two short rounds of the peer comparison (about 3 minutes)
 bench-short: tools
 	BENCH_SHORT=1 bash bench/run.sh
 
