@@ -65,3 +65,31 @@ func TestReleasePublishesOnlyWhenSomeoneWaits(t *testing.T) {
 		t.Fatalf("payload %q carries the waiter mark", msg.Payload)
 	}
 }
+
+func TestWaiterMarksOnlyFencekitValues(t *testing.T) {
+	// A waiter's mark goes on a value fencekit wrote, once; a key someone
+	// else wrote is left as it is.
+	c, env := newTestClient(t, nil)
+	bg := context.Background()
+	for _, value := range []string{"abc", "", "12:not-hex", "12:abc+", "12:0123456789abcdef"} {
+		name := env.Name("mark")
+		lock := c.keys(name).lock
+		if err := env.Client.Set(bg, lock, value, time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 { // a second waiter does not mark it twice
+			ctx, cancel := context.WithTimeout(bg, 200*time.Millisecond)
+			if _, err := c.AcquireWait(ctx, name, time.Second); !isNotAcquired(err) {
+				t.Fatalf("value %q: AcquireWait = %v, want a refusal", value, err)
+			}
+			cancel()
+		}
+		want := value
+		if value == "12:0123456789abcdef" {
+			want += "+"
+		}
+		if got, _ := env.Client.Get(bg, lock).Result(); got != want {
+			t.Errorf("value %q: lock key %q after two waiters, want %q", value, got, want)
+		}
+	}
+}
