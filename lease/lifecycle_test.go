@@ -319,3 +319,27 @@ func TestSynctestCloseLeavesNoLeaseLive(t *testing.T) {
 		})
 	}
 }
+
+func TestSynctestCloseReportsFailedDeletes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeRedis()
+		c := fakeClient(f, Options{}, nil)
+		for i := range 3 {
+			mustAcquire(t, c, fmt.Sprint("l", i), time.Second)
+		}
+		f.set(func(f *fakeRedis) { f.failRel = 1 })
+		err := c.Close(context.Background())
+		if !errors.Is(err, errFake) || !strings.Contains(err.Error(), "1 of 3 leases not deleted") || strings.Contains(err.Error(), "%!") {
+			t.Fatalf("Close with one failed delete = %v, want it counted and wrapped", err)
+		}
+		held := 0
+		for i := range 3 {
+			if info, _ := f.Inspect(context.Background(), fmt.Sprint("l", i)); info.Held {
+				held++
+			}
+		}
+		if held != 1 {
+			t.Errorf("%d keys left after Close, want the one whose delete failed", held)
+		}
+	})
+}
