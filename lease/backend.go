@@ -57,7 +57,8 @@ type Backend interface {
 	// extended, to a [*LostError] when it is definitely lost, to another
 	// error when its outcome is unknown. The grants of a batch are the
 	// renewals that fell due together: send them in as few round trips as
-	// the store allows (Redis: one pipeline per node).
+	// the store allows (Redis: one pipeline per node). Renew must not keep
+	// batch or errs after it returns: the Client reuses them.
 	Renew(ctx context.Context, batch []*Grant, errs []error)
 
 	// Release deletes g if it is still the holder and wakes the name's
