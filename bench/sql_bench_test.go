@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/migrations"
 	"github.com/fencekit/fencekit/sqlfence"
 )
 
@@ -175,7 +176,7 @@ func newSQLEnv(b *testing.B) *sqlEnv {
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
-	if err := sqlfence.Migrate(ctx, u.String()); err != nil {
+	if err := migrations.Up(ctx, u.String()); err != nil {
 		b.Fatal(err)
 	}
 	cfg, err := pgxpool.ParseConfig(u.String())

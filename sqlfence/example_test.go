@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/migrations"
 	"github.com/fencekit/fencekit/sqlfence"
 )
 
@@ -48,22 +49,6 @@ func exampleDB() (string, *pgxpool.Pool, func()) {
 	}
 }
 
-func ExampleMigrate() {
-	dbURL, pool, cleanup := exampleDB()
-	defer cleanup()
-	ctx := context.Background()
-
-	fmt.Println("first run:", sqlfence.Migrate(ctx, dbURL))
-	fmt.Println("second run:", sqlfence.Migrate(ctx, dbURL)) // no change: success
-	var n int
-	_ = pool.QueryRow(ctx, "SELECT count(*) FROM fencekit_tokens").Scan(&n)
-	fmt.Println("guard rows:", n)
-	// Output:
-	// first run: <nil>
-	// second run: <nil>
-	// guard rows: 0
-}
-
 // Kleppmann's scenario against PostgreSQL: A holds token 33, pauses, its
 // lease expires, B gets 34 and writes; A's late write is refused and none of
 // it is applied.
@@ -71,7 +56,7 @@ func ExampleInTx() {
 	dbURL, pool, cleanup := exampleDB()
 	defer cleanup()
 	ctx := context.Background()
-	if err := sqlfence.Migrate(ctx, dbURL); err != nil {
+	if err := migrations.Up(ctx, dbURL); err != nil {
 		panic(err)
 	}
 	_, _ = pool.Exec(ctx, "CREATE TABLE reports (name text PRIMARY KEY, body text)")
@@ -108,7 +93,7 @@ func ExampleClaim() {
 	dbURL, pool, cleanup := exampleDB()
 	defer cleanup()
 	ctx := context.Background()
-	if err := sqlfence.Migrate(ctx, dbURL); err != nil {
+	if err := migrations.Up(ctx, dbURL); err != nil {
 		panic(err)
 	}
 	_, _ = pool.Exec(ctx, "CREATE TABLE events (what text)")
@@ -136,7 +121,7 @@ func ExampleFence() {
 	dbURL, pool, cleanup := exampleDB()
 	defer cleanup()
 	ctx := context.Background()
-	if err := sqlfence.Migrate(ctx, dbURL); err != nil {
+	if err := migrations.Up(ctx, dbURL); err != nil {
 		panic(err)
 	}
 	fmt.Println("old holder (41):", sqlfence.Fence(ctx, pool, "invoice-run", 41))
@@ -198,7 +183,7 @@ func ExampleNew() {
 	dbURL, pool, cleanup := exampleDB()
 	defer cleanup()
 	ctx := context.Background()
-	if err := sqlfence.Migrate(ctx, dbURL); err != nil {
+	if err := migrations.Up(ctx, dbURL); err != nil {
 		panic(err)
 	}
 	g, err := sqlfence.New(&sqlfence.Options{IsoLevel: pgx.Serializable, MaxRetries: 3})

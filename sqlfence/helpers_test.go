@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/internal/testenv"
-	"github.com/fencekit/fencekit/sqlfence"
+	"github.com/fencekit/fencekit/migrations"
 )
 
 // setup returns a fresh schema with fencekit's migrations applied.
@@ -20,8 +20,8 @@ func setup(tb testing.TB) *testenv.PostgresEnv {
 	env := testenv.Postgres(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := sqlfence.Migrate(ctx, env.URL); err != nil {
-		tb.Fatalf("Migrate: %v", err)
+	if err := migrations.Up(ctx, env.URL); err != nil {
+		tb.Fatalf("migrations.Up: %v", err)
 	}
 	return env
 }
