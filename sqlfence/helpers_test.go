@@ -2,6 +2,7 @@ package sqlfence_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -88,4 +89,46 @@ func connect(tb testing.TB, url string) *pgx.Conn {
 	}
 	tb.Cleanup(func() { conn.Close(context.Background()) })
 	return conn
+}
+
+// sqlRecorder is a pgx tracer keeping the text of every statement a
+// connection sends.
+type sqlRecorder struct {
+	mu   sync.Mutex
+	sqls []string
+}
+
+func (r *sqlRecorder) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	r.mu.Lock()
+	r.sqls = append(r.sqls, d.SQL)
+	r.mu.Unlock()
+	return ctx
+}
+
+func (r *sqlRecorder) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// take returns the statements recorded since the last take.
+func (r *sqlRecorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.sqls
+	r.sqls = nil
+	return s
+}
+
+// recordingConn opens a connection whose statements are recorded.
+func recordingConn(tb testing.TB, url string) (*pgx.Conn, *sqlRecorder) {
+	tb.Helper()
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rec := &sqlRecorder{}
+	cfg.Tracer = rec
+	conn, err := pgx.ConnectConfig(testCtx(tb), cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { conn.Close(context.Background()) })
+	return conn, rec
 }
