@@ -167,6 +167,44 @@ func ExampleTable_Update() {
 	// 34 <nil>
 }
 
+// The rows of invoices are written both by Table calls and inside
+// InTx("invoices"): binding the table to that guard makes the two fence
+// each other, in both directions.
+func ExampleTable_WithGuard() {
+	dbURL, pool, cleanup := exampleDB()
+	defer cleanup()
+	ctx := context.Background()
+	if err := migrations.Up(ctx, dbURL); err != nil {
+		panic(err)
+	}
+	_, _ = pool.Exec(ctx, `CREATE TABLE invoices (
+		id int PRIMARY KEY, total int NOT NULL, lock_version bigint NOT NULL DEFAULT 0)`)
+	_, _ = pool.Exec(ctx, "INSERT INTO invoices (id, total) VALUES (1, 0)")
+	table, err := sqlfence.NewTable("invoices", "id", "lock_version", "total")
+	if err != nil {
+		panic(err)
+	}
+	invoices := table.WithGuard("invoices")
+
+	// The holder of token 34 writes in a transaction...
+	err = sqlfence.InTx(ctx, pool, "invoices", 34, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, "UPDATE invoices SET total = 340 WHERE id = 1")
+		return err
+	})
+	fmt.Println("InTx 34:", err)
+	// ...so the late holder of 33 is refused through the table,
+	fmt.Println("Update 33:", invoices.Update(ctx, pool, 1, 33, 330))
+	// and the other way round.
+	fmt.Println("Update 35:", invoices.Update(ctx, pool, 1, 35, 350))
+	err = sqlfence.InTx(ctx, pool, "invoices", 34, func(pgx.Tx) error { return nil })
+	fmt.Println("InTx 34 again:", errors.Is(err, fence.ErrFencedOut))
+	// Output:
+	// InTx 34: <nil>
+	// Update 33: fence: stale token 33 for "invoices": token 34 was already accepted
+	// Update 35: <nil>
+	// InTx 34 again: true
+}
+
 func ExampleNewTable() {
 	_, err := sqlfence.NewTable("accounts; DROP TABLE accounts", "id", "lock_version")
 	fmt.Println(err)

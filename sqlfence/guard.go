@@ -95,9 +95,10 @@ func Claim(ctx context.Context, tx pgx.Tx, resource string, tok fence.Token) err
 // single autocommitted statement on a connection or pool: call it right
 // after acquiring a lease, before writing anything, so that from then on
 // every older holder's [InTx] or [Claim] on resource fails with a stale
-// error, even while the new holder has not written anything yet. It does
-// not fence row-mode writes ([Table]): those compare with each row's own
-// version. On a pgx.Tx it is the same as [Claim]: the claim becomes visible
+// error, even while the new holder has not written anything yet. Row-mode
+// writes see it only through a table bound with [Table.WithGuard]
+// (resource); unbound tables compare with each row's own version. On a
+// pgx.Tx it is the same as [Claim]: the claim becomes visible
 // when that transaction commits.
 //
 // Fence costs one round trip (two in the rare refusal race described at
