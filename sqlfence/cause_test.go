@@ -21,7 +21,11 @@ import (
 // newLeases returns a lease client on the test's Redis.
 func newLeases(t *testing.T, r *testenv.RedisEnv) *lease.Client {
 	t.Helper()
-	return lease.New(r.Client, &lease.Options{RenewInterval: 50 * time.Millisecond})
+	c, err := lease.New(r.Client, &lease.Options{RenewInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // A lease lost (its Redis key deleted) while sqlfence writes wait under its
