@@ -83,7 +83,7 @@ const currentSQL = `SELECT token FROM fencekit_tokens WHERE resource = $1`
 // accepted (tx should then be rolled back; Claim has changed nothing);
 // [fence.ErrInvalidToken] for a zero token or one above [fence.MaxToken];
 // [ErrNilDB]; an error for an empty resource; ctx's error; PostgreSQL's
-// error (for example a missing fencekit_tokens table: apply the migrations, migrations.Up).
+// error (for example a missing fencekit_tokens table: run migrations.Up).
 func Claim(ctx context.Context, tx pgx.Tx, resource string, tok fence.Token) error {
 	if err := checkArgs(ctx, tx, resource, tok); err != nil {
 		return err

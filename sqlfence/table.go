@@ -139,8 +139,11 @@ func (t *Table) WithGuard(resource string) *Table {
 // guardClaim is the WITH item that claims the guard row of resource $n for
 // token $2, as claimSQL does; the write it precedes runs only when the claim
 // returned a row. The write's condition on it is an uncorrelated subquery,
-// which PostgreSQL evaluates once, before the write's scan: the guard row is
-// locked before the user's row, in the order InTx locks them.
+// which PostgreSQL's plan evaluates once, before the write's scan (EXPLAIN:
+// a one-time filter), so the guard row is locked before the user's row, in
+// the order InTx locks them. Were a plan to lock them the other way, the
+// cost would be a deadlock error (40P01) against a concurrent InTx, never a
+// wrong write; TestRaceMixedModes would report it.
 func guardClaim(n int) string {
 	return "WITH fencekit_claim AS (INSERT INTO fencekit_tokens AS fencekit_guard (resource, token) VALUES ($" +
 		strconv.Itoa(n) + ", $2) ON CONFLICT (resource) DO UPDATE SET token = EXCLUDED.token, updated_at = now() " +

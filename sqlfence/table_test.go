@@ -216,7 +216,7 @@ func TestMaxToken(t *testing.T) {
 func TestTableNamedLikeInternals(t *testing.T) {
 	env := setup(t)
 	ctx := testCtx(t)
-	for _, name := range []string{"w", "fencekit_w", "fencekit_seen", "fencekit_row", "ver", "t"} {
+	for _, name := range []string{"w", "fencekit_w", "fencekit_seen", "fencekit_row", "fencekit_claim", "fencekit_guard", "ver", "t"} {
 		exec(t, env.Pool, `CREATE TABLE `+name+` (id int PRIMARY KEY, ver text, fencekit_row bigint NOT NULL DEFAULT 0)`)
 		tbl, err := sqlfence.NewTable(name, "id", "fencekit_row", "ver")
 		if err != nil {
@@ -239,6 +239,17 @@ func TestTableNamedLikeInternals(t *testing.T) {
 		}
 		wantStale(t, tbl.Update(ctx, env.Pool, 1, 6, "d"), name+":1", 6, 7)
 		wantStale(t, tbl.Upsert(ctx, env.Pool, 1, 6, "d"), name+":1", 6, 7)
+		guarded := tbl.WithGuard(name)
+		if err := guarded.Insert(ctx, env.Pool, 2, 8, "e"); err != nil {
+			t.Fatalf("%s: guarded Insert: %v", name, err)
+		}
+		if err := guarded.Update(ctx, env.Pool, 1, 8, "e"); err != nil {
+			t.Fatalf("%s: guarded Update: %v", name, err)
+		}
+		if err := guarded.Upsert(ctx, env.Pool, 1, 9, "f"); err != nil {
+			t.Fatalf("%s: guarded Upsert: %v", name, err)
+		}
+		wantStale(t, guarded.Update(ctx, env.Pool, 1, 8, "g"), name, 8, 9)
 	}
 }
 
