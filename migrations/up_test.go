@@ -165,6 +165,21 @@ func TestUpConcurrent(t *testing.T) {
 	}
 }
 
+// A URL naming golang-migrate's table (x-migrations-table, as a program's
+// own migrate URL may) still records in fencekit's.
+func TestUpIgnoresMigrationsTableParameter(t *testing.T) {
+	env := testenv.Postgres(t)
+	if err := migrations.Up(testCtx(t), env.URL+"&x-migrations-table=schema_migrations"); err != nil {
+		t.Fatal(err)
+	}
+	if hasTable(t, env.Pool, env.Schema, "schema_migrations") {
+		t.Fatal("Up recorded in schema_migrations")
+	}
+	if v, _ := version(t, env.Pool, env.Schema, migrations.Table); v != latest(t) {
+		t.Fatalf("%s: version %d, want %d", migrations.Table, v, latest(t))
+	}
+}
+
 // Up honours search_path: each schema gets its own tables.
 func TestUpSchemaIsolation(t *testing.T) {
 	a, b := testenv.Postgres(t), testenv.Postgres(t)
