@@ -4,11 +4,19 @@
 // holder cannot overwrite its successor's work. It uses pgx v5 and accepts
 // a *pgx.Conn, a *pgxpool.Pool or a pgx.Tx.
 //
+// # Set-up
+//
+// Guard-row mode needs the fencekit_tokens table: apply it at start-up with
+// migrations.Up (package github.com/fencekit/fencekit/migrations), which
+// records its version in fencekit_schema_migrations and leaves the
+// program's own golang-migrate table alone, or apply the SQL files of that
+// package with another tool. Importing sqlfence links neither golang-migrate
+// nor a database/sql driver.
+//
 // # Guard-row mode
 //
 // [InTx] runs the caller's function in one transaction that first claims
-// the resource's row in fencekit_tokens (created by [Migrate]) with one
-// statement:
+// the resource's row in fencekit_tokens with one statement:
 //
 //	INSERT INTO fencekit_tokens (resource, token) VALUES ($1, $2)
 //	ON CONFLICT (resource) DO UPDATE SET token = EXCLUDED.token, updated_at = now()
@@ -29,12 +37,23 @@
 //
 // [NewTable] fences rows of the caller's own table that carry a version
 // column (lock_version): [Table.Update] writes a row only if its version is
-// not greater than the token and stores the token as the new version, in
-// one statement and one round trip, and tells a stale write (with the row's
-// version) apart from a missing row ([ErrNoRow]). [Table.Insert] inserts a
-// row that does not exist yet, and [Table.Upsert] does either. Use it when
-// each write touches one row; use guard-row mode when a write spans rows or
-// tables, or the schema cannot get a version column.
+// not greater than the token and stores the token as the new version. The
+// accepted write is one plain statement and one round trip,
+//
+//	UPDATE t SET lock_version = $tok, ... WHERE key = $k AND lock_version <= $tok
+//
+// and only a write that changed no row sends a second statement, to tell a
+// stale write (with the row's version) from a missing row ([ErrNoRow]).
+// [Table.Insert] inserts a row that does not exist yet, and [Table.Upsert]
+// does either. Use it when each write touches one row; use guard-row mode
+// when a write spans rows or tables, or the schema cannot get a version
+// column.
+//
+// A Table is its own fence: it knows nothing of guard rows. When the same
+// rows are also written inside InTx(resource), bind the table with
+// [Table.WithGuard](resource): its writes then also claim the guard row, in
+// the same statement, and the two modes fence each other in both
+// directions. Never mix an unbound Table and InTx on the same rows.
 //
 // # Isolation
 //
@@ -56,7 +75,13 @@
 //
 // # Errors
 //
-// Stale writes return *fence.StaleError (errors.Is(err, fence.ErrStale)).
+// Stale writes return *fence.StaleError (errors.Is(err, fence.ErrStale),
+// and fence.ErrFencedOut), each counted in the OpenTelemetry counter
+// fencekit_stale_rejected (Prometheus fencekit_stale_rejected_total,
+// store="postgres"). Once ctx has ended, errors also wrap
+// context.Cause(ctx): a write cut off by a lost lease's Context matches
+// lease.ErrLost and fence.ErrFencedOut, the one check for "no longer the
+// holder: stop, do not retry".
 // Bad input is refused before anything is sent: a zero token or one above
 // 2^63-1 ([fence.ErrInvalidToken]; PostgreSQL's bigint cannot hold it), a
 // nil handle ([ErrNilDB]), a table or column name that is not a plain

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/migrations"
 	"github.com/fencekit/fencekit/sqlfence"
 )
 
@@ -48,22 +49,6 @@ func exampleDB() (string, *pgxpool.Pool, func()) {
 	}
 }
 
-func ExampleMigrate() {
-	dbURL, pool, cleanup := exampleDB()
-	defer cleanup()
-	ctx := context.Background()
-
-	fmt.Println("first run:", sqlfence.Migrate(ctx, dbURL))
-	fmt.Println("second run:", sqlfence.Migrate(ctx, dbURL)) // no change: success
-	var n int
-	_ = pool.QueryRow(ctx, "SELECT count(*) FROM fencekit_tokens").Scan(&n)
-	fmt.Println("guard rows:", n)
-	// Output:
-	// first run: <nil>
-	// second run: <nil>
-	// guard rows: 0
-}
-
 // Kleppmann's scenario against PostgreSQL: A holds token 33, pauses, its
 // lease expires, B gets 34 and writes; A's late write is refused and none of
 // it is applied.
@@ -71,7 +56,7 @@ func ExampleInTx() {
 	dbURL, pool, cleanup := exampleDB()
 	defer cleanup()
 	ctx := context.Background()
-	if err := sqlfence.Migrate(ctx, dbURL); err != nil {
+	if err := migrations.Up(ctx, dbURL); err != nil {
 		panic(err)
 	}
 	_, _ = pool.Exec(ctx, "CREATE TABLE reports (name text PRIMARY KEY, body text)")
@@ -108,7 +93,7 @@ func ExampleClaim() {
 	dbURL, pool, cleanup := exampleDB()
 	defer cleanup()
 	ctx := context.Background()
-	if err := sqlfence.Migrate(ctx, dbURL); err != nil {
+	if err := migrations.Up(ctx, dbURL); err != nil {
 		panic(err)
 	}
 	_, _ = pool.Exec(ctx, "CREATE TABLE events (what text)")
@@ -136,7 +121,7 @@ func ExampleFence() {
 	dbURL, pool, cleanup := exampleDB()
 	defer cleanup()
 	ctx := context.Background()
-	if err := sqlfence.Migrate(ctx, dbURL); err != nil {
+	if err := migrations.Up(ctx, dbURL); err != nil {
 		panic(err)
 	}
 	fmt.Println("old holder (41):", sqlfence.Fence(ctx, pool, "invoice-run", 41))
@@ -182,6 +167,44 @@ func ExampleTable_Update() {
 	// 34 <nil>
 }
 
+// The rows of invoices are written both by Table calls and inside
+// InTx("invoices"): binding the table to that guard makes the two fence
+// each other, in both directions.
+func ExampleTable_WithGuard() {
+	dbURL, pool, cleanup := exampleDB()
+	defer cleanup()
+	ctx := context.Background()
+	if err := migrations.Up(ctx, dbURL); err != nil {
+		panic(err)
+	}
+	_, _ = pool.Exec(ctx, `CREATE TABLE invoices (
+		id int PRIMARY KEY, total int NOT NULL, lock_version bigint NOT NULL DEFAULT 0)`)
+	_, _ = pool.Exec(ctx, "INSERT INTO invoices (id, total) VALUES (1, 0)")
+	table, err := sqlfence.NewTable("invoices", "id", "lock_version", "total")
+	if err != nil {
+		panic(err)
+	}
+	invoices := table.WithGuard("invoices")
+
+	// The holder of token 34 writes in a transaction...
+	err = sqlfence.InTx(ctx, pool, "invoices", 34, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, "UPDATE invoices SET total = 340 WHERE id = 1")
+		return err
+	})
+	fmt.Println("InTx 34:", err)
+	// ...so the late holder of 33 is refused through the table,
+	fmt.Println("Update 33:", invoices.Update(ctx, pool, 1, 33, 330))
+	// and the other way round.
+	fmt.Println("Update 35:", invoices.Update(ctx, pool, 1, 35, 350))
+	err = sqlfence.InTx(ctx, pool, "invoices", 34, func(pgx.Tx) error { return nil })
+	fmt.Println("InTx 34 again:", errors.Is(err, fence.ErrFencedOut))
+	// Output:
+	// InTx 34: <nil>
+	// Update 33: fence: stale token 33 for "invoices": token 34 was already accepted
+	// Update 35: <nil>
+	// InTx 34 again: true
+}
+
 func ExampleNewTable() {
 	_, err := sqlfence.NewTable("accounts; DROP TABLE accounts", "id", "lock_version")
 	fmt.Println(err)
@@ -198,7 +221,7 @@ func ExampleNew() {
 	dbURL, pool, cleanup := exampleDB()
 	defer cleanup()
 	ctx := context.Background()
-	if err := sqlfence.Migrate(ctx, dbURL); err != nil {
+	if err := migrations.Up(ctx, dbURL); err != nil {
 		panic(err)
 	}
 	g, err := sqlfence.New(&sqlfence.Options{IsoLevel: pgx.Serializable, MaxRetries: 3})

@@ -7,9 +7,11 @@ import (
 	"reflect"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/obs"
 )
 
 // TxBeginner starts a transaction. It is satisfied by *pgx.Conn,
@@ -19,10 +21,11 @@ type TxBeginner interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
-// Querier runs one statement returning at most one row. It is satisfied by
-// *pgx.Conn, *pgxpool.Pool and pgx.Tx. On a connection or pool outside a
-// transaction, each statement is its own transaction (autocommit).
+// Querier runs one statement. It is satisfied by *pgx.Conn, *pgxpool.Pool
+// and pgx.Tx. On a connection or pool outside a transaction, each statement
+// is its own transaction (autocommit).
 type Querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
@@ -80,21 +83,22 @@ const currentSQL = `SELECT token FROM fencekit_tokens WHERE resource = $1`
 // accepted (tx should then be rolled back; Claim has changed nothing);
 // [fence.ErrInvalidToken] for a zero token or one above [fence.MaxToken];
 // [ErrNilDB]; an error for an empty resource; ctx's error; PostgreSQL's
-// error (for example a missing fencekit_tokens table: run [Migrate]).
+// error (for example a missing fencekit_tokens table: run migrations.Up).
 func Claim(ctx context.Context, tx pgx.Tx, resource string, tok fence.Token) error {
 	if err := checkArgs(ctx, tx, resource, tok); err != nil {
 		return err
 	}
-	return claim(ctx, tx, resource, tok)
+	return withCause(ctx, claim(ctx, tx, resource, tok))
 }
 
 // Fence claims resource's guard row for tok in a transaction of its own, a
 // single autocommitted statement on a connection or pool: call it right
 // after acquiring a lease, before writing anything, so that from then on
 // every older holder's [InTx] or [Claim] on resource fails with a stale
-// error, even while the new holder has not written anything yet. It does
-// not fence row-mode writes ([Table]): those compare with each row's own
-// version. On a pgx.Tx it is the same as [Claim]: the claim becomes visible
+// error, even while the new holder has not written anything yet. Row-mode
+// writes see it only through a table bound with [Table.WithGuard]
+// (resource); unbound tables compare with each row's own version. On a
+// pgx.Tx it is the same as [Claim]: the claim becomes visible
 // when that transaction commits.
 //
 // Fence costs one round trip (two in the rare refusal race described at
@@ -103,7 +107,7 @@ func Fence(ctx context.Context, db Querier, resource string, tok fence.Token) er
 	if err := checkArgs(ctx, db, resource, tok); err != nil {
 		return err
 	}
-	return claim(ctx, db, resource, tok)
+	return withCause(ctx, claim(ctx, db, resource, tok))
 }
 
 // Current returns the newest token committed for resource's guard row, or
@@ -117,7 +121,7 @@ func Current(ctx context.Context, db Querier, resource string) (fence.Token, err
 		return 0, fmt.Errorf("%w: Current(%q)", ErrNilDB, resource)
 	}
 	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("sqlfence: current token of %q: %w", resource, err)
+		return 0, fmt.Errorf("sqlfence: current token of %q: %w", resource, withCause(ctx, err))
 	}
 	var cur int64
 	err := db.QueryRow(ctx, currentSQL, resource).Scan(&cur)
@@ -125,7 +129,7 @@ func Current(ctx context.Context, db Querier, resource string) (fence.Token, err
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("sqlfence: current token of %q: %w", resource, err)
+		return 0, fmt.Errorf("sqlfence: current token of %q: %w", resource, withCause(ctx, err))
 	}
 	return fence.Token(cur), nil
 }
@@ -139,32 +143,54 @@ func claim(ctx context.Context, q Querier, resource string, tok fence.Token) err
 	case err == nil && claimed:
 		return nil
 	case err == nil && fence.IsStale(tok, fence.Token(cur)):
-		return &fence.StaleError{Resource: resource, Presented: tok, Current: fence.Token(cur)}
+		return staleError(ctx, resource, tok, fence.Token(cur))
 	case err == nil, errors.Is(err, pgx.ErrNoRows):
 		// Refused, but the statement's snapshot predates the newer token
 		// (it was committed while the claim waited on the row lock, or the
 		// row was inserted then). The row is locked by this transaction
 		// now, or committed for good in autocommit: re-read it.
-		return staleFromReread(ctx, q, currentSQL, resource, resource, tok)
+		return staleFromReread(ctx, q, resource, tok)
 	default:
 		return fmt.Errorf("sqlfence: claim %q with token %s: %w", resource, tok, err)
 	}
 }
 
-// staleFromReread re-reads the token with sql (one argument, arg) in a new
-// statement, which sees what was committed while the refused one waited,
-// and returns the stale error it explains.
-func staleFromReread(ctx context.Context, q Querier, sql string, arg any, resource string, tok fence.Token) error {
-	cur, err := reread(ctx, q, sql, arg)
-	if err != nil {
+// staleFromReread re-reads resource's token in a new statement, which sees
+// what was committed while the refused claim waited, and returns the stale
+// error it explains.
+func staleFromReread(ctx context.Context, q Querier, resource string, tok fence.Token) error {
+	var cur int64
+	if err := q.QueryRow(ctx, currentSQL, resource).Scan(&cur); err != nil {
 		return fmt.Errorf("sqlfence: %q refused token %s; reading the current token: %w", resource, tok, err)
 	}
-	if !fence.IsStale(tok, cur) {
+	if !fence.IsStale(tok, fence.Token(cur)) {
 		// Cannot happen while the row lock is held; say so rather than
 		// pretend the write was stale.
-		return fmt.Errorf("sqlfence: %q refused token %s but holds token %s; retry", resource, tok, cur)
+		return fmt.Errorf("sqlfence: %q refused token %s but holds token %d; retry", resource, tok, cur)
 	}
+	return staleError(ctx, resource, tok, fence.Token(cur))
+}
+
+// staleError counts a refused write (fencekit_stale_rejected, store
+// postgres) and returns its error.
+func staleError(ctx context.Context, resource string, tok, cur fence.Token) error {
+	obs.StaleRejected(ctx, obs.StorePostgres)
 	return &fence.StaleError{Resource: resource, Presented: tok, Current: cur}
+}
+
+// withCause returns err, wrapping also context.Cause(ctx) when ctx has
+// ended for a reason err does not carry yet: a query cut off by a lost
+// lease's Context then matches lease.ErrLost (and fence.ErrFencedOut), not
+// only context.Canceled.
+func withCause(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	cause := context.Cause(ctx)
+	if cause == nil || errors.Is(err, cause) {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", err, cause)
 }
 
 // reread runs sql (one argument, arg; one bigint column) in a new statement.
@@ -195,7 +221,7 @@ func precheck(ctx context.Context, db any, tok fence.Token) error {
 	if err := tok.Validate(); err != nil {
 		return err
 	}
-	return ctx.Err()
+	return withCause(ctx, ctx.Err())
 }
 
 // describe wraps a precheck error with what it concerns.

@@ -302,9 +302,6 @@ func TestBadInput(t *testing.T) {
 		{"Version nil db", func() error { _, err := tbl.Version(ctx, nilConn, "k"); return err }, "nil database", sqlfence.ErrNilDB},
 		{"Version cancelled", func() error { _, err := tbl.Version(cancelled, pool, "k"); return err }, "context canceled", context.Canceled},
 		{"Upsert cancelled", func() error { return tbl.Upsert(cancelled, pool, "k", 1, "v") }, "context canceled", context.Canceled},
-		{"Migrate bad scheme", func() error { return sqlfence.Migrate(ctx, "mysql://u@h/db") }, `scheme "mysql"`, nil},
-		{"Migrate key=value DSN", func() error { return sqlfence.Migrate(ctx, "host=localhost dbname=x") }, "no scheme", nil},
-		{"Migrate cancelled", func() error { return sqlfence.Migrate(cancelled, env.URL) }, "context canceled", context.Canceled},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

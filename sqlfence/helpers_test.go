@@ -2,6 +2,7 @@ package sqlfence_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/internal/testenv"
-	"github.com/fencekit/fencekit/sqlfence"
+	"github.com/fencekit/fencekit/migrations"
 )
 
 // setup returns a fresh schema with fencekit's migrations applied.
@@ -20,8 +21,8 @@ func setup(tb testing.TB) *testenv.PostgresEnv {
 	env := testenv.Postgres(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := sqlfence.Migrate(ctx, env.URL); err != nil {
-		tb.Fatalf("Migrate: %v", err)
+	if err := migrations.Up(ctx, env.URL); err != nil {
+		tb.Fatalf("migrations.Up: %v", err)
 	}
 	return env
 }
@@ -88,4 +89,46 @@ func connect(tb testing.TB, url string) *pgx.Conn {
 	}
 	tb.Cleanup(func() { conn.Close(context.Background()) })
 	return conn
+}
+
+// sqlRecorder is a pgx tracer keeping the text of every statement a
+// connection sends.
+type sqlRecorder struct {
+	mu   sync.Mutex
+	sqls []string
+}
+
+func (r *sqlRecorder) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	r.mu.Lock()
+	r.sqls = append(r.sqls, d.SQL)
+	r.mu.Unlock()
+	return ctx
+}
+
+func (r *sqlRecorder) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// take returns the statements recorded since the last take.
+func (r *sqlRecorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.sqls
+	r.sqls = nil
+	return s
+}
+
+// recordingConn opens a connection whose statements are recorded.
+func recordingConn(tb testing.TB, url string) (*pgx.Conn, *sqlRecorder) {
+	tb.Helper()
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rec := &sqlRecorder{}
+	cfg.Tracer = rec
+	conn, err := pgx.ConnectConfig(testCtx(tb), cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { conn.Close(context.Background()) })
+	return conn, rec
 }

@@ -87,7 +87,7 @@ func InTx(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 // commit): one statement more than the same unfenced transaction.
 //
 // When fn returns an error the transaction is rolled back and that error is
-// returned unchanged. With IsoLevel RepeatableRead or Serializable, a
+// returned (wrapping also ctx's cause when ctx has ended, see below). With IsoLevel RepeatableRead or Serializable, a
 // serialization failure or deadlock (from the claim, fn or commit) rolls
 // back and re-runs the whole transaction, up to MaxRetries times, so fn must
 // have no effects outside the transaction; the final error joins the last
@@ -97,7 +97,9 @@ func InTx(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 // [fence.ErrInvalidToken] for a zero token or one above [fence.MaxToken];
 // [ErrNilDB]; an error for an empty resource, a nil fn, or an isolation
 // level requested on a pgx.Tx; ctx's error (nothing sent when ctx is already
-// done); PostgreSQL's errors.
+// done); PostgreSQL's errors. Once ctx has ended, every error also wraps
+// context.Cause(ctx): with a lease's Context, a transaction cut off by the
+// lost lease matches lease.ErrLost and fence.ErrFencedOut.
 func (g *Guard) InTx(ctx context.Context, db TxBeginner, resource string, tok fence.Token, fn func(pgx.Tx) error) error {
 	if err := checkArgs(ctx, db, resource, tok); err != nil {
 		return err
@@ -113,10 +115,10 @@ func (g *Guard) InTx(ctx context.Context, db TxBeginner, resource string, tok fe
 	for attempt := 0; ; attempt++ {
 		err = g.once(ctx, db, ob, resource, tok, fn)
 		if err == nil || attempt >= g.retries || !retryable(err) {
-			return err
+			return withCause(ctx, err)
 		}
 		if werr := backoff(ctx, attempt); werr != nil {
-			return errors.Join(fmt.Errorf("sqlfence: InTx(%q): gave up retrying after %d attempts: %w", resource, attempt+1, err), werr)
+			return withCause(ctx, errors.Join(fmt.Errorf("sqlfence: InTx(%q): gave up retrying after %d attempts: %w", resource, attempt+1, err), werr))
 		}
 	}
 }

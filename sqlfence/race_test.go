@@ -142,18 +142,25 @@ func TestRaceGuardMode(t *testing.T) {
 	}
 }
 
+// acctRaceEnv is a racing round's schema: audit(id, tok), acct(id,
+// written_by, lock_version) with row 1, and a pool of 16 connections.
+func acctRaceEnv(t *testing.T) *pgxpool.Pool {
+	env := setup(t)
+	exec(t, env.Pool,
+		`CREATE TABLE audit (id bigserial PRIMARY KEY, tok bigint NOT NULL)`,
+		`CREATE TABLE acct (id int PRIMARY KEY, written_by bigint, lock_version bigint NOT NULL DEFAULT 0)`,
+		`INSERT INTO acct (id) VALUES (1)`)
+	pool, _ := countingPool(t, env.URL, 16)
+	return pool
+}
+
 func TestRaceRowMode(t *testing.T) {
 	tbl, err := sqlfence.NewTable("acct", "id", "lock_version", "written_by")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, seed := range seeds(t) {
-		env := setup(t)
-		exec(t, env.Pool,
-			`CREATE TABLE audit (id bigserial PRIMARY KEY, tok bigint NOT NULL)`,
-			`CREATE TABLE acct (id int PRIMARY KEY, written_by bigint, lock_version bigint NOT NULL DEFAULT 0)`,
-			`INSERT INTO acct (id) VALUES (1)`)
-		pool, _ := countingPool(t, env.URL, 16)
+		pool := acctRaceEnv(t)
 		write := func(ctx context.Context, pool *pgxpool.Pool, tok fence.Token) error {
 			tx, err := pool.Begin(ctx)
 			if err != nil {

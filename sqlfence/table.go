@@ -30,13 +30,26 @@ var ErrRowExists = errors.New("sqlfence: row already exists")
 // [NewTable]; pgx prepares and caches them per connection, so each call
 // after a connection's first is one round trip. A Table is immutable and
 // safe for concurrent use.
+//
+// An unbound Table is its own fence: it compares each row's version with
+// the token and knows nothing of [InTx]'s guard rows. To write rows that
+// InTx transactions of a resource also write, bind the table to that
+// resource with [Table.WithGuard].
 type Table struct {
-	name      string // as given, for errors
-	columns   int
+	name    string // as given, for errors
+	columns int
+	guarded bool   // made by WithGuard
+	guard   string // the guard row's resource; empty only when WithGuard got ""
+
+	// Quoted names, to build the guarded statements from.
+	t, k, v string
+	cols    []string
+
 	updateSQL string
 	insertSQL string
 	upsertSQL string
-	readSQL   string
+	readSQL   string // the row's version: $1 key
+	whySQL    string // guarded: the guard's token and the row's version: $1 key, $2 resource
 }
 
 // NewTable validates the names and builds the statements for table (name or
@@ -82,38 +95,77 @@ func NewTable(table, keyColumn, versionColumn string, columns ...string) (*Table
 	return &Table{
 		name:      table,
 		columns:   len(columns),
-		updateSQL: buildUpdate(t, k, v, cols),
-		insertSQL: buildInsert(t, k, v, cols, ""),
-		upsertSQL: buildInsert(t, k, v, cols, buildUpsertAction(k, v, cols)),
+		t:         t,
+		k:         k,
+		v:         v,
+		cols:      cols,
+		updateSQL: buildUpdate(t, k, v, cols, ""),
+		insertSQL: buildInsert(t, k, v, cols, "", ""),
+		upsertSQL: buildInsert(t, k, v, cols, buildUpsertAction(k, v, cols), ""),
 		readSQL:   "SELECT COALESCE(" + v + ", 0) FROM " + t + " WHERE " + k + " = $1",
 	}, nil
 }
 
-// fenced wraps dml, an UPDATE or INSERT of table t that writes the row with
-// key $1 (k = $1) or nothing, into the one statement sqlfence sends. It
-// returns (true, version written) when dml wrote, and otherwise (false,
-// the row's version as the statement's snapshot shows it), or no row when
-// the snapshot has none: stale, exists and missing told apart in one round
-// trip. fencekit_seen comes first in the WITH list so that t in it names
-// the user's table even when that table is called fencekit_w (a non-recursive
-// WITH item cannot see itself or later items); dml's target is always a
-// table.
-func fenced(t, k, v, dml string) string {
-	return "WITH fencekit_seen AS (SELECT COALESCE(" + v + ", 0) AS ver FROM " + t + " WHERE " + k + " = $1),\n" +
-		"fencekit_w AS (" + dml + " RETURNING " + v + " AS ver)\n" +
-		"SELECT true, ver FROM fencekit_w UNION ALL " +
-		"SELECT false, ver FROM fencekit_seen WHERE NOT EXISTS (SELECT 1 FROM fencekit_w)"
+// WithGuard returns a copy of t whose writes also claim resource's guard
+// row in fencekit_tokens (as [InTx] and [Claim] do), in the same statement
+// as the row write: a write is applied only when neither the guard's token
+// nor the row's version is greater than its token. Its writes and
+// InTx(resource) writes then fence each other, in both directions: a
+// holder that wrote through either is safe from every older holder writing
+// through either. Use it when the rows of a table are written both by
+// Table calls and inside InTx transactions of one resource.
+//
+// A guarded write costs one round trip, like an unbound one; the guard row
+// it claims stays locked until its transaction ends (at once in autocommit),
+// so on one resource guarded writes run one after the other, as InTx
+// transactions do. The claim happens even when the row then refuses the
+// write (a newer version, or a missing row): the guard only ever moves to a
+// token that was presented, which shuts out older holders only.
+// A refusal names the guard's resource when the guard refused, and
+// "table:key" when the row did. WithGuard sends nothing; an empty resource
+// makes every write of the copy fail, sending nothing.
+func (t *Table) WithGuard(resource string) *Table {
+	g := *t
+	g.guarded, g.guard = true, resource
+	claim := guardClaim(len(t.cols) + 3)
+	g.updateSQL = buildUpdate(t.t, t.k, t.v, t.cols, claim)
+	g.insertSQL = buildInsert(t.t, t.k, t.v, t.cols, "", claim)
+	g.upsertSQL = buildInsert(t.t, t.k, t.v, t.cols, buildUpsertAction(t.k, t.v, t.cols), claim)
+	g.whySQL = "SELECT (SELECT token FROM fencekit_tokens WHERE resource = $2), " +
+		"(SELECT COALESCE(" + t.v + ", 0) FROM " + t.t + " WHERE " + t.k + " = $1)"
+	return &g
 }
 
-// buildUpdate returns the fenced update: $1 key, $2 token, $3... values.
-func buildUpdate(t, k, v string, cols []string) string {
+// guardClaim is the WITH item that claims the guard row of resource $n for
+// token $2, as claimSQL does; the write it precedes runs only when the claim
+// returned a row. The write's condition on it is an uncorrelated subquery,
+// which PostgreSQL's plan evaluates once, before the write's scan (EXPLAIN:
+// a one-time filter), so the guard row is locked before the user's row, in
+// the order InTx locks them. Were a plan to lock them the other way, the
+// cost would be a deadlock error (40P01) against a concurrent InTx, never a
+// wrong write; TestRaceMixedModes would report it.
+func guardClaim(n int) string {
+	return "WITH fencekit_claim AS (INSERT INTO fencekit_tokens AS fencekit_guard (resource, token) VALUES ($" +
+		strconv.Itoa(n) + ", $2) ON CONFLICT (resource) DO UPDATE SET token = EXCLUDED.token, updated_at = now() " +
+		"WHERE fencekit_guard.token <= EXCLUDED.token RETURNING 1)\n"
+}
+
+// claimed is the condition that ties a guarded write to its claim.
+const claimed = "EXISTS (SELECT 1 FROM fencekit_claim)"
+
+// buildUpdate returns the fenced update: $1 key, $2 token, $3... values; with
+// claim (guardClaim), also the guard's resource after the values.
+func buildUpdate(t, k, v string, cols []string, claim string) string {
 	var b strings.Builder
-	b.WriteString("UPDATE " + t + " SET " + v + " = $2")
+	b.WriteString(claim + "UPDATE " + t + " SET " + v + " = $2")
 	for i, c := range cols {
 		b.WriteString(", " + c + " = $" + strconv.Itoa(i+3))
 	}
 	b.WriteString(" WHERE " + k + " = $1 AND COALESCE(" + v + ", 0) <= $2")
-	return fenced(t, k, v, b.String())
+	if claim != "" {
+		b.WriteString(" AND " + claimed)
+	}
+	return b.String()
 }
 
 // buildUpsertAction returns the ON CONFLICT action of the fenced upsert.
@@ -129,49 +181,61 @@ func buildUpsertAction(k, v string, cols []string) string {
 
 // buildInsert returns the insert: $1 key, $2 token, $3... values. With an
 // empty action it is insert-if-absent (DO NOTHING); otherwise action is the
-// ON CONFLICT action of the upsert.
-func buildInsert(t, k, v string, cols []string, action string) string {
+// ON CONFLICT action of the upsert. With claim, as in buildUpdate.
+func buildInsert(t, k, v string, cols []string, action, claim string) string {
 	var b strings.Builder
 	if action == "" {
 		action = "DO NOTHING"
 	}
-	b.WriteString("INSERT INTO " + t + " AS fencekit_row (" + k + ", " + v)
+	b.WriteString(claim + "INSERT INTO " + t + " AS fencekit_row (" + k + ", " + v)
 	for _, c := range cols {
 		b.WriteString(", " + c)
 	}
-	b.WriteString(") VALUES ($1, $2")
+	if claim == "" {
+		b.WriteString(") VALUES ($1, $2")
+	} else {
+		b.WriteString(") SELECT $1, $2")
+	}
 	for i := range cols {
 		b.WriteString(", $" + strconv.Itoa(i+3))
 	}
-	b.WriteString(") ON CONFLICT (" + k + ") " + action)
-	return fenced(t, k, v, b.String())
+	if claim == "" {
+		b.WriteString(")")
+	} else {
+		b.WriteString(" WHERE " + claimed)
+	}
+	b.WriteString(" ON CONFLICT (" + k + ") " + action)
+	return b.String()
 }
 
 // Update sets the row with key to values (one per column given to
 // [NewTable], in order) and its version to tok, only when the row's version
-// is not greater than tok. One statement, one round trip (two in the rare
-// race where a newer write committed while this one waited on the row lock;
-// the refusal is re-read with a fresh snapshot to report the real version).
-// On a pgx.Tx the row stays locked until the transaction ends.
+// is not greater than tok: one statement, UPDATE ... WHERE key = $1 AND
+// version <= tok, and one round trip. A refused update (no row changed)
+// costs a second statement, which reads the row's version to tell a stale
+// write from a missing row. On a pgx.Tx the row stays locked until the
+// transaction ends.
 //
 // Errors: a [*fence.StaleError] whose Resource is "table:key" and Current
-// the row's version (nothing changed); [ErrNoRow] when no row has the key;
-// [fence.ErrInvalidToken]; [ErrNilDB]; an error for a wrong number of
-// values; ctx's error (nothing sent when ctx is already done); PostgreSQL's
-// errors.
+// the row's version (nothing changed), or, for a table bound by
+// [Table.WithGuard], the guard's resource and token; [ErrNoRow] when no row
+// has the key; [fence.ErrInvalidToken]; [ErrNilDB]; an error for a wrong
+// number of values; ctx's error (nothing sent when ctx is already done);
+// PostgreSQL's errors. Once ctx has ended, errors also wrap
+// context.Cause(ctx) (for a lease's Context, lease.ErrLost).
 func (t *Table) Update(ctx context.Context, db Querier, key any, tok fence.Token, values ...any) error {
 	return t.write(ctx, db, "update", t.updateSQL, key, tok, values)
 }
 
 // Insert inserts a row with key, version tok and values (one per column
-// given to [NewTable], in order) unless a row with key exists. One
-// statement, one round trip (two when the row was inserted concurrently,
-// after the statement's snapshot: its version is then read in a second
-// statement, to tell stale from exists).
+// given to [NewTable], in order) unless a row with key exists: one
+// statement (INSERT ... ON CONFLICT (key) DO NOTHING), one round trip. When
+// the row exists, a second statement reads its version to tell stale from
+// exists.
 //
 // Errors: a [*fence.StaleError] when the row exists with a version greater
 // than tok; [ErrRowExists] when it exists otherwise (use [Table.Update]);
-// and the argument errors of [Table.Update]. Nothing is changed on error.
+// and the errors of [Table.Update]. Nothing is changed on error.
 func (t *Table) Insert(ctx context.Context, db Querier, key any, tok fence.Token, values ...any) error {
 	return t.write(ctx, db, "insert", t.insertSQL, key, tok, values)
 }
@@ -179,12 +243,12 @@ func (t *Table) Insert(ctx context.Context, db Querier, key any, tok fence.Token
 // Upsert writes the row with key, version tok and values whether or not it
 // exists, unless it exists with a version greater than tok: an insert, or
 // the fenced update of [Table.Update], in one statement and one round trip
-// (INSERT ... ON CONFLICT (key) DO UPDATE ... WHERE version <= tok; two in
-// the race described at [Table.Update]). The key column needs a unique
-// index or constraint.
+// (INSERT ... ON CONFLICT (key) DO UPDATE ... WHERE version <= tok; a
+// second statement reads the version of a row that refused it). The key
+// column needs a unique index or constraint.
 //
 // Errors: a [*fence.StaleError] when the row's version is greater than tok
-// (nothing changed), and the argument errors of [Table.Update].
+// (nothing changed), and the errors of [Table.Update].
 func (t *Table) Upsert(ctx context.Context, db Querier, key any, tok fence.Token, values ...any) error {
 	return t.write(ctx, db, "upsert", t.upsertSQL, key, tok, values)
 }
@@ -198,13 +262,16 @@ func (t *Table) Version(ctx context.Context, db Querier, key any) (fence.Token, 
 	if isNil(db) {
 		return 0, fmt.Errorf("%w (%s)", ErrNilDB, res)
 	}
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("sqlfence: version of %s: %w", res, withCause(ctx, err))
+	}
 	var v int64
 	err := db.QueryRow(ctx, t.readSQL, key).Scan(&v)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, fmt.Errorf("%w: %s", ErrNoRow, res)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("sqlfence: version of %s: %w", res, err)
+		return 0, fmt.Errorf("sqlfence: version of %s: %w", res, withCause(ctx, err))
 	}
 	return fence.Token(v), nil
 }
@@ -216,64 +283,55 @@ func (t *Table) write(ctx context.Context, db Querier, op, sql string, key any, 
 	if len(values) != t.columns {
 		return fmt.Errorf("sqlfence: %s %s: %d values for %d columns", op, t.resource(key), len(values), t.columns)
 	}
-	args := make([]any, 0, 2+len(values))
+	if t.guarded && t.guard == "" {
+		return fmt.Errorf("sqlfence: %s %s: WithGuard was given an empty resource name", op, t.resource(key))
+	}
+	args := make([]any, 0, 3+len(values))
 	args = append(args, key, int64(tok))
 	args = append(args, values...)
-	var done bool
-	var cur int64
-	err := db.QueryRow(ctx, sql, args...).Scan(&done, &cur)
-	switch {
-	case err == nil && done:
-		return nil
-	case err == nil && fence.IsStale(tok, fence.Token(cur)):
-		return &fence.StaleError{Resource: t.resource(key), Presented: tok, Current: fence.Token(cur)}
-	case err != nil && !errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("sqlfence: %s %s with token %s: %w", op, t.resource(key), tok, err)
+	if t.guarded {
+		args = append(args, t.guard)
 	}
-	// Refused (or matched nothing), and the statement's snapshot does not
-	// say why: it shows no row (ErrNoRows), or a version that allows tok.
-	return t.explain(ctx, db, op, key, tok, err == nil, cur)
+	tag, err := db.Exec(ctx, sql, args...)
+	if err != nil {
+		return fmt.Errorf("sqlfence: %s %s with token %s: %w", op, t.resource(key), tok, withCause(ctx, err))
+	}
+	if tag.RowsAffected() > 0 {
+		return nil
+	}
+	return t.refused(ctx, db, op, key, tok)
 }
 
-// explain turns a refusal that the statement's snapshot does not explain
-// into an error. visible says whether the snapshot saw the row, with
-// version cur. Under READ COMMITTED the snapshot predates what was
-// committed while the statement waited on a row lock; a new statement
-// (one more round trip) sees it.
-func (t *Table) explain(ctx context.Context, db Querier, op string, key any, tok fence.Token, visible bool, cur int64) error {
+// refused explains a write that changed no row, with a second statement:
+// under READ COMMITTED it sees what was committed up to now, including what
+// the refused statement waited for.
+func (t *Table) refused(ctx context.Context, db Querier, op string, key any, tok fence.Token) error {
 	res := t.resource(key)
-	switch op {
-	case "insert":
-		if visible {
-			return fmt.Errorf("%w: %s has version %d", ErrRowExists, res, cur)
-		}
-		// Inserted concurrently: stale if its version is newer, as without
-		// the race.
-		v, err := reread(ctx, db, t.readSQL, key)
-		switch {
-		case err == nil && fence.IsStale(tok, v):
-			return &fence.StaleError{Resource: res, Presented: tok, Current: v}
-		case err == nil:
-			return fmt.Errorf("%w: %s has version %s (inserted concurrently)", ErrRowExists, res, v)
-		case errors.Is(err, pgx.ErrNoRows):
-			return fmt.Errorf("%w: %s (inserted and deleted concurrently)", ErrRowExists, res)
-		default:
-			return fmt.Errorf("sqlfence: insert %s refused; reading its version: %w", res, err)
-		}
-	case "upsert":
-		// It conflicted, so the row exists, with a newer version committed
-		// while the upsert waited.
-		return staleFromReread(ctx, db, t.readSQL, key, res, tok)
-	default: // update
-		if !visible {
-			return fmt.Errorf("%w: %s", ErrNoRow, res)
-		}
-		// The row was changed or deleted while the update waited on its lock.
-		err := staleFromReread(ctx, db, t.readSQL, key, res, tok)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: %s (deleted concurrently)", ErrNoRow, res)
-		}
-		return err
+	var guard, ver *int64 // nil: no guard row, no row
+	var err error
+	if t.guarded {
+		err = db.QueryRow(ctx, t.whySQL, key, t.guard).Scan(&guard, &ver)
+	} else {
+		err = db.QueryRow(ctx, t.readSQL, key).Scan(&ver)
+	}
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("sqlfence: %s %s refused token %s; reading why: %w", op, res, tok, withCause(ctx, err))
+	}
+	switch {
+	case guard != nil && fence.IsStale(tok, fence.Token(*guard)):
+		return staleError(ctx, t.guard, tok, fence.Token(*guard))
+	case ver != nil && fence.IsStale(tok, fence.Token(*ver)):
+		return staleError(ctx, res, tok, fence.Token(*ver))
+	case op == "insert" && ver != nil:
+		return fmt.Errorf("%w: %s has version %d", ErrRowExists, res, *ver)
+	case op == "insert":
+		return fmt.Errorf("%w: %s (inserted and deleted concurrently)", ErrRowExists, res)
+	case op == "update" && ver == nil:
+		return fmt.Errorf("%w: %s", ErrNoRow, res)
+	default:
+		// The row was deleted, or deleted and inserted again, while the
+		// write waited for it: nothing says the write is stale.
+		return fmt.Errorf("sqlfence: %s %s refused token %s while the row changed under it; retry", op, res, tok)
 	}
 }
 

@@ -216,7 +216,7 @@ func TestMaxToken(t *testing.T) {
 func TestTableNamedLikeInternals(t *testing.T) {
 	env := setup(t)
 	ctx := testCtx(t)
-	for _, name := range []string{"w", "fencekit_w", "fencekit_seen", "fencekit_row", "ver", "t"} {
+	for _, name := range []string{"w", "fencekit_w", "fencekit_seen", "fencekit_row", "fencekit_claim", "fencekit_guard", "ver", "t"} {
 		exec(t, env.Pool, `CREATE TABLE `+name+` (id int PRIMARY KEY, ver text, fencekit_row bigint NOT NULL DEFAULT 0)`)
 		tbl, err := sqlfence.NewTable(name, "id", "fencekit_row", "ver")
 		if err != nil {
@@ -239,5 +239,58 @@ func TestTableNamedLikeInternals(t *testing.T) {
 		}
 		wantStale(t, tbl.Update(ctx, env.Pool, 1, 6, "d"), name+":1", 6, 7)
 		wantStale(t, tbl.Upsert(ctx, env.Pool, 1, 6, "d"), name+":1", 6, 7)
+		guarded := tbl.WithGuard(name)
+		if err := guarded.Insert(ctx, env.Pool, 2, 8, "e"); err != nil {
+			t.Fatalf("%s: guarded Insert: %v", name, err)
+		}
+		if err := guarded.Update(ctx, env.Pool, 1, 8, "e"); err != nil {
+			t.Fatalf("%s: guarded Update: %v", name, err)
+		}
+		if err := guarded.Upsert(ctx, env.Pool, 1, 9, "f"); err != nil {
+			t.Fatalf("%s: guarded Upsert: %v", name, err)
+		}
+		wantStale(t, guarded.Update(ctx, env.Pool, 1, 8, "g"), name, 8, 9)
+	}
+}
+
+// An accepted row-mode write is one plain statement, the UPDATE or INSERT
+// itself with the version condition (no CTE, no RETURNING): it costs what the
+// unfenced statement costs. Only a refusal sends a second statement, to tell
+// stale from missing.
+func TestRowModeAcceptedIsOnePlainStatement(t *testing.T) {
+	env, tbl := acctTable(t)
+	ctx := testCtx(t)
+	conn, rec := recordingConn(t, env.URL)
+	want := func(what string, err error, prefixes ...string) {
+		t.Helper()
+		sqls := rec.take()
+		if len(sqls) != len(prefixes) {
+			t.Fatalf("%s (%v) sent %d statements %q, want %d", what, err, len(sqls), sqls, len(prefixes))
+		}
+		for i, p := range prefixes {
+			if !strings.HasPrefix(sqls[i], p) || strings.Contains(sqls[i], "RETURNING") {
+				t.Fatalf("%s: statement %d is %q, want a plain statement starting %q", what, i+1, sqls[i], p)
+			}
+		}
+	}
+	err := tbl.Insert(ctx, conn, 1, 5, 50)
+	want("accepted Insert", err, "INSERT INTO")
+	err = tbl.Update(ctx, conn, 1, 6, 60)
+	want("accepted Update", err, "UPDATE")
+	err = tbl.Upsert(ctx, conn, 1, 7, 70)
+	want("accepted Upsert", err, "INSERT INTO")
+	err = tbl.Upsert(ctx, conn, 2, 7, 70)
+	want("accepted Upsert of a new row", err, "INSERT INTO")
+	err = tbl.Update(ctx, conn, 1, 6, 60)
+	wantStale(t, err, "acct:1", 6, 7)
+	want("stale Update", err, "UPDATE", "SELECT")
+	err = tbl.Update(ctx, conn, 3, 8, 80)
+	want("Update of a missing row", err, "UPDATE", "SELECT")
+	// A guarded write is one statement too: the claim is a WITH item of it.
+	if err := tbl.WithGuard("acct").Update(ctx, conn, 1, 8, 80); err != nil {
+		t.Fatal(err)
+	}
+	if sqls := rec.take(); len(sqls) != 1 || !strings.HasPrefix(sqls[0], "WITH fencekit_claim") {
+		t.Fatalf("accepted guarded Update sent %q, want one statement", sqls)
 	}
 }

@@ -19,8 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/fencekit/fencekit/lease"
+	"github.com/fencekit/fencekit/migrations"
 	"github.com/fencekit/fencekit/sim"
-	"github.com/fencekit/fencekit/sqlfence"
 )
 
 func envOr(name, def string) string {
@@ -103,7 +103,7 @@ func runReal(args []string, stdout, stderr io.Writer) int {
 // setup creates what the scenario writes to: the migrations, the two demo
 // tables, the fenced row and the bucket.
 func setup(ctx context.Context, c *realConfig, s *stores) error {
-	if err := sqlfence.Migrate(ctx, c.Postgres); err != nil {
+	if err := migrations.Up(ctx, c.Postgres); err != nil {
 		return fmt.Errorf("real: migrate: %w", err)
 	}
 	for _, q := range []string{

@@ -1,0 +1,162 @@
+package sqlfence_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/testenv"
+	"github.com/fencekit/fencekit/lease"
+	"github.com/fencekit/fencekit/sqlfence"
+)
+
+// newLeases returns a lease client on the test's Redis.
+func newLeases(t *testing.T, r *testenv.RedisEnv) *lease.Client {
+	t.Helper()
+	c, err := lease.New(r.Client, &lease.Options{RenewInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// A lease lost (its Redis key deleted) while sqlfence writes wait under its
+// Context: the writes end with errors that match lease.ErrLost and
+// fence.ErrFencedOut, not only context.Canceled.
+func TestLostLeaseCutsWrites(t *testing.T) {
+	env := setup(t)
+	r := testenv.Redis(t)
+	ctx := testCtx(t)
+	unbound, guarded := invoices(t, env.Pool)
+	l, err := newLeases(t, r).Acquire(ctx, r.Name("invoices"), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(context.Background())
+
+	// Another transaction holds the guard row and the invoice row, so the
+	// writes below wait on their locks until the lease is lost.
+	blocker, err := env.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blocker.Rollback(context.Background())
+	if err := sqlfence.Claim(ctx, blocker, "invoices", 1); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, blocker, `SELECT 1 FROM invoices WHERE id = 1 FOR UPDATE`)
+
+	writes := map[string]func(context.Context, *pgx.Conn) error{
+		"InTx": func(ctx context.Context, c *pgx.Conn) error {
+			return sqlfence.InTx(ctx, c, "invoices", l.Token(), setTotal(ctx, 1, 1))
+		},
+		"Update": func(ctx context.Context, c *pgx.Conn) error {
+			return unbound.Update(ctx, c, 1, l.Token(), 2)
+		},
+		"guarded Update": func(ctx context.Context, c *pgx.Conn) error {
+			return guarded.Update(ctx, c, 1, l.Token(), 3)
+		},
+	}
+	errs := map[string]chan error{}
+	for name, write := range writes {
+		conn := connect(t, env.URL)
+		errs[name] = make(chan error, 1)
+		go func() { errs[name] <- write(l.Context(), conn) }()
+		waitForLockWait(t, env.Pool, conn.PgConn().PID())
+	}
+	if err := r.Client.Del(ctx, "fencekit:{"+r.Name("invoices")+"}:lock").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for name, ch := range errs {
+		err := <-ch
+		if !errors.Is(err, lease.ErrLost) || !errors.Is(err, fence.ErrFencedOut) {
+			t.Errorf("%s cut off by the lost lease: %v; want an error matching lease.ErrLost and fence.ErrFencedOut", name, err)
+		}
+	}
+	// Once the Context has ended, nothing is sent, and the error still
+	// says why.
+	conn := connect(t, env.URL)
+	for name, write := range writes {
+		if err := write(l.Context(), conn); !errors.Is(err, lease.ErrLost) {
+			t.Errorf("%s after the lease was lost: %v; want lease.ErrLost", name, err)
+		}
+	}
+}
+
+// staleRejected reads fencekit_stale_rejected_total{store="postgres"}: 0
+// when not exposed yet (the counter was made before the meter provider was
+// installed, and nothing has been counted since).
+func staleRejected(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "fencekit_stale_rejected_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "store" && l.GetValue() == "postgres" {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// Every refused stale write counts once in fencekit_stale_rejected_total
+// {store="postgres"}, as a Prometheus scrape shows it; accepted writes and
+// other errors do not count.
+func TestStaleRejectedMetric(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
+	if err != nil {
+		t.Fatal(err)
+	}
+	otel.SetMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp)))
+	env := setup(t)
+	ctx := testCtx(t)
+	unbound, guarded := invoices(t, env.Pool)
+	before := staleRejected(t, reg)
+	mustNot := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustNot(sqlfence.InTx(ctx, env.Pool, "invoices", 5, setTotal(ctx, 1, 5)))
+	mustNot(unbound.Update(ctx, env.Pool, 1, 5, 5))
+	if got := staleRejected(t, reg) - before; got != 0 {
+		t.Fatalf("accepted writes counted %v refusals", got)
+	}
+	refusals := []error{
+		sqlfence.InTx(ctx, env.Pool, "invoices", 4, setTotal(ctx, 1, 4)),
+		sqlfence.Fence(ctx, env.Pool, "invoices", 3),
+		unbound.Update(ctx, env.Pool, 1, 4, 4),
+		unbound.Upsert(ctx, env.Pool, 1, 4, 4),
+		unbound.Insert(ctx, env.Pool, 1, 4, 4),
+		guarded.Update(ctx, env.Pool, 1, 4, 4),
+	}
+	for i, err := range refusals {
+		if !errors.Is(err, fence.ErrStale) {
+			t.Fatalf("write %d: %v, want stale", i, err)
+		}
+	}
+	if err := unbound.Update(ctx, env.Pool, 9, 6, 6); !errors.Is(err, sqlfence.ErrNoRow) {
+		t.Fatalf("missing row: %v", err)
+	}
+	if got := staleRejected(t, reg) - before; got != float64(len(refusals)) {
+		t.Fatalf("fencekit_stale_rejected_total{store=\"postgres\"} rose by %v, want %d", got, len(refusals))
+	}
+}
