@@ -27,20 +27,29 @@ import (
 // MD5 (multipart uploads, SSE-KMS, servers configured otherwise), when two
 // reads in a row agree.
 
-// writeRecord is the parsed value of the <MetadataKey>-write entry.
+// writeRecord is the parsed value of the <MetadataKey>-write entry:
+// "<token> <md5> <write id>", and " opaque" when the store that wrote it
+// had seen the server give its puts ETags that are not content hashes.
 type writeRecord struct {
-	tok fence.Token
-	md5 string // 32 lower-case hex digits
-	id  string
+	tok    fence.Token
+	md5    string // 32 lower-case hex digits
+	id     string
+	opaque bool
 }
 
-func (w writeRecord) String() string { return w.tok.String() + " " + w.md5 + " " + w.id }
+func (w writeRecord) String() string {
+	s := w.tok.String() + " " + w.md5 + " " + w.id
+	if w.opaque {
+		s += " opaque"
+	}
+	return s
+}
 
 // parseWriteRecord parses a write record; ok is false for anything that is
 // not one (another tool may have written the entry).
-func parseWriteRecord(s string) (w writeRecord, ok bool) {
+func parseWriteRecord(s string) (writeRecord, bool) {
 	f := strings.Fields(s)
-	if len(f) != 3 || len(f[1]) != md5.Size*2 || strings.Join(f, " ") != s {
+	if len(f) != 3 && (len(f) != 4 || f[3] != "opaque") || len(f[1]) != md5.Size*2 {
 		return writeRecord{}, false
 	}
 	tok, err := fence.ParseToken(f[0])
@@ -50,13 +59,35 @@ func parseWriteRecord(s string) (w writeRecord, ok bool) {
 	if b, err := hex.DecodeString(f[1]); err != nil || hex.EncodeToString(b) != f[1] {
 		return writeRecord{}, false
 	}
-	return writeRecord{tok: tok, md5: f[1], id: f[2]}, true
+	w := writeRecord{tok: tok, md5: f[1], id: f[2], opaque: len(f) == 4}
+	if w.String() != s { // one canonical spelling
+		return writeRecord{}, false
+	}
+	return w, true
 }
 
-// selfConsistent reports whether st's ETag and token provably come from
-// one object: its write record names the same token and, as MD5, the ETag.
-func (st headState) selfConsistent() bool {
-	return st.hasRecord && st.record.tok == st.Token && st.ETag == `"`+st.record.md5+`"`
+// trusted reports whether one read st can be trusted: its write record
+// names the same token and an MD5 that gives the ETag (of a PUT or of the
+// store's one-part multipart upload), so ETag and token come from one
+// object. On a server whose ETags are not content hashes (this store, or
+// the one that wrote the record, saw one of its own puts get another
+// ETag), a read with a write record is trusted as it is: the store then relies on the server reading ETag and
+// metadata together, as AWS S3 does.
+func (s *Store) trusted(st headState) bool {
+	if !st.hasRecord || st.record.tok != st.Token {
+		return false
+	}
+	return s.opaque.Load() || st.record.opaque || contentETag(st.ETag, st.record.md5)
+}
+
+// contentETag reports whether etag is what S3 gives a body with MD5 sum
+// (hex), written by a PUT or as a one-part multipart upload.
+func contentETag(etag, sum string) bool {
+	var raw [md5.Size]byte
+	if _, err := hex.Decode(raw[:], []byte(sum)); err != nil {
+		return false
+	}
+	return etag == plainETag(raw) || etag == multipartETag(raw)
 }
 
 // readVersion reads the object's version until the read can be trusted:
@@ -69,16 +100,16 @@ func (s *Store) readVersion(ctx context.Context, key string) (headState, error) 
 		if err != nil {
 			return headState{}, err
 		}
-		if !st.Exists() || st.selfConsistent() || prev != nil && *prev == st {
+		if !st.Exists() || s.trusted(st) || prev != nil && *prev == st {
 			return st, nil
 		}
 		prev = &st
 	}
-	return headState{}, fmt.Errorf("%w: %s kept changing between reads (%d reads)", ErrContention, s.resource(key), s.maxAttempts+1)
+	return headState{}, fmt.Errorf("%w: the object kept changing between reads (%d reads)", ErrContention, s.maxAttempts+1)
 }
 
 // bodyMD5 hashes r from start to start+size and leaves r at start.
-func bodyMD5(r io.ReadSeeker, start, size int64) (string, error) {
+func bodyMD5(r io.ReadSeeker, start, size int64) (sum [md5.Size]byte, err error) {
 	h := md5.New()
 	n, err := io.Copy(h, io.LimitReader(r, size))
 	if err == nil && n != size {
@@ -87,15 +118,6 @@ func bodyMD5(r io.ReadSeeker, start, size int64) (string, error) {
 	if _, serr := r.Seek(start, io.SeekStart); err == nil {
 		err = serr
 	}
-	return hex.EncodeToString(h.Sum(nil)), err
-}
-
-// isMD5ETag reports whether etag looks like an MD5 digest: 32 hex digits
-// in quotes.
-func isMD5ETag(etag string) bool {
-	if len(etag) != 34 || etag[0] != '"' || etag[33] != '"' {
-		return false
-	}
-	_, err := hex.DecodeString(etag[1:33])
-	return err == nil
+	h.Sum(sum[:0])
+	return sum, err
 }

@@ -1,22 +1,24 @@
 package blobfence
 
 import (
+	"encoding/hex"
 	"errors"
 	"regexp"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/fencekit/fencekit/fence"
 )
 
 func FuzzValidateKey(f *testing.F) {
-	for _, k := range []string{"", "k", "a/b/c", strings.Repeat("x", MaxKeyLen), strings.Repeat("x", MaxKeyLen+1), "\xff", "é"} {
+	for _, k := range []string{"", "k", "a/b/c", strings.Repeat("x", MaxKeyLen), strings.Repeat("x", MaxKeyLen+1), "\xff", "é", "a\x00b", "tab\there", "del\x7f", "c1\u0085"} {
 		f.Add(k)
 	}
 	f.Fuzz(func(t *testing.T, key string) {
 		err := ValidateKey(key)
-		valid := key != "" && len(key) <= MaxKeyLen && utf8.ValidString(key)
+		valid := key != "" && len(key) <= MaxKeyLen && utf8.ValidString(key) && !strings.ContainsFunc(key, unicode.IsControl)
 		if (err == nil) != valid {
 			t.Fatalf("ValidateKey(%q) = %v; valid = %v", key, err, valid)
 		}
@@ -38,7 +40,7 @@ func FuzzMetadataKey(f *testing.F) {
 		if name == "" {
 			return // the default
 		}
-		err := New(nopClient{}, "b", &Options{MetadataKey: name}).err
+		_, err := New(nopClient{}, "b", &Options{MetadataKey: name})
 		if valid := metadataKeyRE.MatchString(name); (err == nil) != valid {
 			t.Fatalf("New with MetadataKey %q: %v; want it accepted exactly when it is lower-case letters, digits and '-' (not first), 1-128 bytes (%v)", name, err, valid)
 		}
@@ -54,9 +56,12 @@ func FuzzTokenMetadata(f *testing.F) {
 	for _, v := range []string{"1", "0", "34", "007", "-1", "+1", " 1", "9223372036854775807", "9223372036854775808", "1e3", ""} {
 		f.Add(v)
 	}
-	s := New(nopClient{}, "b", nil)
+	s, err := New(nopClient{}, "b", nil)
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, v string) {
-		tok, err := s.parseToken("k", map[string]string{"Fencekit-Token": v})
+		tok, err := s.parseToken(map[string]string{"Fencekit-Token": v})
 		want, werr := fence.ParseToken(v)
 		if (err == nil) != (werr == nil) || tok != want {
 			t.Fatalf("parseToken(%q) = %d, %v; fence.ParseToken = %d, %v", v, tok, err, want, werr)
@@ -87,12 +92,17 @@ func FuzzWriteRecord(f *testing.F) {
 		}
 		rec := writeRecord{tok: fence.Token(tok), md5: md5hex, id: id}
 		got, ok := parseWriteRecord(rec.String())
-		valid := fence.Token(tok) <= fence.MaxToken && isMD5ETag(`"`+md5hex+`"`) && strings.ToLower(md5hex) == md5hex &&
+		valid := fence.Token(tok) <= fence.MaxToken && isHex32(md5hex) && strings.ToLower(md5hex) == md5hex &&
 			id != "" && !strings.ContainsFunc(id, isSpace)
 		if valid && (!ok || got != rec) {
 			t.Fatalf("record %+v printed as %q parses as %+v, %v", rec, rec.String(), got, ok)
 		}
 	})
+}
+
+func isHex32(s string) bool {
+	_, err := hex.DecodeString(s)
+	return len(s) == 32 && err == nil
 }
 
 func isSpace(r rune) bool { return strings.TrimSpace(string(r)) == "" }

@@ -56,7 +56,7 @@ func TestRacingWriters(t *testing.T) {
 	t.Logf("seed=%d (rerun with -race-seed=%d)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	env := testenv.S3(t)
-	s := blobfence.New(pooledClient(env, writers), env.Bucket, nil)
+	s := mustNew(t, pooledClient(env, writers), env.Bucket, nil)
 	var accepted, stale, contention int
 	for round := range rounds {
 		key := fmt.Sprintf("race-%03d", round)
@@ -179,7 +179,7 @@ func auditRound(t *testing.T, s *blobfence.Store, key string, results []raceResu
 func TestRacingDeletes(t *testing.T) {
 	ctx := context.Background()
 	env := testenv.S3(t)
-	s := blobfence.New(pooledClient(env, 20), env.Bucket, nil)
+	s := mustNew(t, pooledClient(env, 20), env.Bucket, nil)
 	rounds := 20
 	if testing.Short() {
 		rounds = 5

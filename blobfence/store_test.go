@@ -239,14 +239,14 @@ func TestFencedDelete(t *testing.T) {
 func TestDeleteLosesRaceThenDecidesAgain(t *testing.T) {
 	ctx := context.Background()
 	env := newRacer(t)
-	s := blobfence.New(env, env.env.Bucket, nil)
+	s := mustNew(t, env, env.env.Bucket, nil)
 	if err := s.Put(ctx, "k", []byte("v1"), 5); err != nil {
 		t.Fatal(err)
 	}
 	// Between Delete's HEAD and its DELETE, a writer with token 6 replaces
 	// the object: the DELETE gets 412, the second round sees token 6.
 	env.beforeDelete = func() {
-		if err := blobfence.New(env.env.Client, env.env.Bucket, nil).Put(ctx, "k", []byte("v2"), 6); err != nil {
+		if err := mustNew(t, env.env.Client, env.env.Bucket, nil).Put(ctx, "k", []byte("v2"), 6); err != nil {
 			t.Error(err)
 		}
 	}
@@ -294,7 +294,7 @@ func TestMissingBucket(t *testing.T) {
 	ctx := context.Background()
 	_, _, env := newStore(t, nil)
 	c := &counting{S3API: env.Client}
-	s := blobfence.New(c, env.Bucket+"-missing", nil)
+	s := mustNew(t, c, env.Bucket+"-missing", nil)
 	err := s.Put(ctx, "k", []byte("x"), 1)
 	if err == nil || errors.Is(err, blobfence.ErrContention) || !strings.Contains(err.Error(), "NoSuchBucket") {
 		t.Fatalf("put to a missing bucket: %v; want the NoSuchBucket error at once", err)
