@@ -12,9 +12,14 @@ import (
 )
 
 // A put stores, next to the token, a write record in the metadata entry
-// <MetadataKey>-write: "<token> <md5 of the body, hex> <write id>". It lets
-// a reader check that the ETag and the token it got belong to the same
-// object, and a writer recognize its own write after a lost reply.
+// <MetadataKey>-write:
+//
+//	<token> <md5 of the body, hex> <write id> <alt> <fields>[ opaque]
+//
+// It lets a reader check that the ETag and the token it got belong to the
+// same object, a writer recognize its own write after a lost reply, and a
+// writer of the same bytes again choose an ETag no older writer holds
+// (<alt> and <fields>, see same.go).
 //
 // The check exists because a HEAD is not always one atomic read. versitygw's
 // posix backend, for one, reads the metadata and then the ETag by path,
@@ -22,23 +27,33 @@ import (
 // PUT can return the new ETag with the old token. A writer deciding on such
 // a pair would pass a conditional write with a token older than the one
 // stored (the race test caught this). So a read counts only when it is
-// self-consistent (the record's MD5 is the ETag and its token is the
-// token), or, for objects without a record or with ETags that are not an
-// MD5 (multipart uploads, SSE-KMS, servers configured otherwise), when two
-// reads in a row agree.
+// self-consistent (the ETag is what the record's MD5 gives and the
+// record's token is the token), or, for objects without a record, when two
+// reads in a row agree. On servers whose ETags are not content hashes
+// (SSE-KMS), a read with a record is trusted as it is.
 
-// writeRecord is the parsed value of the <MetadataKey>-write entry:
-// "<token> <md5> <write id>", and " opaque" when the store that wrote it
-// had seen the server give its puts ETags that are not content hashes.
+// writeRecord is the parsed value of the <MetadataKey>-write entry.
 type writeRecord struct {
-	tok    fence.Token
-	md5    string // 32 lower-case hex digits
-	id     string
+	tok fence.Token
+	md5 string // 32 lower-case hex digits
+	id  string
+	// alt is the token under which the same bytes were last written in the
+	// other form (PUT or one-part multipart upload) in the run of writes of
+	// these bytes that this version ends; hasAlt is false when they were not.
+	alt    fence.Token
+	hasAlt bool
+	fields string // digest of the object's other fields (Content-Type, metadata...)
+	// opaque: the store that wrote the record had seen the server give its
+	// puts ETags that are not content hashes.
 	opaque bool
 }
 
 func (w writeRecord) String() string {
-	s := w.tok.String() + " " + w.md5 + " " + w.id
+	alt := "-"
+	if w.hasAlt {
+		alt = w.alt.String()
+	}
+	s := w.tok.String() + " " + w.md5 + " " + w.id + " " + alt + " " + w.fields
 	if w.opaque {
 		s += " opaque"
 	}
@@ -49,7 +64,7 @@ func (w writeRecord) String() string {
 // not one (another tool may have written the entry).
 func parseWriteRecord(s string) (writeRecord, bool) {
 	f := strings.Fields(s)
-	if len(f) != 3 && (len(f) != 4 || f[3] != "opaque") || len(f[1]) != md5.Size*2 {
+	if len(f) != 5 && (len(f) != 6 || f[5] != "opaque") || len(f[1]) != md5.Size*2 {
 		return writeRecord{}, false
 	}
 	tok, err := fence.ParseToken(f[0])
@@ -59,7 +74,13 @@ func parseWriteRecord(s string) (writeRecord, bool) {
 	if b, err := hex.DecodeString(f[1]); err != nil || hex.EncodeToString(b) != f[1] {
 		return writeRecord{}, false
 	}
-	w := writeRecord{tok: tok, md5: f[1], id: f[2], opaque: len(f) == 4}
+	w := writeRecord{tok: tok, md5: f[1], id: f[2], fields: f[4], opaque: len(f) == 6}
+	if f[3] != "-" {
+		if w.alt, err = fence.ParseToken(f[3]); err != nil {
+			return writeRecord{}, false
+		}
+		w.hasAlt = true
+	}
 	if w.String() != s { // one canonical spelling
 		return writeRecord{}, false
 	}

@@ -78,9 +78,10 @@ func FuzzTokenMetadata(f *testing.F) {
 // FuzzWriteRecord: what parses prints back the same, and what a put writes
 // parses back to the same record.
 func FuzzWriteRecord(f *testing.F) {
-	f.Add("34 0cc175b9c0f1b6a831c399e269772661 ABC.0", uint64(34), "0cc175b9c0f1b6a831c399e269772661", "id.1")
-	f.Add("34  0cc175b9c0f1b6a831c399e269772661 x", uint64(0), "", "")
-	f.Add("1 0CC175B9C0F1B6A831C399E269772661 x", uint64(1<<63), "zz", "a b")
+	f.Add("34 0cc175b9c0f1b6a831c399e269772661 ABC.0 - 0123456789abcdef", uint64(34), "0cc175b9c0f1b6a831c399e269772661", "id.1")
+	f.Add("34 0cc175b9c0f1b6a831c399e269772661 ABC.0 7 0123456789abcdef opaque", uint64(0), "", "")
+	f.Add("34  0cc175b9c0f1b6a831c399e269772661 x - f", uint64(0), "", "")
+	f.Add("1 0CC175B9C0F1B6A831C399E269772661 x 0 f", uint64(1<<63), "zz", "a b")
 	f.Fuzz(func(t *testing.T, raw string, tok uint64, md5hex, id string) {
 		if rec, ok := parseWriteRecord(raw); ok {
 			if rec.String() != raw {
@@ -90,7 +91,10 @@ func FuzzWriteRecord(f *testing.F) {
 				t.Fatalf("parseWriteRecord(%q) accepted %+v", raw, rec)
 			}
 		}
-		rec := writeRecord{tok: fence.Token(tok), md5: md5hex, id: id}
+		rec := writeRecord{tok: fence.Token(tok), md5: md5hex, id: id, fields: "0123456789abcdef", opaque: tok%3 == 0}
+		if tok%2 == 0 {
+			rec.alt, rec.hasAlt = fence.Token(tok/2), true
+		}
 		got, ok := parseWriteRecord(rec.String())
 		valid := fence.Token(tok) <= fence.MaxToken && isHex32(md5hex) && strings.ToLower(md5hex) == md5hex &&
 			id != "" && !strings.ContainsFunc(id, isSpace)

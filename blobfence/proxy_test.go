@@ -28,8 +28,9 @@ import (
 // It signs each changed request again with the test's credentials, so the
 // server accepts it.
 type s3Proxy struct {
-	request func(*http.Request)        // may change a request before it is signed and sent
-	reply   func(*http.Response) error // may change a reply
+	request   func(*http.Request)        // may change a request before it is signed and sent
+	reply     func(*http.Response) error // may change a reply
+	transport http.RoundTripper          // nil: http.DefaultTransport
 }
 
 // client starts the proxy in front of env's server and returns a client of
@@ -53,11 +54,19 @@ func (p *s3Proxy) client(t *testing.T, env *testenv.S3Env) *s3.Client {
 			}
 		},
 		ModifyResponse: p.reply,
+		Transport:      p.transport,
+	}
+	if rp.Transport == nil {
+		rp.Transport = proxyTransport
 	}
 	srv := httptest.NewServer(rp)
 	t.Cleanup(srv.Close)
-	return testenv.NewS3Client(srv.URL, env.AccessKey, env.SecretKey)
+	return pooledClient(&testenv.S3Env{Endpoint: srv.URL, AccessKey: env.AccessKey, SecretKey: env.SecretKey}, 64)
 }
+
+// proxyTransport keeps enough idle connections to the server for 50
+// concurrent writers.
+var proxyTransport = &http.Transport{MaxIdleConns: 64, MaxIdleConnsPerHost: 64}
 
 // dropIfMatch is a proxy that removes If-Match from every request, as
 // servers without conditional writes do.

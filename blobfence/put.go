@@ -137,10 +137,14 @@ func (s *Store) putLoop(ctx context.Context, key string, r io.ReadSeeker, tok fe
 	if b.md5, err = bodyMD5(r, b.start, b.size); err != nil {
 		return PutResult{}, fmt.Errorf("hash the body: %w", err)
 	}
-	sum := hex.EncodeToString(b.md5[:])
+	sum, fieldsDigest := hex.EncodeToString(b.md5[:]), fields.digest()
 	w := &writeState{op: "put", id: rand.Text()}
+	record := func(id string, alt fence.Token, hasAlt bool) writeRecord {
+		return writeRecord{tok: tok, md5: sum, id: id, alt: alt, hasAlt: hasAlt, fields: fieldsDigest, opaque: s.opaque.Load()}
+	}
 	// The longest write record of the call fits, or nothing is sent.
-	longest := writeRecord{tok: tok, md5: sum, id: w.id + "." + strconv.Itoa(s.maxAttempts), opaque: true}
+	longest := record(w.id+"."+strconv.Itoa(s.maxAttempts), fence.MaxToken, true)
+	longest.opaque = true
 	if _, err := s.userMetadata(fields, tok.String(), longest.String()); err != nil {
 		return PutResult{}, err
 	}
@@ -150,20 +154,20 @@ func (s *Store) putLoop(ctx context.Context, key string, r io.ReadSeeker, tok fe
 		if attempt == s.maxAttempts && !w.lastUnknown {
 			break // the last attempt lost a race: it did not land
 		}
-		var cur Version
-		if attempt == 0 && prev != nil && fence.Check("", tok, prev.Token) == nil {
-			cur = *prev
+		var st headState
+		if attempt == 0 && prev != nil && fence.Check("", tok, prev.Token) == nil && !sameBytes(prev.ETag, b.md5) {
+			st.Version = *prev // the same bytes again need the record: read it
 		} else {
-			st, err := s.readVersion(ctx, key)
-			if err != nil {
+			var err error
+			if st, err = s.readVersion(ctx, key); err != nil {
 				return PutResult{}, w.fail(fmt.Errorf("read the current version: %w", err))
 			}
 			if n, ok := w.mine(st); ok {
 				// An attempt that got no answer did land.
 				return PutResult{Version: st.Version, Replaced: w.based[n], Attempts: attempt}, nil
 			}
-			cur = st.Version
 		}
+		cur := st.Version
 		if attempt == s.maxAttempts {
 			break
 		}
@@ -171,12 +175,19 @@ func (s *Store) putLoop(ctx context.Context, key string, r io.ReadSeeker, tok fe
 			obs.StaleRejected(ctx, obs.StoreS3)
 			return PutResult{}, w.fail(err)
 		}
-		md, err := s.userMetadata(fields, tok.String(), writeRecord{tok: tok, md5: sum, id: w.next(cur), opaque: s.opaque.Load()}.String())
+		how, alt, hasAlt, err := plan(st, b.md5, tok, fieldsDigest)
+		if err != nil {
+			return PutResult{}, w.fail(err)
+		}
+		if how == formNone {
+			return PutResult{Version: cur, Replaced: cur, Attempts: attempt}, nil
+		}
+		md, err := s.userMetadata(fields, tok.String(), record(w.next(cur), alt, hasAlt).String())
 		if err != nil {
 			return PutResult{}, err
 		}
 		var etag string
-		if cur.ETag == plainETag(b.md5) {
+		if how == formMultipart {
 			etag, err = s.writeMultipart(ctx, key, b, cur, md, fields)
 		} else {
 			etag, err = s.writePlain(ctx, key, b, cur, md, fields)
@@ -405,6 +416,11 @@ func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
 
 // plainETag is the ETag S3 gives a single PUT of a body with MD5 sum.
 func plainETag(sum [md5.Size]byte) string { return `"` + hex.EncodeToString(sum[:]) + `"` }
+
+// sameBytes reports whether etag is one S3 gives a body with MD5 sum.
+func sameBytes(etag string, sum [md5.Size]byte) bool {
+	return etag == plainETag(sum) || etag == multipartETag(sum)
+}
 
 // multipartETag is the ETag S3 gives a one-part multipart upload of a body
 // with MD5 sum: the MD5 of the part's MD5, then "-1".
