@@ -267,7 +267,7 @@ func (s *Store) writeMultipart(ctx context.Context, key string, b *body, cur Ver
 	}
 	in := &s3.CompleteMultipartUploadInput{
 		Bucket: aws.String(s.bucket), Key: aws.String(key), UploadId: up.UploadId,
-		MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{ETag: part.ETag, PartNumber: aws.Int32(1)}}},
+		MultipartUpload: onePart(part),
 	}
 	in.IfMatch, in.IfNoneMatch = condition(cur)
 	out, err := s.client.CompleteMultipartUpload(ctx, in, noSDKRetry)
@@ -280,6 +280,16 @@ func (s *Store) writeMultipart(ctx context.Context, key string, b *body, cur Ver
 		s.opaque.Store(true)
 	}
 	return etag, nil
+}
+
+// onePart lists the one part of an upload for CompleteMultipartUpload,
+// with the checksum the SDK sent with the part, if any, as S3 wants it back.
+func onePart(part *s3.UploadPartOutput) *types.CompletedMultipartUpload {
+	return &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{
+		ETag: part.ETag, PartNumber: aws.Int32(1),
+		ChecksumCRC32: part.ChecksumCRC32, ChecksumCRC32C: part.ChecksumCRC32C, ChecksumCRC64NVME: part.ChecksumCRC64NVME,
+		ChecksumSHA1: part.ChecksumSHA1, ChecksumSHA256: part.ChecksumSHA256,
+	}}}
 }
 
 // abort aborts an upload that did not complete, even when ctx has ended
