@@ -38,7 +38,9 @@ type PutResult struct {
 	// Version, If-None-Match: *).
 	Replaced Version
 	// Attempts is the number of conditional writes sent; 1 when the write
-	// did not race.
+	// did not race. A put that found the object already as it asks (the
+	// same bytes, token and fields) writes nothing: Version equals
+	// Replaced.
 	Attempts int
 }
 
@@ -46,19 +48,21 @@ type PutResult struct {
 // object already carries a newer token. It costs two requests when nobody
 // races it: a HEAD that reads the current ETag and token, and a PUT
 // conditional on that ETag (If-Match) or on the key being absent
-// (If-None-Match: *). When the current ETag is the MD5 of body (the same
-// bytes written again), the PUT is replaced by a one-part multipart upload
-// (three requests: create, part, a complete conditional on the ETag) whose
-// ETag differs, so that the write changes the ETag (see the package doc).
-// One HEAD more over an object that has no write record (written by
-// another tool). A lost race (412, 409, or 404 when the object vanished)
+// (If-None-Match: *). When the object holds the same bytes, the write
+// takes the other form (a PUT over a one-part multipart upload, or a
+// one-part upload over a PUT: create, part, and a complete conditional on
+// the ETag, four requests in all) so that its ETag changes; under the
+// same token and fields it writes nothing (one HEAD); see the package doc
+// for when it refuses with [ErrSameBytes]. One HEAD more over an object
+// that has no write record (written by another tool). A lost race (412, 409, or 404 when the object vanished)
 // makes it read and decide again, up to [Options.MaxAttempts] times.
 // Objects without token metadata count as token 0. opts set the object's
 // other fields (Content-Type, user metadata, encryption...).
 //
 // Errors: a [*fence.StaleError] (errors.Is [fence.ErrStale] and
 // [fence.ErrFencedOut]; Resource is "bucket/key", Current the stored token)
-// when the stored token is newer than tok, nothing written; [ErrContention]
+// when the stored token is newer than tok, nothing written; [ErrSameBytes]
+// when the same bytes cannot be given a new ETag; [ErrContention]
 // when every attempt lost a race or no read of the object could be
 // trusted; [ErrInvalidArgument] for a bad key, token or option (nothing is
 // sent); [ErrBadMetadata] when the stored token does not parse;
@@ -89,8 +93,9 @@ func (s *Store) PutReader(ctx context.Context, key string, r io.ReadSeeker, tok 
 // current ETag with a wrong token) can defeat the fence.
 //
 // When prev is still current and tok is not older than prev.Token, it
-// costs one request: the conditional PUT, without the HEAD (three for a
-// rewrite of the same bytes, as for Put). When prev is out of date (the
+// costs one request: the conditional PUT, without the HEAD (the same
+// bytes again are read first and cost what they cost Put). When prev is
+// out of date (the
 // PUT loses with 412, 409 or 404) or tok is older than prev.Token, it falls
 // back to Put's read-decide-write loop, which decides on the stored token.
 // Same errors as PutReader.
