@@ -49,8 +49,8 @@
 // Conditional writes are sent with the SDK's retryer limited to one
 // attempt; the store's own loop is their only retry, and it reads the
 // object again before every new attempt. Every put stores a write record
-// next to the token (<MetadataKey>-write: token, MD5 of the body, a random
-// write id per attempt, the run of the same bytes, a digest of the other
+// next to the token (<MetadataKey>-write: token, MD5 of the body, its
+// form, a random write id per attempt, the run of the same bytes, a digest of the other
 // fields), so the next read recognizes the store's own write after a lost
 // reply. When the store cannot tell whether a write landed, the error
 // wraps [ErrOutcomeUnknown] together with the final verdict.
@@ -61,8 +61,9 @@
 // versitygw's posix backend reads metadata and ETag by path one after the
 // other, so a HEAD racing a PUT can pair the new ETag with the old token.
 // The store trusts a HEAD when its write record proves the pair (the ETag
-// is what the record's MD5 gives), and otherwise only when two HEADs in a
-// row agree, which costs a request more. On servers whose ETags are not
+// is what the record's MD5 gives in the record's form, a PUT or a one-part
+// upload), and otherwise only when two HEADs in a row agree, which costs a
+// request more. On servers whose ETags are not
 // content hashes (SSE-KMS), once the store has seen one of its own puts
 // come back with such an ETag, a HEAD with a write record is trusted as it
 // is: the store then relies on the server reading ETag and metadata

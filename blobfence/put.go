@@ -142,11 +142,11 @@ func (s *Store) putLoop(ctx context.Context, key string, r io.ReadSeeker, tok fe
 	}
 	sum, fieldsDigest := hex.EncodeToString(b.md5[:]), fields.digest()
 	w := &writeState{op: "put", id: rand.Text()}
-	record := func(id string, alt fence.Token, hasAlt bool) writeRecord {
-		return writeRecord{tok: tok, md5: sum, id: id, alt: alt, hasAlt: hasAlt, fields: fieldsDigest, opaque: s.opaque.Load()}
+	record := func(how form, id string, alt fence.Token, hasAlt bool) writeRecord {
+		return writeRecord{tok: tok, md5: sum, form: how, id: id, alt: alt, hasAlt: hasAlt, fields: fieldsDigest, opaque: s.opaque.Load()}
 	}
 	// The longest write record of the call fits, or nothing is sent.
-	longest := record(w.id+"."+strconv.Itoa(s.maxAttempts), fence.MaxToken, true)
+	longest := record(formPut, w.id+"."+strconv.Itoa(s.maxAttempts), fence.MaxToken, true)
 	longest.opaque = true
 	if _, err := s.userMetadata(fields, tok.String(), longest.String()); err != nil {
 		return PutResult{}, err
@@ -185,7 +185,7 @@ func (s *Store) putLoop(ctx context.Context, key string, r io.ReadSeeker, tok fe
 		if how == formNone {
 			return PutResult{Version: cur, Replaced: cur, Attempts: attempt}, nil
 		}
-		md, err := s.userMetadata(fields, tok.String(), record(w.next(cur), alt, hasAlt).String())
+		md, err := s.userMetadata(fields, tok.String(), record(how, w.next(cur), alt, hasAlt).String())
 		if err != nil {
 			return PutResult{}, err
 		}
