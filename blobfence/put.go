@@ -158,8 +158,10 @@ func (s *Store) putLoop(ctx context.Context, key string, r io.ReadSeeker, tok fe
 			break // the last attempt lost a race: it did not land
 		}
 		var st headState
+		// A known version is enough, unless it holds the same bytes: their
+		// rewrite needs the version's write record, so read it.
 		if attempt == 0 && prev != nil && fence.Check("", tok, prev.Token) == nil && !sameBytes(prev.ETag, b.md5) {
-			st.Version = *prev // the same bytes again need the record: read it
+			st.Version = *prev
 		} else {
 			var err error
 			if st, err = s.readVersion(ctx, key); err != nil {
