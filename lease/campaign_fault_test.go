@@ -60,7 +60,12 @@ func childCampaigner() int {
 	defer rdb.Close()
 	name, pid := os.Getenv("LEASE_CHILD_NAME"), os.Getpid()
 	fmt.Println("ready")
-	err = New(rdb, nil).Campaign(ctx, name, ttl, func(lctx context.Context, tok fence.Token) error {
+	c, err := New(rdb, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	err = c.Campaign(ctx, name, ttl, func(lctx context.Context, tok fence.Token) error {
 		started := time.Now().UnixNano()
 		if _, err := pool.Exec(lctx, "INSERT INTO campaign_terms (token, pid, started_ns) VALUES ($1, $2, $3)", int64(tok), pid, started); err != nil {
 			return err

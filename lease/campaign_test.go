@@ -34,7 +34,7 @@ func TestCampaignOneLeaderAtATimeAndTokensIncrease(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, candidates)
 	for i := range candidates {
-		c := New(env.Client, nil) // one Client per candidate, as in separate processes
+		c := mustNew(t, env.Client, nil) // one Client per candidate, as in separate processes
 		wg.Go(func() {
 			errs[i] = c.Campaign(ctx, name, 2*time.Second, func(lctx context.Context, tok fence.Token) error {
 				if n := leaders.Add(1); n != 1 {
@@ -71,7 +71,7 @@ func TestCampaignOneLeaderAtATimeAndTokensIncrease(t *testing.T) {
 	if len(seen) < 2 {
 		t.Errorf("only candidates %v led in %d terms: stepping down should let another win", seen, len(terms))
 	}
-	if _, free := freeNow(t, New(env.Client, nil), name); !free {
+	if _, free := freeNow(t, mustNew(t, env.Client, nil), name); !free {
 		t.Error("the lease is still held after every Campaign returned")
 	}
 }
@@ -120,7 +120,7 @@ func TestCampaignFailingLeadStepsDown(t *testing.T) {
 	name := env.Name("failing")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	bad, good := New(env.Client, nil), New(env.Client, nil)
+	bad, good := mustNew(t, env.Client, nil), mustNew(t, env.Client, nil)
 	badTerms := make(chan fence.Token, 16)
 	go bad.Campaign(ctx, name, time.Second, func(context.Context, fence.Token) error {
 		badTerms <- 0
@@ -147,7 +147,7 @@ func TestCampaignRetriesWhileRedisIsDown(t *testing.T) {
 	srv := testenv.StartRedisServer(t)
 	rdb := srv.Client(t)
 	logs := &syncBuffer{}
-	c := New(rdb, &Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	c := mustNew(t, rdb, &Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	if err := srv.Stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -129,7 +129,7 @@ func TestDoContextEndsWhileFnRuns(t *testing.T) {
 func TestDoWaitsForTheHolder(t *testing.T) {
 	c, env := newTestClient(t, nil)
 	name := env.Name("do-wait")
-	holder := mustAcquire(t, New(env.Client, nil), name, 10*time.Second)
+	holder := mustAcquire(t, mustNew(t, env.Client, nil), name, 10*time.Second)
 	ran := make(chan fence.Token, 1)
 	done := make(chan error, 1)
 	go func() {
