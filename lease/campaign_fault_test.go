@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/signal"
 	"slices"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/testenv"
-	"github.com/fencekit/fencekit/migrations"
 	"github.com/fencekit/fencekit/sqlfence"
 )
 
@@ -172,26 +170,6 @@ func (a campaignAudit) tokens(query string) []fence.Token {
 	return toks
 }
 
-// applyMigrations creates sqlfence's tables in the test's schema from the
-// embedded migration files, in order.
-func applyMigrations(t *testing.T, pool *pgxpool.Pool) {
-	t.Helper()
-	ups, err := fs.Glob(migrations.FS, "*.up.sql")
-	if err != nil || len(ups) == 0 {
-		t.Fatalf("migrations: %v %v", ups, err)
-	}
-	slices.Sort(ups)
-	for _, f := range ups {
-		sql, err := fs.ReadFile(migrations.FS, f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := pool.Exec(context.Background(), string(sql)); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-	}
-}
-
 // TestFaultCampaignThreeProcesses runs three campaigning child processes
 // and ends the leader in turn: SIGKILL, SIGSTOP past its TTL, SIGTERM
 // (graceful step-down), twice. It checks the ordering properties (no
@@ -203,7 +181,9 @@ func applyMigrations(t *testing.T, pool *pgxpool.Pool) {
 func TestFaultCampaignThreeProcesses(t *testing.T) {
 	c, renv := newTestClient(t, nil)
 	pg := testenv.Postgres(t)
-	applyMigrations(t, pg.Pool)
+	if err := sqlfence.Migrate(context.Background(), pg.URL); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := pg.Pool.Exec(context.Background(), campaignSchema); err != nil {
 		t.Fatal(err)
 	}
