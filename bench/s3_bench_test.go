@@ -40,7 +40,10 @@ var s3Sizes = []struct {
 // over many puts; absent with FENCEKIT_S3_ENDPOINT).
 func BenchmarkS3Put(b *testing.B) {
 	env := newS3Env(b)
-	store := blobfence.New(env.client, env.bucket, nil)
+	store, err := blobfence.New(env.client, env.bucket, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
 	var tok atomic.Int64
 	for _, size := range s3Sizes {
 		body := bytes.Repeat([]byte("fencekit"), size.n/8)

@@ -35,7 +35,7 @@ func BenchmarkPut(b *testing.B) {
 				name := fmt.Sprintf("%s/%s/writers=%d", mode, sizeName(size), writers)
 				b.Run(name, func(b *testing.B) {
 					c := &counting{S3API: client}
-					s := blobfence.New(c, env.Bucket, nil)
+					s := mustNew(b, c, env.Bucket, nil)
 					put := putFunc(b, mode, c, s, env.Bucket, body)
 					b.SetBytes(int64(size))
 					if writers == 1 {

@@ -12,9 +12,14 @@ import (
 )
 
 // A put stores, next to the token, a write record in the metadata entry
-// <MetadataKey>-write: "<token> <md5 of the body, hex> <write id>". It lets
-// a reader check that the ETag and the token it got belong to the same
-// object, and a writer recognize its own write after a lost reply.
+// <MetadataKey>-write:
+//
+//	<token> <md5 of the body, hex> <write id> <alt> <fields>[ opaque]
+//
+// It lets a reader check that the ETag and the token it got belong to the
+// same object, a writer recognize its own write after a lost reply, and a
+// writer of the same bytes again choose an ETag no older writer holds
+// (<alt> and <fields>, see same.go).
 //
 // The check exists because a HEAD is not always one atomic read. versitygw's
 // posix backend, for one, reads the metadata and then the ETag by path,
@@ -22,25 +27,44 @@ import (
 // PUT can return the new ETag with the old token. A writer deciding on such
 // a pair would pass a conditional write with a token older than the one
 // stored (the race test caught this). So a read counts only when it is
-// self-consistent (the record's MD5 is the ETag and its token is the
-// token), or, for objects without a record or with ETags that are not an
-// MD5 (multipart uploads, SSE-KMS, servers configured otherwise), when two
-// reads in a row agree.
+// self-consistent (the ETag is what the record's MD5 gives and the
+// record's token is the token), or, for objects without a record, when two
+// reads in a row agree. On servers whose ETags are not content hashes
+// (SSE-KMS), a read with a record is trusted as it is.
 
 // writeRecord is the parsed value of the <MetadataKey>-write entry.
 type writeRecord struct {
 	tok fence.Token
 	md5 string // 32 lower-case hex digits
 	id  string
+	// alt is the token under which the same bytes were last written in the
+	// other form (PUT or one-part multipart upload) in the run of writes of
+	// these bytes that this version ends; hasAlt is false when they were not.
+	alt    fence.Token
+	hasAlt bool
+	fields string // digest of the object's other fields (Content-Type, metadata...)
+	// opaque: the store that wrote the record had seen the server give its
+	// puts ETags that are not content hashes.
+	opaque bool
 }
 
-func (w writeRecord) String() string { return w.tok.String() + " " + w.md5 + " " + w.id }
+func (w writeRecord) String() string {
+	alt := "-"
+	if w.hasAlt {
+		alt = w.alt.String()
+	}
+	s := w.tok.String() + " " + w.md5 + " " + w.id + " " + alt + " " + w.fields
+	if w.opaque {
+		s += " opaque"
+	}
+	return s
+}
 
 // parseWriteRecord parses a write record; ok is false for anything that is
 // not one (another tool may have written the entry).
-func parseWriteRecord(s string) (w writeRecord, ok bool) {
+func parseWriteRecord(s string) (writeRecord, bool) {
 	f := strings.Fields(s)
-	if len(f) != 3 || len(f[1]) != md5.Size*2 || strings.Join(f, " ") != s {
+	if len(f) != 5 && (len(f) != 6 || f[5] != "opaque") || len(f[1]) != md5.Size*2 {
 		return writeRecord{}, false
 	}
 	tok, err := fence.ParseToken(f[0])
@@ -50,13 +74,41 @@ func parseWriteRecord(s string) (w writeRecord, ok bool) {
 	if b, err := hex.DecodeString(f[1]); err != nil || hex.EncodeToString(b) != f[1] {
 		return writeRecord{}, false
 	}
-	return writeRecord{tok: tok, md5: f[1], id: f[2]}, true
+	w := writeRecord{tok: tok, md5: f[1], id: f[2], fields: f[4], opaque: len(f) == 6}
+	if f[3] != "-" {
+		if w.alt, err = fence.ParseToken(f[3]); err != nil {
+			return writeRecord{}, false
+		}
+		w.hasAlt = true
+	}
+	if w.String() != s { // one canonical spelling
+		return writeRecord{}, false
+	}
+	return w, true
 }
 
-// selfConsistent reports whether st's ETag and token provably come from
-// one object: its write record names the same token and, as MD5, the ETag.
-func (st headState) selfConsistent() bool {
-	return st.hasRecord && st.record.tok == st.Token && st.ETag == `"`+st.record.md5+`"`
+// trusted reports whether one read st can be trusted: its write record
+// names the same token and an MD5 that gives the ETag (of a PUT or of the
+// store's one-part multipart upload), so ETag and token come from one
+// object. On a server whose ETags are not content hashes (this store, or
+// the one that wrote the record, saw one of its own puts get another
+// ETag), a read with a write record is trusted as it is: the store then relies on the server reading ETag and
+// metadata together, as AWS S3 does.
+func (s *Store) trusted(st headState) bool {
+	if !st.hasRecord || st.record.tok != st.Token {
+		return false
+	}
+	return s.opaque.Load() || st.record.opaque || contentETag(st.ETag, st.record.md5)
+}
+
+// contentETag reports whether etag is what S3 gives a body with MD5 sum
+// (hex), written by a PUT or as a one-part multipart upload.
+func contentETag(etag, sum string) bool {
+	var raw [md5.Size]byte
+	if _, err := hex.Decode(raw[:], []byte(sum)); err != nil {
+		return false
+	}
+	return etag == plainETag(raw) || etag == multipartETag(raw)
 }
 
 // readVersion reads the object's version until the read can be trusted:
@@ -69,16 +121,16 @@ func (s *Store) readVersion(ctx context.Context, key string) (headState, error) 
 		if err != nil {
 			return headState{}, err
 		}
-		if !st.Exists() || st.selfConsistent() || prev != nil && *prev == st {
+		if !st.Exists() || s.trusted(st) || prev != nil && *prev == st {
 			return st, nil
 		}
 		prev = &st
 	}
-	return headState{}, fmt.Errorf("%w: %s kept changing between reads (%d reads)", ErrContention, s.resource(key), s.maxAttempts+1)
+	return headState{}, fmt.Errorf("%w: the object kept changing between reads (%d reads)", ErrContention, s.maxAttempts+1)
 }
 
 // bodyMD5 hashes r from start to start+size and leaves r at start.
-func bodyMD5(r io.ReadSeeker, start, size int64) (string, error) {
+func bodyMD5(r io.ReadSeeker, start, size int64) (sum [md5.Size]byte, err error) {
 	h := md5.New()
 	n, err := io.Copy(h, io.LimitReader(r, size))
 	if err == nil && n != size {
@@ -87,15 +139,6 @@ func bodyMD5(r io.ReadSeeker, start, size int64) (string, error) {
 	if _, serr := r.Seek(start, io.SeekStart); err == nil {
 		err = serr
 	}
-	return hex.EncodeToString(h.Sum(nil)), err
-}
-
-// isMD5ETag reports whether etag looks like an MD5 digest: 32 hex digits
-// in quotes.
-func isMD5ETag(etag string) bool {
-	if len(etag) != 34 || etag[0] != '"' || etag[33] != '"' {
-		return false
-	}
-	_, err := hex.DecodeString(etag[1:33])
-	return err == nil
+	h.Sum(sum[:0])
+	return sum, err
 }

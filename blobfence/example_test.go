@@ -91,11 +91,9 @@ func ExampleStore_Delete() {
 	// gone: true
 }
 
-// New does no I/O; a store built from bad arguments reports them on first
-// use, before sending anything.
+// New does no I/O; bad arguments are an error at once.
 func ExampleNew() {
-	store := blobfence.New(nil, "bucket", nil)
-	err := store.Put(context.Background(), "k", []byte("x"), 1)
+	_, err := blobfence.New(nil, "bucket", nil)
 	fmt.Println(err)
 	fmt.Println(errors.Is(err, blobfence.ErrInvalidArgument))
 	// Output:

@@ -175,7 +175,7 @@ func TestLostReplyResolvedByRereading(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			ctx := context.Background()
 			f := newRacer(t)
-			s := blobfence.New(f, f.env.Bucket, nil)
+			s := mustNew(t, f, f.env.Bucket, nil)
 			first, err := s.PutReader(ctx, "k", strings.NewReader("old"), 4)
 			if err != nil {
 				t.Fatal(err)
@@ -202,7 +202,7 @@ func TestLostReplyResolvedByRereading(t *testing.T) {
 func TestDroppedWriteIsRetried(t *testing.T) {
 	ctx := context.Background()
 	f := newRacer(t)
-	s := blobfence.New(f, f.env.Bucket, nil)
+	s := mustNew(t, f, f.env.Bucket, nil)
 	f.faults = []fault{faultDropped, faultDropped}
 	res, err := s.PutReader(ctx, "k", strings.NewReader("body"), 3)
 	if err != nil || res.Attempts != 3 {
@@ -217,10 +217,10 @@ func TestDroppedWriteIsRetried(t *testing.T) {
 func TestLostReplyThenSuperseded(t *testing.T) {
 	ctx := context.Background()
 	f := newRacer(t)
-	s := blobfence.New(f, f.env.Bucket, nil)
+	s := mustNew(t, f, f.env.Bucket, nil)
 	f.faults = []fault{faultLostReply}
 	f.afterPut = func() {
-		if err := blobfence.New(f.env.Client, f.env.Bucket, nil).Put(ctx, "k", []byte("newer"), 9); err != nil {
+		if err := mustNew(t, f.env.Client, f.env.Bucket, nil).Put(ctx, "k", []byte("newer"), 9); err != nil {
 			t.Error(err)
 		}
 	}
@@ -234,7 +234,7 @@ func TestLostReplyThenSuperseded(t *testing.T) {
 func TestAllAttemptsUnanswered(t *testing.T) {
 	ctx := context.Background()
 	f := newRacer(t)
-	s := blobfence.New(f, f.env.Bucket, &blobfence.Options{MaxAttempts: 2})
+	s := mustNew(t, f, f.env.Bucket, &blobfence.Options{MaxAttempts: 2})
 	f.faults = []fault{faultDropped, faultDropped}
 	err := s.Put(ctx, "k", []byte("x"), 1)
 	if !errors.Is(err, blobfence.ErrOutcomeUnknown) || errors.Is(err, blobfence.ErrContention) {
@@ -256,7 +256,7 @@ func TestAllAttemptsUnanswered(t *testing.T) {
 // error says both that the outcome is unknown and why.
 func TestCancelledDuringWrite(t *testing.T) {
 	f := newRacer(t)
-	s := blobfence.New(f, f.env.Bucket, nil)
+	s := mustNew(t, f, f.env.Bucket, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	f.beforePut = cancel
@@ -283,8 +283,8 @@ func TestCancelledDuringWrite(t *testing.T) {
 func TestContentionExhausted(t *testing.T) {
 	ctx := context.Background()
 	f := newRacer(t)
-	s := blobfence.New(f, f.env.Bucket, &blobfence.Options{MaxAttempts: 3})
-	other := blobfence.New(f.env.Client, f.env.Bucket, nil)
+	s := mustNew(t, f, f.env.Bucket, &blobfence.Options{MaxAttempts: 3})
+	other := mustNew(t, f.env.Client, f.env.Bucket, nil)
 	n := 0
 	// Before each of our PUTs, the same holder (equal token) writes from
 	// elsewhere: never stale, always a lost race.
@@ -310,7 +310,7 @@ func TestContentionExhausted(t *testing.T) {
 func TestDeleteLostReply(t *testing.T) {
 	ctx := context.Background()
 	f := newRacer(t)
-	s := blobfence.New(f, f.env.Bucket, nil)
+	s := mustNew(t, f, f.env.Bucket, nil)
 	if err := s.Put(ctx, "k", []byte("x"), 2); err != nil {
 		t.Fatal(err)
 	}

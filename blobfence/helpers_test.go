@@ -18,14 +18,36 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-// counting wraps an S3API and counts the requests per operation.
+// counting wraps an S3API and counts the requests per operation; the
+// multipart upload's requests (create, part, complete, abort) count in
+// multipart.
 type counting struct {
 	blobfence.S3API
-	heads, puts, gets, deletes atomic.Int64
+	heads, puts, gets, deletes, multipart atomic.Int64
 }
 
 func (c *counting) total() int64 {
-	return c.heads.Load() + c.puts.Load() + c.gets.Load() + c.deletes.Load()
+	return c.heads.Load() + c.puts.Load() + c.gets.Load() + c.deletes.Load() + c.multipart.Load()
+}
+
+func (c *counting) CreateMultipartUpload(ctx context.Context, in *s3.CreateMultipartUploadInput, o ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error) {
+	c.multipart.Add(1)
+	return c.S3API.CreateMultipartUpload(ctx, in, o...)
+}
+
+func (c *counting) UploadPart(ctx context.Context, in *s3.UploadPartInput, o ...func(*s3.Options)) (*s3.UploadPartOutput, error) {
+	c.multipart.Add(1)
+	return c.S3API.UploadPart(ctx, in, o...)
+}
+
+func (c *counting) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMultipartUploadInput, o ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error) {
+	c.multipart.Add(1)
+	return c.S3API.CompleteMultipartUpload(ctx, in, o...)
+}
+
+func (c *counting) AbortMultipartUpload(ctx context.Context, in *s3.AbortMultipartUploadInput, o ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error) {
+	c.multipart.Add(1)
+	return c.S3API.AbortMultipartUpload(ctx, in, o...)
 }
 
 func (c *counting) HeadObject(ctx context.Context, in *s3.HeadObjectInput, o ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {
@@ -48,6 +70,16 @@ func (c *counting) DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, o
 	return c.S3API.DeleteObject(ctx, in, o...)
 }
 
+// mustNew is blobfence.New for arguments that must be valid.
+func mustNew(tb testing.TB, c blobfence.S3API, bucket string, opts *blobfence.Options) *blobfence.Store {
+	tb.Helper()
+	s, err := blobfence.New(c, bucket, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
 // wantStored fails the test unless key holds body with token tok.
 func wantStored(t *testing.T, s *blobfence.Store, key, body string, tok fence.Token) {
 	t.Helper()
@@ -63,7 +95,7 @@ func newStore(tb testing.TB, opts *blobfence.Options) (*blobfence.Store, *counti
 	tb.Helper()
 	env := testenv.S3(tb)
 	c := &counting{S3API: env.Client}
-	return blobfence.New(c, env.Bucket, opts), c, env
+	return mustNew(tb, c, env.Bucket, opts), c, env
 }
 
 // exampleStore returns a store on a fresh bucket for the example called
@@ -72,7 +104,7 @@ func newStore(tb testing.TB, opts *blobfence.Options) (*blobfence.Store, *counti
 func exampleStore(name string) (*blobfence.Store, func()) {
 	tb, done := testenv.ExampleTB(name)
 	env := testenv.S3(tb)
-	return blobfence.New(env.Client, env.Bucket, nil), done
+	return mustNew(tb, env.Client, env.Bucket, nil), done
 }
 
 // pooledClient is a client of env's server that keeps up to conns idle

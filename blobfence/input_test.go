@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
 	"github.com/fencekit/fencekit/blobfence"
 	"github.com/fencekit/fencekit/fence"
 )
@@ -15,7 +18,7 @@ import (
 func TestBadInputSendsNothing(t *testing.T) {
 	ctx := context.Background()
 	c := &counting{S3API: nopS3{}}
-	good := blobfence.New(c, "bucket", nil)
+	good := mustNew(t, c, "bucket", nil)
 	longKey := strings.Repeat("k", blobfence.MaxKeyLen+1)
 	type call func() error
 	ops := func(s *blobfence.Store, key string, tok fence.Token) map[string]call {
@@ -39,15 +42,14 @@ func TestBadInputSendsNothing(t *testing.T) {
 		want   string
 		writes bool // only the write methods take the token
 	}{
-		{"nil client", blobfence.New(nil, "bucket", nil), "k", 1, "S3 client is nil", false},
-		{"empty bucket", blobfence.New(c, "", nil), "k", 1, "bucket name is empty", false},
-		{"bad metadata key", blobfence.New(c, "b", &blobfence.Options{MetadataKey: "Fence_Token"}), "k", 1, "MetadataKey", false},
-		{"metadata key with a leading dash", blobfence.New(c, "b", &blobfence.Options{MetadataKey: "-t"}), "k", 1, "MetadataKey", false},
-		{"negative attempts", blobfence.New(c, "b", &blobfence.Options{MaxAttempts: -1}), "k", 1, "MaxAttempts is -1", false},
 		{"nil store", nil, "k", 1, "nil *Store", false},
 		{"empty key", good, "", 1, "key is empty", false},
 		{"key over 1024 bytes", good, longKey, 1, "1025 bytes", false},
 		{"key not UTF-8", good, "a\xffb", 1, "not valid UTF-8", false},
+		{"key with NUL", good, "a\x00b", 1, "control character U+0000 at byte 1", false},
+		{"key with a newline", good, "a/\nb", 1, "control character U+000A at byte 2", false},
+		{"key with DEL", good, "a\x7f", 1, "U+007F", false},
+		{"key with a C1 control", good, "a\u0085", 1, "U+0085", false},
 		{"token 0", good, "k", 0, "token is zero", true},
 		{"token above 2^63-1", good, "k", fence.MaxToken + 1, "above the maximum", true},
 	}
@@ -75,6 +77,64 @@ func TestBadInputSendsNothing(t *testing.T) {
 	// The limits themselves are fine.
 	if err := blobfence.ValidateKey(strings.Repeat("é", blobfence.MaxKeyLen/2)); err != nil {
 		t.Errorf("a 1024-byte key: %v", err)
+	}
+}
+
+// TestNewRefusesBadArguments: New returns an error naming the argument,
+// for a nil client, a typed-nil *s3.Client, an empty bucket and bad options.
+func TestNewRefusesBadArguments(t *testing.T) {
+	var typedNil *s3.Client
+	c := nopS3{}
+	for _, tc := range []struct {
+		name   string
+		client blobfence.S3API
+		bucket string
+		opts   *blobfence.Options
+		want   string
+	}{
+		{"nil client", nil, "b", nil, "S3 client is nil"},
+		{"typed-nil client", typedNil, "b", nil, "S3 client is nil"},
+		{"empty bucket", c, "", nil, "bucket name is empty"},
+		{"bad metadata key", c, "b", &blobfence.Options{MetadataKey: "Fence_Token"}, "MetadataKey"},
+		{"metadata key with a leading dash", c, "b", &blobfence.Options{MetadataKey: "-t"}, "MetadataKey"},
+		{"negative attempts", c, "b", &blobfence.Options{MaxAttempts: -1}, "MaxAttempts is -1"},
+	} {
+		s, err := blobfence.New(tc.client, tc.bucket, tc.opts)
+		if s != nil || !errors.Is(err, blobfence.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New with %s: %v, %v; want a nil Store and ErrInvalidArgument saying %q", tc.name, s, err, tc.want)
+		}
+	}
+}
+
+// TestBadPutOptionsSendNothing: a bad PutOption is an ErrInvalidArgument
+// naming the option, before any request.
+func TestBadPutOptionsSendNothing(t *testing.T) {
+	ctx := context.Background()
+	c := &counting{S3API: nopS3{}}
+	s := mustNew(t, c, "bucket", nil)
+	big := map[string]string{"a": strings.Repeat("v", 2000)}
+	for _, tc := range []struct {
+		name string
+		opt  blobfence.PutOption
+		want string
+	}{
+		{"newline in Content-Type", blobfence.ContentType("text/plain\r\nX-Evil: 1"), "ContentType"},
+		{"upper-case metadata name", blobfence.Metadata(map[string]string{"Owner": "x"}), `"Owner"`},
+		{"non-ASCII metadata value", blobfence.Metadata(map[string]string{"owner": "zoë"}), `value of "owner"`},
+		{"the token's own name", blobfence.Metadata(map[string]string{blobfence.DefaultMetadataKey: "99"}), "the token"},
+		{"the write record's name", blobfence.Metadata(map[string]string{blobfence.DefaultMetadataKey + "-write": "x"}), "the token"},
+		{"metadata over 2 KB", blobfence.Metadata(big), "S3 allows 2048"},
+		{"unknown encryption", blobfence.ServerSideEncryption("rot13", ""), "rot13"},
+		{"KMS key with AES256", blobfence.ServerSideEncryption(types.ServerSideEncryptionAes256, "key"), "KMS key ID"},
+		{"nil option", nil, "nil"},
+	} {
+		err := s.Put(ctx, "k", []byte("x"), 1, tc.opt)
+		if !errors.Is(err, blobfence.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Put with %s: %v; want ErrInvalidArgument saying %q", tc.name, err, tc.want)
+		}
+	}
+	if n := c.total(); n != 0 {
+		t.Fatalf("bad options sent %d requests, want 0", n)
 	}
 }
 

@@ -3,17 +3,22 @@ package blobfence
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
 	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/obs"
 )
 
 // Version identifies one state of an object: its ETag (quoted, as S3 sends
@@ -43,23 +48,28 @@ type PutResult struct {
 // object already carries a newer token. It costs two requests when nobody
 // races it: a HEAD that reads the current ETag and token, and a PUT
 // conditional on that ETag (If-Match) or on the key being absent
-// (If-None-Match: *); one HEAD more over an object that has no write record
-// (written by another tool, or with an ETag that is not an MD5), see the
-// package doc. A lost race (412, 409, or 404 when the object vanished)
+// (If-None-Match: *). When the current ETag is the MD5 of body (the same
+// bytes written again), the PUT is replaced by a one-part multipart upload
+// (three requests: create, part, a complete conditional on the ETag) whose
+// ETag differs, so that the write changes the ETag (see the package doc).
+// One HEAD more over an object that has no write record (written by
+// another tool). A lost race (412, 409, or 404 when the object vanished)
 // makes it read and decide again, up to [Options.MaxAttempts] times.
-// Objects without token metadata count as token 0.
+// Objects without token metadata count as token 0. opts set the object's
+// other fields (Content-Type, user metadata, encryption...).
 //
-// Errors: a [*fence.StaleError] (errors.Is [fence.ErrStale]; Resource is
-// "bucket/key", Current the stored token) when the stored token is newer
-// than tok, nothing written; [ErrContention] when every attempt lost a race
-// or no read of the object could be trusted; [ErrInvalidArgument] for a bad
-// key or token or an invalid Store (nothing is sent); [ErrBadMetadata] when
-// the stored token does not parse; [ErrOutcomeUnknown] (with the final
-// error) when a write got no answer and could not be resolved, or the
-// context ended with it in flight; S3 and SDK errors otherwise, wrapped
-// with the operation and key.
-func (s *Store) Put(ctx context.Context, key string, body []byte, tok fence.Token) error {
-	_, err := s.PutReader(ctx, key, bytes.NewReader(body), tok)
+// Errors: a [*fence.StaleError] (errors.Is [fence.ErrStale] and
+// [fence.ErrFencedOut]; Resource is "bucket/key", Current the stored token)
+// when the stored token is newer than tok, nothing written; [ErrContention]
+// when every attempt lost a race or no read of the object could be
+// trusted; [ErrInvalidArgument] for a bad key, token or option (nothing is
+// sent); [ErrBadMetadata] when the stored token does not parse;
+// [ErrOutcomeUnknown] (with the final error) when a write got no answer and
+// could not be resolved, or the context ended with it in flight; the
+// context's cause (such as lease.ErrLost) when ctx ended; S3 and SDK errors
+// otherwise. Each error names the object once, as bucket/key.
+func (s *Store) Put(ctx context.Context, key string, body []byte, tok fence.Token, opts ...PutOption) error {
+	_, err := s.PutReader(ctx, key, bytes.NewReader(body), tok, opts...)
 	return err
 }
 
@@ -69,8 +79,8 @@ func (s *Store) Put(ctx context.Context, key string, body []byte, tok fence.Toke
 // what r holds is buffered (r is read once more, for the MD5 of the write
 // record). r is not closed. Same requests and errors as Put, plus r's own
 // Seek and Read errors.
-func (s *Store) PutReader(ctx context.Context, key string, r io.ReadSeeker, tok fence.Token) (PutResult, error) {
-	return s.put(ctx, key, r, tok, nil)
+func (s *Store) PutReader(ctx context.Context, key string, r io.ReadSeeker, tok fence.Token, opts ...PutOption) (PutResult, error) {
+	return s.put(ctx, key, r, tok, nil, opts)
 }
 
 // PutAfter is [Store.PutReader] for a caller that knows the object's
@@ -81,92 +91,223 @@ func (s *Store) PutReader(ctx context.Context, key string, r io.ReadSeeker, tok 
 // current ETag with a wrong token) can defeat the fence.
 //
 // When prev is still current and tok is not older than prev.Token, it
-// costs one request: the conditional PUT, without the HEAD. When prev is
-// out of date (the PUT loses with 412, 409 or 404) or tok is older than
-// prev.Token, it falls back to Put's read-decide-write loop, which decides
-// on the stored token. Same errors as PutReader.
-func (s *Store) PutAfter(ctx context.Context, key string, r io.ReadSeeker, tok fence.Token, prev Version) (PutResult, error) {
-	return s.put(ctx, key, r, tok, &prev)
+// costs one request: the conditional PUT, without the HEAD (three for a
+// rewrite of the same bytes, as for Put). When prev is out of date (the
+// PUT loses with 412, 409 or 404) or tok is older than prev.Token, it falls
+// back to Put's read-decide-write loop, which decides on the stored token.
+// Same errors as PutReader.
+func (s *Store) PutAfter(ctx context.Context, key string, r io.ReadSeeker, tok fence.Token, prev Version, opts ...PutOption) (PutResult, error) {
+	return s.put(ctx, key, r, tok, &prev, opts)
 }
 
-// put is the read-decide-write loop shared by the put methods.
-func (s *Store) put(ctx context.Context, key string, r io.ReadSeeker, tok fence.Token, prev *Version) (PutResult, error) {
+// put checks the arguments, runs the read-decide-write loop and names the
+// object in its error.
+func (s *Store) put(ctx context.Context, key string, r io.ReadSeeker, tok fence.Token, prev *Version, opts []PutOption) (PutResult, error) {
 	if err := s.check("put", key); err != nil {
 		return PutResult{}, err
 	}
-	if err := checkToken("put", key, tok); err != nil {
+	if err := s.checkToken("put", key, tok); err != nil {
 		return PutResult{}, err
 	}
 	if r == nil {
-		return PutResult{}, fmt.Errorf("%w: put %q: the body reader is nil", ErrInvalidArgument, key)
+		return PutResult{}, fmt.Errorf("%w: put %s: the body reader is nil", ErrInvalidArgument, s.resource(key))
 	}
-	start, size, err := measure(r)
+	fields, err := s.objectFields(opts)
 	if err != nil {
-		return PutResult{}, fmt.Errorf("blobfence: put %q: measure the body: %w", key, err)
+		return PutResult{}, err
 	}
-	sum, err := bodyMD5(r, start, size)
-	if err != nil {
-		return PutResult{}, fmt.Errorf("blobfence: put %q: hash the body: %w", key, err)
+	res, err := s.putLoop(ctx, key, r, tok, prev, fields)
+	return res, s.wrap(ctx, "put", key, err)
+}
+
+// body is the body of one put: where it starts in its reader, its size and
+// its MD5.
+type body struct {
+	r           io.ReadSeeker
+	start, size int64
+	md5         [md5.Size]byte
+}
+
+func (s *Store) putLoop(ctx context.Context, key string, r io.ReadSeeker, tok fence.Token, prev *Version, fields objectFields) (PutResult, error) {
+	b := &body{r: r}
+	var err error
+	if b.start, b.size, err = measure(r); err != nil {
+		return PutResult{}, fmt.Errorf("measure the body: %w", err)
 	}
-	w := &writeState{op: "put", key: key, id: rand.Text()}
-	// Bounded: maxAttempts conditional PUTs, each after a read, and, when
+	if b.md5, err = bodyMD5(r, b.start, b.size); err != nil {
+		return PutResult{}, fmt.Errorf("hash the body: %w", err)
+	}
+	sum, fieldsDigest := hex.EncodeToString(b.md5[:]), fields.digest()
+	w := &writeState{op: "put", id: rand.Text()}
+	record := func(id string, alt fence.Token, hasAlt bool) writeRecord {
+		return writeRecord{tok: tok, md5: sum, id: id, alt: alt, hasAlt: hasAlt, fields: fieldsDigest, opaque: s.opaque.Load()}
+	}
+	// The longest write record of the call fits, or nothing is sent.
+	longest := record(w.id+"."+strconv.Itoa(s.maxAttempts), fence.MaxToken, true)
+	longest.opaque = true
+	if _, err := s.userMetadata(fields, tok.String(), longest.String()); err != nil {
+		return PutResult{}, err
+	}
+	// Bounded: maxAttempts conditional writes, each after a read, and, when
 	// the last one got no answer, a last read that may find it landed.
 	for attempt := 0; attempt <= s.maxAttempts; attempt++ {
 		if attempt == s.maxAttempts && !w.lastUnknown {
 			break // the last attempt lost a race: it did not land
 		}
-		var cur Version
-		if attempt == 0 && prev != nil && fence.Check(key, tok, prev.Token) == nil {
-			cur = *prev
+		var st headState
+		if attempt == 0 && prev != nil && fence.Check("", tok, prev.Token) == nil && !sameBytes(prev.ETag, b.md5) {
+			st.Version = *prev // the same bytes again need the record: read it
 		} else {
-			st, err := s.readVersion(ctx, key)
-			if err != nil {
-				return PutResult{}, w.fail(fmt.Errorf("blobfence: put %q: read the current version: %w", key, err))
+			var err error
+			if st, err = s.readVersion(ctx, key); err != nil {
+				return PutResult{}, w.fail(fmt.Errorf("read the current version: %w", err))
 			}
 			if n, ok := w.mine(st); ok {
 				// An attempt that got no answer did land.
 				return PutResult{Version: st.Version, Replaced: w.based[n], Attempts: attempt}, nil
 			}
-			cur = st.Version
 		}
+		cur := st.Version
 		if attempt == s.maxAttempts {
 			break
 		}
 		if err := fence.Check(s.resource(key), tok, cur.Token); err != nil {
-			return PutResult{}, w.fail(fmt.Errorf("blobfence: put %q: %w", key, err))
+			obs.StaleRejected(ctx, obs.StoreS3)
+			return PutResult{}, w.fail(err)
 		}
-		if _, err := r.Seek(start, io.SeekStart); err != nil {
-			return PutResult{}, w.fail(fmt.Errorf("blobfence: put %q: rewind the body: %w", key, err))
+		how, alt, hasAlt, err := plan(st, b.md5, tok, fieldsDigest)
+		if err != nil {
+			return PutResult{}, w.fail(err)
 		}
-		in := &s3.PutObjectInput{
-			Bucket:        aws.String(s.bucket),
-			Key:           aws.String(key),
-			Body:          r,
-			ContentLength: aws.Int64(size),
-			Metadata:      map[string]string{s.tokenKey: tok.String(), s.writeKey: writeRecord{tok: tok, md5: sum, id: w.next(cur)}.String()},
+		if how == formNone {
+			return PutResult{Version: cur, Replaced: cur, Attempts: attempt}, nil
 		}
-		if cur.Exists() {
-			in.IfMatch = aws.String(cur.ETag)
+		md, err := s.userMetadata(fields, tok.String(), record(w.next(cur), alt, hasAlt).String())
+		if err != nil {
+			return PutResult{}, err
+		}
+		var etag string
+		if how == formMultipart {
+			etag, err = s.writeMultipart(ctx, key, b, cur, md, fields)
 		} else {
-			in.IfNoneMatch = aws.String("*")
+			etag, err = s.writePlain(ctx, key, b, cur, md, fields)
 		}
-		out, err := s.client.PutObject(ctx, in, noSDKRetry)
 		if done, err := w.settle(ctx, err); done {
 			if err != nil {
 				return PutResult{}, err
 			}
-			return PutResult{Version: Version{ETag: aws.ToString(out.ETag), Token: tok}, Replaced: cur, Attempts: attempt + 1}, nil
+			return PutResult{Version: Version{ETag: etag, Token: tok}, Replaced: cur, Attempts: attempt + 1}, nil
 		}
 	}
 	return PutResult{}, w.giveUp(s.maxAttempts)
 }
+
+// condition sets the precondition of a write over cur: If-Match its ETag,
+// or If-None-Match: * when the key is absent.
+func condition(cur Version) (ifMatch, ifNoneMatch *string) {
+	if cur.Exists() {
+		return aws.String(cur.ETag), nil
+	}
+	return nil, aws.String("*")
+}
+
+// writePlain writes the body with one conditional PUT and returns the new
+// ETag.
+func (s *Store) writePlain(ctx context.Context, key string, b *body, cur Version, md map[string]string, f objectFields) (string, error) {
+	if _, err := b.r.Seek(b.start, io.SeekStart); err != nil {
+		return "", fmt.Errorf("rewind the body: %w", errRefused(err))
+	}
+	in := &s3.PutObjectInput{
+		Bucket:        aws.String(s.bucket),
+		Key:           aws.String(key),
+		Body:          b.r,
+		ContentLength: aws.Int64(b.size),
+		Metadata:      md,
+	}
+	in.IfMatch, in.IfNoneMatch = condition(cur)
+	f.putInput(in)
+	out, err := s.client.PutObject(ctx, in, noSDKRetry)
+	if err != nil {
+		return "", err
+	}
+	etag := aws.ToString(out.ETag)
+	if etag != plainETag(b.md5) {
+		s.opaque.Store(true)
+	}
+	return etag, nil
+}
+
+// writeMultipart writes the body as a one-part multipart upload whose
+// completion is conditional on cur, and returns the new ETag. Its ETag is
+// md5(md5(body))-1, not the body's MD5 that a PUT would give, so it
+// differs from cur's ETag when cur holds the same bytes. The upload is
+// aborted when it does not complete.
+func (s *Store) writeMultipart(ctx context.Context, key string, b *body, cur Version, md map[string]string, f objectFields) (string, error) {
+	create := &s3.CreateMultipartUploadInput{Bucket: aws.String(s.bucket), Key: aws.String(key), Metadata: md}
+	f.createInput(create)
+	up, err := s.client.CreateMultipartUpload(ctx, create)
+	if err != nil {
+		return "", fmt.Errorf("create a multipart upload: %w", errRefused(err))
+	}
+	done := false
+	defer func() {
+		if !done {
+			s.abort(ctx, key, up.UploadId)
+		}
+	}()
+	if _, err := b.r.Seek(b.start, io.SeekStart); err != nil {
+		return "", fmt.Errorf("rewind the body: %w", errRefused(err))
+	}
+	part, err := s.client.UploadPart(ctx, &s3.UploadPartInput{
+		Bucket: aws.String(s.bucket), Key: aws.String(key), UploadId: up.UploadId,
+		PartNumber: aws.Int32(1), Body: b.r, ContentLength: aws.Int64(b.size),
+	})
+	if err != nil {
+		return "", fmt.Errorf("upload the part: %w", errRefused(err))
+	}
+	in := &s3.CompleteMultipartUploadInput{
+		Bucket: aws.String(s.bucket), Key: aws.String(key), UploadId: up.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{ETag: part.ETag, PartNumber: aws.Int32(1)}}},
+	}
+	in.IfMatch, in.IfNoneMatch = condition(cur)
+	out, err := s.client.CompleteMultipartUpload(ctx, in, noSDKRetry)
+	if err != nil {
+		return "", err
+	}
+	done = true
+	etag := aws.ToString(out.ETag)
+	if etag != multipartETag(b.md5) {
+		s.opaque.Store(true)
+	}
+	return etag, nil
+}
+
+// abort aborts an upload that did not complete, even when ctx has ended
+// (bounded by abortTimeout). A failure is ignored: the upload's part stays
+// until the bucket's lifecycle rule for incomplete uploads removes it.
+func (s *Store) abort(ctx context.Context, key string, uploadID *string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
+	defer cancel()
+	_, _ = s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(s.bucket), Key: aws.String(key), UploadId: uploadID})
+}
+
+const abortTimeout = 10 * time.Second
+
+// refusedError marks an error of a step before the conditional write
+// (create, part upload, rewind): nothing was written.
+type refusedError struct{ err error }
+
+func (e refusedError) Error() string { return e.err.Error() }
+func (e refusedError) Unwrap() error { return e.err }
+
+func errRefused(err error) error { return refusedError{err} }
 
 // writeState tracks the conditional writes of one Put or Delete. Each
 // attempt of a put writes its own write id (<id>.<n>) into the metadata, so
 // a later read can tell whether an attempt that got no answer landed, and
 // which version it replaced.
 type writeState struct {
-	op, key     string
+	op          string
 	id          string    // "" for a delete
 	based       []Version // based[n]: the version attempt n was conditional on
 	unknown     bool      // some attempt got no answer
@@ -188,11 +329,11 @@ func (w *writeState) settle(ctx context.Context, err error) (done bool, _ error)
 		w.unknown = true
 		w.last, w.lastUnknown = err, true
 		if ctx.Err() != nil {
-			return true, fmt.Errorf("%w: %s %q: the context ended with the write in flight: %w", ErrOutcomeUnknown, w.op, w.key, err)
+			return true, fmt.Errorf("%w: the context ended with the write in flight: %w", ErrOutcomeUnknown, err)
 		}
 		return false, nil
 	default:
-		return true, w.fail(fmt.Errorf("blobfence: %s %q: %w", w.op, w.key, err))
+		return true, w.fail(err)
 	}
 }
 
@@ -230,9 +371,9 @@ func (w *writeState) fail(err error) error {
 // it got no answer.
 func (w *writeState) giveUp(attempts int) error {
 	if w.lastUnknown {
-		return w.fail(fmt.Errorf("blobfence: %s %q: gave up after %d attempts: %w", w.op, w.key, attempts, w.last))
+		return w.fail(fmt.Errorf("gave up after %d attempts: %w", attempts, w.last))
 	}
-	return w.fail(fmt.Errorf("%w (%s %q, %d attempts): %w", ErrContention, w.op, w.key, attempts, w.last))
+	return w.fail(fmt.Errorf("%w (%d attempts): %w", ErrContention, attempts, w.last))
 }
 
 // measure returns r's current offset and the number of bytes from there to
@@ -255,3 +396,35 @@ func measure(r io.ReadSeeker) (start, size int64, err error) {
 }
 
 func (s *Store) resource(key string) string { return s.bucket + "/" + key }
+
+// wrap names the object once in err: "blobfence: put bucket/key: ...",
+// or "blobfence: put: ..." around a stale error, which names it already.
+// When ctx has ended, the error also wraps context.Cause(ctx) (a lost
+// lease's ErrLost, say), not only ctx.Err().
+func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
+		err = fmt.Errorf("%w (%w)", err, cause)
+	}
+	if errors.Is(err, fence.ErrStale) {
+		return fmt.Errorf("blobfence: %s: %w", op, err)
+	}
+	return fmt.Errorf("blobfence: %s %s: %w", op, s.resource(key), err)
+}
+
+// plainETag is the ETag S3 gives a single PUT of a body with MD5 sum.
+func plainETag(sum [md5.Size]byte) string { return `"` + hex.EncodeToString(sum[:]) + `"` }
+
+// sameBytes reports whether etag is one S3 gives a body with MD5 sum.
+func sameBytes(etag string, sum [md5.Size]byte) bool {
+	return etag == plainETag(sum) || etag == multipartETag(sum)
+}
+
+// multipartETag is the ETag S3 gives a one-part multipart upload of a body
+// with MD5 sum: the MD5 of the part's MD5, then "-1".
+func multipartETag(sum [md5.Size]byte) string {
+	m := md5.Sum(sum[:])
+	return `"` + hex.EncodeToString(m[:]) + `-1"`
+}

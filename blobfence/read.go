@@ -12,70 +12,85 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/obs"
 )
 
 // Get returns the object's body and the token in its metadata (0 when it
 // carries none): what Put stored. It costs one request. Errors:
 // [ErrNotFound] when the key is absent, [ErrBadMetadata] when the token
-// metadata does not parse, [ErrInvalidArgument] for a bad key or Store, S3
-// errors otherwise.
+// metadata does not parse, [ErrInvalidArgument] for a bad key, the
+// context's cause when ctx ended, S3 errors otherwise.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, fence.Token, error) {
 	if err := s.check("get", key); err != nil {
 		return nil, 0, err
 	}
-	body, v, _, err := s.getOnce(ctx, key)
-	return body, v.Token, err
+	r, err := s.getOnce(ctx, key)
+	return r.body, r.Token, s.wrap(ctx, "get", key, err)
 }
 
 // GetVersion is [Store.Get] that also returns the object's ETag, which
 // [Store.PutAfter] accepts to write again in one request. It costs one
-// request, more when the server paired the body with the ETag of another
-// version (a GET racing a PUT on a server whose reads are not atomic, which
-// the write record reveals): then it reads again, up to
-// [Options.MaxAttempts]+1 times, and returns an error wrapping
-// [ErrContention] if no read was whole. Other errors as for Get.
+// request, more when the ETag is not the one the write record's MD5 gives:
+// either the server paired the body with the ETag of another version (a
+// GET racing a PUT on a server whose reads are not atomic) or its ETags
+// are not content hashes. It then reads again until two reads in a row
+// agree, up to [Options.MaxAttempts]+1 reads, and returns an error
+// wrapping [ErrContention] if none did. Other errors as for Get.
 func (s *Store) GetVersion(ctx context.Context, key string) ([]byte, Version, error) {
 	if err := s.check("get", key); err != nil {
 		return nil, Version{}, err
 	}
 	reads := s.maxAttempts + 1
+	var prev *getResult
 	for range reads {
-		body, v, torn, err := s.getOnce(ctx, key)
-		if err != nil || !torn {
-			return body, v, err
+		r, err := s.getOnce(ctx, key)
+		if err != nil {
+			return nil, Version{}, s.wrap(ctx, "get", key, err)
 		}
+		if !r.unsure || prev != nil && prev.Version == r.Version && prev.record == r.record {
+			return r.body, r.Version, nil
+		}
+		prev = &r
 	}
-	return nil, Version{}, fmt.Errorf("%w: get %s: every one of %d reads paired the body with another version's ETag",
-		ErrContention, s.resource(key), reads)
+	return nil, Version{}, s.wrap(ctx, "get", key, fmt.Errorf("%w: no two of %d reads agreed on the ETag and the write record", ErrContention, reads))
+}
+
+// getResult is one GET of an object.
+type getResult struct {
+	Version
+	body   []byte
+	record string // the raw write record, "" when none
+	unsure bool   // the ETag is not what the write record's MD5 gives
 }
 
 // getOnce reads the object once. Body, token and write record come from
-// the same open file; torn reports an ETag that the record proves belongs
-// to another version (read while a PUT replaced the object).
-func (s *Store) getOnce(ctx context.Context, key string) (body []byte, v Version, torn bool, err error) {
+// the same open file; unsure reports an ETag that the record does not
+// prove belongs to this body (see GetVersion).
+func (s *Store) getOnce(ctx context.Context, key string) (getResult, error) {
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
 	if err != nil {
 		if isNotFound(err) {
-			return nil, Version{}, false, fmt.Errorf("%w: %s", ErrNotFound, s.resource(key))
+			return getResult{}, ErrNotFound
 		}
-		return nil, Version{}, false, fmt.Errorf("blobfence: get %q: %w", key, err)
+		return getResult{}, err
 	}
 	defer out.Body.Close()
-	tok, err := s.parseToken(key, out.Metadata)
+	tok, err := s.parseToken(out.Metadata)
 	if err != nil {
-		return nil, Version{}, false, err
+		return getResult{}, err
 	}
-	body, err = io.ReadAll(out.Body)
+	body, err := io.ReadAll(out.Body)
 	if err != nil {
-		return nil, Version{}, false, fmt.Errorf("blobfence: get %q: read the body: %w", key, err)
+		return getResult{}, fmt.Errorf("read the body: %w", err)
 	}
-	v = Version{ETag: aws.ToString(out.ETag), Token: tok}
+	r := getResult{Version: Version{ETag: aws.ToString(out.ETag), Token: tok}, body: body}
 	if raw, ok := lookupMeta(out.Metadata, s.writeKey); ok {
-		if rec, ok := parseWriteRecord(raw); ok && isMD5ETag(v.ETag) && v.ETag != `"`+rec.md5+`"` {
-			torn = true
+		r.record = raw
+		if rec, ok := parseWriteRecord(raw); ok && !s.opaque.Load() && !rec.opaque && !contentETag(r.ETag, rec.md5) {
+			r.unsure = true
 		}
 	}
-	return body, v, torn, nil
+	return r, nil
 }
 
 // Head returns the object's current version (ETag and token), which
@@ -84,26 +99,24 @@ func (s *Store) getOnce(ctx context.Context, key string) (body []byte, v Version
 // otherwise two or more: it reads until two HEADs in a row agree, up to
 // [Options.MaxAttempts]+1 reads (see the package doc). Errors:
 // [ErrNotFound], [ErrContention] (no two reads agreed), [ErrBadMetadata],
-// [ErrInvalidArgument], S3 errors.
+// [ErrInvalidArgument], the context's cause, S3 errors.
 func (s *Store) Head(ctx context.Context, key string) (Version, error) {
 	if err := s.check("head", key); err != nil {
 		return Version{}, err
 	}
 	st, err := s.readVersion(ctx, key)
-	if err != nil {
-		return Version{}, fmt.Errorf("blobfence: head %q: %w", key, err)
+	if err == nil && !st.Exists() {
+		err = ErrNotFound
 	}
-	if !st.Exists() {
-		return Version{}, fmt.Errorf("%w: %s", ErrNotFound, s.resource(key))
-	}
-	return st.Version, nil
+	return st.Version, s.wrap(ctx, "head", key, err)
 }
 
 // Delete removes the object unless it carries a token newer than tok. It
 // costs two requests: a HEAD (two over an object without a write record, as
-// for Put), then a DELETE conditional on the ETag it read (If-Match). A lost race (412, 409, 404) makes it read and decide again,
-// up to [Options.MaxAttempts] times. Deleting an absent key succeeds after
-// the HEAD, sending nothing else.
+// for Put), then a DELETE conditional on the ETag it read (If-Match). A
+// lost race (412, 409, 404) makes it read and decide again, up to
+// [Options.MaxAttempts] times. Deleting an absent key succeeds after the
+// HEAD, sending nothing else.
 //
 // The token goes with the object: after a delete, the key is absent and a
 // later Put with any token, older ones included, creates it again. Keep an
@@ -111,19 +124,24 @@ func (s *Store) Head(ctx context.Context, key string) (Version, error) {
 // the data.
 //
 // Errors: [*fence.StaleError], [ErrContention], [ErrInvalidArgument],
-// [ErrBadMetadata], [ErrOutcomeUnknown], S3 errors, as for [Store.Put].
+// [ErrBadMetadata], [ErrOutcomeUnknown], the context's cause, S3 errors,
+// as for [Store.Put].
 func (s *Store) Delete(ctx context.Context, key string, tok fence.Token) error {
 	if err := s.check("delete", key); err != nil {
 		return err
 	}
-	if err := checkToken("delete", key, tok); err != nil {
+	if err := s.checkToken("delete", key, tok); err != nil {
 		return err
 	}
-	w := &writeState{op: "delete", key: key}
+	return s.wrap(ctx, "delete", key, s.deleteLoop(ctx, key, tok))
+}
+
+func (s *Store) deleteLoop(ctx context.Context, key string, tok fence.Token) error {
+	w := &writeState{op: "delete"}
 	for attempt := 0; attempt <= s.maxAttempts; attempt++ {
 		st, err := s.readVersion(ctx, key)
 		if err != nil {
-			return w.fail(fmt.Errorf("blobfence: delete %q: read the current version: %w", key, err))
+			return w.fail(fmt.Errorf("read the current version: %w", err))
 		}
 		if !st.Exists() {
 			return nil
@@ -132,7 +150,8 @@ func (s *Store) Delete(ctx context.Context, key string, tok fence.Token) error {
 			break
 		}
 		if err := fence.Check(s.resource(key), tok, st.Token); err != nil {
-			return w.fail(fmt.Errorf("blobfence: delete %q: %w", key, err))
+			obs.StaleRejected(ctx, obs.StoreS3)
+			return w.fail(err)
 		}
 		_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{
 			Bucket: aws.String(s.bucket), Key: aws.String(key), IfMatch: aws.String(st.ETag),
@@ -162,13 +181,13 @@ func (s *Store) head(ctx context.Context, key string) (headState, error) {
 		}
 		return headState{}, err
 	}
-	tok, err := s.parseToken(key, out.Metadata)
+	tok, err := s.parseToken(out.Metadata)
 	if err != nil {
 		return headState{}, err
 	}
 	etag := aws.ToString(out.ETag)
 	if etag == "" {
-		return headState{}, fmt.Errorf("blobfence: object %s has no ETag; it cannot be written conditionally", s.resource(key))
+		return headState{}, errors.New("the object has no ETag; it cannot be written conditionally")
 	}
 	st := headState{Version: Version{ETag: etag, Token: tok}}
 	if v, ok := lookupMeta(out.Metadata, s.writeKey); ok {
@@ -190,6 +209,9 @@ const (
 func classify(err error) outcome {
 	if err == nil {
 		return outcomeOK
+	}
+	if errors.As(err, new(refusedError)) {
+		return outcomeFailed // a step before the conditional write failed
 	}
 	switch st := httpStatus(err); {
 	case st == http.StatusPreconditionFailed, st == http.StatusConflict:

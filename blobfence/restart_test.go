@@ -144,5 +144,5 @@ func privateServerStore(t *testing.T) (*testenv.S3Server, *blobfence.Store) {
 	if _, err := client.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String("fenced")}); err != nil {
 		t.Fatal(err)
 	}
-	return srv, blobfence.New(client, "fenced", nil)
+	return srv, mustNew(t, client, "fenced", nil)
 }

@@ -54,7 +54,7 @@ func (h *answer500) Do(req *http.Request) (*http.Response, error) {
 func TestConditionalWritesBypassSDKRetryer(t *testing.T) {
 	ctx := context.Background()
 	f := newRacer(t)
-	s := blobfence.New(f, f.env.Bucket, nil)
+	s := mustNew(t, f, f.env.Bucket, nil)
 	if err := s.Put(ctx, "k", []byte("x"), 1); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestSDKRetryerEndToEnd(t *testing.T) {
 		HTTPClient:       h,
 		RetryMaxAttempts: 5,
 	})
-	s := blobfence.New(client, env.Bucket, nil)
+	s := mustNew(t, client, env.Bucket, nil)
 	h.fail = map[string]int{http.MethodPut: 1, http.MethodHead: 1}
 	res, err := s.PutReader(ctx, "k", strings.NewReader("body"), 3)
 	if err != nil || res.Attempts != 1 {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"sync/atomic"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -15,12 +18,17 @@ import (
 
 // S3API is the part of an S3 client that a [Store] calls. *s3.Client from
 // aws-sdk-go-v2 satisfies it; tests wrap it to count requests or inject
-// faults.
+// faults. The multipart calls serve only the rewrite of identical bytes
+// (see the package doc).
 type S3API interface {
 	HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
 	PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
 	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
 	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
+	CreateMultipartUpload(ctx context.Context, in *s3.CreateMultipartUploadInput, optFns ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error)
+	UploadPart(ctx context.Context, in *s3.UploadPartInput, optFns ...func(*s3.Options)) (*s3.UploadPartOutput, error)
+	CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMultipartUploadInput, optFns ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error)
+	AbortMultipartUpload(ctx context.Context, in *s3.AbortMultipartUploadInput, optFns ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
 }
 
 var _ S3API = (*s3.Client)(nil)
@@ -47,6 +55,10 @@ var (
 	// a nil client, an empty bucket, a bad key, a bad option, a token that
 	// cannot be presented. Nothing is sent to S3 when it is returned.
 	ErrInvalidArgument = errors.New("blobfence: invalid argument")
+
+	// ErrUnsupported is wrapped by the error of [Store.Verify] when the
+	// server does not honour something fencing needs; the message names it.
+	ErrUnsupported = errors.New("blobfence: the S3 server does not support what fencing needs")
 
 	// ErrContention is returned (wrapped) when a write lost the race for the
 	// object on every one of its attempts: each time it read the object and
@@ -101,15 +113,17 @@ type Store struct {
 	tokenKey    string
 	writeKey    string
 	maxAttempts int
-	err         error // construction error, returned by every call
+	// opaque is set once a put of this store got an ETag that is not the
+	// MD5 the body predicts: the server's ETags are not content hashes
+	// (SSE-KMS, some S3-compatible servers), see consistent.go.
+	opaque atomic.Bool
 }
 
 // New returns a Store writing to bucket through client. A nil opts means
-// the defaults. New does no I/O and returns no error: a nil client, an empty
-// bucket or invalid options make every call of the Store return an error
-// wrapping [ErrInvalidArgument] that names the problem, without sending
-// anything.
-func New(client S3API, bucket string, opts *Options) *Store {
+// the defaults. New does no I/O. Errors (wrapping [ErrInvalidArgument],
+// naming the problem): a nil client (or a typed nil, such as a nil
+// *s3.Client), an empty bucket name, invalid options.
+func New(client S3API, bucket string, opts *Options) (*Store, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -123,18 +137,26 @@ func New(client S3API, bucket string, opts *Options) *Store {
 	}
 	s.writeKey = s.tokenKey + "-write"
 	switch {
-	case client == nil:
-		s.err = fmt.Errorf("%w: New: the S3 client is nil", ErrInvalidArgument)
+	case isNil(client):
+		return nil, fmt.Errorf("%w: New: the S3 client is nil", ErrInvalidArgument)
 	case bucket == "":
-		s.err = fmt.Errorf("%w: New: the bucket name is empty", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: New: the bucket name is empty", ErrInvalidArgument)
 	case o.MaxAttempts < 0:
-		s.err = fmt.Errorf("%w: New: Options.MaxAttempts is %d; it must be positive (0 means %d)", ErrInvalidArgument, o.MaxAttempts, DefaultMaxAttempts)
-	default:
-		if p := metadataKeyProblem(s.tokenKey); p != "" {
-			s.err = fmt.Errorf("%w: New: Options.MetadataKey: %s", ErrInvalidArgument, p)
-		}
+		return nil, fmt.Errorf("%w: New: Options.MaxAttempts is %d; it must be positive (0 means %d)", ErrInvalidArgument, o.MaxAttempts, DefaultMaxAttempts)
 	}
-	return s
+	if p := metadataKeyProblem(s.tokenKey); p != "" {
+		return nil, fmt.Errorf("%w: New: Options.MetadataKey: %s", ErrInvalidArgument, p)
+	}
+	return s, nil
+}
+
+// isNil reports a nil interface or an interface holding a nil pointer.
+func isNil(c S3API) bool {
+	if c == nil {
+		return true
+	}
+	v := reflect.ValueOf(c)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // Bucket returns the bucket the store writes to.
@@ -144,7 +166,9 @@ func (s *Store) Bucket() string { return s.bucket }
 func (s *Store) MetadataKey() string { return s.tokenKey }
 
 // ValidateKey returns nil when key can name an object: 1 to [MaxKeyLen]
-// bytes of valid UTF-8. Errors wrap [ErrInvalidArgument].
+// bytes of valid UTF-8 without control characters (NUL, other C0 and C1
+// controls, DEL), which S3 either refuses or cannot return in XML
+// listings. Errors wrap [ErrInvalidArgument].
 func ValidateKey(key string) error {
 	if p := keyProblem(key); p != "" {
 		return fmt.Errorf("%w: %s", ErrInvalidArgument, p)
@@ -160,6 +184,11 @@ func keyProblem(key string) string {
 		return fmt.Sprintf("the object key is %d bytes, longer than the %d S3 allows", len(key), MaxKeyLen)
 	case !utf8.ValidString(key):
 		return "the object key is not valid UTF-8"
+	}
+	for i, r := range key {
+		if unicode.IsControl(r) {
+			return fmt.Sprintf("the object key has the control character %U at byte %d", r, i)
+		}
 	}
 	return ""
 }
@@ -185,9 +214,6 @@ func (s *Store) check(op, key string) error {
 	if s == nil {
 		return fmt.Errorf("%w: %s on a nil *Store", ErrInvalidArgument, op)
 	}
-	if s.err != nil {
-		return s.err
-	}
 	if p := keyProblem(key); p != "" {
 		return fmt.Errorf("%w: %s: %s", ErrInvalidArgument, op, p)
 	}
@@ -195,9 +221,9 @@ func (s *Store) check(op, key string) error {
 }
 
 // checkToken validates a token presented with a write.
-func checkToken(op, key string, tok fence.Token) error {
+func (s *Store) checkToken(op, key string, tok fence.Token) error {
 	if err := tok.Validate(); err != nil {
-		return fmt.Errorf("%w: %s %q: %w", ErrInvalidArgument, op, key, err)
+		return fmt.Errorf("%w: %s %s: %w", ErrInvalidArgument, op, s.resource(key), err)
 	}
 	return nil
 }
@@ -205,14 +231,14 @@ func checkToken(op, key string, tok fence.Token) error {
 // parseToken reads the token from an object's metadata: 0 when the object
 // carries none (written by another tool), an error wrapping
 // [ErrBadMetadata] and [fence.ErrInvalidToken] when the value is malformed.
-func (s *Store) parseToken(key string, md map[string]string) (fence.Token, error) {
+func (s *Store) parseToken(md map[string]string) (fence.Token, error) {
 	v, ok := lookupMeta(md, s.tokenKey)
 	if !ok {
 		return 0, nil
 	}
 	tok, err := fence.ParseToken(v)
 	if err != nil {
-		return 0, fmt.Errorf("%w: object %q, x-amz-meta-%s: %w", ErrBadMetadata, key, s.tokenKey, err)
+		return 0, fmt.Errorf("%w: x-amz-meta-%s: %w", ErrBadMetadata, s.tokenKey, err)
 	}
 	return tok, nil
 }

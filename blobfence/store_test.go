@@ -239,14 +239,14 @@ func TestFencedDelete(t *testing.T) {
 func TestDeleteLosesRaceThenDecidesAgain(t *testing.T) {
 	ctx := context.Background()
 	env := newRacer(t)
-	s := blobfence.New(env, env.env.Bucket, nil)
+	s := mustNew(t, env, env.env.Bucket, nil)
 	if err := s.Put(ctx, "k", []byte("v1"), 5); err != nil {
 		t.Fatal(err)
 	}
 	// Between Delete's HEAD and its DELETE, a writer with token 6 replaces
 	// the object: the DELETE gets 412, the second round sees token 6.
 	env.beforeDelete = func() {
-		if err := blobfence.New(env.env.Client, env.env.Bucket, nil).Put(ctx, "k", []byte("v2"), 6); err != nil {
+		if err := mustNew(t, env.env.Client, env.env.Bucket, nil).Put(ctx, "k", []byte("v2"), 6); err != nil {
 			t.Error(err)
 		}
 	}
@@ -260,41 +260,71 @@ func TestDeleteLosesRaceThenDecidesAgain(t *testing.T) {
 	}
 }
 
-// TestETagIsContentNotVersion pins down the limit documented in the
-// package: the ETag of a single-part upload is the MD5 of the bytes, so
-// when a newer holder writes the very bytes of an earlier version, a stale
-// writer holding that earlier version's ETag gets through If-Match. If this
-// test starts failing, the server made ETags unique per write and the
-// limit is gone (update the docs).
-func TestETagIsContentNotVersion(t *testing.T) {
+// TestSameBytesChangeTheETag: a newer holder that writes the very bytes
+// the object holds must change its ETag, or a writer that read the older
+// version and paused would pass its If-Match over the newer token. Before
+// the fix, the stale PutAfter below was accepted. Writing the same bytes
+// under the same token and fields is a no-op; a third token gets
+// ErrSameBytes, with nothing written.
+func TestSameBytesChangeTheETag(t *testing.T) {
 	ctx := context.Background()
-	s, _, _ := newStore(t, nil)
+	s, c, _ := newStore(t, nil)
 	v5, err := s.PutReader(ctx, "k", strings.NewReader("same bytes"), 5)
 	if err != nil {
 		t.Fatal(err)
 	}
+	before := c.total()
 	v9, err := s.PutReader(ctx, "k", strings.NewReader("same bytes"), 9)
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || v9.ETag == v5.ETag || v9.Replaced != v5.Version {
+		t.Fatalf("the same bytes under token 9: %+v, %v; want a new ETag, replacing %+v", v9, err, v5.Version)
 	}
-	if v5.ETag != v9.ETag {
-		t.Skipf("the server gives the same bytes different ETags (%s, %s): no ABA here", v5.ETag, v9.ETag)
+	if n, mp := c.total()-before, c.multipart.Load(); n != 4 || mp != 3 {
+		t.Fatalf("the rewrite sent %d requests (%d multipart); want 4: HEAD, create, part, complete", n, mp)
 	}
 	// The stale writer (token 7) read version 5 before it paused.
-	res, err := s.PutAfter(ctx, "k", strings.NewReader("stale"), 7, v5.Version)
-	if err != nil || res.Replaced.Token != 5 {
-		t.Fatalf("PutAfter: %+v, %v; the documented limit no longer holds", res, err)
+	_, err = s.PutAfter(ctx, "k", strings.NewReader("stale"), 7, v5.Version)
+	var se *fence.StaleError
+	if !errors.As(err, &se) || se.Current != 9 {
+		t.Fatalf("PutAfter with token 7 on version 5's ETag: %v; want StaleError current 9", err)
 	}
-	if _, tok := mustGet(t, s, "k"); tok != 7 {
-		t.Fatalf("token = %d", tok)
+	wantStored(t, s, "k", "same bytes", 9)
+	if _, v, err := s.GetVersion(ctx, "k"); err != nil || v != v9.Version {
+		t.Fatalf("GetVersion of the multipart version: %+v, %v; want %+v", v, err, v9.Version)
 	}
+
+	before = c.total()
+	again, err := s.PutReader(ctx, "k", strings.NewReader("same bytes"), 9)
+	if err != nil || again.Version != v9.Version || again.Replaced != v9.Version || c.total()-before != 1 {
+		t.Fatalf("the same bytes, token and fields again: %+v, %v after %d requests; want no write after 1 HEAD", again, err, c.total()-before)
+	}
+	before = c.total()
+	for _, w := range []struct {
+		tok fence.Token
+		opt []blobfence.PutOption
+	}{{12, nil}, {9, []blobfence.PutOption{blobfence.ContentType("text/plain")}}} {
+		err = s.Put(ctx, "k", []byte("same bytes"), w.tok, w.opt...)
+		if !errors.Is(err, blobfence.ErrSameBytes) || errors.Is(err, fence.ErrStale) {
+			t.Fatalf("the same bytes under token %d after tokens 5 and 9: %v; want ErrSameBytes", w.tok, err)
+		}
+	}
+	if n := c.total() - before; n != 2 {
+		t.Fatalf("refusing twice sent %d requests; want 2 HEADs", n)
+	}
+	if _, v, err := s.GetVersion(ctx, "k"); err != nil || v != v9.Version {
+		t.Fatalf("after ErrSameBytes: %+v, %v; want %+v unchanged", v, err, v9.Version)
+	}
+	// Other bytes start a new run.
+	if err := s.Put(ctx, "k", []byte("other bytes"), 12); err != nil {
+		t.Fatal(err)
+	}
+	wantStored(t, s, "k", "other bytes", 12)
 }
 
 func TestMissingBucket(t *testing.T) {
 	ctx := context.Background()
 	_, _, env := newStore(t, nil)
 	c := &counting{S3API: env.Client}
-	s := blobfence.New(c, env.Bucket+"-missing", nil)
+	s := mustNew(t, c, env.Bucket+"-missing", nil)
 	err := s.Put(ctx, "k", []byte("x"), 1)
 	if err == nil || errors.Is(err, blobfence.ErrContention) || !strings.Contains(err.Error(), "NoSuchBucket") {
 		t.Fatalf("put to a missing bucket: %v; want the NoSuchBucket error at once", err)

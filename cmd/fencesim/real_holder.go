@@ -64,7 +64,11 @@ func (c *realConfig) connect(ctx context.Context) (*stores, error) {
 		return nil, fmt.Errorf("real: postgresql at %s: %w (set -postgres or FENCEKIT_POSTGRES_URL)", redactURL(c.Postgres), err)
 	}
 	s.pool = pool
-	s.blobs = blobfence.New(newS3Client(c.S3Endpoint, c.S3Access, c.S3Secret), c.Bucket, nil)
+	s.blobs, err = blobfence.New(newS3Client(c.S3Endpoint, c.S3Access, c.S3Secret), c.Bucket, nil)
+	if err != nil {
+		s.close()
+		return nil, fmt.Errorf("real: %w", err)
+	}
 	s.table, err = sqlfence.NewTable(demoRowTable, "key", "lock_version", "value")
 	if err != nil {
 		s.close()

@@ -81,7 +81,11 @@ func TestRealKleppmann(t *testing.T) {
 		value != "B's data" || float64(version) != bTok {
 		t.Fatalf("lock_version row = %q v%d, %v", value, version, err)
 	}
-	body, tok, err := blobfence.New(s3env.Client, s3env.Bucket, nil).Get(ctx, name)
+	store, err := blobfence.New(s3env.Client, s3env.Bucket, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, tok, err := store.Get(ctx, name)
 	if err != nil || string(body) != "B's data" || float64(tok) != bTok {
 		t.Fatalf("S3 object = %q token %d, %v", body, tok, err)
 	}

@@ -1,0 +1,180 @@
+package blobfence
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+)
+
+// maxUserMetadata is S3's limit on user metadata: the UTF-8 bytes of every
+// name and value, the token and write record included.
+const maxUserMetadata = 2048
+
+// PutOption sets a field of the object a put writes, next to the token.
+// Bad values make the put return an error wrapping [ErrInvalidArgument]
+// before anything is sent.
+type PutOption func(*objectFields) error
+
+// objectFields are the object's fields other than the body and the token.
+type objectFields struct {
+	contentType, cacheControl, contentDisposition, contentEncoding string
+	metadata                                                       map[string]string
+	sse                                                            types.ServerSideEncryption
+	kmsKeyID                                                       string
+}
+
+// ContentType sets the object's Content-Type header.
+func ContentType(v string) PutOption {
+	return func(f *objectFields) error { return header("ContentType", v, &f.contentType) }
+}
+
+// CacheControl sets the object's Cache-Control header.
+func CacheControl(v string) PutOption {
+	return func(f *objectFields) error { return header("CacheControl", v, &f.cacheControl) }
+}
+
+// ContentDisposition sets the object's Content-Disposition header.
+func ContentDisposition(v string) PutOption {
+	return func(f *objectFields) error { return header("ContentDisposition", v, &f.contentDisposition) }
+}
+
+// ContentEncoding sets the object's Content-Encoding header.
+func ContentEncoding(v string) PutOption {
+	return func(f *objectFields) error { return header("ContentEncoding", v, &f.contentEncoding) }
+}
+
+// Metadata adds user metadata (x-amz-meta-<name>) to the object. Names are
+// lower-case letters, digits, '-', '_' and '.' (S3 lower-cases names, so
+// others would not read back the same); values are printable ASCII. The
+// store's own names (the token and its write record) are refused, and
+// everything together must fit S3's 2 KB of user metadata.
+func Metadata(md map[string]string) PutOption {
+	return func(f *objectFields) error {
+		for _, name := range slices.Sorted(maps.Keys(md)) {
+			if p := metadataNameProblem(name); p != "" {
+				return fmt.Errorf("Metadata: %s", p)
+			}
+			if p := asciiProblem(md[name]); p != "" {
+				return fmt.Errorf("Metadata: the value of %q %s", name, p)
+			}
+			if f.metadata == nil {
+				f.metadata = map[string]string{}
+			}
+			f.metadata[name] = md[name]
+		}
+		return nil
+	}
+}
+
+// ServerSideEncryption sets how S3 encrypts the object: AES256 (SSE-S3),
+// aws:kms or aws:kms:dsse (SSE-KMS, with kmsKeyID or "" for the bucket's
+// default key). Objects encrypted with KMS have ETags that are not the
+// MD5 of the body; the store handles them (see the package doc).
+func ServerSideEncryption(sse types.ServerSideEncryption, kmsKeyID string) PutOption {
+	return func(f *objectFields) error {
+		switch sse {
+		case types.ServerSideEncryptionAes256:
+			if kmsKeyID != "" {
+				return fmt.Errorf("ServerSideEncryption: a KMS key ID goes with aws:kms or aws:kms:dsse, not %s", sse)
+			}
+		case types.ServerSideEncryptionAwsKms, types.ServerSideEncryptionAwsKmsDsse:
+			if p := asciiProblem(kmsKeyID); p != "" {
+				return fmt.Errorf("ServerSideEncryption: the KMS key ID %s", p)
+			}
+		default:
+			return fmt.Errorf("ServerSideEncryption: %q is not AES256, aws:kms or aws:kms:dsse", sse)
+		}
+		f.sse, f.kmsKeyID = sse, kmsKeyID
+		return nil
+	}
+}
+
+func header(name, v string, dst *string) error {
+	if p := asciiProblem(v); p != "" {
+		return fmt.Errorf("%s: the value %s", name, p)
+	}
+	*dst = v
+	return nil
+}
+
+// asciiProblem says what makes v unfit for an HTTP header value, or "".
+func asciiProblem(v string) string {
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] > 0x7e {
+			return fmt.Sprintf("has byte %#02x at %d; use printable ASCII", v[i], i)
+		}
+	}
+	return ""
+}
+
+func metadataNameProblem(name string) string {
+	if name == "" {
+		return "a metadata name is empty"
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return fmt.Sprintf("metadata name %q has %q at byte %d; use lower-case letters, digits, '-', '_' and '.'", name, c, i)
+		}
+	}
+	return ""
+}
+
+// objectFields applies opts and checks them against the store's own
+// metadata names.
+func (s *Store) objectFields(opts []PutOption) (objectFields, error) {
+	var f objectFields
+	for _, o := range opts {
+		if o == nil {
+			return f, fmt.Errorf("%w: put: a PutOption is nil", ErrInvalidArgument)
+		}
+		if err := o(&f); err != nil {
+			return f, fmt.Errorf("%w: put: %w", ErrInvalidArgument, err)
+		}
+	}
+	for name := range f.metadata {
+		if name == s.tokenKey || name == s.writeKey {
+			return f, fmt.Errorf("%w: put: Metadata: %q is the store's own name for the token; the token is the put's argument", ErrInvalidArgument, name)
+		}
+	}
+	return f, nil
+}
+
+// userMetadata is the object's metadata: the caller's, the token and the
+// write record. It fails when the whole exceeds S3's 2 KB.
+func (s *Store) userMetadata(f objectFields, tok, record string) (map[string]string, error) {
+	md := make(map[string]string, len(f.metadata)+2)
+	maps.Copy(md, f.metadata)
+	md[s.tokenKey], md[s.writeKey] = tok, record
+	n := 0
+	for k, v := range md {
+		n += len(k) + len(v)
+	}
+	if n > maxUserMetadata {
+		return nil, fmt.Errorf("%w: put: the user metadata is %d bytes with the token and write record; S3 allows %d", ErrInvalidArgument, n, maxUserMetadata)
+	}
+	return md, nil
+}
+
+func (f objectFields) putInput(in *s3.PutObjectInput) {
+	in.ContentType, in.CacheControl = optString(f.contentType), optString(f.cacheControl)
+	in.ContentDisposition, in.ContentEncoding = optString(f.contentDisposition), optString(f.contentEncoding)
+	in.ServerSideEncryption, in.SSEKMSKeyId = f.sse, optString(f.kmsKeyID)
+}
+
+func (f objectFields) createInput(in *s3.CreateMultipartUploadInput) {
+	in.ContentType, in.CacheControl = optString(f.contentType), optString(f.cacheControl)
+	in.ContentDisposition, in.ContentEncoding = optString(f.contentDisposition), optString(f.contentEncoding)
+	in.ServerSideEncryption, in.SSEKMSKeyId = f.sse, optString(f.kmsKeyID)
+}
+
+func optString(v string) *string {
+	if v == "" {
+		return nil
+	}
+	return aws.String(v)
+}

@@ -1,0 +1,40 @@
+package blobfence_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/fencekit/fencekit/blobfence"
+)
+
+// TestVerify: versitygw honours every condition fencing needs, and Verify
+// says so; behind a proxy that drops If-Match (as some S3-compatible
+// servers and proxies do), Verify returns ErrUnsupported naming each
+// If-Match it found ignored. Either way the scratch key is gone.
+func TestVerify(t *testing.T) {
+	ctx := context.Background()
+	s, c, env := newStore(t, nil)
+	if err := s.Verify(ctx); err != nil {
+		t.Fatalf("Verify against versitygw: %v", err)
+	}
+	t.Logf("Verify: %d requests", c.total())
+
+	dropping := mustNew(t, dropIfMatch().client(t, env), env.Bucket, nil)
+	err := dropping.Verify(ctx)
+	if !errors.Is(err, blobfence.ErrUnsupported) {
+		t.Fatalf("Verify behind a proxy that drops If-Match: %v; want ErrUnsupported", err)
+	}
+	for _, want := range []string{"If-Match on PUT is ignored", "If-Match on CompleteMultipartUpload is ignored", "If-Match on DELETE is ignored"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Verify's error %q does not say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "If-None-Match") || strings.Contains(err.Error(), "metadata") {
+		t.Errorf("Verify's error %q names what the proxy left alone", err)
+	}
+	if keys := listKeys(t, env); len(keys) != 0 {
+		t.Errorf("Verify left %v in the bucket", keys)
+	}
+}
