@@ -49,9 +49,24 @@ func TestKeyLayoutMatchesLease(t *testing.T) {
 		if got, ok := c.nameOf(c.key(name, suffixLock)); !ok || got != name {
 			t.Errorf("nameOf(lock key) = %q, %v", got, ok)
 		}
+		// A waiter, refused, asks the holder's release to be published.
+		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		waited := make(chan error, 1)
+		go func() {
+			w, err := newLeases(t, env.Client, &lease.Options{KeyPrefix: prefix}).AcquireWait(wctx, name, time.Second)
+			if err == nil {
+				err = w.Release(ctx)
+			}
+			waited <- err
+		}()
+		time.Sleep(200 * time.Millisecond)
 		if err := l.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
+		if err := <-waited; err != nil {
+			t.Fatal(err)
+		}
+		cancel()
 		select {
 		case m := <-ps.Channel():
 			if holderToken(m.Payload) != l.Token() {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"time"
@@ -9,11 +10,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/lease"
 )
 
 // Watch events: the state when the watch starts (held or free), then grant,
-// release (the holder released it, or release --force did) and expire (it
-// ended without a release: its TTL ran out, or the key was deleted or lost).
+// release (the lock key was deleted before its TTL ran out: the holder
+// released it, release --force did, or it was deleted or lost in Redis)
+// and expire (it was gone only after its TTL had run out: a dead or paused
+// holder).
 const (
 	evHeld    = "held"
 	evFree    = "free"
@@ -30,11 +34,6 @@ type watchEvent struct {
 	Token       uint64    `json:"token"`                  // the grant's token (0 for a value fencekit did not write, or free)
 	RemainingMS int64     `json:"remaining_ms,omitempty"` // held and grant: the TTL left when seen
 }
-
-// releaseGrace is how long watch waits for a release notification before
-// it calls the end of a lease an expiry: the notification may reach it
-// after the poll that saw the key gone.
-const releaseGrace = 200 * time.Millisecond
 
 func setupWatch(fs *flag.FlagSet, o *output) func(context.Context, []string) error {
 	rf := addRedisFlags(fs)
@@ -58,23 +57,26 @@ func setupWatch(fs *flag.FlagSet, o *output) func(context.Context, []string) err
 	}
 }
 
-// watcher follows one lease: it polls Inspect and listens to the release
-// channel, and prints each change once.
+// watcher follows one lease: it polls Inspect, listens to the release
+// channel (the release script publishes there when a waiter asked for it,
+// and release --force always does), and prints each change once. It tells
+// a release from an expiry by the TTL last seen: a key gone before that
+// TTL could run out was deleted.
 type watcher struct {
 	c    *redisConn
 	o    *output
 	name string
 	left int // events still to print; 0 means no limit
 
-	held  bool
-	token fence.Token // the holder last seen, when held
-	gone  fence.Token // the last holder reported ended
-	notes <-chan *redis.Message
-	early []fence.Token // releases read while waiting for another
+	held    bool
+	token   fence.Token // the holder last seen, when held
+	expires time.Time   // the earliest its key could expire, when held (zero: no expiry)
+	gone    fence.Token // the last holder reported ended
+	notes   <-chan *redis.Message
 }
 
 // errDone ends the watch after -count events.
-var errDone = fmt.Errorf("done")
+var errDone = errors.New("done")
 
 func (w *watcher) run(ctx context.Context, interval time.Duration) error {
 	ps := w.c.rdb.Subscribe(ctx, w.c.key(w.name, suffixReleased))
@@ -83,13 +85,14 @@ func (w *watcher) run(ctx context.Context, interval time.Duration) error {
 		return fmt.Errorf("subscribe to %s's releases: %w", w.name, err)
 	}
 	w.notes = ps.Channel()
+	sent := time.Now()
 	info, err := w.c.inspect(ctx, w.name)
 	if err != nil {
 		return err
 	}
-	w.held, w.token = info.Held, info.Holder
 	first := watchEvent{Event: evFree}
 	if info.Held {
+		w.seen(info, sent)
 		first = watchEvent{Event: evHeld, Token: uint64(info.Holder), RemainingMS: ms(info.Remaining)}
 	}
 	if err := w.print(first, false); err != nil {
@@ -108,7 +111,7 @@ func (w *watcher) run(ctx context.Context, interval time.Duration) error {
 			err = w.poll(ctx)
 		}
 		switch {
-		case err == errDone:
+		case errors.Is(err, errDone):
 			return nil
 		case err != nil:
 			fmt.Fprintf(w.o.errs, "fencectl watch: %v\n", err) // Redis down: keep watching
@@ -116,16 +119,22 @@ func (w *watcher) run(ctx context.Context, interval time.Duration) error {
 	}
 }
 
+// seen records the holder info shows, read by a request sent at sent.
+func (w *watcher) seen(info lease.Info, sent time.Time) {
+	w.held, w.token, w.expires = true, info.Holder, time.Time{}
+	if info.Remaining >= 0 {
+		w.expires = sent.Add(info.Remaining)
+	}
+}
+
 // released handles a release notification of tok.
 func (w *watcher) released(ctx context.Context, tok fence.Token) error {
 	if tok == w.gone {
-		return nil // reported already, as an expiry when the notification came late
+		return nil // reported already, by the poll that found the key gone
 	}
 	if !w.held || w.token != tok {
-		// Granted and released between two polls: the grant first. The
-		// holder seen before ended without a release (its own would have
-		// come first).
-		if err := w.ended(ctx, false); err != nil {
+		// Granted and released between two polls: the grant first.
+		if err := w.ended(time.Now()); err != nil {
 			return err
 		}
 		if err := w.print(watchEvent{Event: evGrant, Token: uint64(tok)}, true); err != nil {
@@ -141,67 +150,40 @@ func (w *watcher) released(ctx context.Context, tok fence.Token) error {
 
 // poll reads the lease and prints what changed since the last look.
 func (w *watcher) poll(ctx context.Context) error {
+	sent := time.Now()
 	info, err := w.c.inspect(ctx, w.name)
 	if err != nil {
 		return err
 	}
 	if w.held && (!info.Held || info.Holder != w.token) {
-		if err := w.ended(ctx, true); err != nil {
+		if err := w.ended(time.Now()); err != nil {
 			return err
 		}
 	}
-	if info.Held && !w.held {
-		w.held, w.token = true, info.Holder
+	if !info.Held {
+		return nil
+	}
+	granted := !w.held
+	w.seen(info, sent)
+	if granted {
 		return w.print(watchEvent{Event: evGrant, Token: uint64(info.Holder), RemainingMS: ms(info.Remaining)}, true)
 	}
 	return nil
 }
 
-// ended reports the end of the holder last seen, if any: a release when
-// its notification comes within releaseGrace (wait), an expiry otherwise.
-func (w *watcher) ended(ctx context.Context, wait bool) error {
+// ended reports the end of the holder last seen, found gone at now: a
+// release when its key could not have expired yet, an expiry otherwise.
+func (w *watcher) ended(now time.Time) error {
 	if !w.held {
 		return nil
 	}
+	ev := evExpire
+	if w.expires.IsZero() || now.Before(w.expires) {
+		ev = evRelease
+	}
 	tok := w.token
 	w.held, w.token, w.gone = false, 0, tok
-	d := releaseGrace
-	if !wait {
-		d = 0
-	}
-	grace := time.NewTimer(d)
-	defer grace.Stop()
-	for {
-		select {
-		case m := <-w.notes:
-			if t := holderToken(m.Payload); t != tok {
-				w.early = append(w.early, t) // not expected: a later grant's release
-				continue
-			}
-			if err := w.print(watchEvent{Event: evRelease, Token: uint64(tok)}, true); err != nil {
-				return err
-			}
-		case <-grace.C:
-			if err := w.print(watchEvent{Event: evExpire, Token: uint64(tok)}, true); err != nil {
-				return err
-			}
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		return w.replayEarly(ctx)
-	}
-}
-
-// replayEarly handles the releases read while waiting for another one.
-func (w *watcher) replayEarly(ctx context.Context) error {
-	for len(w.early) > 0 {
-		t := w.early[0]
-		w.early = w.early[1:]
-		if err := w.released(ctx, t); err != nil {
-			return err
-		}
-	}
-	return nil
+	return w.print(watchEvent{Event: ev, Token: uint64(tok)}, true)
 }
 
 // print prints ev; counted events bring -count closer.
