@@ -37,8 +37,9 @@ import (
 // retried after a backoff (10ms doubling up to ttl, with jitter).
 //
 // Campaign returns an error wrapping ctx.Err() (joined to the last failed
-// attempt's error, if any) when ctx ends, or at once an error wrapping
-// [ErrInvalid] for a bad name, TTL, client or a nil lead.
+// attempt's error, if any) when ctx ends; an error wrapping [ErrClosed]
+// once the Client is closed ([Client.Close] ends the term's lease); at once
+// an error wrapping [ErrInvalid] for a bad name, TTL, client or a nil lead.
 func (c *Client) Campaign(ctx context.Context, name string, ttl time.Duration, lead func(ctx context.Context, tok fence.Token) error) error {
 	if lead == nil {
 		return fmt.Errorf("%w: nil lead function passed to Campaign(%q)", ErrInvalid, name)
@@ -54,7 +55,7 @@ func (c *Client) Campaign(ctx context.Context, name string, ttl time.Duration, l
 			return campaignOver(ctx, name, lastErr)
 		}
 		if err != nil {
-			if errors.Is(err, ErrInvalid) {
+			if errors.Is(err, ErrInvalid) || errors.Is(err, ErrClosed) {
 				return err
 			}
 			lastErr = err

@@ -188,6 +188,38 @@ func TestCampaignRetriesWhileRedisIsDown(t *testing.T) {
 	}
 }
 
+func TestCampaignEndsWhenTheClientCloses(t *testing.T) {
+	c, env := newTestClient(t, nil)
+	name := env.Name("closed")
+	led := make(chan context.Context, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- c.Campaign(context.Background(), name, 5*time.Second, func(lctx context.Context, tok fence.Token) error {
+			led <- lctx
+			<-lctx.Done()
+			return nil
+		})
+	}()
+	lctx := <-led
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if cause := context.Cause(lctx); !errors.Is(cause, ErrReleased) {
+		t.Errorf("lead's context cause after Close = %v, want ErrReleased", cause)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("Campaign = %v, want ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Campaign still running 10s after Close")
+	}
+	if _, free := freeNow(t, mustNew(t, env.Client, nil), name); !free {
+		t.Error("the lease is still held after Close")
+	}
+}
+
 func TestCampaignBadInputReturnsAtOnce(t *testing.T) {
 	c, env := newTestClient(t, nil)
 	lead := func(context.Context, fence.Token) error {
