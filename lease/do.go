@@ -20,7 +20,8 @@ import (
 // Do returns fn's error. When the lease was lost while fn ran (its Context
 // ended with [ErrLost], or the release found the key gone or taken), the
 // error also matches [ErrLost] and [fence.ErrFencedOut], even when fn
-// returned nil: fn's writes may have raced a newer holder's. When ctx ends
+// returned nil: fn's writes may have raced a newer holder's. A panic in fn
+// releases the lease and goes on. When ctx ends
 // while fn runs, fn's context ends with ctx's cause and Do returns what fn
 // returns. Other errors: those of AcquireWait (nothing ran); a failed
 // release (the lease then expires at its TTL), joined to fn's error.
@@ -39,7 +40,14 @@ func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func
 // hold runs fn under l and then releases l. fnErr is fn's result; endErr
 // reports a loss of the lease while fn ran, or else a failed release.
 func hold(ctx context.Context, l *Lease, ttl time.Duration, fn func(ctx context.Context, tok fence.Token) error) (fnErr, endErr error) {
+	returned := false
+	defer func() {
+		if !returned { // fn panicked: release the lease, let the panic go on
+			releaseBounded(ctx, l, ttl)
+		}
+	}()
 	fnErr = runUnder(ctx, l, fn)
+	returned = true
 	lost := l.Err() // nil unless the lease was lost while fn ran
 	relErr := releaseBounded(ctx, l, ttl)
 	if errors.Is(lost, ErrLost) {

@@ -178,3 +178,19 @@ func TestDoBadInputRunsNothing(t *testing.T) {
 		}
 	}
 }
+
+func TestDoReleasesWhenFnPanics(t *testing.T) {
+	c, env := newTestClient(t, nil)
+	name := env.Name("do-panic")
+	func() {
+		defer func() {
+			if r := recover(); r != "boom" {
+				t.Errorf("recovered %v, want fn's panic", r)
+			}
+		}()
+		c.Do(context.Background(), name, 5*time.Second, func(context.Context, fence.Token) error { panic("boom") })
+	}()
+	if _, free := freeNow(t, c, name); !free {
+		t.Fatal("the lease is still held after fn panicked")
+	}
+}

@@ -12,31 +12,46 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/fencekit/fencekit/lease"
 )
 
-// bin is the fencectl binary the tests run, built once by TestMain.
-var bin string
+// The fencectl binary the tests run, built on first use (fuzz targets
+// need none) into a directory TestMain removes.
+var (
+	binDir   string
+	buildBin sync.Once
+	bin      string
+	binErr   error
+)
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "fencectl-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
 	}
-	bin = filepath.Join(dir, "fencectl")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	code := 1
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "go build fencectl: %v\n%s", err, out)
-	} else {
-		code = m.Run()
-	}
-	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// binary returns the built fencectl.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildBin.Do(func() {
+		if binDir, binErr = os.MkdirTemp("", "fencectl-test-"); binErr != nil {
+			return
+		}
+		bin = filepath.Join(binDir, "fencectl")
+		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build fencectl: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return bin
 }
 
 // result is one run of the binary.
@@ -50,7 +65,7 @@ func fencectl(t *testing.T, env []string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd := exec.CommandContext(ctx, binary(t), args...)
 	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -95,7 +110,7 @@ func decode[T any](t *testing.T, r result) T {
 // lines; the process is killed at cleanup.
 func lines(t *testing.T, env []string, args ...string) (<-chan string, *exec.Cmd) {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(binary(t), args...)
 	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
