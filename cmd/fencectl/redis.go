@@ -60,6 +60,7 @@ func (f *redisFlags) connect() (*redisConn, error) {
 			opts = o
 		}
 		opts.ContextTimeoutEnabled = true
+		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = *f.timeout, *f.timeout, *f.timeout
 		rdb = redis.NewClusterClient(opts)
 	case strings.Contains(f.addr, "://"):
 		opts, err := redis.ParseURL(f.addr)
@@ -67,12 +68,14 @@ func (f *redisFlags) connect() (*redisConn, error) {
 			return nil, usagef("-redis %q: %v", f.addr, err)
 		}
 		opts.ContextTimeoutEnabled = true
+		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = *f.timeout, *f.timeout, *f.timeout
 		rdb = redis.NewClient(opts)
 	default:
 		if f.addr == "" || strings.Contains(f.addr, ",") {
 			return nil, usagef("-redis %q: want one host:port (several addresses need -cluster)", f.addr)
 		}
-		rdb = redis.NewClient(&redis.Options{Addr: f.addr, ContextTimeoutEnabled: true})
+		rdb = redis.NewClient(&redis.Options{Addr: f.addr, ContextTimeoutEnabled: true,
+			DialTimeout: *f.timeout, ReadTimeout: *f.timeout, WriteTimeout: *f.timeout})
 	}
 	leases, err := lease.New(rdb, &lease.Options{KeyPrefix: f.prefix, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -120,7 +123,8 @@ func (c *redisConn) inspect(ctx context.Context, name string) (info lease.Info, 
 // names returns the names of the leases with a lock key or a token
 // counter whose name matches the glob pattern, sorted, scanning every
 // master of a cluster. Keys under the prefix that are not a lease's are
-// skipped.
+// skipped. Each SCAN page is bounded by the request timeout, not the
+// whole scan.
 func (c *redisConn) names(ctx context.Context, pattern string) ([]string, error) {
 	match := globEscape(c.prefix) + ":{" + pattern + "}:*"
 	var (

@@ -46,14 +46,7 @@ func setupList(fs *flag.FlagSet, o *output) func(context.Context, []string) erro
 		if pattern == "" || strings.ContainsAny(pattern, "{}") {
 			return usagef("PATTERN %q: want a non-empty glob without braces (lease names have none)", pattern)
 		}
-		return printStatus(ctx, rf, o, func(c *redisConn) ([]string, error) {
-			var names []string
-			err := c.call(ctx, func(ctx context.Context) (err error) {
-				names, err = c.names(ctx, pattern)
-				return err
-			})
-			return names, err
-		})
+		return printStatus(ctx, rf, o, func(c *redisConn) ([]string, error) { return c.names(ctx, pattern) })
 	}
 }
 
