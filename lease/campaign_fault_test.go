@@ -68,7 +68,7 @@ func childCampaigner() int {
 		if _, err := pool.Exec(lctx, "INSERT INTO campaign_terms (token, pid, started_ns) VALUES ($1, $2, $3)", int64(tok), pid, started); err != nil {
 			return err
 		}
-		for {
+		for ended := false; ; {
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(lctx), 30*time.Second)
 			err := sqlfence.InTx(wctx, pool, name, tok, func(tx pgx.Tx) error {
 				_, err := tx.Exec(wctx, "INSERT INTO campaign_writes (seq, token, pid) VALUES (nextval('campaign_seq'), $1, $2)", int64(tok), pid)
@@ -81,11 +81,12 @@ func childCampaigner() int {
 					int64(stale.Presented), int64(stale.Current), pid)
 				return errors.Join(err, rerr)
 			}
-			if err != nil || lctx.Err() != nil {
+			if err != nil || ended {
 				return err
 			}
 			select {
 			case <-lctx.Done():
+				ended = true // one more write, as if it had been under way
 			case <-time.After(20 * time.Millisecond):
 			}
 		}
@@ -109,6 +110,7 @@ type termRow struct {
 type campaignAudit struct {
 	t    *testing.T
 	pool *pgxpool.Pool
+	app  string // the children's application_name
 }
 
 // nextTerm waits for the first term after seq.
@@ -134,16 +136,21 @@ func (a campaignAudit) nextTerm(after int64, limit time.Duration) termRow {
 	}
 }
 
-// waitWrite waits until a write with tok has been accepted.
-func (a campaignAudit) waitWrite(tok fence.Token, limit time.Duration) {
+// waitWrite waits until a write with tok has been accepted or, with
+// orBlocked, until a child's write waits for a row lock (a leader paused
+// in the middle of its transaction holds the guard row).
+func (a campaignAudit) waitWrite(tok fence.Token, orBlocked bool, limit time.Duration) {
 	a.t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
-		var n int
-		if err := a.pool.QueryRow(context.Background(), "SELECT count(*) FROM campaign_writes WHERE token = $1", int64(tok)).Scan(&n); err != nil {
+		var n, blocked int
+		if err := a.pool.QueryRow(context.Background(), `SELECT
+			(SELECT count(*) FROM campaign_writes WHERE token = $1),
+			(SELECT count(*) FROM pg_stat_activity WHERE application_name = $2 AND wait_event_type = 'Lock')`,
+			int64(tok), a.app).Scan(&n, &blocked); err != nil {
 			a.t.Fatal(err)
 		}
-		if n > 0 {
+		if n > 0 || orBlocked && blocked > 0 {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -187,13 +194,13 @@ func TestFaultCampaignThreeProcesses(t *testing.T) {
 	if _, err := pg.Pool.Exec(context.Background(), campaignSchema); err != nil {
 		t.Fatal(err)
 	}
-	audit := campaignAudit{t, pg.Pool}
+	audit := campaignAudit{t, pg.Pool, pg.Schema}
 	name := renv.Name("leader")
 	const ttl = 1500 * time.Millisecond
 	interval := ttl / 3 // the default renew interval
 	start := func() *testenv.Child {
 		ch := testenv.StartChild(t, "lease-campaigner", "LEASE_CHILD_ADDR="+renv.Addr, "LEASE_CHILD_NAME="+name,
-			"LEASE_CHILD_TTL="+ttl.String(), "CAMPAIGN_PG_URL="+pg.URL)
+			"LEASE_CHILD_TTL="+ttl.String(), "CAMPAIGN_PG_URL="+pg.URL+"&application_name="+pg.Schema)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if _, err := ch.Expect(ctx, "ready"); err != nil {
@@ -221,7 +228,7 @@ func TestFaultCampaignThreeProcesses(t *testing.T) {
 	leader := audit.nextTerm(0, limit)
 	var report []string
 	for i, how := range []string{"kill", "pause", "step-down", "kill", "pause", "step-down"} {
-		audit.waitWrite(leader.token, limit)
+		audit.waitWrite(leader.token, false, limit)
 		ch := children[leader.pid]
 		if ch == nil {
 			t.Fatalf("round %d: leader pid %d is not a child of this test", i, leader.pid)
@@ -264,9 +271,10 @@ func TestFaultCampaignThreeProcesses(t *testing.T) {
 		}
 		switch how {
 		case "pause":
-			// Resume the deposed leader only once its successor leads: its
-			// late write must meet the newer token.
-			audit.waitWrite(next.token, limit)
+			// Resume the deposed leader only once its successor wrote (or
+			// waits for the guard row the paused one holds): its late write
+			// must meet the newer token.
+			audit.waitWrite(next.token, true, limit)
 			if err := ch.Cont(); err != nil {
 				t.Fatal(err)
 			}
@@ -277,7 +285,7 @@ func TestFaultCampaignThreeProcesses(t *testing.T) {
 		}
 		leader = next
 	}
-	audit.waitWrite(leader.token, limit)
+	audit.waitWrite(leader.token, false, limit)
 	for _, ch := range children {
 		syscall.Kill(ch.Pid, syscall.SIGTERM)
 	}

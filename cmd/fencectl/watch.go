@@ -37,7 +37,7 @@ type watchEvent struct {
 
 func setupWatch(fs *flag.FlagSet, o *output) func(context.Context, []string) error {
 	rf := addRedisFlags(fs)
-	interval := fs.Duration("interval", defWatchPolling, "how often to read the lease (releases are pushed at once)")
+	interval := fs.Duration("interval", defWatchPolling, "how often to read the lease")
 	count := fs.Int("count", 0, "stop after this many events (grant, release, expire); 0 watches until interrupted")
 	return func(ctx context.Context, args []string) error {
 		name, err := oneName(args)
