@@ -128,6 +128,8 @@ func TestUsageAndFailureExitCodes(t *testing.T) {
 		{"bump", "x", "--to", "9007199254740991"},
 		{"status", "-cluster=false", "-redis", "a:1,b:2", "x"},
 		{"status", "-redis", "redis://[bad", "x"},
+		{"status", "-prefix", "a b", "x"},
+		{"s3-check", "-bucket", "b", "extra"},
 		{"pg-status", "-postgres", "::nope::"},
 	} {
 		r := fencectl(t, e, args...)
