@@ -3,16 +3,20 @@ package main
 import (
 	"context"
 	"errors"
+	"io/fs"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
+	"github.com/fencekit/fencekit/migrations"
 	"github.com/fencekit/fencekit/sqlfence"
 )
 
@@ -20,10 +24,28 @@ import (
 func migrated(t *testing.T) *testenv.PostgresEnv {
 	t.Helper()
 	pg := testenv.Postgres(t)
-	if err := sqlfence.Migrate(context.Background(), pg.URL); err != nil {
-		t.Fatal(err)
-	}
+	applyMigrations(t, pg.Pool)
 	return pg
+}
+
+// applyMigrations creates fencekit's tables in the test's schema from the
+// embedded migration files, in order (the SQL any migration tool applies).
+func applyMigrations(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	ups, err := fs.Glob(migrations.FS, "*.up.sql")
+	if err != nil || len(ups) == 0 {
+		t.Fatalf("migrations: %v %v", ups, err)
+	}
+	slices.Sort(ups)
+	for _, f := range ups {
+		sql, err := fs.ReadFile(migrations.FS, f)
+		if err == nil {
+			_, err = pool.Exec(context.Background(), string(sql))
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
 }
 
 func TestPGStatus(t *testing.T) {
