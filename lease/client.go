@@ -175,6 +175,18 @@ func (c *Client) Inspect(ctx context.Context, name string) (Info, error) {
 	return info, nil
 }
 
+// endAll ends every lease in the heartbeat's heap with ErrReleased and
+// returns them.
+func (c *Client) endAll() []*Lease {
+	c.hb.mu.Lock()
+	leases := slices.Clone(c.hb.heap)
+	c.hb.mu.Unlock()
+	for _, l := range leases {
+		l.end(ErrReleased)
+	}
+	return leases
+}
+
 // closed reports whether Close was called.
 func (c *Client) closed() bool {
 	c.hb.mu.Lock()
@@ -202,31 +214,30 @@ func (c *Client) Close(ctx context.Context) error {
 		return fmt.Errorf("lease: close: %w", ErrClosed)
 	}
 	h.closed = true
-	leases := slices.Clone(h.heap)
 	h.timer.Stop()
 	h.armed = time.Time{}
 	h.mu.Unlock()
 
-	for _, l := range leases {
-		l.end(ErrReleased)
-	}
+	leases := c.endAll()
 	h.stop() // cancels the renewals in flight
 	h.running.Wait()
+	// A beat may have had leases out of the heap while endAll ran: they
+	// are back in it now, and nothing else adds to it.
+	leases = append(leases, c.endAll()...)
 
 	var errs []error
 	var notDeleted int
 	var why error
 	for _, l := range leases {
-		if why = ctx.Err(); why != nil {
+		if err := ctx.Err(); err != nil {
 			notDeleted++
+			why = err
 			continue
 		}
 		err := l.Release(ctx)
-		var lost *LostError
-		switch {
-		case errors.As(err, &lost):
+		if _, lost := asLost(err); lost {
 			errs = append(errs, err)
-		case err != nil:
+		} else if err != nil {
 			notDeleted++
 			why = err
 		}

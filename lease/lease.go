@@ -26,6 +26,7 @@ type Lease struct {
 	deadline time.Time // local deadline; the lease is lost when it passes
 	nextBeat time.Time // when the next renewal (or retry) is due
 	inflight time.Time // when the renewal in flight was sent, zero if none
+	batch    *batch    // the renewal in flight, nil if none
 	ended    bool      // ctx cancelled (lost or released)
 	hbErr    error     // last renewal error, nil after a success
 	relDone  bool      // Release finished with a definite answer (guarded by relSem)
@@ -59,7 +60,7 @@ func (c *Client) start(ctx context.Context, g *Grant, t timing, sent time.Time) 
 			Err: fmt.Errorf("the acquire reply came %v after the request, more than the TTL minus the drift margin", now.Sub(sent))})
 		return l, true
 	}
-	if !c.hb.set(l, l.nextBeat) { // before the deadline: interval < TTL - margin
+	if !c.hb.add(l, l.nextBeat) { // before the deadline: interval < TTL - margin
 		l.endLocked(ErrReleased)
 		return l, false
 	}
@@ -116,6 +117,10 @@ func (l *Lease) endLocked(cause error) bool {
 	}
 	l.ended = true
 	l.c.hb.remove(l)
+	if l.batch != nil {
+		l.batch.leave()
+		l.batch = nil
+	}
 	// Count before cancelling, so that whoever wakes on Done sees the
 	// count. Log after, and not under l.mu: the user's handler may block (a
 	// full pipe), and the Context must end at the deadline all the same.
