@@ -14,7 +14,7 @@ import (
 // A put stores, next to the token, a write record in the metadata entry
 // <MetadataKey>-write:
 //
-//	<token> <md5 of the body, hex> <write id> <alt> <fields>[ opaque]
+//	<token> <md5 of the body, hex> <form> <write id> <alt> <fields>[ opaque]
 //
 // It lets a reader check that the ETag and the token it got belong to the
 // same object, a writer recognize its own write after a lost reply, and a
@@ -27,16 +27,17 @@ import (
 // PUT can return the new ETag with the old token. A writer deciding on such
 // a pair would pass a conditional write with a token older than the one
 // stored (the race test caught this). So a read counts only when it is
-// self-consistent (the ETag is what the record's MD5 gives and the
-// record's token is the token), or, for objects without a record, when two
+// self-consistent (the ETag is what the record's MD5 gives in the record's
+// form, a PUT or a one-part upload, and the record's token is the token), or, for objects without a record, when two
 // reads in a row agree. On servers whose ETags are not content hashes
 // (SSE-KMS), a read with a record is trusted as it is.
 
 // writeRecord is the parsed value of the <MetadataKey>-write entry.
 type writeRecord struct {
-	tok fence.Token
-	md5 string // 32 lower-case hex digits
-	id  string
+	tok  fence.Token
+	md5  string // 32 lower-case hex digits
+	form form   // formPut or formMultipart: how the body was written
+	id   string
 	// alt is the token under which the same bytes were last written in the
 	// other form (PUT or one-part multipart upload) in the run of writes of
 	// these bytes that this version ends; hasAlt is false when they were not.
@@ -53,7 +54,7 @@ func (w writeRecord) String() string {
 	if w.hasAlt {
 		alt = w.alt.String()
 	}
-	s := w.tok.String() + " " + w.md5 + " " + w.id + " " + alt + " " + w.fields
+	s := w.tok.String() + " " + w.md5 + " " + formNames[w.form] + " " + w.id + " " + alt + " " + w.fields
 	if w.opaque {
 		s += " opaque"
 	}
@@ -64,7 +65,7 @@ func (w writeRecord) String() string {
 // not one (another tool may have written the entry).
 func parseWriteRecord(s string) (writeRecord, bool) {
 	f := strings.Fields(s)
-	if len(f) != 5 && (len(f) != 6 || f[5] != "opaque") || len(f[1]) != md5.Size*2 {
+	if len(f) != 6 && (len(f) != 7 || f[6] != "opaque") || len(f[1]) != md5.Size*2 {
 		return writeRecord{}, false
 	}
 	tok, err := fence.ParseToken(f[0])
@@ -74,9 +75,17 @@ func parseWriteRecord(s string) (writeRecord, bool) {
 	if b, err := hex.DecodeString(f[1]); err != nil || hex.EncodeToString(b) != f[1] {
 		return writeRecord{}, false
 	}
-	w := writeRecord{tok: tok, md5: f[1], id: f[2], fields: f[4], opaque: len(f) == 6}
-	if f[3] != "-" {
-		if w.alt, err = fence.ParseToken(f[3]); err != nil {
+	w := writeRecord{tok: tok, md5: f[1], id: f[3], fields: f[5], opaque: len(f) == 7}
+	switch f[2] {
+	case formNames[formPut]:
+		w.form = formPut
+	case formNames[formMultipart]:
+		w.form = formMultipart
+	default:
+		return writeRecord{}, false
+	}
+	if f[4] != "-" {
+		if w.alt, err = fence.ParseToken(f[4]); err != nil {
 			return writeRecord{}, false
 		}
 		w.hasAlt = true
@@ -87,28 +96,34 @@ func parseWriteRecord(s string) (writeRecord, bool) {
 	return w, true
 }
 
+var formNames = map[form]string{formPut: "put", formMultipart: "mpu"}
+
+// etag is the ETag S3 gives the version the record describes: the MD5 of
+// a PUT, or md5(md5)-1 of a one-part multipart upload.
+func (w writeRecord) etag() string {
+	var sum [md5.Size]byte
+	if _, err := hex.Decode(sum[:], []byte(w.md5)); err != nil {
+		return ""
+	}
+	if w.form == formMultipart {
+		return multipartETag(sum)
+	}
+	return plainETag(sum)
+}
+
 // trusted reports whether one read st can be trusted: its write record
-// names the same token and an MD5 that gives the ETag (of a PUT or of the
-// store's one-part multipart upload), so ETag and token come from one
-// object. On a server whose ETags are not content hashes (this store, or
+// names the same token, and the ETag its MD5 gives in its form, so ETag
+// and token come from one object. (The form matters: a read pairing a
+// one-part upload's ETag with the metadata of a PUT of the same bytes is
+// torn.) On a server whose ETags are not content hashes (this store, or
 // the one that wrote the record, saw one of its own puts get another
-// ETag), a read with a write record is trusted as it is: the store then relies on the server reading ETag and
-// metadata together, as AWS S3 does.
+// ETag), a read with a write record is trusted as it is: the store then
+// relies on the server reading ETag and metadata together, as AWS S3 does.
 func (s *Store) trusted(st headState) bool {
 	if !st.hasRecord || st.record.tok != st.Token {
 		return false
 	}
-	return s.opaque.Load() || st.record.opaque || contentETag(st.ETag, st.record.md5)
-}
-
-// contentETag reports whether etag is what S3 gives a body with MD5 sum
-// (hex), written by a PUT or as a one-part multipart upload.
-func contentETag(etag, sum string) bool {
-	var raw [md5.Size]byte
-	if _, err := hex.Decode(raw[:], []byte(sum)); err != nil {
-		return false
-	}
-	return etag == plainETag(raw) || etag == multipartETag(raw)
+	return s.opaque.Load() || st.record.opaque || st.ETag == st.record.etag()
 }
 
 // readVersion reads the object's version until the read can be trusted:

@@ -3,7 +3,7 @@
 // partitioned former holder cannot overwrite its successor's object. It
 // uses aws-sdk-go-v2: [New] takes an [S3API], which *s3.Client satisfies,
 // and works with AWS S3 and S3-compatible servers that honour conditional
-// writes (If-Match and If-None-Match on PUT, If-Match on DELETE).
+// writes; [Store.Verify] checks a server once, at start-up.
 //
 // # Compare-and-swap from conditional writes
 //
@@ -20,64 +20,67 @@
 //	          when absent)
 //	         x-amz-meta-fencekit-token: tok
 //
-// The conditional PUT is the swap: S3 applies it only if the object is
-// still the version whose token was checked. Losing a race (412
-// PreconditionFailed, 409 ConditionalRequestConflict, or 404 NoSuchKey when
-// the object vanished) means another writer changed the object between the
-// HEAD and the PUT: the store reads again and decides again, up to
-// [Options.MaxAttempts] times, then returns [ErrContention]. A token older
-// than the stored one gets a [*fence.StaleError] (errors.Is
-// [fence.ErrStale]) that carries the stored token. [Store.PutAfter] skips
-// the HEAD when the caller knows the current version (the [PutResult] of
-// its previous put): one request. [Store.PutReader] streams the body from
-// an io.ReadSeeker, rewinding it for each attempt. [Store.Delete] is fenced
-// the same way with a DELETE conditional on the ETag; note that the token
-// goes with the object, so after a delete any token may create the key
-// again.
+// Losing a race (412, 409, or 404 when the object vanished) means another
+// writer changed the object between the HEAD and the PUT: the store reads
+// and decides again, up to [Options.MaxAttempts] times, then returns
+// [ErrContention]. [Store.PutAfter] skips the HEAD when the caller knows
+// the current version: one request. [Store.Delete] is fenced the same way;
+// the token goes with the object, so after a delete any token may create
+// the key again. [PutOption] values set the object's other fields
+// (Content-Type, user metadata, server-side encryption) next to the token.
+//
+// # The same bytes again
+//
+// An ETag is a content hash: when a newer holder writes the bytes the
+// object already holds, a single PUT would leave the ETag as it was, and a
+// writer that read the older version and paused would pass its If-Match.
+// So a put of the same bytes is written in the other form: a one-part
+// multipart upload (ETag md5(md5)-1, completed with If-Match) over a PUT,
+// and a PUT over a one-part upload; four requests instead of two. Two forms
+// fence the same bytes under two successive tokens; a third token gets
+// [ErrSameBytes], with nothing written (the write record remembers the
+// run, see same.go). A put of the same bytes, token and fields writes
+// nothing. Bodies that go back to an earlier content (A, B, A) are not
+// tracked. When successive holders may write identical bytes, put the
+// token or a version into the body.
 //
 // # Retries and unknown outcomes
 //
-// The conditional PUT and DELETE are sent with the SDK's retryer limited
-// to one attempt; the store's own loop is their only retry, and it reads
-// the object again before every new attempt. A write that gets no answer
-// (a transport error or a 5xx) may have landed; its retry by the SDK would
-// see the store's own write and come back 412, a lost race that hides a
-// success. Instead, every put writes a write record next to the token
-// (<MetadataKey>-write: token, MD5 of the body, a random write id per
-// attempt), and the next read recognizes the store's own write: the put
-// succeeds. When the store cannot tell (the object was replaced again
-// before it could read it, or the read fails), the error wraps
-// [ErrOutcomeUnknown] together with the final verdict. HEAD and GET keep
-// the client's retryer: they are idempotent.
+// Conditional writes are sent with the SDK's retryer limited to one
+// attempt; the store's own loop is their only retry, and it reads the
+// object again before every new attempt. Every put stores a write record
+// next to the token (<MetadataKey>-write: token, MD5 of the body, its
+// form, a random write id per attempt, the run of the same bytes, a digest of the other
+// fields), so the next read recognizes the store's own write after a lost
+// reply. When the store cannot tell whether a write landed, the error
+// wraps [ErrOutcomeUnknown] together with the final verdict.
 //
 // # Trusting a read
 //
 // A writer must decide on the ETag and token of one and the same version.
-// Some servers do not read both atomically: versitygw's posix backend
-// reads metadata and ETag by path one after the other, so a HEAD racing a
-// PUT can return the new ETag with the old token, and a put deciding on it
-// would land a stale token (the race test caught this). The store trusts a
-// HEAD when its write record proves that token and ETag belong together
-// (the record's token is the token and its MD5 is the ETag), and otherwise
-// (objects written by other tools, ETags that are not an MD5 such as
-// multipart or SSE-KMS uploads) only when two HEADs in a row agree, which
-// costs a request more.
-//
-// A limit remains: S3's ETag of a single-part upload is the MD5 of the
-// bytes, not a version number. If a newer holder writes exactly the bytes
-// an older version had, a stale writer that read that older version and
-// paused since finds the same ETag, and its conditional PUT passes. Make
-// the bytes of successive versions differ (a sequence number or the token
-// in the body) when that can happen.
+// versitygw's posix backend reads metadata and ETag by path one after the
+// other, so a HEAD racing a PUT can pair the new ETag with the old token.
+// The store trusts a HEAD when its write record proves the pair (the ETag
+// is what the record's MD5 gives in the record's form, a PUT or a one-part
+// upload), and otherwise only when two HEADs in a row agree, which costs a
+// request more. On servers whose ETags are not
+// content hashes (SSE-KMS), once the store has seen one of its own puts
+// come back with such an ETag, a HEAD with a write record is trusted as it
+// is: the store then relies on the server reading ETag and metadata
+// together, as AWS S3 does.
 //
 // # Errors
 //
-// [*fence.StaleError] (stale token; nothing written), [ErrContention]
-// (every attempt lost a race, or no read could be trusted), [ErrOutcomeUnknown] (a write got no answer
-// and the store could not resolve it), [ErrNotFound] (Get, Head),
-// [ErrBadMetadata] (the stored token does not parse; Put and Delete leave
-// such an object alone), [ErrInvalidArgument] (nil client, empty bucket,
-// bad option, empty or over-1024-byte or non-UTF-8 key, token 0 or above
-// 2^63-1: reported on first use, nothing sent). Other errors come from S3
-// and the SDK, wrapped with the operation and key.
+// Every error names the object once, as bucket/key. [*fence.StaleError]
+// (stale token; nothing written; matches [fence.ErrStale] and
+// [fence.ErrFencedOut]); the context's cause when ctx ended (a lost
+// lease's lease.ErrLost, which matches fence.ErrFencedOut too);
+// [ErrSameBytes]; [ErrContention]; [ErrOutcomeUnknown]; [ErrNotFound]
+// (Get, Head); [ErrBadMetadata] (the stored token does not parse; Put and
+// Delete leave such an object alone); [ErrInvalidArgument] (nil client,
+// empty bucket, bad option, a key that is empty, over 1024 bytes, not
+// UTF-8 or with control characters, token 0 or above 2^63-1: nothing is
+// sent); [ErrUnsupported] (Verify). Other errors come from S3 and the SDK.
+// Refused stale writes are counted in the OpenTelemetry counter
+// fencekit_stale_rejected (store="s3").
 package blobfence

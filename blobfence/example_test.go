@@ -6,9 +6,50 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/fencekit/fencekit/blobfence"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/testenv"
 )
+
+// The whole set-up for an S3-compatible server: a client for its endpoint
+// with path-style addressing, a store, and Verify once at start-up. For
+// AWS, leave BaseEndpoint and UsePathStyle out (or use s3.NewFromConfig).
+func Example_customEndpoint() {
+	ctx := context.Background()
+	tb, done := testenv.ExampleTB("Example_customEndpoint")
+	defer done()
+	env := testenv.S3(tb) // the test server: endpoint, keys and a fresh bucket
+
+	client := s3.New(s3.Options{
+		BaseEndpoint: aws.String(env.Endpoint), // such as "http://127.0.0.1:7070"
+		Region:       "us-east-1",
+		Credentials:  credentials.NewStaticCredentialsProvider(env.AccessKey, env.SecretKey, ""),
+		UsePathStyle: true, // http://host/bucket/key
+	})
+	store, err := blobfence.New(client, env.Bucket, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("verify:", store.Verify(ctx))
+	err = store.Put(ctx, "daily.csv", []byte("a,b\n1,2\n"), 7,
+		blobfence.ContentType("text/csv"), blobfence.Metadata(map[string]string{"job": "daily"}))
+	fmt.Println("put:", err)
+	head, err := client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(env.Bucket), Key: aws.String("daily.csv")})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(aws.ToString(head.ContentType), head.Metadata["job"], head.Metadata["fencekit-token"])
+	// Output:
+	// verify: <nil>
+	// put: <nil>
+	// text/csv daily 7
+}
 
 // Kleppmann's scenario on S3: client A holds token 33, pauses past its
 // lease, client B gets token 34 and writes; A's late write is refused and
@@ -99,6 +140,29 @@ func ExampleNew() {
 	// Output:
 	// blobfence: invalid argument: New: the S3 client is nil
 	// true
+}
+
+// A put of the bytes the object holds, by a newer holder, still changes
+// the ETag, so an older holder's If-Match cannot pass; a third token
+// writing them is refused with ErrSameBytes.
+func ExampleErrSameBytes() {
+	ctx := context.Background()
+	store, done := exampleStore("ExampleErrSameBytes")
+	defer done()
+
+	v1, _ := store.PutReader(ctx, "result", strings.NewReader("42"), 1)
+	v2, _ := store.PutReader(ctx, "result", strings.NewReader("42"), 2)
+	fmt.Println("new ETag for the same bytes:", v1.ETag != v2.ETag)
+	_, err := store.PutAfter(ctx, "result", strings.NewReader("stale"), 1, v1.Version)
+	fmt.Println("holder 1 on its old version:", errors.Is(err, fence.ErrFencedOut))
+	err = store.Put(ctx, "result", []byte("42"), 3)
+	fmt.Println("holder 3, same bytes:", errors.Is(err, blobfence.ErrSameBytes))
+	fmt.Println("holder 3, token in the body:", store.Put(ctx, "result", []byte("42 (token 3)"), 3))
+	// Output:
+	// new ETag for the same bytes: true
+	// holder 1 on its old version: true
+	// holder 3, same bytes: true
+	// holder 3, token in the body: <nil>
 }
 
 // A holder that restarts reads the object's current version once, and

@@ -322,3 +322,36 @@ func TestDeleteLostReply(t *testing.T) {
 		t.Fatalf("Head after delete: %v", err)
 	}
 }
+
+func (f *faulty) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMultipartUploadInput, o ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error) {
+	f.record("CompleteMultipartUpload", o)
+	mode := f.next()
+	out, err := f.S3API.CompleteMultipartUpload(ctx, in, o...)
+	if mode == faultLostReply {
+		return nil, transportError("CompleteMultipartUpload")
+	}
+	return out, err
+}
+
+// TestLostReplyOnSameBytesRewrite: the rewrite of the same bytes completes
+// its upload, but the reply is lost; the next read finds the store's own
+// write record, and the put succeeds with no second write. The completion
+// is sent with the SDK's retryer off, like a PUT.
+func TestLostReplyOnSameBytesRewrite(t *testing.T) {
+	ctx := context.Background()
+	f := newRacer(t)
+	s := mustNew(t, f, f.env.Bucket, nil)
+	first, err := s.PutReader(ctx, "k", strings.NewReader("same"), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.faults = []fault{faultLostReply}
+	res, err := s.PutReader(ctx, "k", strings.NewReader("same"), 5)
+	if err != nil || res.Token != 5 || res.Replaced != first.Version || res.Attempts != 1 || res.ETag == first.ETag {
+		t.Fatalf("a rewrite whose completion lost its reply: %+v, %v; want token 5 under a new ETag, replacing %+v", res, err, first.Version)
+	}
+	if got := f.sdkAttempts["CompleteMultipartUpload"]; len(got) != 1 || got[0] != 1 {
+		t.Fatalf("completions sent with SDK attempt limits %v; want one, limited to 1 attempt", got)
+	}
+	wantStored(t, s, "k", "same", 5)
+}

@@ -78,10 +78,10 @@ func FuzzTokenMetadata(f *testing.F) {
 // FuzzWriteRecord: what parses prints back the same, and what a put writes
 // parses back to the same record.
 func FuzzWriteRecord(f *testing.F) {
-	f.Add("34 0cc175b9c0f1b6a831c399e269772661 ABC.0 - 0123456789abcdef", uint64(34), "0cc175b9c0f1b6a831c399e269772661", "id.1")
-	f.Add("34 0cc175b9c0f1b6a831c399e269772661 ABC.0 7 0123456789abcdef opaque", uint64(0), "", "")
-	f.Add("34  0cc175b9c0f1b6a831c399e269772661 x - f", uint64(0), "", "")
-	f.Add("1 0CC175B9C0F1B6A831C399E269772661 x 0 f", uint64(1<<63), "zz", "a b")
+	f.Add("34 0cc175b9c0f1b6a831c399e269772661 put ABC.0 - 0123456789abcdef", uint64(34), "0cc175b9c0f1b6a831c399e269772661", "id.1")
+	f.Add("34 0cc175b9c0f1b6a831c399e269772661 mpu ABC.0 7 0123456789abcdef opaque", uint64(0), "", "")
+	f.Add("34  0cc175b9c0f1b6a831c399e269772661 put x - f", uint64(0), "", "")
+	f.Add("1 0CC175B9C0F1B6A831C399E269772661 zip x 0 f", uint64(1<<63), "zz", "a b")
 	f.Fuzz(func(t *testing.T, raw string, tok uint64, md5hex, id string) {
 		if rec, ok := parseWriteRecord(raw); ok {
 			if rec.String() != raw {
@@ -92,6 +92,9 @@ func FuzzWriteRecord(f *testing.F) {
 			}
 		}
 		rec := writeRecord{tok: fence.Token(tok), md5: md5hex, id: id, fields: "0123456789abcdef", opaque: tok%3 == 0}
+		if tok%5 == 0 {
+			rec.form = formMultipart
+		}
 		if tok%2 == 0 {
 			rec.alt, rec.hasAlt = fence.Token(tok/2), true
 		}

@@ -3,9 +3,11 @@ package blobfence_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
@@ -141,3 +143,58 @@ func TestBadPutOptionsSendNothing(t *testing.T) {
 // nopS3 is an S3API whose every call fails; the bad-input test must not
 // reach it.
 type nopS3 struct{ blobfence.S3API }
+
+// TestErrorsNameTheObjectOnce: every error of a call names the object
+// once, as bucket/key. Before the fix a stale put said
+// `blobfence: put "reports/x2.csv": fence: stale token 33 for "<bucket>/reports/x2.csv"`.
+func TestErrorsNameTheObjectOnce(t *testing.T) {
+	ctx := context.Background()
+	s, _, env := newStore(t, nil)
+	const key = "reports/x2.csv"
+	if err := s.Put(ctx, key, []byte("B"), 34); err != nil {
+		t.Fatal(err)
+	}
+	_, err := env.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: &env.Bucket, Key: aws.String("reports/bad.csv"),
+		Body: strings.NewReader("x"), Metadata: map[string]string{blobfence.DefaultMetadataKey: "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := mustNew(t, env.Client, env.Bucket+"-missing", nil)
+	cases := map[string]struct {
+		key string
+		err error
+	}{
+		"stale put":    {key, s.Put(ctx, key, []byte("A"), 33)},
+		"stale delete": {key, s.Delete(ctx, key, 33)},
+		"same bytes": {key, func() error {
+			if err := s.Put(ctx, key, []byte("B"), 35); err != nil {
+				return fmt.Errorf("the first rewrite must pass: %w", err)
+			}
+			return s.Put(ctx, key, []byte("B"), 36)
+		}()},
+		"token 0":          {key, s.Put(ctx, key, []byte("B"), 0)},
+		"get absent":       {"reports/none.csv", func() error { _, _, err := s.Get(ctx, "reports/none.csv"); return err }()},
+		"head absent":      {"reports/none.csv", func() error { _, err := s.Head(ctx, "reports/none.csv"); return err }()},
+		"bad metadata":     {"reports/bad.csv", s.Put(ctx, "reports/bad.csv", []byte("y"), 9)},
+		"get bad":          {"reports/bad.csv", func() error { _, _, err := s.Get(ctx, "reports/bad.csv"); return err }()},
+		"missing bucket":   {key, missing.Put(ctx, key, []byte("x"), 1)},
+		"bad content type": {key, s.Put(ctx, key, []byte("x"), 40, blobfence.ContentType("a\nb"))},
+	}
+	for name, tc := range cases {
+		if tc.err == nil {
+			t.Errorf("%s: no error", name)
+			continue
+		}
+		msg := tc.err.Error()
+		leaf := tc.key[strings.LastIndex(tc.key, "/")+1:]
+		if name == "bad content type" { // nothing about the object is wrong: it is not named
+			if strings.Contains(msg, leaf) {
+				t.Errorf("%s: %q names the object", name, msg)
+			}
+			continue
+		}
+		if strings.Count(msg, leaf) != 1 || !strings.Contains(msg, "/"+tc.key) || !strings.HasPrefix(msg, "blobfence: ") {
+			t.Errorf("%s: %q; want a blobfence error naming %s/%s once", name, msg, env.Bucket, tc.key)
+		}
+	}
+}

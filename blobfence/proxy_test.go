@@ -35,7 +35,7 @@ type s3Proxy struct {
 
 // client starts the proxy in front of env's server and returns a client of
 // it; the proxy stops at cleanup.
-func (p *s3Proxy) client(t *testing.T, env *testenv.S3Env) *s3.Client {
+func (p *s3Proxy) client(t testing.TB, env *testenv.S3Env) *s3.Client {
 	target, err := url.Parse(env.Endpoint)
 	if err != nil {
 		t.Fatal(err)

@@ -11,11 +11,9 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/obs"
@@ -40,7 +38,9 @@ type PutResult struct {
 	// Version, If-None-Match: *).
 	Replaced Version
 	// Attempts is the number of conditional writes sent; 1 when the write
-	// did not race.
+	// did not race. A put that found the object already as it asks (the
+	// same bytes, token and fields) writes nothing: Version equals
+	// Replaced.
 	Attempts int
 }
 
@@ -48,19 +48,21 @@ type PutResult struct {
 // object already carries a newer token. It costs two requests when nobody
 // races it: a HEAD that reads the current ETag and token, and a PUT
 // conditional on that ETag (If-Match) or on the key being absent
-// (If-None-Match: *). When the current ETag is the MD5 of body (the same
-// bytes written again), the PUT is replaced by a one-part multipart upload
-// (three requests: create, part, a complete conditional on the ETag) whose
-// ETag differs, so that the write changes the ETag (see the package doc).
-// One HEAD more over an object that has no write record (written by
-// another tool). A lost race (412, 409, or 404 when the object vanished)
+// (If-None-Match: *). When the object holds the same bytes, the write
+// takes the other form (a PUT over a one-part multipart upload, or a
+// one-part upload over a PUT: create, part, and a complete conditional on
+// the ETag, four requests in all) so that its ETag changes; under the
+// same token and fields it writes nothing (one HEAD); see the package doc
+// for when it refuses with [ErrSameBytes]. One HEAD more over an object
+// that has no write record (written by another tool). A lost race (412, 409, or 404 when the object vanished)
 // makes it read and decide again, up to [Options.MaxAttempts] times.
 // Objects without token metadata count as token 0. opts set the object's
 // other fields (Content-Type, user metadata, encryption...).
 //
 // Errors: a [*fence.StaleError] (errors.Is [fence.ErrStale] and
 // [fence.ErrFencedOut]; Resource is "bucket/key", Current the stored token)
-// when the stored token is newer than tok, nothing written; [ErrContention]
+// when the stored token is newer than tok, nothing written; [ErrSameBytes]
+// when the same bytes cannot be given a new ETag; [ErrContention]
 // when every attempt lost a race or no read of the object could be
 // trusted; [ErrInvalidArgument] for a bad key, token or option (nothing is
 // sent); [ErrBadMetadata] when the stored token does not parse;
@@ -91,8 +93,9 @@ func (s *Store) PutReader(ctx context.Context, key string, r io.ReadSeeker, tok 
 // current ETag with a wrong token) can defeat the fence.
 //
 // When prev is still current and tok is not older than prev.Token, it
-// costs one request: the conditional PUT, without the HEAD (three for a
-// rewrite of the same bytes, as for Put). When prev is out of date (the
+// costs one request: the conditional PUT, without the HEAD (the same
+// bytes again are read first and cost what they cost Put). When prev is
+// out of date (the
 // PUT loses with 412, 409 or 404) or tok is older than prev.Token, it falls
 // back to Put's read-decide-write loop, which decides on the stored token.
 // Same errors as PutReader.
@@ -139,11 +142,11 @@ func (s *Store) putLoop(ctx context.Context, key string, r io.ReadSeeker, tok fe
 	}
 	sum, fieldsDigest := hex.EncodeToString(b.md5[:]), fields.digest()
 	w := &writeState{op: "put", id: rand.Text()}
-	record := func(id string, alt fence.Token, hasAlt bool) writeRecord {
-		return writeRecord{tok: tok, md5: sum, id: id, alt: alt, hasAlt: hasAlt, fields: fieldsDigest, opaque: s.opaque.Load()}
+	record := func(how form, id string, alt fence.Token, hasAlt bool) writeRecord {
+		return writeRecord{tok: tok, md5: sum, form: how, id: id, alt: alt, hasAlt: hasAlt, fields: fieldsDigest, opaque: s.opaque.Load()}
 	}
 	// The longest write record of the call fits, or nothing is sent.
-	longest := record(w.id+"."+strconv.Itoa(s.maxAttempts), fence.MaxToken, true)
+	longest := record(formPut, w.id+"."+strconv.Itoa(s.maxAttempts), fence.MaxToken, true)
 	longest.opaque = true
 	if _, err := s.userMetadata(fields, tok.String(), longest.String()); err != nil {
 		return PutResult{}, err
@@ -155,8 +158,10 @@ func (s *Store) putLoop(ctx context.Context, key string, r io.ReadSeeker, tok fe
 			break // the last attempt lost a race: it did not land
 		}
 		var st headState
+		// A known version is enough, unless it holds the same bytes: their
+		// rewrite needs the version's write record, so read it.
 		if attempt == 0 && prev != nil && fence.Check("", tok, prev.Token) == nil && !sameBytes(prev.ETag, b.md5) {
-			st.Version = *prev // the same bytes again need the record: read it
+			st.Version = *prev
 		} else {
 			var err error
 			if st, err = s.readVersion(ctx, key); err != nil {
@@ -182,7 +187,7 @@ func (s *Store) putLoop(ctx context.Context, key string, r io.ReadSeeker, tok fe
 		if how == formNone {
 			return PutResult{Version: cur, Replaced: cur, Attempts: attempt}, nil
 		}
-		md, err := s.userMetadata(fields, tok.String(), record(w.next(cur), alt, hasAlt).String())
+		md, err := s.userMetadata(fields, tok.String(), record(how, w.next(cur), alt, hasAlt).String())
 		if err != nil {
 			return PutResult{}, err
 		}
@@ -236,62 +241,6 @@ func (s *Store) writePlain(ctx context.Context, key string, b *body, cur Version
 	}
 	return etag, nil
 }
-
-// writeMultipart writes the body as a one-part multipart upload whose
-// completion is conditional on cur, and returns the new ETag. Its ETag is
-// md5(md5(body))-1, not the body's MD5 that a PUT would give, so it
-// differs from cur's ETag when cur holds the same bytes. The upload is
-// aborted when it does not complete.
-func (s *Store) writeMultipart(ctx context.Context, key string, b *body, cur Version, md map[string]string, f objectFields) (string, error) {
-	create := &s3.CreateMultipartUploadInput{Bucket: aws.String(s.bucket), Key: aws.String(key), Metadata: md}
-	f.createInput(create)
-	up, err := s.client.CreateMultipartUpload(ctx, create)
-	if err != nil {
-		return "", fmt.Errorf("create a multipart upload: %w", errRefused(err))
-	}
-	done := false
-	defer func() {
-		if !done {
-			s.abort(ctx, key, up.UploadId)
-		}
-	}()
-	if _, err := b.r.Seek(b.start, io.SeekStart); err != nil {
-		return "", fmt.Errorf("rewind the body: %w", errRefused(err))
-	}
-	part, err := s.client.UploadPart(ctx, &s3.UploadPartInput{
-		Bucket: aws.String(s.bucket), Key: aws.String(key), UploadId: up.UploadId,
-		PartNumber: aws.Int32(1), Body: b.r, ContentLength: aws.Int64(b.size),
-	})
-	if err != nil {
-		return "", fmt.Errorf("upload the part: %w", errRefused(err))
-	}
-	in := &s3.CompleteMultipartUploadInput{
-		Bucket: aws.String(s.bucket), Key: aws.String(key), UploadId: up.UploadId,
-		MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{ETag: part.ETag, PartNumber: aws.Int32(1)}}},
-	}
-	in.IfMatch, in.IfNoneMatch = condition(cur)
-	out, err := s.client.CompleteMultipartUpload(ctx, in, noSDKRetry)
-	if err != nil {
-		return "", err
-	}
-	done = true
-	etag := aws.ToString(out.ETag)
-	if etag != multipartETag(b.md5) {
-		s.opaque.Store(true)
-	}
-	return etag, nil
-}
-
-// abort aborts an upload that did not complete, even when ctx has ended
-// (bounded by abortTimeout). A failure is ignored: the upload's part stays
-// until the bucket's lifecycle rule for incomplete uploads removes it.
-func (s *Store) abort(ctx context.Context, key string, uploadID *string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
-	defer cancel()
-	_, _ = s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(s.bucket), Key: aws.String(key), UploadId: uploadID})
-}
-
-const abortTimeout = 10 * time.Second
 
 // refusedError marks an error of a step before the conditional write
 // (create, part upload, rewind): nothing was written.

@@ -22,8 +22,8 @@ import (
 
 var (
 	raceSeed   = flag.Uint64("race-seed", 0, "seed of TestRacingWriters (0: from the clock)")
-	raceRounds = flag.Int("race-rounds", 60, "rounds of TestRacingWriters (at most 20 under -short; the issue's full run is 200)")
-	sameRounds = flag.Int("same-rounds", 20, "rounds of TestRacingWritersIdenticalBytes (at most 10 under -short; make soak runs 200)")
+	raceRounds = flag.Int("race-rounds", 30, "rounds of TestRacingWriters (at most 20 under -short; the issue's full run is 200)")
+	sameRounds = flag.Int("same-rounds", 15, "rounds of TestRacingWritersIdenticalBytes (at most 10 under -short; make soak runs 200)")
 )
 
 type raceResult struct {
@@ -44,7 +44,7 @@ type raceResult struct {
 //
 // A round costs about 0.2 s of CPU under -race, most of it in the SDK, so
 // rounds run one after another: running 4 or 8 at a time on distinct keys
-// was slower on 2 cores, not faster. The default of 60 rounds (20 under
+// was slower on 2 cores, not faster. The default of 30 rounds (20 under
 // -short) keeps `make test` short; -race-rounds=200 is the issue's full run
 // (40-50 s under -race on 2 busy cores). The seed comes from the clock,
 // so every run draws new tokens.

@@ -86,7 +86,7 @@ func (s *Store) getOnce(ctx context.Context, key string) (getResult, error) {
 	r := getResult{Version: Version{ETag: aws.ToString(out.ETag), Token: tok}, body: body}
 	if raw, ok := lookupMeta(out.Metadata, s.writeKey); ok {
 		r.record = raw
-		if rec, ok := parseWriteRecord(raw); ok && !s.opaque.Load() && !rec.opaque && !contentETag(r.ETag, rec.md5) {
+		if rec, ok := parseWriteRecord(raw); ok && !s.opaque.Load() && !rec.opaque && r.ETag != rec.etag() {
 			r.unsure = true
 		}
 	}

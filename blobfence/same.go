@@ -1,12 +1,20 @@
 package blobfence
 
 import (
+	"context"
 	"crypto/md5"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/fencekit/fencekit/fence"
 )
@@ -92,3 +100,69 @@ func (f objectFields) digest() string {
 	sum := md5.Sum([]byte(b.String()))
 	return hex.EncodeToString(sum[:8])
 }
+
+// writeMultipart writes the body as a one-part multipart upload whose
+// completion is conditional on cur, and returns the new ETag. Its ETag is
+// md5(md5(body))-1, not the body's MD5 that a PUT would give, so it
+// differs from cur's ETag when cur holds the same bytes. The upload is
+// aborted when it does not complete.
+func (s *Store) writeMultipart(ctx context.Context, key string, b *body, cur Version, md map[string]string, f objectFields) (string, error) {
+	create := &s3.CreateMultipartUploadInput{Bucket: aws.String(s.bucket), Key: aws.String(key), Metadata: md}
+	f.createInput(create)
+	up, err := s.client.CreateMultipartUpload(ctx, create)
+	if err != nil {
+		return "", fmt.Errorf("create a multipart upload: %w", errRefused(err))
+	}
+	done := false
+	defer func() {
+		if !done {
+			s.abort(ctx, key, up.UploadId)
+		}
+	}()
+	if _, err := b.r.Seek(b.start, io.SeekStart); err != nil {
+		return "", fmt.Errorf("rewind the body: %w", errRefused(err))
+	}
+	part, err := s.client.UploadPart(ctx, &s3.UploadPartInput{
+		Bucket: aws.String(s.bucket), Key: aws.String(key), UploadId: up.UploadId,
+		PartNumber: aws.Int32(1), Body: b.r, ContentLength: aws.Int64(b.size),
+	})
+	if err != nil {
+		return "", fmt.Errorf("upload the part: %w", errRefused(err))
+	}
+	in := &s3.CompleteMultipartUploadInput{
+		Bucket: aws.String(s.bucket), Key: aws.String(key), UploadId: up.UploadId,
+		MultipartUpload: onePart(part),
+	}
+	in.IfMatch, in.IfNoneMatch = condition(cur)
+	out, err := s.client.CompleteMultipartUpload(ctx, in, noSDKRetry)
+	if err != nil {
+		return "", err
+	}
+	done = true
+	etag := aws.ToString(out.ETag)
+	if etag != multipartETag(b.md5) {
+		s.opaque.Store(true)
+	}
+	return etag, nil
+}
+
+// onePart lists the one part of an upload for CompleteMultipartUpload,
+// with the checksum the SDK sent with the part, if any, as S3 wants it back.
+func onePart(part *s3.UploadPartOutput) *types.CompletedMultipartUpload {
+	return &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{
+		ETag: part.ETag, PartNumber: aws.Int32(1),
+		ChecksumCRC32: part.ChecksumCRC32, ChecksumCRC32C: part.ChecksumCRC32C, ChecksumCRC64NVME: part.ChecksumCRC64NVME,
+		ChecksumSHA1: part.ChecksumSHA1, ChecksumSHA256: part.ChecksumSHA256,
+	}}}
+}
+
+// abort aborts an upload that did not complete, even when ctx has ended
+// (bounded by abortTimeout). A failure is ignored: the upload's part stays
+// until the bucket's lifecycle rule for incomplete uploads removes it.
+func (s *Store) abort(ctx context.Context, key string, uploadID *string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
+	defer cancel()
+	_, _ = s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(s.bucket), Key: aws.String(key), UploadId: uploadID})
+}
+
+const abortTimeout = 10 * time.Second

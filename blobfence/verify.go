@@ -11,7 +11,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
 
 // VerifyKeyPrefix starts the scratch key that [Store.Verify] writes and
@@ -144,7 +143,7 @@ func (s *Store) probeMultipart(ctx context.Context, key string, body []byte, eta
 		}
 		out, err := s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
 			Bucket: aws.String(s.bucket), Key: aws.String(key), UploadId: up.UploadId, IfMatch: aws.String(ifMatch),
-			MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{ETag: part.ETag, PartNumber: aws.Int32(1)}}},
+			MultipartUpload: onePart(part),
 		}, noSDKRetry)
 		if err != nil {
 			return "", err
