@@ -1,0 +1,94 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// parseArgs parses args with fs, flags and positional arguments in any
+// order ("bump NAME --to 5" as well as "bump --to 5 NAME"), and returns the
+// positional arguments in order. Everything after "--" is positional.
+// Errors: flag.ErrHelp for -h, a *usageError for anything else wrong.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usagef("%v", err)
+		}
+		rest := fs.Args()
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" && !flagValue(fs, args[:used-1]) {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// flagValue reports whether the last of args is a flag that takes the next
+// argument as its value ("-prefix" followed by "--": "--" is its value,
+// not the end of the flags).
+func flagValue(fs *flag.FlagSet, args []string) bool {
+	if len(args) == 0 {
+		return false
+	}
+	last := args[len(args)-1]
+	if len(last) < 2 || last[0] != '-' || strings.Contains(last, "=") {
+		return false
+	}
+	name := strings.TrimPrefix(strings.TrimPrefix(last, "-"), "-")
+	f := fs.Lookup(name)
+	if f == nil {
+		return false
+	}
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return !ok || !b.IsBoolFlag()
+}
+
+// envOr returns the environment variable's value, or def when it is unset
+// or empty.
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// Connection defaults, the same as the tests'.
+const (
+	envRedisAddr    = "FENCEKIT_REDIS_ADDR"
+	envPostgresURL  = "FENCEKIT_POSTGRES_URL"
+	envS3Endpoint   = "FENCEKIT_S3_ENDPOINT"
+	envS3AccessKey  = "FENCEKIT_S3_ACCESS_KEY"
+	envS3SecretKey  = "FENCEKIT_S3_SECRET_KEY"
+	defRedisAddr    = "127.0.0.1:6379"
+	defPostgresURL  = "postgres://postgres@127.0.0.1:5432/test"
+	defTimeout      = 5 * time.Second
+	defWatchPolling = 100 * time.Millisecond
+)
+
+// timeoutFlag adds -timeout, the bound of each request.
+func timeoutFlag(fs *flag.FlagSet) *time.Duration {
+	return fs.Duration("timeout", defTimeout, "bound of each request to a server")
+}
+
+// parseTarget parses bump's --to: a token from 1 to maxBump.
+func parseTarget(s string) (uint64, error) {
+	v, err := strconv.ParseUint(s, 10, 64)
+	switch {
+	case err != nil || s == "" || s[0] == '+':
+		return 0, usagef("--to %q is not a token (digits, 1 to %d)", s, maxBump)
+	case v == 0 || v > maxBump:
+		return 0, usagef("--to %d is out of range: 1 to %d (the largest counter a Redis lease can still issue a token after)", v, maxBump)
+	}
+	return v, nil
+}

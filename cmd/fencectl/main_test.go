@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fencekit/fencekit/lease"
+)
+
+// The fencectl binary the tests run, built on first use (fuzz targets
+// need none) into a directory TestMain removes.
+var (
+	binDir   string
+	buildBin sync.Once
+	bin      string
+	binErr   error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// binary returns the built fencectl.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildBin.Do(func() {
+		if binDir, binErr = os.MkdirTemp("", "fencectl-test-"); binErr != nil {
+			return
+		}
+		bin = filepath.Join(binDir, "fencectl")
+		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build fencectl: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return bin
+}
+
+// result is one run of the binary.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// fencectl runs the binary with args and the extra environment ("K=V").
+func fencectl(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String()}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("fencectl %s: %v", strings.Join(args, " "), err)
+	}
+	return r
+}
+
+// want fails unless r exited with code; it returns r.
+func (r result) want(t *testing.T, code int, args ...string) result {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("fencectl %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, code, r.stdout, r.stderr)
+	}
+	return r
+}
+
+// run runs fencectl and checks its exit code.
+func runWant(t *testing.T, env []string, code int, args ...string) result {
+	t.Helper()
+	return fencectl(t, env, args...).want(t, code, args...)
+}
+
+// decode parses r's stdout as JSON into v.
+func decode[T any](t *testing.T, r result) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
+		t.Fatalf("stdout is not the JSON expected (%T): %v\n%s", v, err, r.stdout)
+	}
+	return v
+}
+
+// lines starts fencectl with args and returns a channel of its stdout
+// lines; the process is killed at cleanup.
+func lines(t *testing.T, env []string, args ...string) (<-chan string, *exec.Cmd) {
+	t.Helper()
+	cmd := exec.Command(binary(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			ch <- sc.Text()
+		}
+		io.Copy(io.Discard, out)
+		close(ch)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("fencectl %s stderr:\n%s", strings.Join(args, " "), stderr.String())
+		}
+	})
+	return ch, cmd
+}
+
+// newLeases returns a lease client on rdb with the default prefix.
+func newLeases(t *testing.T, rdb lease.RedisClient, opts *lease.Options) *lease.Client {
+	t.Helper()
+	c, err := lease.New(rdb, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

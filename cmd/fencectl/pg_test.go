@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/testenv"
+	"github.com/fencekit/fencekit/lease"
+	"github.com/fencekit/fencekit/migrations"
+	"github.com/fencekit/fencekit/sqlfence"
+)
+
+// migrated returns a fresh schema with fencekit's tables.
+func migrated(t *testing.T) *testenv.PostgresEnv {
+	t.Helper()
+	pg := testenv.Postgres(t)
+	applyMigrations(t, pg.Pool)
+	return pg
+}
+
+// applyMigrations creates fencekit's tables in the test's schema from the
+// embedded migration files, in order (the SQL any migration tool applies).
+func applyMigrations(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	ups, err := fs.Glob(migrations.FS, "*.up.sql")
+	if err != nil || len(ups) == 0 {
+		t.Fatalf("migrations: %v %v", ups, err)
+	}
+	slices.Sort(ups)
+	for _, f := range ups {
+		sql, err := fs.ReadFile(migrations.FS, f)
+		if err == nil {
+			_, err = pool.Exec(context.Background(), string(sql))
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+}
+
+func TestPGStatus(t *testing.T) {
+	pg := migrated(t)
+	ctx := context.Background()
+	e := []string{envPostgresURL + "=" + pg.URL}
+	for i, res := range []string{"invoices", "reports/daily"} {
+		if err := sqlfence.Fence(ctx, pg.Pool, res, fence.Token(100+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := runWant(t, e, 0, "pg-status", "-json")
+	rows := decode[[]guardRow](t, r)
+	if len(rows) != 2 || rows[0].Resource != "invoices" || rows[0].Token != 100 || rows[1].Token != 101 || rows[0].UpdatedAt == nil ||
+		time.Since(*rows[0].UpdatedAt) > time.Hour {
+		t.Errorf("pg-status: %s", r.stdout)
+	}
+	r = runWant(t, e, 0, "pg-status", "-json", "reports/daily", "never")
+	rows = decode[[]guardRow](t, r)
+	if len(rows) != 2 || rows[0].Resource != "never" || rows[0].Token != 0 || rows[0].UpdatedAt != nil || rows[1].Token != 101 {
+		t.Errorf("pg-status of two resources: %s", r.stdout)
+	}
+	r = runWant(t, e, 0, "pg-status", "never", "invoices")
+	if !strings.Contains(r.stdout, "never claimed") || !strings.Contains(r.stdout, "100") {
+		t.Errorf("text pg-status:\n%s", r.stdout)
+	}
+
+	// A database without fencekit's table: a failure that says what to do.
+	bare := testenv.Postgres(t)
+	r = runWant(t, []string{envPostgresURL + "=" + bare.URL}, exitFailed, "pg-status")
+	if !strings.Contains(r.stderr, "migrations") {
+		t.Errorf("missing table error: %s", r.stderr)
+	}
+}
+
+// TestRunbookCounterLostWithAClockBehind follows docs/operations.md's repair
+// after Redis lost a token counter while its clock was behind the tokens
+// it had issued: new grants are fenced out until the counter is bumped past
+// the highest token the storage has seen.
+func TestRunbookCounterLostWithAClockBehind(t *testing.T) {
+	renv := testenv.Redis(t)
+	pg := migrated(t)
+	ctx := context.Background()
+	e := []string{envRedisAddr + "=" + renv.Addr, envPostgresURL + "=" + pg.URL}
+	c := newLeases(t, renv.Client, nil)
+	name := renv.Name("orders")
+	counter := (&redisConn{prefix: lease.DefaultKeyPrefix}).key(name, suffixCounter)
+	write := func(l *lease.Lease) error {
+		return sqlfence.InTx(ctx, pg.Pool, name, l.Token(), func(tx pgx.Tx) error { return nil })
+	}
+
+	// Tokens issued while the clock ran an hour ahead (as a counter this
+	// high would be), then the counter is lost.
+	ahead := uint64(time.Now().Add(time.Hour).UnixMicro())
+	if err := renv.Client.Set(ctx, counter, strconv.FormatUint(ahead, 10), 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	l := acquire(t, c, name, time.Minute)
+	if err := write(l); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := renv.Client.Del(ctx, counter).Err(); err != nil {
+		t.Fatal(err)
+	}
+	l = acquire(t, c, name, time.Minute)
+	if err := write(l); !errors.Is(err, fence.ErrStale) {
+		t.Fatalf("a grant after the loss wrote with %v: %v, want stale (the symptom)", l.Token(), err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// The repair: read the highest token the storage saw, bump past it.
+	rows := decode[[]guardRow](t, runWant(t, e, 0, "pg-status", "-json", name))
+	if len(rows) != 1 || rows[0].Token != ahead+1 {
+		t.Fatalf("pg-status: %+v, want token %d", rows, ahead+1)
+	}
+	runWant(t, e, 0, "bump", name, "--to", strconv.FormatUint(rows[0].Token, 10))
+	l = acquire(t, c, name, time.Minute)
+	if err := write(l); err != nil {
+		t.Fatalf("after bump, a new grant (%v) still cannot write: %v", l.Token(), err)
+	}
+}

@@ -1,0 +1,76 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fencekit/fencekit/fence"
+)
+
+// Do takes the lease name for ttl, waiting while someone else holds it (see
+// [Client.AcquireWait]), runs fn with a context that ends when the lease
+// ends or ctx does, and with the lease's token, then releases the lease.
+// Present tok with every write fn makes to fenced storage.
+//
+// Cost: the round trips of AcquireWait (one when the lease is free), the
+// heartbeat while fn runs, and one for the release.
+//
+// Do returns fn's error. When the lease was lost while fn ran (its Context
+// ended with [ErrLost], or the release found the key gone or taken), the
+// error also matches [ErrLost] and [fence.ErrFencedOut], even when fn
+// returned nil: fn's writes may have raced a newer holder's. A panic in fn
+// releases the lease and goes on. When ctx ends
+// while fn runs, fn's context ends with ctx's cause and Do returns what fn
+// returns. Other errors: those of AcquireWait (nothing ran); a failed
+// release (the lease then expires at its TTL), joined to fn's error.
+func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func(ctx context.Context, tok fence.Token) error) error {
+	if fn == nil {
+		return fmt.Errorf("%w: nil function passed to Do(%q)", ErrInvalid, name)
+	}
+	l, err := c.AcquireWait(ctx, name, ttl)
+	if err != nil {
+		return err
+	}
+	fnErr, endErr := hold(ctx, l, ttl, fn)
+	return errors.Join(fnErr, endErr)
+}
+
+// hold runs fn under l and then releases l. fnErr is fn's result; endErr
+// reports a loss of the lease while fn ran, or else a failed release.
+func hold(ctx context.Context, l *Lease, ttl time.Duration, fn func(ctx context.Context, tok fence.Token) error) (fnErr, endErr error) {
+	returned := false
+	defer func() {
+		if !returned { // fn panicked: release the lease, let the panic go on
+			releaseBounded(ctx, l, ttl)
+		}
+	}()
+	fnErr = runUnder(ctx, l, fn)
+	returned = true
+	lost := l.Err() // nil unless the lease was lost while fn ran
+	relErr := releaseBounded(ctx, l, ttl)
+	if errors.Is(lost, ErrLost) {
+		return fnErr, lost // the release can only repeat it
+	}
+	return fnErr, relErr // a *LostError when the release found the key gone or taken
+}
+
+// runUnder runs fn with a context that is cancelled when l ends (its cause
+// then is l's) or when ctx ends (ctx's cause), whichever comes first.
+func runUnder(ctx context.Context, l *Lease, fn func(ctx context.Context, tok fence.Token) error) error {
+	run, cancel := context.WithCancelCause(l.Context())
+	defer cancel(nil)
+	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	defer stop()
+	return fn(run, l.Token())
+}
+
+// releaseBounded releases l with ctx's values but not its cancellation (ctx
+// may have ended: the lease must be released all the same), for at most
+// ttl, after which Redis has expired the key anyway.
+func releaseBounded(ctx context.Context, l *Lease, ttl time.Duration) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl)
+	defer cancel()
+	return l.Release(rctx)
+}
