@@ -26,9 +26,11 @@ type Server struct {
 	Port int
 	Dir  string // data directory, kept across restarts
 
-	bin   string
-	args  []string
-	ready func(context.Context) error
+	bin     string
+	args    []string
+	ready   func(context.Context) error
+	cred    *syscall.Credential // run as this user (nil: as the test)
+	stopSig syscall.Signal      // graceful stop (0: SIGTERM)
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -53,7 +55,7 @@ func (s *Server) Start(ctx context.Context) error {
 	cmd := exec.Command(s.bin, s.args...)
 	cmd.Dir = s.Dir
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: s.cred}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return fmt.Errorf("testenv: start %s: %w", s.Name, err)
@@ -85,8 +87,14 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 }
 
-// Stop ends the process gracefully (SIGTERM), killing it after 10 s.
-func (s *Server) Stop() error { return s.end(syscall.SIGTERM) }
+// Stop ends the process gracefully (SIGTERM; PostgreSQL: SIGINT, its fast
+// shutdown), killing it after 10 s.
+func (s *Server) Stop() error {
+	if s.stopSig != 0 {
+		return s.end(s.stopSig)
+	}
+	return s.end(syscall.SIGTERM)
+}
 
 // Kill ends the process with SIGKILL and waits for it.
 func (s *Server) Kill() error { return s.end(syscall.SIGKILL) }
