@@ -106,9 +106,8 @@ func BenchmarkLease(b *testing.B) {
 		defer release(b, l)
 		e.measure(b, func(b *testing.B) {
 			for b.Loop() {
-				sent := time.Now()
-				err := l.send(sent, l.Deadline())
-				if _, _, again := l.renewed(sent, err); err != nil || again {
+				c.renew([]*Lease{l}, time.Now(), l.Deadline())
+				if err := l.renewErr(); err != nil || l.Err() != nil {
 					b.Fatal("renewal failed", err, l.Err())
 				}
 			}

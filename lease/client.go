@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 )
 
@@ -12,11 +13,14 @@ import (
 // it renews them, ends them at their local deadline, and signals their
 // loss. It is safe for concurrent use.
 type Client struct {
-	b     Backend
-	cfg   config
-	m     *metrics
-	wheel wheel // the heartbeat of every lease (heartbeat.go)
+	b   Backend
+	cfg config
+	m   *metrics
+	hb  heartbeat // renews every lease (heartbeat.go)
 }
+
+// ErrClosed is returned by every call of a [Client] after [Client.Close].
+var ErrClosed = errors.New("lease: client closed")
 
 // New returns a client that stores leases in Redis through client: a
 // *redis.Client (also a failover/Sentinel client), a *redis.ClusterClient,
@@ -54,7 +58,9 @@ func NewClient(b Backend, opts *Options) (*Client, error) {
 }
 
 func newClient(b Backend, cfg config) *Client {
-	return &Client{b: b, cfg: cfg, m: newMetrics(cfg.meters, cfg.logger)}
+	c := &Client{b: b, cfg: cfg, m: newMetrics(cfg.meters, cfg.logger)}
+	c.startHeartbeat()
+	return c
 }
 
 // isNil reports whether v is nil or a nil pointer (or map, func...) in an
@@ -108,6 +114,9 @@ func (c *Client) acquire(ctx context.Context, name string, t timing) (*Lease, er
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("lease: acquire %q: nothing sent: %w", name, err)
 	}
+	if c.closed() {
+		return nil, fmt.Errorf("lease: acquire %q: nothing sent: %w", name, ErrClosed)
+	}
 	sent := time.Now()
 	g, err := c.b.Acquire(ctx, name, t.ttl)
 	var na *NotAcquiredError
@@ -124,7 +133,12 @@ func (c *Client) acquire(ctx context.Context, name string, t timing) (*Lease, er
 		return nil, errScript("acquire", name, err)
 	}
 	c.m.acquired(ctx)
-	return c.start(ctx, g, t, sent), nil
+	l, ok := c.start(ctx, g, t, sent)
+	if !ok { // Close ran meanwhile: give the grant back
+		l.Release(ctx)
+		return nil, fmt.Errorf("lease: acquire %q: %w", name, ErrClosed)
+	}
+	return l, nil
 }
 
 // checkGrant holds a backend to its contract on what it returns.
@@ -153,9 +167,74 @@ func (c *Client) Inspect(ctx context.Context, name string) (Info, error) {
 	if err := ValidateName(name); err != nil {
 		return Info{}, err
 	}
+	if c.closed() {
+		return Info{}, fmt.Errorf("lease: inspect %q: %w", name, ErrClosed)
+	}
 	info, err := c.b.Inspect(ctx, name)
 	if err != nil {
 		return Info{}, errScript("inspect", name, err)
 	}
 	return info, nil
+}
+
+// closed reports whether Close was called.
+func (c *Client) closed() bool {
+	c.hb.mu.Lock()
+	defer c.hb.mu.Unlock()
+	return c.hb.closed
+}
+
+// Close ends every lease of c locally at once (no more renewals, Context
+// cancelled with [ErrReleased]), waits for the renewals in flight to
+// return, then releases the leases in the store with ctx, one round trip
+// each. Afterwards every call of c returns an error wrapping [ErrClosed],
+// and c leaves no goroutine behind. It does not close the Redis client.
+//
+// Errors: those of [Lease.Release] for leases found lost, joined; when ctx
+// ends first, an error wrapping ctx.Err() that counts the leases left to
+// expire at their TTL; an error wrapping ErrClosed when c was closed before.
+func (c *Client) Close(ctx context.Context) error {
+	if c == nil {
+		return fmt.Errorf("%w: nil *lease.Client", ErrInvalid)
+	}
+	h := &c.hb
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return fmt.Errorf("lease: close: %w", ErrClosed)
+	}
+	h.closed = true
+	leases := slices.Clone(h.heap)
+	h.timer.Stop()
+	h.armed = time.Time{}
+	h.mu.Unlock()
+
+	for _, l := range leases {
+		l.end(ErrReleased)
+	}
+	h.stop() // cancels the renewals in flight
+	h.running.Wait()
+
+	var errs []error
+	var notDeleted int
+	var why error
+	for _, l := range leases {
+		if why = ctx.Err(); why != nil {
+			notDeleted++
+			continue
+		}
+		err := l.Release(ctx)
+		var lost *LostError
+		switch {
+		case errors.As(err, &lost):
+			errs = append(errs, err)
+		case err != nil:
+			notDeleted++
+			why = err
+		}
+	}
+	if notDeleted > 0 {
+		errs = append(errs, fmt.Errorf("lease: close: %d of %d leases not deleted, they expire at their TTL: %w", notDeleted, len(leases), why))
+	}
+	return errors.Join(errs...)
 }

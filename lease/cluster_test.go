@@ -3,8 +3,11 @@ package lease
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/fencekit/fencekit/internal/testenv"
 )
@@ -67,5 +70,39 @@ func TestCluster(t *testing.T) {
 		}
 		release(t, w)
 		t.Logf("%s on %s: tokens %v, %v", name, addr, l.Token(), w.Token())
+	}
+
+	// Renewals due together go as one pipeline per node: go-redis splits a
+	// Cluster client's pipeline by slot and sends each node its part.
+	perNode := map[string]*roundTrips{}
+	var mu sync.Mutex
+	hooked := redis.NewClusterClient(&redis.ClusterOptions{Addrs: rc.Addrs, DialTimeout: time.Second,
+		ReadTimeout: time.Second, WriteTimeout: time.Second})
+	t.Cleanup(func() { hooked.Close() })
+	hooked.OnNewNode(func(node *redis.Client) {
+		mu.Lock()
+		defer mu.Unlock()
+		rt := &roundTrips{}
+		perNode[node.Options().Addr] = rt
+		node.AddHook(rt)
+	})
+	cp := mustNew(t, hooked, nil)
+	const n, periods = 120, 3
+	trips, cmds := holdMany(t, cp, &roundTrips{}, "pipelined", n, 900*time.Millisecond, periods)
+	_, _ = trips, cmds
+	mu.Lock()
+	defer mu.Unlock()
+	var total, totalCmds int64
+	for addr, rt := range perNode {
+		t.Logf("node %s: %d round trips, %d commands", addr, rt.trips.Load(), rt.cmds.Load())
+		total += rt.trips.Load()
+		totalCmds += rt.cmds.Load()
+	}
+	// n acquires and n releases are single round trips; the renewals
+	// (n per interval) must take a few pipelines per node and interval.
+	renewTrips := total - 2*n
+	if len(perNode) < 3 || totalCmds < int64(n*periods) || renewTrips > int64(3*4*periods)+30 {
+		t.Fatalf("%d nodes, %d round trips (%d beyond acquire and release) carrying %d commands for %d leases over %d intervals; want pipelines per node",
+			len(perNode), total, renewTrips, totalCmds, n, periods)
 	}
 }

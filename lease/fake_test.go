@@ -3,23 +3,26 @@ package lease
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/fencekit/fencekit/fence"
 )
 
-// fakeRedis runs the three lease scripts in memory, with time.Now as its
-// clock, so that testing/synctest can drive the timing logic without a
-// network. Its faults are switched on and off by the test.
+// fakeRedis is a Backend in memory, with time.Now as its clock, so that
+// testing/synctest can drive the timing logic without a network. It keeps
+// the Redis keys' names and values (lock key "<token>:<owner>"), so tests
+// read it as they would read Redis. Its faults are switched on and off by
+// the test. A batch of renewals is one request, as a pipeline is.
 type fakeRedis struct {
 	mu      sync.Mutex
 	value   map[string]string
 	expires map[string]time.Time
 	counter map[string]int64
+	owners  int64
+	dead    map[string]bool // lock values whose holder "crashed": its renewals never arrive
 
 	latency  time.Duration // every reply takes this long (ctx may cut it)
 	down     bool          // requests never get a reply until ctx ends
@@ -29,19 +32,26 @@ type fakeRedis struct {
 }
 
 type fakeCall struct {
-	script   string // acquire, renew, release
-	key      string // KEYS[1], the lock key
+	script   string // acquire, renew, release, inspect
+	key      string // the lock key
 	sent     time.Time
 	deadline time.Time // the request context's deadline, zero if none
+	returned time.Time // when the request returned, zero while in flight
 }
 
 var errFake = errors.New("fake: connection refused")
 
 func newFakeRedis() *fakeRedis {
-	return &fakeRedis{value: map[string]string{}, expires: map[string]time.Time{}, counter: map[string]int64{}}
+	return &fakeRedis{value: map[string]string{}, expires: map[string]time.Time{}, counter: map[string]int64{}, dead: map[string]bool{}}
 }
 
-var _ redis.Scripter = (*fakeRedis)(nil)
+var _ Backend = (*fakeRedis)(nil)
+
+func fakeKeys(name string) *keys {
+	k := new(keys)
+	makeKeys(k, DefaultKeyPrefix, name)
+	return k
+}
 
 func (f *fakeRedis) renewCalls() []fakeCall {
 	f.mu.Lock()
@@ -61,84 +71,138 @@ func (f *fakeRedis) set(fn func(f *fakeRedis)) {
 	fn(f)
 }
 
-func (f *fakeRedis) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
-	cmd := redis.NewCmd(ctx)
-	var script string
-	switch sha {
-	case acquireScript.Hash():
-		script = "acquire"
-	case renewScript.Hash():
-		script = "renew"
-	case releaseScript.Hash():
-		script = "release"
-	default:
-		cmd.SetErr(fmt.Errorf("NOSCRIPT %s", sha))
-		return cmd
-	}
+// request records one request for the lock keys, then plays the faults: it
+// returns an error when the request gets no (good) reply. done records when
+// the request returned.
+func (f *fakeRedis) request(ctx context.Context, script string, lockKeys ...string) (done func(), err error) {
 	dl, _ := ctx.Deadline()
 	f.mu.Lock()
-	f.calls = append(f.calls, fakeCall{script: script, key: keys[0], sent: time.Now(), deadline: dl})
-	latency, down, stuck := f.latency, f.down, f.stuck
-	fail := script == "renew" && f.failNext > 0
-	if fail {
-		f.failNext--
+	first := len(f.calls)
+	for _, k := range lockKeys {
+		f.calls = append(f.calls, fakeCall{script: script, key: k, sent: time.Now(), deadline: dl})
 	}
+	latency, down, stuck := f.latency, f.down, f.stuck
 	f.mu.Unlock()
-
+	done = func() {
+		f.mu.Lock()
+		for i := first; i < first+len(lockKeys); i++ {
+			f.calls[i].returned = time.Now()
+		}
+		f.mu.Unlock()
+	}
 	switch {
 	case stuck > 0:
 		time.Sleep(stuck)
-		cmd.SetErr(errors.New("fake: i/o timeout"))
-		return cmd
+		return done, errors.New("fake: i/o timeout")
 	case down:
 		<-ctx.Done()
-		cmd.SetErr(ctx.Err())
-		return cmd
+		return done, ctx.Err()
 	}
 	if latency > 0 {
 		select {
 		case <-time.After(latency):
 		case <-ctx.Done():
-			cmd.SetErr(ctx.Err())
-			return cmd
+			return done, ctx.Err()
 		}
 	}
-	if fail {
-		cmd.SetErr(errFake)
-		return cmd
+	return done, nil
+}
+
+func (f *fakeRedis) Acquire(ctx context.Context, name string, ttl time.Duration) (*Grant, error) {
+	k := fakeKeys(name)
+	done, err := f.request(ctx, "acquire", k.lock)
+	defer done()
+	if err != nil {
+		return nil, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.expire(keys[0])
-	v, held := f.value[keys[0]]
-	switch script {
-	case "acquire":
-		if held {
-			cmd.SetVal([]any{time.Until(f.expires[keys[0]]).Milliseconds(), v})
-			return cmd
-		}
-		ttl, _ := strconv.ParseInt(fmt.Sprint(args[0]), 10, 64)
-		tok := max(f.counter[keys[1]]+1, time.Now().UnixMicro())
-		f.counter[keys[1]] = tok
-		f.value[keys[0]] = strconv.FormatInt(tok, 10) + ":" + fmt.Sprint(args[1])
-		f.expires[keys[0]] = time.Now().Add(time.Duration(ttl) * time.Millisecond)
-		cmd.SetVal(strconv.FormatInt(tok, 10))
-	case "renew", "release":
+	f.expire(k.lock)
+	if v, held := f.value[k.lock]; held {
+		holder, _ := parseHolder(v)
+		return nil, &NotAcquiredError{Name: name, Remaining: time.Until(f.expires[k.lock]).Truncate(time.Millisecond), Holder: holder}
+	}
+	tok := max(f.counter[k.token]+1, time.Now().UnixMicro())
+	f.counter[k.token] = tok
+	f.owners++
+	v := lockValue(fence.Token(tok), "owner"+strconv.FormatInt(f.owners, 10))
+	f.value[k.lock] = v
+	f.expires[k.lock] = time.Now().Add(ttl)
+	return &Grant{Name: name, Token: fence.Token(tok), TTL: ttl, Value: &redisGrant{keys: *k, value: v}}, nil
+}
+
+func (f *fakeRedis) Renew(ctx context.Context, batch []*Grant, errs []error) {
+	lockKeys := make([]string, len(batch))
+	for i, g := range batch {
+		lockKeys[i] = g.Value.(*redisGrant).lock
+	}
+	done, err := f.request(ctx, "renew", lockKeys...)
+	defer done()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, g := range batch {
+		rg := g.Value.(*redisGrant)
 		switch {
-		case !held:
-			cmd.SetVal(int64(0))
-		case v != args[0]:
-			cmd.SetVal(int64(-1))
-		case script == "renew":
-			ttl, _ := strconv.ParseInt(fmt.Sprint(args[1]), 10, 64)
-			f.expires[keys[0]] = time.Now().Add(time.Duration(ttl) * time.Millisecond)
-			cmd.SetVal(int64(1))
+		case err != nil:
+			errs[i] = err
+		case f.failNext > 0:
+			f.failNext--
+			errs[i] = errFake
+		case f.dead[rg.value]:
+			errs[i] = errFake // never arrived
 		default:
-			delete(f.value, keys[0])
-			cmd.SetVal(int64(1))
+			errs[i] = f.compare(g, func() { f.expires[rg.lock] = time.Now().Add(g.TTL) })
 		}
 	}
-	return cmd
+}
+
+// compare runs fn if g still holds its key (callers hold f.mu), and
+// returns what renew.lua and release.lua would.
+func (f *fakeRedis) compare(g *Grant, fn func()) error {
+	rg := g.Value.(*redisGrant)
+	f.expire(rg.lock)
+	v, held := f.value[rg.lock]
+	switch {
+	case !held:
+		return &LostError{Name: g.Name, Token: g.Token, Cause: CauseMissing}
+	case v != rg.value:
+		return &LostError{Name: g.Name, Token: g.Token, Cause: CauseStolen}
+	}
+	fn()
+	return nil
+}
+
+func (f *fakeRedis) Release(ctx context.Context, g *Grant) error {
+	rg := g.Value.(*redisGrant)
+	done, err := f.request(ctx, "release", rg.lock)
+	defer done()
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.compare(g, func() { delete(f.value, rg.lock); delete(f.expires, rg.lock) })
+}
+
+func (f *fakeRedis) Watch(ctx context.Context, name string) (Watch, error) { return noWatch{}, nil }
+
+func (f *fakeRedis) Inspect(ctx context.Context, name string) (Info, error) {
+	k := fakeKeys(name)
+	done, err := f.request(ctx, "inspect", k.lock)
+	defer done()
+	if err != nil {
+		return Info{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.expire(k.lock)
+	var info Info
+	if v, held := f.value[k.lock]; held {
+		info = Info{Held: true, Remaining: time.Until(f.expires[k.lock])}
+		info.Holder, _ = parseHolder(v)
+	}
+	info.Last = fence.Token(f.counter[k.token])
+	return info, nil
 }
 
 // expire drops key if its TTL passed (callers hold f.mu).
@@ -160,28 +224,10 @@ func (f *fakeRedis) steal(name string) {
 	}
 }
 
-func (f *fakeRedis) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	cmd := redis.NewCmd(ctx)
-	cmd.SetErr(errors.New("fake: EVAL not supported; EvalSha is always tried first"))
-	return cmd
-}
-
-func (f *fakeRedis) EvalRO(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	return f.Eval(ctx, script, keys, args...)
-}
-
-func (f *fakeRedis) EvalShaRO(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
-	return f.EvalSha(ctx, sha, keys, args...)
-}
-
-func (f *fakeRedis) ScriptExists(ctx context.Context, hashes ...string) *redis.BoolSliceCmd {
-	cmd := redis.NewBoolSliceCmd(ctx)
-	cmd.SetVal(make([]bool, len(hashes)))
-	return cmd
-}
-
-func (f *fakeRedis) ScriptLoad(ctx context.Context, script string) *redis.StringCmd {
-	cmd := redis.NewStringCmd(ctx)
-	cmd.SetErr(errors.New("fake: SCRIPT LOAD not supported"))
-	return cmd
+// crash makes l's process "die": its renewals never reach the store, so
+// the key expires at its TTL while l, unaware, ends at its deadline.
+func (f *fakeRedis) crash(l *Lease) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dead[lockValueOf(l)] = true
 }

@@ -83,7 +83,7 @@ func TestFlakyRenewalsRetriedThenLost(t *testing.T) {
 	env := testenvRedisCounting(t)
 	fl := newFlaky(env.client, 1)
 	// A wide drift margin: the key outlives the local loss by about 100ms.
-	c := newScripted(env.client, fl, &Options{RenewInterval: 30 * time.Millisecond, RetryDelay: 10 * time.Millisecond,
+	c := newScripted(nil, fl, &Options{RenewInterval: 30 * time.Millisecond, RetryDelay: 10 * time.Millisecond,
 		DriftMargin: 100 * time.Millisecond})
 	ctx := context.Background()
 	name := env.Name("flaky")
@@ -125,7 +125,7 @@ func TestFlakyRenewalsRetriedThenLost(t *testing.T) {
 func TestFlakyReleaseRetried(t *testing.T) {
 	env := testenvRedisCounting(t)
 	fl := newFlaky(env.client, 2)
-	c := newScripted(env.client, fl, nil)
+	c := newScripted(nil, fl, nil)
 	ctx := context.Background()
 	name := env.Name("flaky-release")
 	l := mustAcquire(t, c, name, 5*time.Second)
@@ -170,7 +170,7 @@ func TestFlakySeededDeadlineBeforeExpiry(t *testing.T) {
 		fl.delay = time.Duration(seed%4) * 10 * time.Millisecond
 		p := float64(seed%6) / 5 // seed 5: every renewal fails
 		fl.setFail("renew", p)
-		c := newScripted(env.client, fl, &Options{RenewInterval: 25 * time.Millisecond, DriftMargin: 10 * time.Millisecond,
+		c := newScripted(nil, fl, &Options{RenewInterval: 25 * time.Millisecond, DriftMargin: 10 * time.Millisecond,
 			RetryDelay: 5 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 		name := env.Name("seeded")
 		l, err := c.Acquire(ctx, name, 100*time.Millisecond)
@@ -223,7 +223,7 @@ func (r replayScripter) EvalSha(ctx context.Context, sha string, keys []string, 
 
 func TestAcquireResentFindsItsOwnGrant(t *testing.T) {
 	env := testenvRedisCounting(t)
-	c := newScripted(env.client, replayScripter{env.client}, nil)
+	c := newScripted(nil, replayScripter{env.client}, nil)
 	ctx := context.Background()
 	name := env.Name("resent")
 	l, err := c.Acquire(ctx, name, 5*time.Second)

@@ -7,191 +7,160 @@ import (
 	"time"
 )
 
-// The heartbeat. A Client keeps its live leases in one min-heap (a wheel)
-// ordered by each lease's next wake-up: its next renewal, or its local
-// deadline while a renewal is in flight or failing. One runtime timer, armed
-// for the earliest wake-up, serves every lease of the Client.
+// The heartbeat. A Client keeps its live leases in one min-heap ordered by
+// each lease's next wake-up: its next renewal, or its local deadline while a
+// renewal is in flight or failing. One timer, armed for the earliest
+// wake-up, serves every lease of the Client. When it fires (beat), the
+// leases that are due leave the heap:
 //
-// Why one timer and not one per lease: adding a timer that becomes the
-// earliest of its P's heap wakes a thread sleeping in the network poller
-// (runtime.wakeNetPoller). Armed per lease, that is one cross-thread wake-up
-// per Acquire and another per renewal, which on a 2-vCPU machine cost about
-// as much client CPU as the acquire's round trip itself. The wheel's timer is
-// left armed when leases end (a spurious firing finds nothing due and costs
-// less than re-arming on every Acquire), so a new lease whose first renewal
-// comes after the armed time touches no runtime timer at all.
+//   - a lease past its deadline ends, lost with CauseExpired;
+//   - the leases due for renewal go, all together, in one call of the
+//     Backend's Renew (Redis: one pipeline, one round trip), sent from the
+//     timer's goroutine; they wait in the heap at their deadline meanwhile;
+//   - the others go back in the heap at their next wake-up.
 //
-// Between renewals a lease costs a heap entry and nothing else. When a
-// renewal is due the wheel starts a goroutine that sends it; that goroutine
-// sends the next one itself if it is due already when the reply comes (a
-// RenewInterval shorter than a round trip), else puts the lease back in the
-// wheel and exits. Each request carries the lease's deadline (go-redis turns
-// it into socket deadlines) and is cancelled with the lease; the wheel ends
-// the lease at its deadline even if the request outlives it. A definite "not
-// yours" answer ends the lease at once.
+// "Due for renewal" includes renewals due within the next RenewInterval/8
+// (timing.early): sent a little early, they join the batch, and since a
+// renewal's send time sets the next one, leases renewed together stay
+// together. So a Client holding many leases sends a few batches per
+// RenewInterval instead of one request per lease; a lease alone is renewed
+// exactly on time.
 //
-// Lock order: Lease.mu, then wheel.mu.
+// When the replies come, each renewed lease's deadline moves to the batch's
+// send time + TTL - drift margin, and its next renewal to send time +
+// RenewInterval; a failed one retries after RetryDelay; a "not yours" reply
+// ends the lease at once. The batch's request carries the earliest deadline
+// of its leases and is cancelled by Close.
 //
-// A runtime timer belongs to the testing/synctest bubble it was made in (or
-// to none): the bubble's fake clock drives it, it never fires once the
-// bubble is gone, and resetting it from outside the bubble is fatal. So the
-// wheel keeps the leases of each clock apart, each clock with its own heap
-// and timer: real time, and the bubble the Client is used in. A lease's
-// clock is fixed when it is granted (see inBubble), so a lease held in real
-// time while the Client is used in a bubble, or after it, keeps its timer.
-// The bubble's timer is made again when the Client was used outside a
-// bubble since it was made (the bubble may be gone). Two bubbles in turn
-// are not told apart: a Client must not be shared between them, and a
-// lease made in a bubble must end in it.
+// The timer is made by New, so a Client runs on the clock it was made
+// with: a Client made in a testing/synctest bubble runs on the bubble's
+// fake clock and must be used only in that bubble.
+//
+// Lock order: Lease.mu, then heartbeat.mu.
+type heartbeat struct {
+	mu     sync.Mutex
+	heap   []*Lease    // live leases, by wake; Lease.slot is the index
+	timer  *time.Timer // runs beat
+	armed  time.Time   // when timer fires; zero when stopped
+	closed bool        // Close was called: nothing more is added
 
-type wheel struct {
-	mu      sync.Mutex
-	clocks  [2]clock // [0] real time, [1] the synctest bubble's
-	outside bool     // a real-time lease was set since clocks[1].timer was made
+	ctx     context.Context // cancelled by Close: ends the renewals in flight
+	stop    context.CancelFunc
+	running sync.WaitGroup // beats in progress, for Close
 }
 
-// clock is the part of the wheel one runtime timer serves: the leases of
-// one clock, in a min-heap by wake-up.
-type clock struct {
-	heap  []*Lease
-	timer *time.Timer // nil until the first lease
-	armed time.Time   // when timer fires; zero when it is not armed
-	gen   int         // counts timers: a firing of an abandoned one does nothing
+func (c *Client) startHeartbeat() {
+	c.hb.ctx, c.hb.stop = context.WithCancel(context.Background())
+	c.hb.timer = time.AfterFunc(time.Hour, c.beat)
+	c.hb.timer.Stop()
 }
 
-func (w *wheel) clockOf(l *Lease) *clock {
-	if l.fake {
-		return &w.clocks[1]
+// set puts l in the heap, or moves it, to wake at when, and re-arms the
+// timer when l is now the first due. It reports false, and adds nothing,
+// once the Client is closed. l.mu is held.
+func (h *heartbeat) set(l *Lease, when time.Time) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return false
 	}
-	return &w.clocks[0]
-}
-
-// set puts l in the wheel, or moves it, to wake at when. l.mu is held.
-func (w *wheel) set(l *Lease, when time.Time) {
-	w.mu.Lock()
-	c := w.clockOf(l)
 	l.wake = when
 	if l.slot < 0 {
-		l.slot = len(c.heap)
-		c.heap = append(c.heap, l)
+		l.slot = len(h.heap)
+		h.heap = append(h.heap, l)
 	}
-	c.fix(l.slot)
-	if !l.fake {
-		w.outside = true
-	} else {
-		if w.outside && c.timer != nil {
-			// The Client was used outside a bubble since this timer was
-			// made in one, which may be gone. Its firing will do nothing.
-			c.timer, c.armed = nil, time.Time{}
-			c.gen++
-		}
-		w.outside = false
+	h.fix(l.slot)
+	if first := h.heap[0].wake; h.armed.IsZero() || first.Before(h.armed) {
+		h.armLocked(first)
 	}
-	if c.armed.IsZero() || c.heap[0].wake.Before(c.armed) {
-		w.armLocked(c, c.heap[0].wake)
-	}
-	w.mu.Unlock()
+	return true
 }
 
-// remove takes l out of the wheel. l.mu is held. The timer stays armed.
-func (w *wheel) remove(l *Lease) {
-	w.mu.Lock()
+// remove takes l out of the heap. l.mu is held. The timer stays armed: a
+// firing that finds nothing due costs less than re-arming on every end.
+func (h *heartbeat) remove(l *Lease) {
+	h.mu.Lock()
 	if l.slot >= 0 {
-		w.clockOf(l).removeAt(l.slot)
+		h.removeAt(l.slot)
 	}
-	w.mu.Unlock()
+	h.mu.Unlock()
 }
 
-func (w *wheel) armLocked(c *clock, when time.Time) {
-	c.armed = when
-	if c.timer == nil {
-		gen := c.gen
-		c.timer = time.AfterFunc(time.Until(when), func() { w.fire(c, gen) })
-		return
-	}
-	c.timer.Reset(time.Until(when))
+func (h *heartbeat) armLocked(when time.Time) {
+	h.armed = when
+	h.timer.Reset(time.Until(when))
 }
 
-// inBubble reports whether t was read inside a testing/synctest bubble:
-// time.Now there has no monotonic clock reading, and t.Round(0) strips it.
-// Only a time read by time.Now tells: t.Add drops the reading when the
-// result is past the year 2157 (the deadline of a lease whose TTL reaches
-// that far).
-func inBubble(t time.Time) bool { return t == t.Round(0) }
-
-// fire runs in the goroutine of c's timer number gen: it takes the leases
-// that are due out of c, re-arms the timer for the next one, and ticks
-// them.
-func (w *wheel) fire(c *clock, gen int) {
+// beat runs in the timer's goroutine: it takes the due leases out of the
+// heap, re-arms the timer for the next one, ends the expired ones and
+// renews the others in one batch.
+func (c *Client) beat() {
+	h := &c.hb
 	now := time.Now()
 	var due []*Lease
-	w.mu.Lock()
-	if gen != c.gen {
-		w.mu.Unlock()
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
 		return
 	}
-	c.armed = time.Time{}
-	for len(c.heap) > 0 && !c.heap[0].wake.After(now) {
-		due = append(due, c.heap[0])
-		c.removeAt(0)
+	h.running.Add(1)
+	defer h.running.Done()
+	h.armed = time.Time{}
+	for len(h.heap) > 0 && !h.heap[0].wake.After(now.Add(h.heap[0].t.early)) {
+		due = append(due, h.heap[0])
+		h.removeAt(0)
 	}
-	if len(c.heap) > 0 {
-		w.armLocked(c, c.heap[0].wake)
+	if len(h.heap) > 0 {
+		h.armLocked(h.heap[0].wake)
 	}
-	w.mu.Unlock()
+	h.mu.Unlock()
+
+	var batch []*Lease
+	var deadline time.Time // the batch's earliest
 	for _, l := range due {
-		l.tick()
+		l.mu.Lock()
+		switch {
+		case l.ended:
+		case !now.Before(l.deadline):
+			l.endLocked(l.expiredLocked())
+		case l.inflight.IsZero() && !now.Add(l.t.early).Before(l.nextBeat):
+			l.inflight = now
+			if h.set(l, l.deadline) {
+				batch = append(batch, l)
+				if deadline.IsZero() || l.deadline.Before(deadline) {
+					deadline = l.deadline
+				}
+			}
+		default:
+			h.set(l, l.wakeLocked())
+		}
+		l.mu.Unlock()
+	}
+	if len(batch) > 0 {
+		c.renew(batch, now, deadline)
 	}
 }
 
-func (c *clock) removeAt(i int) {
-	last := len(c.heap) - 1
-	l := c.heap[i]
-	if i != last {
-		c.swap(i, last)
+// renew sends the renewals of batch, marked in flight since sent, in one
+// call of the Backend, bounded by deadline (the earliest of the batch's
+// deadlines), and records each outcome.
+func (c *Client) renew(batch []*Lease, sent, deadline time.Time) {
+	grants := make([]*Grant, len(batch))
+	for i, l := range batch {
+		grants[i] = l.g
 	}
-	c.heap[last] = nil
-	c.heap = c.heap[:last]
-	l.slot = -1
-	if i != last {
-		c.fix(i)
-	}
-}
-
-// fix restores the heap order after the entry at i changed.
-func (c *clock) fix(i int) {
-	for i > 0 { // up
-		p := (i - 1) / 2
-		if !c.heap[i].wake.Before(c.heap[p].wake) {
-			break
-		}
-		c.swap(i, p)
-		i = p
-	}
-	for { // down
-		k := 2*i + 1
-		if k >= len(c.heap) {
-			return
-		}
-		if r := k + 1; r < len(c.heap) && c.heap[r].wake.Before(c.heap[k].wake) {
-			k = r
-		}
-		if !c.heap[k].wake.Before(c.heap[i].wake) {
-			return
-		}
-		c.swap(i, k)
-		i = k
+	errs := make([]error, len(batch))
+	ctx, cancel := context.WithDeadline(c.hb.ctx, deadline)
+	c.b.Renew(ctx, grants, errs)
+	cancel()
+	latency := time.Since(sent)
+	for i, l := range batch {
+		l.renewed(sent, latency, errs[i])
 	}
 }
 
-func (c *clock) swap(i, j int) {
-	c.heap[i], c.heap[j] = c.heap[j], c.heap[i]
-	c.heap[i].slot = i
-	c.heap[j].slot = j
-}
-
-// wakeLocked is when the wheel must next look at l: its deadline while a
-// renewal is in flight, else its next renewal (or retry), never after the
+// wakeLocked is when the heartbeat must next look at l: its deadline while
+// a renewal is in flight, else its next renewal (or retry), never after the
 // deadline.
 func (l *Lease) wakeLocked() time.Time {
 	if !l.inflight.IsZero() || l.deadline.Before(l.nextBeat) {
@@ -200,119 +169,21 @@ func (l *Lease) wakeLocked() time.Time {
 	return l.nextBeat
 }
 
-// tick runs when the wheel wakes l: it ends the lease at its deadline (in
-// a goroutine, see expire), starts the renewal that is due, or puts l back
-// for later.
-func (l *Lease) tick() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.ended || l.frozen {
-		return
-	}
-	now := time.Now()
-	switch {
-	case !now.Before(l.deadline):
-		// Ending a lease counts through the user's meter before it cancels
-		// the Context: do it in a goroutine of its own, so that a slow
-		// meter delays no other lease due now.
-		go l.expire()
-	case l.inflight.IsZero() && !now.Before(l.nextBeat):
-		l.sendingLocked(now)
-		l.beats.Add(1)
-		go l.renew(now, l.deadline)
-	default:
-		l.c.wheel.set(l, l.wakeLocked())
-	}
-}
-
-// sendingLocked records a renewal sent at now: until its reply the wheel
-// looks at l only at its deadline.
-func (l *Lease) sendingLocked(now time.Time) {
-	l.inflight = now
-	l.c.wheel.set(l, l.deadline)
-}
-
-// expiredLocked is the cause of a lease whose deadline passed unrenewed.
-func (l *Lease) expiredLocked() *LostError {
-	return &LostError{Name: l.name, Token: l.token, Cause: CauseExpired, Err: l.lastErrLocked()}
-}
-
-// expire ends l, whose deadline the wheel found passed, unless a renewal
-// confirmed since then moved the deadline (and put l back in the wheel).
-func (l *Lease) expire() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	switch {
-	case l.ended || l.frozen:
-	case time.Now().Before(l.deadline):
-		l.c.wheel.set(l, l.wakeLocked())
-	default:
-		l.endLocked(l.expiredLocked())
-	}
-}
-
-// renewCtx is a renewal's context: the lease's context (cancelled when the
-// lease ends, by the wheel at the latest at the deadline) with the deadline
-// the lease had when the request was sent, which go-redis turns into socket
-// deadlines. It needs no timer of its own.
-type renewCtx struct {
-	context.Context
-	deadline time.Time
-}
-
-func (c renewCtx) Deadline() (time.Time, bool) { return c.deadline, true }
-
-// renew sends renewals, the first at sent, as long as each reply finds the
-// next one already due; then it puts the lease back in the wheel and exits.
-func (l *Lease) renew(sent, deadline time.Time) {
-	defer l.beats.Add(-1)
-	for {
-		err := l.send(sent, deadline)
-		if l.ctx.Err() != nil {
-			l.finish()
-			return
-		}
-		var again bool
-		if sent, deadline, again = l.renewed(sent, err); !again {
-			return
-		}
-	}
-}
-
-// send sends one renewal, sent at sent, and records its latency unless the
-// lease ended meanwhile (a Release cancels the renewal in flight).
-func (l *Lease) send(sent, deadline time.Time) error {
-	var errs [1]error
-	l.c.b.Renew(renewCtx{l.ctx, deadline}, []*Grant{l.g}, errs[:])
-	err := errs[0]
-	latency := time.Since(sent)
-	if l.ctx.Err() != nil {
-		return err
-	}
+// renewed records the outcome of l's renewal sent at sent.
+func (l *Lease) renewed(sent time.Time, latency time.Duration, err error) {
 	var lost *LostError
-	switch {
-	case errors.As(err, &lost):
-		l.c.m.heartbeat(l.ctx, latency, lost.Cause)
-	case err != nil:
-		l.c.m.heartbeat(l.ctx, latency, "error")
-	default:
-		l.c.m.heartbeat(l.ctx, latency, "ok")
-		l.c.m.observeLatency(l.name, latency, l.t.ttl)
+	isLost := errors.As(err, &lost)
+	if l.ctx.Err() == nil { // not released or ended meanwhile
+		switch {
+		case isLost:
+			l.c.m.heartbeat(l.ctx, latency, lost.Cause)
+		case err != nil:
+			l.c.m.heartbeat(l.ctx, latency, "error")
+		default:
+			l.c.m.heartbeat(l.ctx, latency, "ok")
+			l.c.m.observeLatency(l.g.Name, latency, l.t.ttl)
+		}
 	}
-	return err
-}
-
-// finish clears the in-flight renewal of a lease that ended.
-func (l *Lease) finish() {
-	l.mu.Lock()
-	l.inflight = time.Time{}
-	l.mu.Unlock()
-}
-
-// renewed records the outcome of the renewal sent at sent. It returns again
-// true, with the next request's send time and deadline, when the next
-// renewal is due already and the caller must send it.
-func (l *Lease) renewed(sent time.Time, err error) (next, deadline time.Time, again bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.inflight = time.Time{}
@@ -320,38 +191,76 @@ func (l *Lease) renewed(sent time.Time, err error) (next, deadline time.Time, ag
 		return
 	}
 	now := time.Now()
-	var lost *LostError
 	switch {
-	case errors.As(err, &lost):
-		l.endLocked(lost)
+	case isLost:
+		l.endLocked(&LostError{Name: l.g.Name, Token: l.g.Token, Cause: lost.Cause, Err: lost.Err})
 		return
 	case err != nil:
 		l.hbErr = err
 		l.nextBeat = now.Add(l.t.retry)
 	default:
-		// Redis extended the key when it ran the script, after sent: the
-		// key lives at least until sent + TTL, whenever the reply came.
+		// The store extended the grant when it ran the request, after
+		// sent: it lives at least until sent + TTL, whenever the reply came.
 		l.hbErr = nil
 		if d := l.t.deadline(sent); d.After(l.deadline) {
 			l.deadline = d
 		}
 		l.nextBeat = sent.Add(l.t.interval)
 	}
-	if l.frozen {
+	if !now.Before(l.deadline) {
+		l.endLocked(l.expiredLocked())
 		return
 	}
-	switch {
-	case !now.Before(l.deadline):
-		l.endLocked(l.expiredLocked())
-	case !now.Before(l.nextBeat):
-		l.sendingLocked(now)
-		return now, l.deadline, true
-	default:
-		l.c.wheel.set(l, l.wakeLocked())
-	}
-	return
+	l.c.hb.set(l, l.wakeLocked())
 }
 
-// beating reports whether a renewal is running now (for tests: no
-// goroutine is left once a lease has ended and this is false).
-func (l *Lease) beating() bool { return l.beats.Load() > 0 }
+// expiredLocked is the cause of a lease whose deadline passed unrenewed.
+func (l *Lease) expiredLocked() *LostError {
+	return &LostError{Name: l.g.Name, Token: l.g.Token, Cause: CauseExpired, Err: l.lastErrLocked()}
+}
+
+func (h *heartbeat) removeAt(i int) {
+	last := len(h.heap) - 1
+	l := h.heap[i]
+	if i != last {
+		h.swap(i, last)
+	}
+	h.heap[last] = nil
+	h.heap = h.heap[:last]
+	l.slot = -1
+	if i != last {
+		h.fix(i)
+	}
+}
+
+// fix restores the heap order after the entry at i changed.
+func (h *heartbeat) fix(i int) {
+	for i > 0 { // up
+		p := (i - 1) / 2
+		if !h.heap[i].wake.Before(h.heap[p].wake) {
+			break
+		}
+		h.swap(i, p)
+		i = p
+	}
+	for { // down
+		k := 2*i + 1
+		if k >= len(h.heap) {
+			return
+		}
+		if r := k + 1; r < len(h.heap) && h.heap[r].wake.Before(h.heap[k].wake) {
+			k = r
+		}
+		if !h.heap[k].wake.Before(h.heap[i].wake) {
+			return
+		}
+		h.swap(i, k)
+		i = k
+	}
+}
+
+func (h *heartbeat) swap(i, j int) {
+	h.heap[i], h.heap[j] = h.heap[j], h.heap[i]
+	h.heap[i].slot = i
+	h.heap[j].slot = j
+}

@@ -16,10 +16,14 @@ import (
 func fakeClient(f *fakeRedis, opts Options, buf *syncBuffer) *Client {
 	if buf != nil {
 		opts.Logger = slog.New(slog.NewTextHandler(buf, nil))
-	} else {
+	} else if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return newScripted(nil, f, &opts)
+	c, err := NewClient(f, &opts)
+	if err != nil {
+		panic(err)
+	}
+	return c
 }
 
 type syncBuffer struct {
@@ -109,11 +113,11 @@ func TestSynctestDeadlineCountedFromSend(t *testing.T) {
 				// The heartbeat goroutine exits once its request returns.
 				// synctest.Test fails if any goroutine is left.
 				synctest.Wait()
-				if l.beating() != (mode == "stuck") {
-					t.Errorf("renewal running after the deadline: %v, want %v", l.beating(), mode == "stuck")
+				if r := f.renewing("deadline"); r != (mode == "stuck") {
+					t.Errorf("renewal running after the deadline: %v, want %v", r, mode == "stuck")
 				}
 				time.Sleep(4 * time.Second)
-				if l.beating() {
+				if f.renewing("deadline") {
 					t.Error("renewal still running after its request returned")
 				}
 			})
@@ -257,7 +261,7 @@ func TestSynctestAcquireWaitWakesAtHolderExpiry(t *testing.T) {
 		f := newFakeRedis()
 		c := fakeClient(f, Options{WaitJitter: -1}, nil)
 		holder := mustAcquire(t, c, "wait", 500*time.Millisecond)
-		holder.crash()
+		f.crash(holder)
 		start := time.Now()
 		l, err := c.AcquireWait(context.Background(), "wait", time.Second)
 		if err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
@@ -15,17 +14,13 @@ import (
 // other grant of the same name; its Context lives while the lease is held.
 // A Lease is safe for concurrent use.
 type Lease struct {
-	c     *Client
-	g     *Grant
-	name  string
-	token fence.Token
-	t     timing
+	c *Client
+	g *Grant
+	t timing
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	beats  atomic.Int32  // renewals running now
-	fake   bool          // granted in a synctest bubble: the wheel serves it on that clock
 	relSem chan struct{} // holds one token: serializes Release calls
 
 	mu       sync.Mutex
@@ -33,21 +28,20 @@ type Lease struct {
 	nextBeat time.Time // when the next renewal (or retry) is due
 	inflight time.Time // when the renewal in flight was sent, zero if none
 	ended    bool      // ctx cancelled (lost or released)
-	frozen   bool      // tests only: the process "died", nothing more is sent
 	hbErr    error     // last renewal error, nil after a success
-	relDone  bool      // Release finished with a definite answer
+	relDone  bool      // Release finished with a definite answer (guarded by relSem)
 	relErr   error     // its result, returned again by later calls
 
-	// The wheel's fields, guarded by the Client's wheel.mu.
-	wake time.Time // when the wheel looks at the lease next
-	slot int       // index in the wheel's heap, -1 when not in it
+	// The heartbeat's fields, guarded by the Client's heartbeat.mu.
+	wake time.Time // when the heartbeat looks at the lease next
+	slot int       // index in the heartbeat's heap, -1 when not in it
 }
 
-// start makes the Lease for a grant whose request was sent at sent and
-// launches its heartbeat.
-func (c *Client) start(ctx context.Context, g *Grant, t timing, sent time.Time) *Lease {
-	name, tok := g.Name, g.Token
-	l := &Lease{c: c, g: g, name: name, token: tok, t: t, fake: inBubble(sent), relSem: make(chan struct{}, 1), slot: -1}
+// start makes the Lease for grant g, whose request was sent at sent, and
+// puts it in the heartbeat. It reports false, with the lease ended, when
+// the Client was closed meanwhile.
+func (c *Client) start(ctx context.Context, g *Grant, t timing, sent time.Time) (*Lease, bool) {
+	l := &Lease{c: c, g: g, t: t, relSem: make(chan struct{}, 1), slot: -1}
 	// The lease's context keeps ctx's values (trace ids, loggers) but not
 	// its cancellation: Acquire's ctx often ends long before the work.
 	parent := ctx
@@ -56,26 +50,29 @@ func (c *Client) start(ctx context.Context, g *Grant, t timing, sent time.Time) 
 	}
 	l.ctx, l.cancel = context.WithCancelCause(parent)
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.deadline = t.deadline(sent)
 	l.nextBeat = sent.Add(t.interval)
 	if now := time.Now(); !now.Before(l.deadline) {
-		// The reply came too late: Redis may expire the key any moment.
-		// End the lease before the caller sees it.
-		l.endLocked(&LostError{Name: name, Token: tok, Cause: CauseExpired,
+		// The reply came too late: the store may expire the grant any
+		// moment. End the lease before the caller sees it.
+		l.endLocked(&LostError{Name: g.Name, Token: g.Token, Cause: CauseExpired,
 			Err: fmt.Errorf("the acquire reply came %v after the request, more than the TTL minus the drift margin", now.Sub(sent))})
-	} else {
-		c.wheel.set(l, l.nextBeat) // before the deadline: interval < TTL - margin
+		return l, true
 	}
-	l.mu.Unlock()
-	return l
+	if !c.hb.set(l, l.nextBeat) { // before the deadline: interval < TTL - margin
+		l.endLocked(ErrReleased)
+		return l, false
+	}
+	return l, true
 }
 
 // Token returns the lease's fencing token: present it with every write to
 // fenced storage.
-func (l *Lease) Token() fence.Token { return l.token }
+func (l *Lease) Token() fence.Token { return l.g.Token }
 
 // Name returns the lease's name.
-func (l *Lease) Name() string { return l.name }
+func (l *Lease) Name() string { return l.g.Name }
 
 // Context returns a context that is cancelled when the lease ends: with a
 // cause wrapping [ErrLost] when it is lost, [ErrReleased] when released
@@ -119,7 +116,7 @@ func (l *Lease) endLocked(cause error) bool {
 		return false
 	}
 	l.ended = true
-	l.c.wheel.remove(l)
+	l.c.hb.remove(l)
 	// Count before cancelling, so that whoever wakes on Done sees the
 	// count. Log after, and not under l.mu: the user's handler may block (a
 	// full pipe), and the Context must end at the deadline all the same.
@@ -127,9 +124,9 @@ func (l *Lease) endLocked(cause error) bool {
 	if isLost {
 		l.c.m.lost(l.ctx, lost.Cause)
 	}
-	l.cancel(cause) // also cancels a renewal in flight
+	l.cancel(cause)
 	if isLost {
-		go l.c.cfg.logger.Warn("lease lost", "name", l.name, "token", uint64(l.token), "cause", lost.Cause, "err", lost.Err)
+		go l.c.cfg.logger.Warn("lease lost", "name", l.g.Name, "token", uint64(l.g.Token), "cause", lost.Cause, "err", lost.Error())
 	}
 	return true
 }
@@ -143,43 +140,44 @@ func (l *Lease) lastErrLocked() error {
 	return l.hbErr
 }
 
-// Release ends the lease: it stops the heartbeat, cancels Context with
-// [ErrReleased], then deletes the key if it is still this lease's and
-// publishes the release to AcquireWait callers, in one round trip.
+// Release ends the lease, then deletes it in the store if it is still this
+// lease's and wakes the AcquireWait callers, in one round trip.
 //
-// It returns a [*LostError] (errors.Is ErrLost) when the key was no longer
-// this lease's. A Release after a completed Release returns the same
-// result and sends nothing. When ctx is already done, Release returns an
-// error wrapping ctx.Err() and changes nothing, locally or in Redis: the
-// lease stays held and renewed, and a later Release with a live context
-// releases it. When the request itself fails (network), the lease has
-// ended locally (Context is cancelled), the key expires at its TTL, and
-// calling Release again retries the delete. A delete whose reply was lost
-// and that go-redis resent (or that Release retried) finds the key gone
-// and reports CauseMissing, though the key was deleted by this lease.
+// The lease ends locally first, whatever ctx is: no more renewals, Context
+// cancelled with [ErrReleased], Done closed. Then the delete is sent with
+// ctx. It returns a [*LostError] (errors.Is ErrLost) when the key was no
+// longer this lease's. A Release after a completed Release returns the same
+// result and sends nothing. When ctx is done, or the request fails
+// (network), nothing is deleted and the key expires at its TTL; calling
+// Release again retries the delete. A delete whose reply was lost and that
+// go-redis resent finds the key gone and reports CauseMissing, though this
+// lease deleted it.
 func (l *Lease) Release(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("lease: release %q: context already done, nothing changed: %w", l.name, err)
-	}
+	l.end(ErrReleased)
 	select {
 	case l.relSem <- struct{}{}:
-		defer func() { <-l.relSem }()
-	case <-ctx.Done():
-		return fmt.Errorf("lease: release %q: context done while another Release ran: %w", l.name, ctx.Err())
+	default:
+		select {
+		case l.relSem <- struct{}{}:
+		case <-ctx.Done():
+			return fmt.Errorf("lease: release %q: ended locally; context done while another Release ran, the key expires at its TTL: %w", l.g.Name, ctx.Err())
+		}
 	}
+	defer func() { <-l.relSem }()
 	if l.relDone {
 		return l.relErr
 	}
-	// Stop the heartbeat first. A renewal already in flight may still
-	// reach Redis before the delete (it extends a key about to be deleted)
-	// or after it (it finds no key and does nothing): either way harmless.
-	l.end(ErrReleased)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("lease: release %q: ended locally; context already done, nothing sent, the key expires at its TTL: %w", l.g.Name, err)
+	}
 	err := l.c.b.Release(ctx, l.g)
 	var lost *LostError
-	if err != nil && !errors.As(err, &lost) {
-		return errScript("release", l.name, err)
+	if errors.As(err, &lost) {
+		err = &LostError{Name: l.g.Name, Token: l.g.Token, Cause: lost.Cause, Err: lost.Err}
+	} else if err != nil {
+		return errScript("release", l.g.Name, err)
 	}
 	l.relDone = true
 	l.relErr = err
-	return l.relErr
+	return err
 }

@@ -278,6 +278,9 @@ func TestReleaseByNonOwnerFails(t *testing.T) {
 }
 
 func TestReleaseTwiceAndCancelledContext(t *testing.T) {
+	// Release ends the lease locally whatever its ctx: with a done ctx
+	// nothing is deleted, but nothing is renewed either, so the key expires
+	// at its TTL and the name is free for others.
 	c, env := newTestClient(t, nil)
 	ctx := context.Background()
 	name := env.Name("twice")
@@ -287,20 +290,34 @@ func TestReleaseTwiceAndCancelledContext(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	err := l.Release(cctx)
-	if err == nil || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "nothing changed") {
+	if err == nil || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "ended locally") {
 		t.Fatalf("Release(cancelled) = %v", err)
 	}
-	if l.Err() != nil {
-		t.Fatalf("lease ended by a Release that changed nothing: %v", l.Err())
+	if l.Err() != ErrReleased {
+		t.Fatalf("after Release(cancelled): Err = %v, want ErrReleased", l.Err())
 	}
-	// Still held and renewed past its TTL.
-	time.Sleep(450 * time.Millisecond)
-	if n, _ := env.Client.Exists(ctx, c.keys(name).lock).Result(); n != 1 || l.Err() != nil {
-		t.Fatalf("after a cancelled Release: key exists=%d, Err=%v; want held", n, l.Err())
+	select {
+	case <-l.Done():
+	default:
+		t.Fatal("Done not closed by Release(cancelled)")
 	}
-	release(t, l)
-	release(t, l)
+	time.Sleep(450 * time.Millisecond) // past the TTL: alive only if renewed
 	if n, _ := env.Client.Exists(ctx, c.keys(name).lock).Result(); n != 0 {
+		t.Fatal("key renewed after Release(cancelled)")
+	}
+	if _, err := mustNew(t, env.Client, nil).Acquire(ctx, name, time.Second); err != nil {
+		t.Fatalf("another client after Release(cancelled) + TTL: %v", err)
+	}
+
+	// Release(cancelled) then Release(live) deletes the key at once.
+	name2 := env.Name("twice-2")
+	l2 := mustAcquire(t, c, name2, 10*time.Second)
+	if err := l2.Release(cctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Release(cancelled) = %v", err)
+	}
+	release(t, l2)
+	release(t, l2)
+	if n, _ := env.Client.Exists(ctx, c.keys(name2).lock).Result(); n != 0 {
 		t.Fatal("key still there after Release")
 	}
 	checkGoroutines(t, base)

@@ -104,14 +104,6 @@ func isNotAcquired(err error) bool {
 	return errors.As(err, &na) && errors.Is(err, ErrNotAcquired)
 }
 
-// crash stops l's heartbeat without telling anyone, as if its process died.
-func (l *Lease) crash() {
-	l.mu.Lock()
-	l.frozen = true
-	l.c.wheel.remove(l)
-	l.mu.Unlock()
-}
-
 // mustNew is New for tests whose client and options are valid.
 func mustNew(t testing.TB, rdb RedisClient, opts *Options) *Client {
 	t.Helper()
@@ -142,3 +134,24 @@ func (c *Client) keys(name string) *keys {
 
 // lockValueOf returns the lock key's value that l's grant wrote.
 func lockValueOf(l *Lease) string { return l.g.Value.(*redisGrant).value }
+
+// renewErr returns the last renewal's error.
+func (l *Lease) renewErr() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.hbErr
+}
+
+// renewing reports whether a renewal of lease name is in flight in f: sent
+// and not returned.
+func (f *fakeRedis) renewing(name string) bool {
+	key := fakeKeys(name).lock
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.calls {
+		if c.script == "renew" && c.key == key && c.returned.IsZero() {
+			return true
+		}
+	}
+	return false
+}

@@ -60,6 +60,11 @@ func newMetrics(mp metric.MeterProvider, logger *slog.Logger) *metrics {
 		metric.WithDescription("Leases lost before release, by cause (expired, missing, stolen)."), metric.WithUnit("{lease}")); err != nil {
 		logger.Error("lease: metric", "name", metricLost, "err", err)
 	}
+	// Each cause's series exists from the start, at 0, so that an alert
+	// on its rate (or on its absence) works before the first loss.
+	for _, cause := range []string{CauseExpired, CauseMissing, CauseStolen} {
+		m.lostC.Add(context.Background(), 0, metric.WithAttributes(attribute.String("cause", cause)))
+	}
 	if m.hb, err = meter.Float64Histogram(metricHeartbeat,
 		metric.WithDescription("Round-trip time of lease renewals, by result."), metric.WithUnit("s"),
 		metric.WithExplicitBucketBoundaries(latencyBuckets...)); err != nil {

@@ -16,7 +16,9 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
 
-func TestMetricsPrometheus(t *testing.T) {
+// promProvider returns a meter provider exported to Prometheus, and a
+// function that scrapes it.
+func promProvider(t *testing.T) (*sdkmetric.MeterProvider, func() string) {
 	reg := prometheus.NewRegistry()
 	exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo(), otelprom.WithoutTargetInfo())
 	if err != nil {
@@ -24,6 +26,34 @@ func TestMetricsPrometheus(t *testing.T) {
 	}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
 	t.Cleanup(func() { mp.Shutdown(context.Background()) })
+	return mp, func() string {
+		srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		defer srv.Close()
+		resp, err := srv.Client().Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return string(body)
+	}
+}
+
+func TestMetricsLostAtZeroFromTheStart(t *testing.T) {
+	mp, scrape := promProvider(t)
+	if _, err := NewClient(newFakeRedis(), &Options{MeterProvider: mp}); err != nil {
+		t.Fatal(err)
+	}
+	text := scrape()
+	for _, cause := range []string{CauseExpired, CauseMissing, CauseStolen} {
+		if want := `(?m)^lease_lost_total\{cause="` + cause + `"\} 0$`; !regexp.MustCompile(want).MatchString(text) {
+			t.Errorf("a new client's exposition lacks %s:\n%s", want, text)
+		}
+	}
+}
+
+func TestMetricsPrometheus(t *testing.T) {
+	mp, scrape := promProvider(t)
 
 	env := testenvRedisCounting(t)
 	c := mustNew(t, env.client, &Options{MeterProvider: mp, RenewInterval: 20 * time.Millisecond,
@@ -42,15 +72,7 @@ func TestMetricsPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	defer srv.Close()
-	resp, err := srv.Client().Get(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	text := string(body)
+	text := scrape()
 	for _, want := range []string{
 		`(?m)^lease_acquired_total 5$`,
 		`(?m)^lease_lost_total\{cause="missing"\} 1$`,

@@ -126,6 +126,7 @@ type timing struct {
 	interval time.Duration // between heartbeats
 	margin   time.Duration // drift margin
 	retry    time.Duration // between retries of a failed renewal
+	early    time.Duration // how early a renewal may go to join a batch: interval/8
 }
 
 // deadline returns the local end of a lease whose last acquire or renew
@@ -157,6 +158,7 @@ func (c *config) timingFor(ttl time.Duration) (timing, error) {
 	if t.retry == 0 {
 		t.retry = max(t.interval/4, time.Millisecond)
 	}
+	t.early = t.interval / 8
 	return t, nil
 }
 

@@ -18,7 +18,8 @@ import (
 // the holder's expiry.
 //
 // Errors: those of [Client.Acquire] other than ErrNotAcquired, and, when
-// ctx ends first, an error wrapping both ctx.Err() and the last refusal.
+// ctx ends first, a one-line error wrapping both ctx.Err() and the last
+// refusal (a [*NotAcquiredError]).
 func (c *Client) AcquireWait(ctx context.Context, name string, ttl time.Duration) (*Lease, error) {
 	t, err := c.check(name, ttl)
 	if err != nil {
@@ -26,6 +27,9 @@ func (c *Client) AcquireWait(ctx context.Context, name string, ttl time.Duration
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("lease: wait for %q: %w", name, err)
+	}
+	if c.closed() {
+		return nil, fmt.Errorf("lease: wait for %q: nothing sent: %w", name, ErrClosed)
 	}
 	// Listen first, so that a release after the first attempt cannot be
 	// missed. If that fails (Redis down), the attempt below reports the
@@ -60,7 +64,7 @@ func (c *Client) AcquireWait(ctx context.Context, name string, ttl time.Duration
 		w.Wait(wctx)
 		cancel()
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("lease: wait for %q: %w", name, errors.Join(ctx.Err(), err))
+			return nil, fmt.Errorf("lease: wait for %q: %w; last attempt: %w", name, ctx.Err(), err)
 		}
 	}
 }

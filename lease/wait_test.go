@@ -187,7 +187,7 @@ func TestSynctestAcquireWaitJitter(t *testing.T) {
 		const jitter = 50 * time.Millisecond
 		c := fakeClient(f, Options{WaitJitter: jitter}, nil)
 		holder := mustAcquire(t, c, "jitter", 500*time.Millisecond)
-		holder.crash()
+		f.crash(holder)
 		start := time.Now()
 		ctx, cancel := context.WithCancel(context.Background())
 		const waiters = 8

@@ -37,32 +37,26 @@ func every(first, d, last time.Duration) []time.Duration {
 	return out
 }
 
-// checkHeap reports a broken wheel: an entry whose slot is not its index,
-// a parent that wakes after its child, or a lease of the other clock.
-func (w *wheel) checkHeap() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for k := range w.clocks {
-		c := &w.clocks[k]
-		for i, l := range c.heap {
-			if l.slot != i {
-				return fmt.Errorf("clock %d: heap[%d] has slot %d", k, i, l.slot)
-			}
-			if p := (i - 1) / 2; i > 0 && l.wake.Before(c.heap[p].wake) {
-				return fmt.Errorf("clock %d: heap[%d] wakes before its parent heap[%d]", k, i, p)
-			}
-			if w.clockOf(l) != c {
-				return fmt.Errorf("clock %d: heap[%d] belongs to the other clock", k, i)
-			}
+// checkHeap reports a broken heap: an entry whose slot is not its index,
+// or a parent that wakes after its child.
+func (h *heartbeat) checkHeap() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, l := range h.heap {
+		if l.slot != i {
+			return fmt.Errorf("heap[%d] has slot %d", i, l.slot)
+		}
+		if p := (i - 1) / 2; i > 0 && l.wake.Before(h.heap[p].wake) {
+			return fmt.Errorf("heap[%d] wakes before its parent heap[%d]", i, p)
 		}
 	}
 	return nil
 }
 
-func (w *wheel) len() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.clocks[0].heap) + len(w.clocks[1].heap)
+func (h *heartbeat) len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.heap)
 }
 
 func TestSynctestWheelShortLeaseAfterLong(t *testing.T) {
@@ -96,8 +90,8 @@ func TestSynctestWheelShortLeaseAfterLong(t *testing.T) {
 		if got, want := renewedAt(f, c, start, "long"), []time.Duration{20 * time.Minute}; !slices.Equal(got, want) {
 			t.Errorf("long lease renewed at %v, want %v", got, want)
 		}
-		if err := c.wheel.checkHeap(); err != nil || c.wheel.len() != 1 {
-			t.Errorf("wheel: %v, %d leases; want only the long one", err, c.wheel.len())
+		if err := c.hb.checkHeap(); err != nil || c.hb.len() != 1 {
+			t.Errorf("wheel: %v, %d leases; want only the long one", err, c.hb.len())
 		}
 		// Redis stops answering: the long lease ends at the deadline of its
 		// last renewal, 20m + 1h - (36s + 2ms).
@@ -109,8 +103,8 @@ func TestSynctestWheelShortLeaseAfterLong(t *testing.T) {
 		if !isLost(long.Err(), CauseExpired) {
 			t.Errorf("Err = %v, want LostError expired", long.Err())
 		}
-		if c.wheel.len() != 0 {
-			t.Errorf("%d leases left in the wheel", c.wheel.len())
+		if c.hb.len() != 0 {
+			t.Errorf("%d leases left in the wheel", c.hb.len())
 		}
 	})
 }
@@ -151,7 +145,7 @@ func TestSynctestWheelSlowLoggerHoldsUpNoOtherLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFakeRedis()
 		h := &stallingHandler{stall: time.Second}
-		c := newScripted(nil, f, &Options{Logger: slog.New(h)})
+		c := fakeClient(f, Options{Logger: slog.New(h)}, nil)
 		start := time.Now()
 		var mu sync.Mutex
 		ended := map[string]time.Duration{}
@@ -272,12 +266,12 @@ func TestSynctestWheelManyLeases(t *testing.T) {
 						t.Errorf("failed for seed=%d: %s renewed %v after it ended", seed, l.Name(), call.sent.Sub(at))
 					}
 				}
-				if l.beating() {
+				if f.renewing(l.Name()) {
 					t.Errorf("failed for seed=%d: %s still renewing", seed, l.Name())
 				}
 			}
-			if err := c.wheel.checkHeap(); err != nil || c.wheel.len() != 0 {
-				t.Errorf("failed for seed=%d: wheel %v with %d leases, want empty", seed, err, c.wheel.len())
+			if err := c.hb.checkHeap(); err != nil || c.hb.len() != 0 {
+				t.Errorf("failed for seed=%d: wheel %v with %d leases, want empty", seed, err, c.hb.len())
 			}
 			t.Logf("seed %d: %d leases, %d expired, %d renewals", seed, len(ended), lost, len(f.renewCalls()))
 		})
@@ -364,39 +358,10 @@ func TestWheelStressRealRedis(t *testing.T) {
 	if grants.Load() < 100 {
 		t.Errorf("only %d grants: the test did not exercise the wheel", grants.Load())
 	}
-	if err := c.wheel.checkHeap(); err != nil || c.wheel.len() != 0 {
-		t.Errorf("wheel %v with %d leases, want empty", err, c.wheel.len())
+	if err := c.hb.checkHeap(); err != nil || c.hb.len() != 0 {
+		t.Errorf("wheel %v with %d leases, want empty", err, c.hb.len())
 	}
 	checkGoroutines(t, base)
-}
-
-func TestWheelClientSharedWithSynctestBubble(t *testing.T) {
-	// A runtime timer belongs to the synctest bubble it was made in, or to
-	// none. A Client used outside a bubble, then inside one, then outside
-	// again still renews and expires its leases on each side.
-	f := newFakeRedis()
-	c := fakeClient(f, Options{}, nil)
-	release(t, mustAcquire(t, c, "out-1", time.Hour)) // a real timer, left armed for +20m
-	synctest.Test(t, func(t *testing.T) {
-		start := time.Now()
-		l := mustAcquire(t, c, "in", 300*time.Millisecond)
-		time.Sleep(time.Second + time.Millisecond)
-		if got, want := renewedAt(f, c, start, "in"), every(100*time.Millisecond, 100*time.Millisecond, time.Second); !slices.Equal(got, want) {
-			t.Errorf("in the bubble: renewed at %v, want %v", got, want)
-		}
-		release(t, l)
-	}) // leaves a fake timer armed in a bubble that is gone
-	l := mustAcquire(t, c, "out-2", 30*time.Millisecond)
-	f.set(func(f *fakeRedis) { f.down = true })
-	select {
-	case <-l.Done():
-		if !isLost(l.Err(), CauseExpired) {
-			t.Errorf("after the bubble: Err = %v, want LostError expired", l.Err())
-		}
-	case <-time.After(2 * time.Second):
-		t.Fatalf("after the bubble: a 30ms lease is live 2s after Redis went down (deadline %v ago, %d renewals)",
-			-time.Until(l.Deadline()), len(renewedAt(f, c, time.Time{}, "out-2")))
-	}
 }
 
 func TestWheelHugeTTLStrandsNoOtherLease(t *testing.T) {
@@ -425,11 +390,11 @@ func TestWheelHugeTTLStrandsNoOtherLease(t *testing.T) {
 	release(t, huge)
 }
 
-func TestWheelRealLeaseLiveAcrossSynctestBubble(t *testing.T) {
-	// A lease acquired outside a bubble keeps being renewed, in real time,
-	// while the Client is used inside a bubble and after the bubble is gone;
-	// the leases in a bubble keep their cadence on the bubble's clock, in
-	// this bubble and in the next.
+func TestWheelClientsOnTheirOwnClocks(t *testing.T) {
+	// A Client runs on the clock it was made with: one made outside any
+	// bubble keeps renewing in real time while one made in a
+	// testing/synctest bubble renews on the bubble's clock, in this bubble
+	// and in the next.
 	f := newFakeRedis()
 	c := fakeClient(f, Options{}, nil)
 	out := mustAcquire(t, c, "out", 300*time.Millisecond) // renewed every 100ms
@@ -449,39 +414,32 @@ func TestWheelRealLeaseLiveAcrossSynctestBubble(t *testing.T) {
 	})
 	defer func() { close(stop); wg.Wait() }()
 	renewals := func() int { return len(renewedAt(f, c, time.Time{}, "out")) }
-	inBubble := func(t *testing.T, spin bool) {
+	inBubble := func(t *testing.T) {
+		fb := newFakeRedis()
+		cb := fakeClient(fb, Options{}, nil)
 		start := time.Now()
-		in := mustAcquire(t, c, "in", 300*time.Millisecond)
-		if spin {
-			// Without letting the bubble's clock move, let real time pass
-			// until out has been renewed once more.
-			for n := renewals(); renewals() < n+1; runtime.Gosched() {
-				if time.Duration(elapsed.Load()) > time.Second {
-					t.Fatalf("out (TTL 300ms) not renewed for 1s of real time while the Client was used in a bubble; Err %v", out.Err())
-				}
+		in := mustAcquire(t, cb, "in", 300*time.Millisecond)
+		// Without letting the bubble's clock move, let real time pass
+		// until out has been renewed once more.
+		for n := renewals(); renewals() < n+1; runtime.Gosched() {
+			if time.Duration(elapsed.Load()) > time.Second {
+				t.Fatalf("out (TTL 300ms) not renewed for 1s of real time while a bubble ran; Err %v", out.Err())
 			}
 		}
-		// A lease renewed later than in's next renewal, set first in the
-		// bubble since out's renewals.
-		long := mustAcquire(t, c, "long", time.Hour)
+		long := mustAcquire(t, cb, "long", time.Hour)
 		time.Sleep(time.Second + time.Millisecond)
-		if got, want := renewedAt(f, c, start, "in"), every(100*time.Millisecond, 100*time.Millisecond, time.Second); !slices.Equal(got, want) {
+		if got, want := renewedAt(fb, cb, start, "in"), every(100*time.Millisecond, 100*time.Millisecond, time.Second); !slices.Equal(got, want) {
 			t.Errorf("in the bubble: renewed at %v, want %v", got, want)
 		}
-		release(t, in)
-		release(t, long)
-	}
-	synctest.Test(t, func(t *testing.T) { inBubble(t, true) })
-	for n, limit := renewals(), time.Now().Add(time.Second); renewals() < n+1; time.Sleep(time.Millisecond) {
-		if time.Now().After(limit) {
-			t.Fatalf("out not renewed for 1s after the bubble: live %v after its deadline (Err %v)",
-				-time.Until(out.Deadline()), out.Err())
+		if err := cb.Close(context.Background()); err != nil {
+			t.Error(err)
+		}
+		if in.Err() != ErrReleased || long.Err() != ErrReleased {
+			t.Errorf("after Close: %v, %v; want ErrReleased", in.Err(), long.Err())
 		}
 	}
-	f.mu.Lock()
-	f.calls = slices.DeleteFunc(f.calls, func(call fakeCall) bool { return call.key == c.keys("in").lock })
-	f.mu.Unlock()
-	synctest.Test(t, func(t *testing.T) { inBubble(t, false) })
+	synctest.Test(t, inBubble)
+	synctest.Test(t, inBubble)
 	if err := out.Err(); err != nil {
 		t.Fatalf("out lost: %v", err)
 	}
@@ -510,7 +468,7 @@ func TestSynctestLostLeaseEndsWhateverTheLogHandlerDoes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFakeRedis()
 		h := &blockingHandler{}
-		c := newScripted(nil, f, &Options{Logger: slog.New(h)})
+		c := fakeClient(f, Options{Logger: slog.New(h)}, nil)
 		start := time.Now()
 		stolen := mustAcquire(t, c, "stolen", 300*time.Millisecond)
 		time.Sleep(10 * time.Millisecond)
