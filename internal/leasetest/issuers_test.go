@@ -111,6 +111,9 @@ func (ns pgNS) Client(t testing.TB, opts *lease.Options) *leasetest.Conn {
 	}
 	var sent atomic.Int64
 	cfg.ConnConfig.Tracer = countTracer{&sent}
+	// The suite tests the protocol, not PostgreSQL's durability: without a
+	// WAL flush per commit, 10,000 grants take seconds, not a minute.
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
