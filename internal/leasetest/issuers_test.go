@@ -61,8 +61,15 @@ func init() { leasetest.Register(redisIssuer, postgresIssuer) }
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-func TestRedis(t *testing.T)    { leasetest.Run(t, redisIssuer) }
-func TestPostgres(t *testing.T) { leasetest.Run(t, postgresIssuer) }
+func TestRedis(t *testing.T) {
+	t.Parallel()
+	leasetest.Run(t, redisIssuer)
+}
+
+func TestPostgres(t *testing.T) {
+	t.Parallel()
+	leasetest.Run(t, postgresIssuer)
+}
 
 type redisNS struct{ env *testenv.RedisEnv }
 

@@ -218,7 +218,10 @@ func launchEtcdCluster(dir string, n int) (*EtcdCluster, error) {
 			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
 			"--initial-cluster-token", filepath.Base(dir),
 			"--heartbeat-interval", etcdHeartbeatMs, "--election-timeout", etcdElectionMs,
-			"--log-level", "warn"}
+			"--log-level", "warn",
+			// Tests check the protocol, not the disk: a SIGKILLed member keeps
+			// what it wrote in the page cache. Benchmarks run with fsync.
+			"--unsafe-no-fsync"}
 		// A member alone cannot become healthy: each is ready when its
 		// client port accepts connections, the cluster when all are healthy.
 		addr := m.Addr

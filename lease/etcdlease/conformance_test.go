@@ -9,6 +9,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
 	"github.com/fencekit/fencekit/internal/leasetest"
@@ -75,7 +76,7 @@ func countingClient(t testing.TB, endpoints []string) (*clientv3.Client, *atomic
 		sent.Add(1)
 		return streamer(ctx, desc, cc, method, opts...)
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second,
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
 		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(unary), grpc.WithChainStreamInterceptor(stream)}})
 	if err != nil {
 		t.Fatal(err)
