@@ -54,8 +54,9 @@ var sharedEtcd *EtcdCluster
 // Etcd returns the test's etcd environment: the cluster named by
 // FENCEKIT_ETCD_ENDPOINTS when set, else one member the harness starts
 // once for the test binary's lifetime (stopped by [Main], or killed when
-// the binary exits). Without an etcd binary or a reachable cluster the test
-// fails under FENCEKIT_REQUIRE_SERVERS=1 and skips otherwise.
+// the binary exits), which does not fsync its writes. Without an etcd
+// binary or a reachable cluster the test fails under
+// FENCEKIT_REQUIRE_SERVERS=1 and skips otherwise.
 func Etcd(tb testing.TB) *EtcdEnv {
 	tb.Helper()
 	etcdServer.once.Do(func() {
@@ -67,7 +68,7 @@ func Etcd(tb testing.TB) *EtcdEnv {
 			return
 		}
 		dir := filepath.Join(os.TempDir(), "fencekit-etcd-"+strconv.Itoa(os.Getpid()))
-		c, err := launchEtcdCluster(dir, 1)
+		c, err := launchEtcdCluster(dir, 1, false)
 		if err != nil {
 			etcdServer.where, etcdServer.err = "an etcd started by the harness", err
 			return
@@ -106,6 +107,7 @@ type EtcdMember struct {
 
 // StartEtcdCluster starts a private cluster of n members on free loopback
 // ports and waits until every member reports healthy (a leader elected).
+// Its members fsync as in production (the member [Etcd] starts does not).
 // It is killed at cleanup.
 func StartEtcdCluster(tb testing.TB, n int) *EtcdCluster {
 	tb.Helper()
@@ -113,7 +115,7 @@ func StartEtcdCluster(tb testing.TB, n int) *EtcdCluster {
 	if err != nil {
 		tb.Fatalf("testenv: etcd data dir: %v", err)
 	}
-	c, err := launchEtcdCluster(dir, n)
+	c, err := launchEtcdCluster(dir, n, true)
 	tb.Cleanup(func() {
 		if c != nil {
 			c.kill()
@@ -189,8 +191,10 @@ func (c *EtcdCluster) kill() {
 }
 
 // launchEtcdCluster starts n members with data under dir and waits until
-// they are healthy.
-func launchEtcdCluster(dir string, n int) (*EtcdCluster, error) {
+// they are healthy. Without fsync a member's writes reach the page cache
+// only, which a SIGKILLed member keeps: enough for tests of the protocol,
+// and much quicker on a slow disk.
+func launchEtcdCluster(dir string, n int, fsync bool) (*EtcdCluster, error) {
 	bin, err := toolPath("etcd", EnvEtcd)
 	if err != nil {
 		return nil, err
@@ -218,10 +222,10 @@ func launchEtcdCluster(dir string, n int) (*EtcdCluster, error) {
 			"--initial-cluster", strings.Join(initial, ","), "--initial-cluster-state", "new",
 			"--initial-cluster-token", filepath.Base(dir),
 			"--heartbeat-interval", etcdHeartbeatMs, "--election-timeout", etcdElectionMs,
-			"--log-level", "warn",
-			// Tests check the protocol, not the disk: a SIGKILLed member keeps
-			// what it wrote in the page cache. Benchmarks run with fsync.
-			"--unsafe-no-fsync"}
+			"--log-level", "warn"}
+		if !fsync {
+			m.args = append(m.args, "--unsafe-no-fsync")
+		}
 		// A member alone cannot become healthy: each is ready when its
 		// client port accepts connections, the cluster when all are healthy.
 		addr := m.Addr
