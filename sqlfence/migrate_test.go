@@ -17,6 +17,10 @@ import (
 
 // migrationState reports whether fencekit_tokens exists in schema and
 // golang-migrate's recorded version (-1: none).
+
+// latestVersion is the highest migration in migrations/ (2: fencekit_leases).
+const latestVersion = 2
+
 func migrationState(t *testing.T, pool *pgxpool.Pool, schema string) (exists bool, version int64, dirty bool) {
 	t.Helper()
 	ctx := testCtx(t)
@@ -40,7 +44,7 @@ func TestMigrateUpRerunDownUp(t *testing.T) {
 	if err := sqlfence.Migrate(ctx, env.URL); err != nil {
 		t.Fatalf("up: %v", err)
 	}
-	if ok, v, dirty := migrationState(t, env.Pool, "public"); !ok || v != 1 || dirty {
+	if ok, v, dirty := migrationState(t, env.Pool, "public"); !ok || v != latestVersion || dirty {
 		t.Fatalf("after up: table=%v version=%d dirty=%v", ok, v, dirty)
 	}
 	// The table is the one documented.
@@ -86,7 +90,7 @@ func TestMigrateUpRerunDownUp(t *testing.T) {
 	if err := sqlfence.Migrate(ctx, env.URL); err != nil {
 		t.Fatalf("up after down: %v", err)
 	}
-	if ok, v, _ := migrationState(t, env.Pool, "public"); !ok || v != 1 {
+	if ok, v, _ := migrationState(t, env.Pool, "public"); !ok || v != latestVersion {
 		t.Fatalf("after up again: table=%v version=%d", ok, v)
 	}
 	if cur, err := sqlfence.Current(ctx, env.Pool, "kept"); err != nil || cur != 0 {
@@ -114,7 +118,7 @@ func TestMigrateConcurrent(t *testing.T) {
 			t.Errorf("run %d: %v", i, err)
 		}
 	}
-	if ok, v, dirty := migrationState(t, env.Pool, "public"); !ok || v != 1 || dirty {
+	if ok, v, dirty := migrationState(t, env.Pool, "public"); !ok || v != latestVersion || dirty {
 		t.Fatalf("after %d concurrent runs: table=%v version=%d dirty=%v", runs, ok, v, dirty)
 	}
 }
@@ -126,7 +130,7 @@ func TestMigrateSchemaIsolation(t *testing.T) {
 	if err := sqlfence.Migrate(ctx, a.URL); err != nil {
 		t.Fatal(err)
 	}
-	if ok, v, _ := migrationState(t, a.Pool, a.Schema); !ok || v != 1 {
+	if ok, v, _ := migrationState(t, a.Pool, a.Schema); !ok || v != latestVersion {
 		t.Fatalf("schema %s: table=%v version=%d", a.Schema, ok, v)
 	}
 	if ok, v, _ := migrationState(t, b.Pool, b.Schema); ok || v != -1 {
