@@ -63,12 +63,15 @@ func (e *benchEnv) measure(b *testing.B, fn func(b *testing.B)) {
 	b.ReportAllocs()
 	cmds := e.commands(b)
 	sent := e.sent.Load()
+	cpu := cpuTime(b)
 	b.ResetTimer()
 	fn(b)
 	b.StopTimer()
+	cpu = cpuTime(b) - cpu
 	after := e.sent.Load() // read before the INFO below
 	b.ReportMetric(float64(e.commands(b)-cmds)/float64(b.N), "rediscmds/op")
 	b.ReportMetric(float64(after-sent)/float64(b.N), "roundtrips/op")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "client-cpu-ns/op")
 }
 
 func BenchmarkLease(b *testing.B) {
@@ -106,7 +109,7 @@ func BenchmarkLease(b *testing.B) {
 		defer release(b, l)
 		e.measure(b, func(b *testing.B) {
 			for b.Loop() {
-				c.renew([]*Lease{l}, time.Now(), l.Deadline())
+				c.renew(context.Background(), []*Lease{l}, time.Now())
 				if err := l.renewErr(); err != nil || l.Err() != nil {
 					b.Fatal("renewal failed", err, l.Err())
 				}

@@ -119,9 +119,7 @@ func (c *Client) acquire(ctx context.Context, name string, t timing) (*Lease, er
 	}
 	sent := time.Now()
 	g, err := c.b.Acquire(ctx, name, t.ttl)
-	var na *NotAcquiredError
-	refused := errors.As(err, &na)
-	if refused {
+	if err != nil && errors.Is(err, ErrNotAcquired) {
 		c.m.acquireLatency(ctx, time.Since(sent), nil)
 		return nil, err
 	}
@@ -177,6 +175,18 @@ func (c *Client) Inspect(ctx context.Context, name string) (Info, error) {
 	return info, nil
 }
 
+// endAll ends every lease in the heartbeat's heap with ErrReleased and
+// returns them.
+func (c *Client) endAll() []*Lease {
+	c.hb.mu.Lock()
+	leases := slices.Clone(c.hb.heap)
+	c.hb.mu.Unlock()
+	for _, l := range leases {
+		l.end(ErrReleased)
+	}
+	return leases
+}
+
 // closed reports whether Close was called.
 func (c *Client) closed() bool {
 	c.hb.mu.Lock()
@@ -204,16 +214,16 @@ func (c *Client) Close(ctx context.Context) error {
 		return fmt.Errorf("lease: close: %w", ErrClosed)
 	}
 	h.closed = true
-	leases := slices.Clone(h.heap)
 	h.timer.Stop()
 	h.armed = time.Time{}
 	h.mu.Unlock()
 
-	for _, l := range leases {
-		l.end(ErrReleased)
-	}
+	leases := c.endAll()
 	h.stop() // cancels the renewals in flight
 	h.running.Wait()
+	// A beat may have had leases out of the heap while endAll ran: they
+	// are back in it now, and nothing else adds to it.
+	leases = append(leases, c.endAll()...)
 
 	var errs []error
 	var notDeleted int

@@ -4,11 +4,14 @@
 //
 // # Lifecycle
 //
-//	c := lease.New(rdb, nil)
-//	l, err := c.Acquire(ctx, "invoices", 10*time.Second) // one round trip
-//	if errors.Is(err, lease.ErrNotAcquired) { ... }      // someone else has it
-//	defer l.Release(context.WithoutCancel(ctx))          // one round trip
-//	err = work(l.Context(), l.Token())                   // write with the token
+//	c, err := lease.New(rdb, nil)                         // sends nothing
+//	if err != nil { ... }                                 // nil client, bad option
+//	defer c.Close(context.WithoutCancel(ctx))             // at shutdown: ends and deletes every lease
+//	l, err := c.Acquire(ctx, "invoices", 10*time.Second)  // one round trip
+//	if errors.Is(err, lease.ErrNotAcquired) { ... }       // someone else has it
+//	if err != nil { ... }
+//	defer l.Release(context.WithoutCancel(ctx))           // one round trip
+//	err = work(l.Context(), l.Token())                    // write with the token
 //
 // Acquire runs one Lua script that sets the lock key only if it is absent
 // (with the TTL) and issues the token; when the lease is held it returns a
@@ -16,24 +19,37 @@
 // round trip. [Client.AcquireWait] waits for a release notification or the
 // holder's expiry instead.
 //
-// A heartbeat renews the lease every RenewInterval (default TTL/3) with a
-// compare-and-extend script, one round trip each. A Client keeps its leases
-// in one heap under one timer: between renewals a lease costs a heap entry,
-// no goroutine and no timer of its own. The lease's local deadline is
-// the time the last confirmed acquire or renew request was sent, plus the
-// TTL, minus a drift margin (default TTL/100 + 2ms): it is earlier than the
-// moment Redis can expire the key (an acquire reply that comes after it
-// yields a lease that has already ended). Renewal errors are retried until that
-// deadline; a reply saying the key is gone or belongs to someone else ends
-// the lease at once. When the lease ends, [Lease.Context] is cancelled with
-// the cause ([ErrLost] wrapped in a [*LostError], or [ErrReleased]),
-// [Lease.Done] closes (once), [Lease.Err] returns the cause, the lease
-// leaves the Client's heap and a renewal in flight is cancelled.
+// The heartbeat, in plain words: a Client keeps its leases in one heap
+// sorted by when each needs attention next, under one timer. When the
+// timer rings, every lease whose renewal is due (or due within
+// RenewInterval/8) is renewed in one batch: one pipeline of
+// compare-and-extend scripts, one round trip (one per node with a Redis
+// Cluster client). Leases renewed together stay together, so many leases
+// cost a few round trips per RenewInterval (default TTL/3). Between
+// renewals a lease costs a heap entry: no goroutine, no timer of its own.
 //
-// [Lease.Release] cancels the context first, then deletes the key if it is
-// still the lease's and publishes the release, in one round trip. With a
-// context that is already done it changes nothing and returns an error:
-// release with context.WithoutCancel(ctx) or a fresh context.
+// The lease's local deadline is the time the last confirmed acquire or
+// renew request was sent, plus the TTL, minus a drift margin (default
+// TTL/100 + 2ms): it is earlier than the moment Redis can expire the key
+// (an acquire reply that comes after it yields a lease that has already
+// ended). Renewal errors are retried until that deadline; a reply saying
+// the key is gone or belongs to someone else ends the lease at once. When
+// the lease ends, [Lease.Context] is cancelled with the cause ([ErrLost]
+// wrapped in a [*LostError], or [ErrReleased]), [Lease.Done] closes (once),
+// [Lease.Err] returns the cause and the lease leaves the Client's heap.
+//
+// [Lease.Release] ends the lease locally first, whatever its context is,
+// then deletes the key if it is still the lease's and publishes the
+// release, in one round trip. With a context that is already done it sends
+// nothing: the key expires at its TTL. [Client.Close] ends every lease of
+// the client at once, deletes their keys, and leaves no goroutine behind.
+//
+// [Client.Inspect] reads who holds a name, in one round trip, changing
+// nothing.
+//
+// The Redis scripts are one [Backend]: [NewClient] makes the same Client
+// (heartbeat, deadlines, Context, metrics, Close) over any store that keeps
+// the Backend contract (lease/etcdlease, lease/pglease).
 //
 // # What Context cannot do
 //
@@ -72,8 +88,8 @@
 // <prefix>:{N}:token and the pub/sub channel <prefix>:{N}:released; the
 // hash tag {N} puts both keys in one Redis Cluster slot. Names are 1 to 512
 // bytes of UTF-8 without braces, whitespace or control characters
-// ([ValidateName]). The client may be a *redis.Client, *redis.ClusterClient
-// or a failover client (any redis.UniversalClient).
+// ([ValidateName]). The client may be a *redis.Client, *redis.ClusterClient,
+// *redis.Ring or a failover client: any [RedisClient].
 //
 // # Metrics and logs
 //
@@ -88,16 +104,16 @@
 //
 // # go-redis timeouts
 //
-// Each renewal request carries the lease's deadline; the Client's timer
-// ends the lease at that deadline (cancelling the request) even when the
-// request is stuck, but go-redis bounds a request's socket I/O by its
-// ReadTimeout unless the client was made with ContextTimeoutEnabled: true.
-// Set it so that a stuck renewal also gives up at the deadline, not up to
-// ReadTimeout later.
+// Each renewal batch carries the earliest deadline of its leases; the
+// Client's timer ends a lease at its deadline even when the request is
+// stuck, but go-redis bounds a request's socket I/O by its ReadTimeout
+// unless the client was made with ContextTimeoutEnabled: true. Set it so
+// that a stuck renewal also gives up at the deadline, not up to ReadTimeout
+// later.
 //
 // # testing/synctest
 //
-// A Client works inside a synctest bubble or outside one, and may move
-// from outside into one bubble and back, but must not be shared by two
-// bubbles: its timer belongs to the bubble it was made in.
+// A Client runs on the clock it was made with: made inside a synctest
+// bubble, its timer is the bubble's, and it must be used only in that
+// bubble. Tests make their Client inside the bubble.
 package lease

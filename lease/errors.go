@@ -103,6 +103,17 @@ func (e *LostError) Unwrap() []error {
 	return []error{ErrLost}
 }
 
+// asLost returns the *LostError in err's chain, if any. It allocates
+// nothing when err is nil (errors.As would, for its target).
+func asLost(err error) (*LostError, bool) {
+	if err == nil {
+		return nil, false
+	}
+	var lost *LostError
+	ok := errors.As(err, &lost)
+	return lost, ok
+}
+
 func errScript(op, name string, err error) error {
 	return fmt.Errorf("lease: %s %q: %w", op, name, err)
 }

@@ -128,7 +128,9 @@ func (f *fakeRedis) Acquire(ctx context.Context, name string, ttl time.Duration)
 	v := lockValue(fence.Token(tok), "owner"+strconv.FormatInt(f.owners, 10))
 	f.value[k.lock] = v
 	f.expires[k.lock] = time.Now().Add(ttl)
-	return &Grant{Name: name, Token: fence.Token(tok), TTL: ttl, Value: &redisGrant{keys: *k, value: v}}, nil
+	rg := &redisGrant{keys: *k, value: v}
+	rg.Grant = Grant{Name: name, Token: fence.Token(tok), TTL: ttl, Value: rg}
+	return &rg.Grant, nil
 }
 
 func (f *fakeRedis) Renew(ctx context.Context, batch []*Grant, errs []error) {

@@ -2,8 +2,8 @@ package lease
 
 import (
 	"context"
-	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -30,7 +30,8 @@ import (
 // send time + TTL - drift margin, and its next renewal to send time +
 // RenewInterval; a failed one retries after RetryDelay; a "not yours" reply
 // ends the lease at once. The batch's request carries the earliest deadline
-// of its leases and is cancelled by Close.
+// of its leases; the heartbeat cancels it when it finds that deadline
+// passed (the lease is lost then), and Close cancels it too.
 //
 // The timer is made by New, so a Client runs on the clock it was made
 // with: a Client made in a testing/synctest bubble runs on the bubble's
@@ -55,25 +56,40 @@ func (c *Client) startHeartbeat() {
 	c.hb.timer.Stop()
 }
 
-// set puts l in the heap, or moves it, to wake at when, and re-arms the
-// timer when l is now the first due. It reports false, and adds nothing,
-// once the Client is closed. l.mu is held.
-func (h *heartbeat) set(l *Lease, when time.Time) bool {
+// add puts a new lease l in the heap, to wake at when, unless the Client
+// is closed (it reports false then). l.mu is held.
+func (h *heartbeat) add(l *Lease, when time.Time) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		return false
 	}
+	h.setLocked(l, when, true)
+	return true
+}
+
+// set moves l in the heap, or puts it back, to wake at when. arm false
+// leaves the timer alone: the beat that sent l's renewal looks again
+// before it exits. l.mu is held.
+func (h *heartbeat) set(l *Lease, when time.Time, arm bool) {
+	h.mu.Lock()
+	h.setLocked(l, when, arm)
+	h.mu.Unlock()
+}
+
+// setLocked re-arms the timer, when arm is true, if l is now the first
+// due, unless the Client is closed: Close then finds l in the heap and
+// ends it.
+func (h *heartbeat) setLocked(l *Lease, when time.Time, arm bool) {
 	l.wake = when
 	if l.slot < 0 {
 		l.slot = len(h.heap)
 		h.heap = append(h.heap, l)
 	}
 	h.fix(l.slot)
-	if first := h.heap[0].wake; h.armed.IsZero() || first.Before(h.armed) {
+	if first := h.heap[0].wake; arm && !h.closed && (h.armed.IsZero() || first.Before(h.armed)) {
 		h.armLocked(first)
 	}
-	return true
 }
 
 // remove takes l out of the heap. l.mu is held. The timer stays armed: a
@@ -96,15 +112,31 @@ func (h *heartbeat) armLocked(when time.Time) {
 // renews the others in one batch.
 func (c *Client) beat() {
 	h := &c.hb
-	now := time.Now()
-	var due []*Lease
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
 		return
 	}
 	h.running.Add(1)
+	h.mu.Unlock()
 	defer h.running.Done()
+	for c.beatOnce() {
+	}
+}
+
+// beatOnce is one round of beat. It reports whether it sent a batch: the
+// replies put the leases back in the heap without arming the timer, so
+// beat looks again, and a renewal already due when the previous reply came
+// (a RenewInterval shorter than a round trip) is sent from this goroutine.
+func (c *Client) beatOnce() bool {
+	h := &c.hb
+	now := time.Now()
+	var due []*Lease
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return false
+	}
 	h.armed = time.Time{}
 	for len(h.heap) > 0 && !h.heap[0].wake.After(now.Add(h.heap[0].t.early)) {
 		due = append(due, h.heap[0])
@@ -115,46 +147,75 @@ func (c *Client) beat() {
 	}
 	h.mu.Unlock()
 
-	var batch []*Lease
-	var deadline time.Time // the batch's earliest
+	var leases []*Lease
+	var b *batch
 	for _, l := range due {
 		l.mu.Lock()
 		switch {
 		case l.ended:
 		case !now.Before(l.deadline):
+			if l.batch != nil {
+				l.batch.cancel() // its deadline, this lease's or earlier, has passed
+			}
 			l.endLocked(l.expiredLocked())
 		case l.inflight.IsZero() && !now.Add(l.t.early).Before(l.nextBeat):
-			l.inflight = now
-			if h.set(l, l.deadline) {
-				batch = append(batch, l)
-				if deadline.IsZero() || l.deadline.Before(deadline) {
-					deadline = l.deadline
-				}
+			if b == nil {
+				b = &batch{}
+				b.Context, b.cancel = context.WithCancel(h.ctx)
+			}
+			b.live.Add(1)
+			l.inflight, l.batch = now, b
+			h.set(l, l.deadline, true)
+			leases = append(leases, l)
+			if b.deadline.IsZero() || l.deadline.Before(b.deadline) {
+				b.deadline = l.deadline
 			}
 		default:
-			h.set(l, l.wakeLocked())
+			h.set(l, l.wakeLocked(), true)
 		}
 		l.mu.Unlock()
 	}
-	if len(batch) > 0 {
-		c.renew(batch, now, deadline)
+	if b == nil {
+		return false
+	}
+	c.renew(b, leases, now)
+	b.cancel()
+	return true
+}
+
+// batch is the context of a renewal request in flight: it carries the
+// earliest deadline of its leases, which go-redis turns into socket
+// deadlines, and is cancelled by Close, by the heartbeat when it finds that
+// deadline passed, or when every lease of the batch has ended (released).
+// It needs no timer of its own: the heartbeat wakes at those deadlines.
+type batch struct {
+	context.Context
+	cancel   context.CancelFunc
+	deadline time.Time
+	live     atomic.Int32 // leases of the batch not ended yet
+}
+
+func (b *batch) Deadline() (time.Time, bool) { return b.deadline, true }
+
+// leave is called when a lease of b ends before b's reply: the last one
+// out cancels the request.
+func (b *batch) leave() {
+	if b.live.Add(-1) == 0 {
+		b.cancel()
 	}
 }
 
-// renew sends the renewals of batch, marked in flight since sent, in one
-// call of the Backend, bounded by deadline (the earliest of the batch's
-// deadlines), and records each outcome.
-func (c *Client) renew(batch []*Lease, sent, deadline time.Time) {
-	grants := make([]*Grant, len(batch))
-	for i, l := range batch {
+// renew sends the renewals of leases, marked in flight since sent, in one
+// call of the Backend, and records each outcome.
+func (c *Client) renew(ctx context.Context, leases []*Lease, sent time.Time) {
+	grants := make([]*Grant, len(leases))
+	for i, l := range leases {
 		grants[i] = l.g
 	}
-	errs := make([]error, len(batch))
-	ctx, cancel := context.WithDeadline(c.hb.ctx, deadline)
+	errs := make([]error, len(leases))
 	c.b.Renew(ctx, grants, errs)
-	cancel()
 	latency := time.Since(sent)
-	for i, l := range batch {
+	for i, l := range leases {
 		l.renewed(sent, latency, errs[i])
 	}
 }
@@ -171,8 +232,7 @@ func (l *Lease) wakeLocked() time.Time {
 
 // renewed records the outcome of l's renewal sent at sent.
 func (l *Lease) renewed(sent time.Time, latency time.Duration, err error) {
-	var lost *LostError
-	isLost := errors.As(err, &lost)
+	lost, isLost := asLost(err)
 	if l.ctx.Err() == nil { // not released or ended meanwhile
 		switch {
 		case isLost:
@@ -186,7 +246,7 @@ func (l *Lease) renewed(sent time.Time, latency time.Duration, err error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.inflight = time.Time{}
+	l.inflight, l.batch = time.Time{}, nil
 	if l.ended {
 		return
 	}
@@ -211,7 +271,7 @@ func (l *Lease) renewed(sent time.Time, latency time.Duration, err error) {
 		l.endLocked(l.expiredLocked())
 		return
 	}
-	l.c.hb.set(l, l.wakeLocked())
+	l.c.hb.set(l, l.wakeLocked(), false)
 }
 
 // expiredLocked is the cause of a lease whose deadline passed unrenewed.

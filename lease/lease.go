@@ -2,7 +2,6 @@ package lease
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -27,6 +26,7 @@ type Lease struct {
 	deadline time.Time // local deadline; the lease is lost when it passes
 	nextBeat time.Time // when the next renewal (or retry) is due
 	inflight time.Time // when the renewal in flight was sent, zero if none
+	batch    *batch    // the renewal in flight, nil if none
 	ended    bool      // ctx cancelled (lost or released)
 	hbErr    error     // last renewal error, nil after a success
 	relDone  bool      // Release finished with a definite answer (guarded by relSem)
@@ -60,7 +60,7 @@ func (c *Client) start(ctx context.Context, g *Grant, t timing, sent time.Time) 
 			Err: fmt.Errorf("the acquire reply came %v after the request, more than the TTL minus the drift margin", now.Sub(sent))})
 		return l, true
 	}
-	if !c.hb.set(l, l.nextBeat) { // before the deadline: interval < TTL - margin
+	if !c.hb.add(l, l.nextBeat) { // before the deadline: interval < TTL - margin
 		l.endLocked(ErrReleased)
 		return l, false
 	}
@@ -117,6 +117,10 @@ func (l *Lease) endLocked(cause error) bool {
 	}
 	l.ended = true
 	l.c.hb.remove(l)
+	if l.batch != nil {
+		l.batch.leave()
+		l.batch = nil
+	}
 	// Count before cancelling, so that whoever wakes on Done sees the
 	// count. Log after, and not under l.mu: the user's handler may block (a
 	// full pipe), and the Context must end at the deadline all the same.
@@ -171,11 +175,12 @@ func (l *Lease) Release(ctx context.Context) error {
 		return fmt.Errorf("lease: release %q: ended locally; context already done, nothing sent, the key expires at its TTL: %w", l.g.Name, err)
 	}
 	err := l.c.b.Release(ctx, l.g)
-	var lost *LostError
-	if errors.As(err, &lost) {
+	if err != nil {
+		lost, ok := asLost(err)
+		if !ok {
+			return errScript("release", l.g.Name, err)
+		}
 		err = &LostError{Name: l.g.Name, Token: l.g.Token, Cause: lost.Cause, Err: lost.Err}
-	} else if err != nil {
-		return errScript("release", l.g.Name, err)
 	}
 	l.relDone = true
 	l.relErr = err

@@ -59,8 +59,10 @@ type redisBackend struct {
 	prefix  string
 }
 
-// redisGrant is a Redis grant's Grant.Value.
+// redisGrant is a Redis grant: its Grant, whose Value points back to it,
+// and its keys, in one allocation.
 type redisGrant struct {
+	Grant
 	keys
 	value string // "<token>:<owner>", the lock key's value
 }
@@ -119,7 +121,8 @@ func (b *redisBackend) Acquire(ctx context.Context, name string, ttl time.Durati
 		tok = htoken // the holder is this call, resent
 	}
 	rg.value = lockValue(tok, owner)
-	return &Grant{Name: name, Token: tok, TTL: ttl, Value: rg}, nil
+	rg.Grant = Grant{Name: name, Token: tok, TTL: ttl, Value: rg}
+	return &rg.Grant, nil
 }
 
 // parseHolder splits a lock key's value "<token>:<owner>"; the token is 0
