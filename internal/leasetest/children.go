@@ -65,6 +65,11 @@ func childAcquire(ctx context.Context) (*lease.Lease, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Connect first: on a loaded machine a first request that also dials
+	// can take longer than the TTL.
+	if _, err := c.Inspect(ctx, os.Getenv(envName)); err != nil {
+		return nil, err
+	}
 	return c.AcquireWait(ctx, os.Getenv(envName), ttl)
 }
 

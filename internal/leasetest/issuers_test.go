@@ -26,7 +26,7 @@ const (
 
 var redisIssuer = leasetest.Issuer{
 	Name: "redis",
-	TTL:  600 * time.Millisecond,
+	TTL:  time.Second,
 	Open: func(t testing.TB) leasetest.Namespace { return redisNS{testenv.Redis(t)} },
 	FromEnv: func(context.Context) (*lease.Client, error) {
 		rdb := redis.NewClient(&redis.Options{Addr: os.Getenv(envRedisAddr)})
@@ -36,7 +36,7 @@ var redisIssuer = leasetest.Issuer{
 
 var postgresIssuer = leasetest.Issuer{
 	Name: "postgres",
-	TTL:  600 * time.Millisecond,
+	TTL:  time.Second,
 	Open: func(t testing.TB) leasetest.Namespace {
 		env := testenv.Postgres(t)
 		up, err := migrations.FS.ReadFile("000002_fencekit_leases.up.sql")
@@ -91,6 +91,7 @@ func (ns redisNS) Client(t testing.TB, opts *lease.Options) *leasetest.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
+	leasetest.CloseAtCleanup(t, c)
 	return &leasetest.Conn{Client: c, Cut: func() { rdb.Close() }, Sent: sent.Load}
 }
 
@@ -130,6 +131,7 @@ func (ns pgNS) Client(t testing.TB, opts *lease.Options) *leasetest.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
+	leasetest.CloseAtCleanup(t, c)
 	return &leasetest.Conn{Client: c, Cut: pool.Close, Sent: sent.Load}
 }
 

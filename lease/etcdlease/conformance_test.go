@@ -60,6 +60,7 @@ func (ns etcdNS) Client(t testing.TB, opts *lease.Options) *leasetest.Conn {
 	if err != nil {
 		t.Fatal(err)
 	}
+	leasetest.CloseAtCleanup(t, c)
 	return &leasetest.Conn{Client: c, Cut: func() { cli.Close() }, Sent: sent.Load}
 }
 
