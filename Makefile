@@ -14,7 +14,7 @@ TESTFLAGS ?=
 export FENCEKIT_VERSITYGW ?= $(VERSITYGW)
 export FENCEKIT_ETCD ?= $(ETCD)
 
-.PHONY: demo tools test vet fmt-check bench bench-short fuzz soak timeline
+.PHONY: demo tools test vet fmt-check bench bench-issuers bench-short fuzz soak timeline
 
 ## demo: the simulator replays Kleppmann's GC-pause scenario with and without fencing (no servers needed)
 demo:
@@ -57,6 +57,10 @@ fmt-check:
 bench: tools
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	bash bench/run.sh
+
+## bench-issuers: Acquire+Release and renewal per lease issuer (Redis, PostgreSQL, etcd), 5 rounds (about a minute)
+bench-issuers: tools
+	cd bench && for r in 1 2 3 4 5; do BENCH_ROUND=$$r $(GO) test -run '^$$' -bench '^BenchmarkIssuer$$' -benchtime 300x . || exit 1; done
 
 ## bench-short: two short rounds of the peer comparison (about 90 seconds)
 bench-short: tools
