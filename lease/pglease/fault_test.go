@@ -196,3 +196,56 @@ func TestServerRestart(t *testing.T) {
 		t.Fatalf("%d rows, %v; want 1", n, err)
 	}
 }
+
+// TestWatchAcrossRestart checks that the LISTEN connection comes back after
+// a server restart: its waiters are woken once (a release may have been
+// missed), and later releases wake them again.
+func TestWatchAcrossRestart(t *testing.T) {
+	srv := testenv.StartPostgresServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	Migrate(t, pool)
+	b := &backend{pool: pool, prefix: "t"}
+	b.listener.b = b
+	w, err := b.Watch(ctx, "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := srv.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Wait(ctx); err != nil {
+		t.Fatalf("no wake-up after the restart: %v", err)
+	}
+	// The listener may still be connecting: wait until LISTEN is back.
+	for {
+		var n int
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE query = 'LISTEN `+Channel+`'`).Scan(&n)
+		if err == nil && n == 1 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the listener did not reconnect")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	drain, stop := context.WithTimeout(ctx, 50*time.Millisecond)
+	w.Wait(drain) // a second reconnect wake-up, if any
+	stop()
+	var g *lease.Grant
+	if err := afterRestart(func() (err error) { g, err = b.Acquire(ctx, "w", 10*time.Second); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Release(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Wait(ctx); err != nil {
+		t.Fatalf("release after the restart did not wake the waiter: %v", err)
+	}
+}
