@@ -101,21 +101,29 @@ func TestHolderBackendTerminated(t *testing.T) {
 	}
 }
 
+// privateServer starts a private PostgreSQL server with fencekit_leases and
+// returns a pool on it, closed at cleanup.
+func privateServer(t *testing.T) (*testenv.PostgresServer, *pgxpool.Pool) {
+	t.Helper()
+	srv := testenv.StartPostgresServer(t)
+	pool, err := pgxpool.New(context.Background(), srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	Migrate(t, pool)
+	return srv, pool
+}
+
 // TestServerRestart restarts a private PostgreSQL server under a held
 // lease: a restart shorter than the TTL keeps it (renewals retried), a
 // crash (SIGKILL) loses no token (the next grant's token is greater), and
 // an outage longer than the TTL ends the lease locally at its deadline;
 // after it the name is granted again with the next token.
 func TestServerRestart(t *testing.T) {
-	srv := testenv.StartPostgresServer(t)
+	srv, pool := privateServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	pool, err := pgxpool.New(ctx, srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	Migrate(t, pool)
 	c, err := New(pool, quiet)
 	if err != nil {
 		t.Fatal(err)
@@ -201,15 +209,9 @@ func TestServerRestart(t *testing.T) {
 // a server restart: its waiters are woken once (a release may have been
 // missed), and later releases wake them again.
 func TestWatchAcrossRestart(t *testing.T) {
-	srv := testenv.StartPostgresServer(t)
+	srv, pool := privateServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pool, err := pgxpool.New(ctx, srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	Migrate(t, pool)
 	b := &backend{pool: pool, prefix: "t"}
 	b.listener.b = b
 	w, err := b.Watch(ctx, "w")
