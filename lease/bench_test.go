@@ -236,3 +236,20 @@ func acquireReleaseLoop(b *testing.B, c *Client, name string) {
 		}
 	}
 }
+
+// BenchmarkHeartbeat measures renewals driven by the heartbeat itself, back
+// to back (RenewInterval 1ns: each renewal is due when the previous reply
+// comes): the scheduling around Renew, not only the request.
+func BenchmarkHeartbeat(b *testing.B) {
+	e := newBenchEnv(b)
+	c := mustNew(b, e.rdb, &Options{RenewInterval: time.Nanosecond})
+	release(b, mustAcquire(b, c, "heartbeat", time.Minute))
+	e.measure(b, func(b *testing.B) {
+		start := e.sent.Load()
+		l := mustAcquire(b, c, "heartbeat", time.Minute)
+		for e.sent.Load() < start+int64(b.N)+1 {
+			time.Sleep(100 * time.Microsecond)
+		}
+		release(b, l)
+	})
+}

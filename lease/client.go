@@ -229,16 +229,15 @@ func (c *Client) Close(ctx context.Context) error {
 	var notDeleted int
 	var why error
 	for _, l := range leases {
-		if why = ctx.Err(); why != nil {
+		if err := ctx.Err(); err != nil {
 			notDeleted++
+			why = err
 			continue
 		}
 		err := l.Release(ctx)
-		var lost *LostError
-		switch {
-		case errors.As(err, &lost):
+		if _, lost := asLost(err); lost {
 			errs = append(errs, err)
-		case err != nil:
+		} else if err != nil {
 			notDeleted++
 			why = err
 		}

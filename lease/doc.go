@@ -98,9 +98,10 @@
 // attribute cause = expired, missing or stolen), lease_heartbeat_latency and
 // lease_acquire_latency (histograms in seconds, attribute result). With the
 // Prometheus exporter they read lease_acquired_total, lease_lost_total,
-// lease_heartbeat_latency_seconds and lease_acquire_latency_seconds. A lost
-// lease is logged at warning level, and so, at most once a minute, is a
-// heartbeat p99 latency above a tenth of the TTL.
+// lease_heartbeat_latency_seconds and lease_acquire_latency_seconds;
+// lease_lost has a series at 0 for each cause from the start. A lost lease
+// is logged at warning level with its cause and reason, and so, at most
+// once a minute, is a heartbeat p99 latency above a tenth of the TTL.
 //
 // # go-redis timeouts
 //

@@ -28,6 +28,7 @@ type fakeRedis struct {
 	down     bool          // requests never get a reply until ctx ends
 	stuck    time.Duration // >0: requests hang this long, ignoring ctx (go-redis without ContextTimeoutEnabled)
 	failNext int           // the next n renewals fail with errFake
+	failRel  int           // the next n releases fail with errFake
 	calls    []fakeCall
 }
 
@@ -183,6 +184,10 @@ func (f *fakeRedis) Release(ctx context.Context, g *Grant) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.failRel > 0 {
+		f.failRel--
+		return errFake
+	}
 	return f.compare(g, func() { delete(f.value, rg.lock); delete(f.expires, rg.lock) })
 }
 

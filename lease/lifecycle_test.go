@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"sync"
@@ -285,4 +286,60 @@ func TestLeaseMemory(t *testing.T) {
 	}
 	wg.Wait()
 	runtime.KeepAlive(leases)
+}
+
+func TestSynctestCloseLeavesNoLeaseLive(t *testing.T) {
+	// Close at a random moment, with renewals due, in flight and just
+	// answered: afterwards no lease of the Client is live and its heap is
+	// empty, whatever the heartbeat was doing.
+	for seed := range uint64(16) {
+		synctest.Test(t, func(t *testing.T) {
+			rnd := rand.New(rand.NewPCG(seed, 11))
+			f := newFakeRedis()
+			f.latency = time.Duration(rnd.IntN(5)) * time.Millisecond
+			c := fakeClient(f, Options{}, nil)
+			var leases []*Lease
+			for i := range 40 {
+				ttl := time.Duration(30+rnd.IntN(300)) * time.Millisecond
+				leases = append(leases, mustAcquire(t, c, fmt.Sprint("l", i), ttl))
+				time.Sleep(time.Duration(rnd.IntN(3)) * time.Millisecond)
+			}
+			time.Sleep(time.Duration(rnd.IntN(500)) * time.Millisecond)
+			if err := c.Close(context.Background()); err != nil && !errors.Is(err, ErrLost) {
+				t.Errorf("failed for seed=%d: Close: %v", seed, err)
+			}
+			for _, l := range leases {
+				if l.Err() == nil {
+					t.Errorf("failed for seed=%d: %s live after Close", seed, l.Name())
+				}
+			}
+			if n := c.hb.len(); n != 0 {
+				t.Errorf("failed for seed=%d: %d leases in the heap after Close", seed, n)
+			}
+		})
+	}
+}
+
+func TestSynctestCloseReportsFailedDeletes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeRedis()
+		c := fakeClient(f, Options{}, nil)
+		for i := range 3 {
+			mustAcquire(t, c, fmt.Sprint("l", i), time.Second)
+		}
+		f.set(func(f *fakeRedis) { f.failRel = 1 })
+		err := c.Close(context.Background())
+		if !errors.Is(err, errFake) || !strings.Contains(err.Error(), "1 of 3 leases not deleted") || strings.Contains(err.Error(), "%!") {
+			t.Fatalf("Close with one failed delete = %v, want it counted and wrapped", err)
+		}
+		held := 0
+		for i := range 3 {
+			if info, _ := f.Inspect(context.Background(), fmt.Sprint("l", i)); info.Held {
+				held++
+			}
+		}
+		if held != 1 {
+			t.Errorf("%d keys left after Close, want the one whose delete failed", held)
+		}
+	})
 }
