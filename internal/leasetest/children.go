@@ -112,7 +112,11 @@ func childPause() int {
 	}
 	defer pool.Close()
 	s3 := strings.Split(os.Getenv(envS3), ",")
-	store := blobfence.New(testenv.NewS3Client(s3[0], s3[1], s3[2]), s3[3], nil)
+	store, err := blobStore(blobfence.New(testenv.NewS3Client(s3[0], s3[1], s3[2]), s3[3], nil))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	fmt.Println("token", uint64(l.Token()))
 	for { // the parent stops the process here, past the TTL
 		if _, err := os.Stat(os.Getenv(envTrigger)); err == nil {
@@ -126,6 +130,12 @@ func childPause() int {
 	fmt.Println("sql", outcome(sqlfence.Fence(ctx, pool, "paused", l.Token())))
 	fmt.Println("blob", outcome(store.Put(ctx, "paused", []byte("late write"), l.Token())))
 	return 0
+}
+
+// blobStore takes blobfence.New's results whether it returns the store
+// alone or with an error (its constructor is moving to (*Store, error)).
+func blobStore(s *blobfence.Store, errs ...error) (*blobfence.Store, error) {
+	return s, errors.Join(errs...)
 }
 
 func outcome(err error) string {
@@ -233,7 +243,11 @@ func testPausedHolder(t *testing.T, iss Issuer) {
 	if err := sqlfence.Fence(ctx, pg.Pool, "paused", l.Token()); err != nil {
 		t.Fatal(err)
 	}
-	if err := blobfence.New(s3.Client, s3.Bucket, nil).Put(ctx, "paused", []byte("new holder"), l.Token()); err != nil {
+	store, err := blobStore(blobfence.New(s3.Client, s3.Bucket, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Put(ctx, "paused", []byte("new holder"), l.Token()); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(trigger, nil, 0o644); err != nil {
