@@ -36,7 +36,9 @@ import (
 //   - An error wrapping [ErrInvalid] means nothing was sent: the request is
 //     one the store cannot express (say, a TTL finer than its precision).
 //   - ctx: every method returns soon after ctx ends. A renewal's ctx carries
-//     the earliest deadline of its batch.
+//     the earliest deadline of its batch (use it for socket deadlines); it
+//     is cancelled when the heartbeat finds that deadline passed, when every
+//     lease of the batch has ended, or by Close.
 //   - Concurrency: methods are called from many goroutines at once, and
 //     Renew, Release and Inspect may run at the same time for one name.
 //
@@ -55,7 +57,8 @@ type Backend interface {
 	// extended, to a [*LostError] when it is definitely lost, to another
 	// error when its outcome is unknown. The grants of a batch are the
 	// renewals that fell due together: send them in as few round trips as
-	// the store allows (Redis: one pipeline per node).
+	// the store allows (Redis: one pipeline per node). Renew must not keep
+	// batch or errs after it returns: the Client reuses them.
 	Renew(ctx context.Context, batch []*Grant, errs []error)
 
 	// Release deletes g if it is still the holder and wakes the name's

@@ -109,7 +109,7 @@ func BenchmarkLease(b *testing.B) {
 		defer release(b, l)
 		e.measure(b, func(b *testing.B) {
 			for b.Loop() {
-				c.renew(context.Background(), []*Lease{l}, time.Now())
+				c.renew(context.Background(), []*Lease{l}, time.Now(), &beatBufs{})
 				if err := l.renewErr(); err != nil || l.Err() != nil {
 					b.Fatal("renewal failed", err, l.Err())
 				}

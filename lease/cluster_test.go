@@ -40,11 +40,11 @@ func TestCluster(t *testing.T) {
 		t.Fatalf("names found on %d masters, want 3", len(byNode))
 	}
 	for addr, name := range byNode {
-		l := mustAcquire(t, c, name, 200*time.Millisecond)
+		l := mustAcquire(t, c, name, 500*time.Millisecond)
 		if _, err := c.Acquire(ctx, name, time.Second); !isNotAcquired(err) {
 			t.Fatalf("%s on %s: second Acquire = %v", name, addr, err)
 		}
-		time.Sleep(400 * time.Millisecond) // two TTLs: alive only if renewed
+		time.Sleep(time.Second) // two TTLs: alive only if renewed
 		if l.Err() != nil {
 			t.Fatalf("%s on %s: lost while renewing: %v", name, addr, l.Err())
 		}

@@ -118,36 +118,45 @@ func (c *Client) beat() {
 		return
 	}
 	h.running.Add(1)
+	h.armed = time.Time{} // the timer fired
 	h.mu.Unlock()
 	defer h.running.Done()
-	for c.beatOnce() {
+	var bufs beatBufs
+	for c.beatOnce(&bufs) {
 	}
+}
+
+// beatBufs are a beat's slices, reused by its rounds.
+type beatBufs struct {
+	due, leases []*Lease
+	grants      []*Grant
+	errs        []error
 }
 
 // beatOnce is one round of beat. It reports whether it sent a batch: the
 // replies put the leases back in the heap without arming the timer, so
 // beat looks again, and a renewal already due when the previous reply came
 // (a RenewInterval shorter than a round trip) is sent from this goroutine.
-func (c *Client) beatOnce() bool {
+func (c *Client) beatOnce(bufs *beatBufs) bool {
 	h := &c.hb
 	now := time.Now()
-	var due []*Lease
+	due := bufs.due[:0]
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
 		return false
 	}
-	h.armed = time.Time{}
 	for len(h.heap) > 0 && !h.heap[0].wake.After(now.Add(h.heap[0].t.early)) {
 		due = append(due, h.heap[0])
 		h.removeAt(0)
 	}
-	if len(h.heap) > 0 {
+	if len(h.heap) > 0 && (h.armed.IsZero() || h.heap[0].wake.Before(h.armed)) {
 		h.armLocked(h.heap[0].wake)
 	}
 	h.mu.Unlock()
 
-	var leases []*Lease
+	bufs.due = due
+	leases := bufs.leases[:0]
 	var b *batch
 	for _, l := range due {
 		l.mu.Lock()
@@ -178,7 +187,8 @@ func (c *Client) beatOnce() bool {
 	if b == nil {
 		return false
 	}
-	c.renew(b, leases, now)
+	bufs.leases = leases
+	c.renew(b, leases, now, bufs)
 	b.cancel()
 	return true
 }
@@ -207,12 +217,13 @@ func (b *batch) leave() {
 
 // renew sends the renewals of leases, marked in flight since sent, in one
 // call of the Backend, and records each outcome.
-func (c *Client) renew(ctx context.Context, leases []*Lease, sent time.Time) {
-	grants := make([]*Grant, len(leases))
-	for i, l := range leases {
-		grants[i] = l.g
+func (c *Client) renew(ctx context.Context, leases []*Lease, sent time.Time, bufs *beatBufs) {
+	grants, errs := bufs.grants[:0], bufs.errs[:0]
+	for _, l := range leases {
+		grants = append(grants, l.g)
+		errs = append(errs, nil)
 	}
-	errs := make([]error, len(leases))
+	bufs.grants, bufs.errs = grants, errs
 	c.b.Renew(ctx, grants, errs)
 	latency := time.Since(sent)
 	for i, l := range leases {

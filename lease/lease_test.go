@@ -326,7 +326,9 @@ func TestReleaseTwiceAndCancelledContext(t *testing.T) {
 func TestRenewKeepsShortLeaseAlive(t *testing.T) {
 	c, env := newTestClient(t, nil)
 	name := env.Name("renew")
-	l := mustAcquire(t, c, name, 300*time.Millisecond)
+	// 600ms: short enough for 15 renewals in 3s, long enough that a
+	// loaded 2-core machine running every package's tests keeps it.
+	l := mustAcquire(t, c, name, 600*time.Millisecond)
 	ctx := context.Background()
 	end := time.Now().Add(3 * time.Second)
 	for time.Now().Before(end) {
