@@ -3,13 +3,18 @@ GO        ?= go
 GOBIN     := $(shell $(GO) env GOPATH)/bin
 VERSITYGW_VERSION := v1.8.0
 VERSITYGW := $(GOBIN)/versitygw
+# etcd's version is pinned in tools/etcd/go.mod (`go install` refuses the
+# server module: its go.mod has replace directives, so it is built as a tool).
+ETCD_VERSION := $(shell sed -n 's/^[[:space:]]*go.etcd.io\/etcd\/server\/v3 \(v[0-9.]*\).*/\1/p' tools/etcd/go.mod)
+ETCD      := $(GOBIN)/etcd
 FUZZTIME  ?= 30s
 TESTFLAGS ?=
 
 # The test harness finds the versitygw that `make tools` installed here.
 export FENCEKIT_VERSITYGW ?= $(VERSITYGW)
+export FENCEKIT_ETCD ?= $(ETCD)
 
-.PHONY: demo tools test vet fmt-check bench bench-short fuzz soak timeline
+.PHONY: demo tools test vet fmt-check bench bench-issuers bench-short fuzz soak timeline
 
 ## demo: the simulator replays Kleppmann's GC-pause scenario with and without fencing (no servers needed)
 demo:
@@ -19,8 +24,14 @@ demo:
 timeline:
 	bash scripts/render-timeline.sh
 
-## tools: install versitygw $(VERSITYGW_VERSION) (the S3 server the tests start) unless that version is installed
+## tools: install versitygw $(VERSITYGW_VERSION) (the S3 server the tests start) and etcd $(ETCD_VERSION), unless installed
 tools:
+	@if $(ETCD) --version 2>/dev/null | grep -qx 'etcd Version: $(patsubst v%,%,$(ETCD_VERSION))'; then \
+		echo "etcd $(ETCD_VERSION) already installed at $(ETCD)"; \
+	else \
+		echo "building etcd $(ETCD_VERSION) (a minute or two the first time)"; \
+		cd tools/etcd && $(GO) build -o $(ETCD) go.etcd.io/etcd/server/v3; \
+	fi
 	@if $(GO) version -m $(VERSITYGW) 2>/dev/null | grep -Eq 'mod[[:space:]]+github.com/versity/versitygw[[:space:]]+$(VERSITYGW_VERSION)([[:space:]]|$$)'; then \
 		echo "versitygw $(VERSITYGW_VERSION) already installed at $(VERSITYGW)"; \
 	else \
@@ -31,10 +42,12 @@ tools:
 ## test: vet, gofmt check, and every test with the race detector against real servers
 test: tools vet fmt-check
 	FENCEKIT_REQUIRE_SERVERS=1 $(GO) test -race -timeout 20m $(TESTFLAGS) ./...
+	cd lease/etcdlease && FENCEKIT_REQUIRE_SERVERS=1 $(GO) test -race -timeout 10m $(TESTFLAGS) ./...
 
 vet:
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
+	cd lease/etcdlease && $(GO) vet ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \
@@ -44,6 +57,10 @@ fmt-check:
 bench: tools
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	bash bench/run.sh
+
+## bench-issuers: Acquire+Release and renewal per lease issuer (Redis, PostgreSQL, etcd), 5 rounds (about a minute)
+bench-issuers: tools
+	cd bench && for r in 1 2 3 4 5; do BENCH_ROUND=$$r $(GO) test -run '^$$' -bench '^BenchmarkIssuer$$' -benchtime 300x . || exit 1; done
 
 ## bench-short: two short rounds of the peer comparison (about 3 minutes)
 bench-short: tools

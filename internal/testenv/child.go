@@ -159,17 +159,11 @@ func (c *Child) Exited() <-chan struct{} { return c.exited }
 // State returns the child's scheduler state from /proc: 'R' running, 'S'
 // sleeping, 'T' stopped, 'Z' zombie, ...
 func (c *Child) State() (byte, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.Pid))
+	st, err := procState(c.Pid)
 	if err != nil {
 		return 0, fmt.Errorf("testenv: state of child %s: %w", c.Name, err)
 	}
-	// The command name is in parentheses and may hold spaces; the state
-	// follows the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return 0, fmt.Errorf("testenv: state of child %s: unexpected /proc stat %q", c.Name, b)
-	}
-	return b[i+2], nil
+	return st, nil
 }
 
 // Stderr returns what the child wrote on stderr so far.

@@ -14,6 +14,10 @@
 //	FENCEKIT_S3_ACCESS_KEY   credentials for FENCEKIT_S3_ENDPOINT
 //	FENCEKIT_S3_SECRET_KEY
 //	FENCEKIT_VERSITYGW       path of the versitygw binary (default: PATH, then $GOPATH/bin)
+//	FENCEKIT_ETCD_ENDPOINTS  etcd client URLs, comma-separated; when unset, the
+//	                         harness starts one etcd member on free loopback
+//	                         ports for the test binary's lifetime
+//	FENCEKIT_ETCD            path of the etcd binary (default: PATH, then $GOPATH/bin)
 //	FENCEKIT_REQUIRE_SERVERS set to 1 to fail, not skip, when a server is missing
 //
 // When a server is unreachable and its variable is unset, the harness asks a
@@ -23,10 +27,12 @@
 //
 // Each test gets its own namespace: [Redis] a unique key prefix whose keys are
 // deleted at cleanup, [Postgres] a fresh schema (dropped at cleanup),
-// [PostgresDatabase] a fresh database, and [S3] a fresh bucket (emptied and
-// deleted at cleanup).
+// [PostgresDatabase] a fresh database, [S3] a fresh bucket (emptied and
+// deleted at cleanup), and [Etcd] a unique key prefix (deleted at cleanup).
+// [StartEtcdCluster] starts a private etcd cluster whose members a fault
+// test may kill and restart.
 //
-// A package whose tests use [StartChild] or a harness-started S3 server calls
+// A package whose tests use [StartChild] or a harness-started S3 or etcd server calls
 // [Main] from its TestMain:
 //
 //	func TestMain(m *testing.M) { testenv.Main(m) }

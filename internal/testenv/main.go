@@ -27,6 +27,10 @@ func Main(m *testing.M) {
 }
 
 func stopShared() {
+	if sharedEtcd != nil {
+		sharedEtcd.kill()
+		os.RemoveAll(sharedEtcd.Members[0].Dir)
+	}
 	if sharedS3 != nil {
 		sharedS3.Kill()
 		os.RemoveAll(sharedS3.Dir)

@@ -101,7 +101,7 @@ func (s *S3Server) Client() *s3.Client { return NewS3Client(s.Endpoint, s.Access
 var sharedS3 *S3Server
 
 func launchS3Server(dir string) (*S3Server, error) {
-	bin, err := versitygwPath()
+	bin, err := toolPath("versitygw", EnvVersitygw)
 	if err != nil {
 		return nil, err
 	}
@@ -124,16 +124,16 @@ func launchS3Server(dir string) (*S3Server, error) {
 	return &S3Server{Server: s, Endpoint: endpoint, AccessKey: versitygwAccess, SecretKey: versitygwSecret}, nil
 }
 
-// versitygwPath finds the versitygw binary: FENCEKIT_VERSITYGW, PATH, then
-// $GOPATH/bin (where `make tools` installs it).
-func versitygwPath() (string, error) {
-	if p := os.Getenv(EnvVersitygw); p != "" {
+// toolPath finds the binary name: the path in envVar, PATH, then
+// $GOPATH/bin (where `make tools` installs versitygw and etcd).
+func toolPath(name, envVar string) (string, error) {
+	if p := os.Getenv(envVar); p != "" {
 		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("%s=%s: %w", EnvVersitygw, p, err)
+			return "", fmt.Errorf("%s=%s: %w", envVar, p, err)
 		}
 		return p, nil
 	}
-	if p, err := exec.LookPath("versitygw"); err == nil {
+	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}
 	gopath := os.Getenv("GOPATH")
@@ -141,9 +141,9 @@ func versitygwPath() (string, error) {
 		home, _ := os.UserHomeDir()
 		gopath = filepath.Join(home, "go")
 	}
-	p := filepath.Join(filepath.SplitList(gopath)[0], "bin", "versitygw")
+	p := filepath.Join(filepath.SplitList(gopath)[0], "bin", name)
 	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("versitygw is not installed (not in PATH nor %s); run `make tools` or set %s", p, EnvVersitygw)
+		return "", fmt.Errorf("%s is not installed (not in PATH nor %s); run `make tools` or set %s", name, p, envVar)
 	}
 	return p, nil
 }

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -26,9 +28,11 @@ type Server struct {
 	Port int
 	Dir  string // data directory, kept across restarts
 
-	bin   string
-	args  []string
-	ready func(context.Context) error
+	bin     string
+	args    []string
+	ready   func(context.Context) error
+	cred    *syscall.Credential // run as this user (nil: as the test)
+	stopSig syscall.Signal      // graceful stop (0: SIGTERM)
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -53,7 +57,7 @@ func (s *Server) Start(ctx context.Context) error {
 	cmd := exec.Command(s.bin, s.args...)
 	cmd.Dir = s.Dir
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: s.cred}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return fmt.Errorf("testenv: start %s: %w", s.Name, err)
@@ -85,10 +89,16 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 }
 
-// Stop ends the process gracefully (SIGTERM), killing it after 10 s.
-func (s *Server) Stop() error { return s.end(syscall.SIGTERM) }
+// Stop ends the process gracefully (SIGTERM; PostgreSQL: SIGINT, its fast
+// shutdown), killing it after 10 s.
+func (s *Server) Stop() error {
+	if s.stopSig != 0 {
+		return s.end(s.stopSig)
+	}
+	return s.end(syscall.SIGTERM)
+}
 
-// Kill ends the process with SIGKILL and waits for it.
+// Kill ends the process and its children with SIGKILL and waits for them.
 func (s *Server) Kill() error { return s.end(syscall.SIGKILL) }
 
 // Restart stops the process and starts it again on the same port.
@@ -129,6 +139,10 @@ func (s *Server) end(sig syscall.Signal) error {
 		return nil
 	}
 	s.cmd.Process.Signal(syscall.SIGCONT) // a paused process cannot handle SIGTERM
+	if sig == syscall.SIGKILL {
+		s.killGroupLocked()
+		return nil
+	}
 	s.cmd.Process.Signal(sig)
 	select {
 	case <-s.exited:
@@ -144,9 +158,67 @@ func (s *Server) killLocked() {
 	if s.cmd == nil {
 		return
 	}
+	s.killGroupLocked()
+}
+
+// killGroupLocked kills the process and its children (PostgreSQL's
+// backends, each in a session of its own: a crash of the whole server) and
+// waits, up to 2 s, until none is left running, so that a restart finds
+// the server's shared memory free.
+func (s *Server) killGroupLocked() {
+	pid := s.cmd.Process.Pid
+	kids := childPIDs(pid)
 	s.cmd.Process.Kill()
+	for _, k := range kids {
+		syscall.Kill(k, syscall.SIGKILL)
+	}
 	<-s.exited
 	s.cmd = nil
+	for _, k := range kids {
+		for range 200 {
+			if st, err := procState(k); err != nil || st == 'Z' || st == 'X' {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// childPIDs lists the processes whose parent is pid, from /proc.
+func childPIDs(pid int) []int {
+	var kids []int
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		k, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after ')'.
+		if i := bytes.LastIndexByte(b, ')'); i > 0 {
+			f := strings.Fields(string(b[i+1:]))
+			if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+				kids = append(kids, k)
+			}
+		}
+	}
+	return kids
+}
+
+// procState is a process's state letter from /proc ('Z': zombie).
+func procState(pid int) (byte, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0, fmt.Errorf("unexpected /proc stat %q", b)
+	}
+	return b[i+2], nil
 }
 
 // logTail returns the end of the server's log, for error messages.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencekit/fencekit/internal/testenv"
@@ -135,6 +136,7 @@ func TestUnreachableServers(t *testing.T) {
 		{"Redis", testenv.EnvRedisAddr, "127.0.0.1:1"},
 		{"PostgreSQL", testenv.EnvPostgresURL, "postgres://postgres@127.0.0.1:1/test"},
 		{"S3 server", testenv.EnvS3Endpoint, "http://127.0.0.1:1"},
+		{"etcd", testenv.EnvEtcdEndpoints, "http://127.0.0.1:1"},
 	} {
 		for _, require := range []string{"1", ""} {
 			t.Run(tc.server+"/require="+require, func(t *testing.T) {
@@ -171,6 +173,8 @@ func TestBogusServerChild(t *testing.T) {
 		testenv.Postgres(t)
 	case "S3 server":
 		testenv.S3(t)
+	case "etcd":
+		testenv.Etcd(t)
 	default:
 		t.Skip("run by TestUnreachableServers")
 	}
@@ -294,5 +298,39 @@ func TestExampleTBCleanup(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("TempDir %s survived cleanup: %v", dir, err)
+	}
+}
+
+func TestPostgresServerRestart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv := testenv.StartPostgresServer(t)
+	exec1 := func(sql string) error {
+		conn, err := pgx.Connect(ctx, srv.URL)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, sql)
+		return err
+	}
+	if err := exec1("CREATE TABLE t (v int); INSERT INTO t VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	// A crash (SIGKILL) loses no committed row: the next start replays the WAL.
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := exec1("SELECT 1"); err == nil {
+		t.Fatal("query answered after Kill")
+	}
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := exec1("DO $$ BEGIN IF (SELECT count(*) FROM t) <> 1 THEN RAISE 'rows lost'; END IF; END $$"); err != nil {
+		t.Fatal(err)
 	}
 }

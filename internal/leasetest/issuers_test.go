@@ -1,0 +1,146 @@
+package leasetest_test
+
+import (
+	"context"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fencekit/fencekit/internal/leasetest"
+	"github.com/fencekit/fencekit/internal/testenv"
+	"github.com/fencekit/fencekit/lease"
+	"github.com/fencekit/fencekit/lease/pglease"
+	"github.com/fencekit/fencekit/migrations"
+)
+
+const (
+	envRedisAddr   = "LEASETEST_REDIS_ADDR"
+	envRedisPrefix = "LEASETEST_REDIS_PREFIX"
+	envLeaseURL    = "LEASETEST_LEASE_URL"
+)
+
+var redisIssuer = leasetest.Issuer{
+	Name: "redis",
+	TTL:  time.Second,
+	Open: func(t testing.TB) leasetest.Namespace { return redisNS{testenv.Redis(t)} },
+	FromEnv: func(context.Context) (*lease.Client, error) {
+		rdb := redis.NewClient(&redis.Options{Addr: os.Getenv(envRedisAddr)})
+		return lease.New(rdb, &lease.Options{KeyPrefix: os.Getenv(envRedisPrefix)})
+	},
+}
+
+var postgresIssuer = leasetest.Issuer{
+	Name: "postgres",
+	TTL:  time.Second,
+	Open: func(t testing.TB) leasetest.Namespace {
+		env := testenv.Postgres(t)
+		up, err := migrations.FS.ReadFile("000002_fencekit_leases.up.sql")
+		if err == nil {
+			_, err = env.Pool.Exec(context.Background(), string(up))
+		}
+		if err != nil {
+			t.Fatalf("create fencekit_leases: %v", err)
+		}
+		return pgNS{env}
+	},
+	FromEnv: func(ctx context.Context) (*lease.Client, error) {
+		pool, err := pgxpool.New(ctx, os.Getenv(envLeaseURL))
+		if err != nil {
+			return nil, err
+		}
+		return pglease.New(pool, nil)
+	},
+}
+
+func init() { leasetest.Register(redisIssuer, postgresIssuer) }
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+func TestRedis(t *testing.T) {
+	t.Parallel()
+	leasetest.Run(t, redisIssuer)
+}
+
+func TestPostgres(t *testing.T) {
+	t.Parallel()
+	leasetest.Run(t, postgresIssuer)
+}
+
+type redisNS struct{ env *testenv.RedisEnv }
+
+func (ns redisNS) Env() []string {
+	return []string{envRedisAddr + "=" + ns.env.Addr, envRedisPrefix + "=" + ns.env.Prefix}
+}
+
+func (ns redisNS) Client(t testing.TB, opts *lease.Options) *leasetest.Conn {
+	rdb := redis.NewClient(&redis.Options{Addr: ns.env.Addr})
+	t.Cleanup(func() { rdb.Close() })
+	var sent atomic.Int64
+	rdb.AddHook(countHook{&sent})
+	o := lease.Options{}
+	if opts != nil {
+		o = *opts
+	}
+	o.KeyPrefix = ns.env.Prefix
+	c, err := lease.New(rdb, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leasetest.CloseAtCleanup(t, c)
+	return &leasetest.Conn{Client: c, Cut: func() { rdb.Close() }, Sent: sent.Load}
+}
+
+// countHook counts the commands and pipelines a go-redis client sends.
+type countHook struct{ n *atomic.Int64 }
+
+func (h countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.n.Add(1); return next(ctx, cmd) }
+}
+
+func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.n.Add(1); return next(ctx, cmds) }
+}
+
+type pgNS struct{ env *testenv.PostgresEnv }
+
+func (ns pgNS) Env() []string { return []string{envLeaseURL + "=" + ns.env.URL} }
+
+func (ns pgNS) Client(t testing.TB, opts *lease.Options) *leasetest.Conn {
+	cfg, err := pgxpool.ParseConfig(ns.env.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent atomic.Int64
+	cfg.ConnConfig.Tracer = countTracer{&sent}
+	// The suite tests the protocol, not PostgreSQL's durability: without a
+	// WAL flush per commit, 10,000 grants take seconds, not a minute.
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	c, err := pglease.New(pool, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leasetest.CloseAtCleanup(t, c)
+	return &leasetest.Conn{Client: c, Cut: pool.Close, Sent: sent.Load}
+}
+
+// countTracer counts the statements a pool sends.
+type countTracer struct{ n *atomic.Int64 }
+
+func (c countTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (countTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}

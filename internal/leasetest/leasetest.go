@@ -1,0 +1,297 @@
+// Package leasetest is the conformance suite of fencekit's lease issuers:
+// one set of tests that every store behind a *lease.Client passes (Redis,
+// etcd, PostgreSQL), run against the real servers.
+//
+// A package runs it with [Run] for its [Issuer], and registers the suite's
+// child processes from an init function or TestMain, before testenv.Main:
+//
+//	func init() { leasetest.Register(issuer) }
+//	func TestMain(m *testing.M) { testenv.Main(m) }
+//	func TestConformance(t *testing.T) { leasetest.Run(t, issuer) }
+package leasetest
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/lease"
+)
+
+// Issuer is one lease store under test.
+type Issuer struct {
+	Name string
+	// TTL is the TTL of the suite's leases: short, and one the store can
+	// express (etcd: whole seconds, and a renew interval of TTL/3 at least
+	// etcd's 500ms expiry check, so 2s).
+	TTL time.Duration
+	// BadTTL is a TTL at least MinTTL that the store cannot express (etcd
+	// 1500ms), or 0 when every whole-millisecond TTL is fine.
+	BadTTL time.Duration
+	// Grants is how many grants TestTokensIncrease makes (default 10,000).
+	Grants int
+	// Open makes the test's namespace: the clients it returns compete for
+	// the same names, and nothing else does.
+	Open func(t testing.TB) Namespace
+	// FromEnv makes, in a child process, a client on the namespace whose
+	// Env the parent passed.
+	FromEnv func(ctx context.Context) (*lease.Client, error)
+}
+
+// Namespace is one test's share of a store.
+type Namespace interface {
+	// Client returns a new client with its own connections, closed at
+	// cleanup.
+	Client(t testing.TB, opts *lease.Options) *Conn
+	// Env describes the namespace to a child process (see Issuer.FromEnv).
+	Env() []string
+}
+
+// Conn is a lease client and handles on its connections.
+type Conn struct {
+	*lease.Client
+	// Cut closes the client's connections: every later request fails.
+	Cut func()
+	// Sent counts the requests the client sent so far.
+	Sent func() int64
+}
+
+// quiet is the options of the suite's clients: the losses it causes are
+// expected, not logged.
+var quiet = &lease.Options{Logger: slog.New(slog.DiscardHandler)}
+
+// CloseAtCleanup closes c at the end of the test, before the connections
+// it uses (cleanups run last-registered first), within 10 seconds.
+func CloseAtCleanup(t testing.TB, c *lease.Client) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c.Close(ctx) // a cut client's releases fail: fine
+	})
+}
+
+// Run runs the suite for iss, each test in a subtest.
+func Run(t *testing.T, iss Issuer) {
+	if iss.Grants == 0 {
+		iss.Grants = 10_000
+	}
+	for _, tc := range []struct {
+		name string
+		fn   func(*testing.T, Issuer)
+	}{
+		{"OneHolderAtATime", testOneHolder},
+		{"TokensIncrease", testTokensIncrease},
+		{"ContextEndsBeforeNextGrant", testContextEndsFirst},
+		{"ReleaseWakesWaiter", testReleaseWakesWaiter},
+		{"KilledHolderTakenOver", testKilledHolder},
+		{"PausedHolderFenced", testPausedHolder},
+		{"BadInputSendsNothing", testBadInput},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, iss) })
+	}
+}
+
+// testOneHolder runs do (wait, work, release) on one name from three clients at once and checks
+// that no two bodies overlap and that tokens grow in the order they run.
+func testOneHolder(t *testing.T, iss Issuer) {
+	ns := iss.Open(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const clients, rounds = 3, 15
+	var inside atomic.Int32
+	var mu sync.Mutex
+	var last fence.Token
+	var wg sync.WaitGroup
+	for range clients {
+		c := ns.Client(t, quiet)
+		wg.Go(func() {
+			for range rounds {
+				err := do(ctx, c, "one", iss.TTL, func(lctx context.Context, tok fence.Token) error {
+					if n := inside.Add(1); n != 1 {
+						t.Errorf("%d holders at once", n)
+					}
+					defer inside.Add(-1)
+					mu.Lock()
+					if tok <= last {
+						t.Errorf("token %v after %v", tok, last)
+					}
+					last = tok
+					mu.Unlock()
+					time.Sleep(time.Millisecond)
+					return lctx.Err()
+				})
+				if err != nil {
+					t.Errorf("Do: %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// do waits for the lease, runs fn under it and releases it.
+func do(ctx context.Context, c *Conn, name string, ttl time.Duration, fn func(context.Context, fence.Token) error) error {
+	l, err := c.AcquireWait(ctx, name, ttl)
+	if err != nil {
+		return err
+	}
+	err = fn(l.Context(), l.Token())
+	return errors.Join(err, l.Release(ctx))
+}
+
+// testTokensIncrease makes iss.Grants grants of one name, alternating
+// between two clients, and checks that each token exceeds the previous.
+func testTokensIncrease(t *testing.T, iss Issuer) {
+	ns := iss.Open(t)
+	ctx := context.Background()
+	cs := [2]*Conn{ns.Client(t, quiet), ns.Client(t, quiet)}
+	ttl := 10 * iss.TTL // no expiry between Acquire and Release, even on a loaded machine
+	var last fence.Token
+	start := time.Now()
+	for i := range iss.Grants {
+		l, err := cs[i%2].Acquire(ctx, "tokens", ttl)
+		if err != nil {
+			t.Fatalf("grant %d: %v", i, err)
+		}
+		if l.Token() <= last {
+			t.Fatalf("grant %d: token %v after %v", i, l.Token(), last)
+		}
+		last = l.Token()
+		if err := l.Release(ctx); err != nil {
+			t.Fatalf("release %d: %v", i, err)
+		}
+	}
+	t.Logf("%d grants, strictly increasing tokens, %v per Acquire+Release", iss.Grants, time.Since(start)/time.Duration(iss.Grants))
+	info, err := cs[0].Inspect(ctx, "tokens")
+	if err != nil || info.Held || info.Last != last {
+		t.Fatalf("Inspect: %+v, %v; want free with Last %v", info, err, last)
+	}
+}
+
+// testContextEndsFirst cuts the holder's connections, so that its
+// renewals fail, while another client tries to take the lease every few
+// milliseconds: the holder's Context must end before that client is
+// granted the lease.
+func testContextEndsFirst(t *testing.T, iss Issuer) {
+	ns := iss.Open(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	holder, other := ns.Client(t, quiet), ns.Client(t, quiet)
+	l, err := holder.Acquire(ctx, "ctx", iss.TTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan time.Time, 1)
+	go func() { <-l.Done(); ended <- time.Now() }()
+	holder.Cut()
+	for {
+		l2, err := other.Acquire(ctx, "ctx", iss.TTL)
+		if err == nil {
+			granted := time.Now()
+			select {
+			case end := <-ended:
+				t.Logf("holder's Context ended %v before the grant's reply", granted.Sub(end))
+			default:
+				t.Fatalf("token %v granted while the holder's Context (token %v) is live", l2.Token(), l.Token())
+			}
+			if !errors.Is(l.Err(), lease.ErrLost) || l2.Token() <= l.Token() {
+				t.Fatalf("holder ended with %v; new token %v after %v", l.Err(), l2.Token(), l.Token())
+			}
+			return
+		}
+		if !errors.Is(err, lease.ErrNotAcquired) {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Millisecond)
+	}
+}
+
+// testReleaseWakesWaiter releases a lease with a long TTL while another
+// client waits for it: the waiter must be woken by the release (it would
+// otherwise wait for the TTL). The hand-over time is logged, not asserted.
+func testReleaseWakesWaiter(t *testing.T, iss Issuer) {
+	ns := iss.Open(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const ttl = 30 * time.Second
+	holder, waiter := ns.Client(t, quiet), ns.Client(t, quiet)
+	var total time.Duration
+	const rounds = 5
+	for range rounds {
+		l, err := holder.Acquire(ctx, "wake", ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan *lease.Lease, 1)
+		go func() {
+			l2, err := waiter.AcquireWait(ctx, "wake", ttl)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- l2
+		}()
+		time.Sleep(100 * time.Millisecond) // the waiter is refused and waits
+		released := time.Now()
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		l2 := <-got
+		if l2 == nil {
+			return
+		}
+		took := time.Since(released)
+		total += took
+		if took > ttl/2 {
+			t.Fatalf("waiter took %v after the release: not woken by it", took)
+		}
+		if err := l2.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("release to waiter's grant: %v on average over %d rounds", total/rounds, rounds)
+}
+
+// testBadInput checks that invalid names and TTLs are refused with
+// ErrInvalid before anything is sent.
+func testBadInput(t *testing.T, iss Issuer) {
+	ns := iss.Open(t)
+	c := ns.Client(t, quiet)
+	ctx := context.Background()
+	before := c.Sent()
+	names := []string{"", "a b", "x{y}", "tab\t", strings.Repeat("n", lease.MaxNameLen+1), "\xff"}
+	ttls := []time.Duration{0, -time.Second, lease.MinTTL - time.Millisecond, iss.TTL + time.Microsecond}
+	check := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, lease.ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", what, err)
+		}
+	}
+	for _, n := range names {
+		_, err := c.Acquire(ctx, n, iss.TTL)
+		check("Acquire name "+n, err)
+		_, err = c.AcquireWait(ctx, n, iss.TTL)
+		check("AcquireWait name "+n, err)
+		_, err = c.Inspect(ctx, n)
+		check("Inspect name "+n, err)
+	}
+	for _, ttl := range ttls {
+		_, err := c.Acquire(ctx, "ok", ttl)
+		check("Acquire TTL "+ttl.String(), err)
+		_, err = c.AcquireWait(ctx, "ok", ttl)
+		check("AcquireWait TTL "+ttl.String(), err)
+	}
+	if iss.BadTTL != 0 { // the store refuses it (AcquireWait watches first)
+		_, err := c.Acquire(ctx, "ok", iss.BadTTL)
+		check("Acquire TTL "+iss.BadTTL.String(), err)
+	}
+	if n := c.Sent() - before; n != 0 {
+		t.Fatalf("%d requests sent for bad input", n)
+	}
+}

@@ -1,0 +1,34 @@
+// Package pglease issues fencekit leases from PostgreSQL: the same
+// *lease.Client as Redis's (Do, Campaign, Inspect, metrics, loss signalling),
+// made with [New].
+//
+//	c, err := pglease.New(pool, nil) // after migrations.Up
+//	l, err := c.Acquire(ctx, "invoices", 10*time.Second)
+//
+// Each lease is a row of fencekit_leases (name, token, expires_at). Acquire
+// takes the row when it is absent or expired and increments its token in
+// the same statement; the row is kept after release, so tokens for a name
+// increase strictly and durably (they are in the WAL). Expiry is computed
+// from the server's clock only (statement_timestamp()): no client clock is
+// trusted. Acquire, Release, Inspect and a whole batch of renewals are one
+// statement (one round trip) each, through any pool.
+//
+// AcquireWait waits on LISTEN/NOTIFY: Release notifies the channel
+// [Channel] at commit, and one LISTEN connection per Client, opened outside
+// the pool by the first waiter and closed with the last, wakes the waiters.
+//
+// Why a table and not session advisory locks (pg_try_advisory_lock): an
+// advisory lock lives in one session, so each held lease would pin a pool
+// connection for its whole life (a transaction-mode PgBouncer cannot hold
+// one at all), and a dropped connection frees the lock at once, without a
+// fencing token or a grace period, while a half-open one keeps it until
+// TCP keepalives give up; a failover frees every lock, since locks are not
+// replicated. A row has none of that: any connection renews it, a
+// terminated backend only costs a retry, and the grant outlives a restart.
+//
+// Tokens survive a failover only if the standby had the grant: with
+// asynchronous replication a failover may lose the last grants and issue
+// their tokens again. Fenced storage in the same database loses the writes
+// made with those tokens too (they came later in the WAL), so it stays
+// consistent; for other storage (S3), use synchronous replication.
+package pglease
