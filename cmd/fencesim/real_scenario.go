@@ -150,7 +150,10 @@ func (x *realExec) pauseA(ctx context.Context) error {
 // it expires (on a very slow machine A's lease may already be gone: then
 // B gets it at once). B fences the guard row and writes to every store.
 func (x *realExec) takeOverB(ctx context.Context) (*lease.Lease, error) {
-	lc := lease.New(x.s.rdb, nil)
+	lc, err := lease.New(x.s.rdb, nil)
+	if err != nil {
+		return nil, err
+	}
 	lb, err := lc.Acquire(ctx, x.c.Name, x.c.TTL)
 	var na *lease.NotAcquiredError
 	switch {
