@@ -128,7 +128,7 @@ func heartbeatStory(p Params) string {
 func pauseStory(p Params, step time.Duration, where string) string {
 	return fmt.Sprintf("A acquires the lease (token 33), reads, checks its lease and starts %s of work. "+
 		"%s into the work, %s, A is paused (a GC stop-the-world) for %s, %s; %s. "+
-		"B (token 34) takes the lease when it expires, if it expires, and works for %s.",
+		"B waits for the lease (it gets token 34) and works for %s.",
 		fmtT(step), fmtT(p.PauseAt), where, fmtT(p.Pause), compareDur(p.Pause, p.TTL), heartbeatStory(p), fmtT(p.Work))
 }
 
@@ -158,8 +158,8 @@ var scenarios = []Scenario{
 		Title: "Kleppmann's GC pause: A pauses past its lease, B takes over, A writes anyway",
 		story: func(p Params) string {
 			return pauseStory(p, 2*time.Second, whereInStep(p.PauseAt, 2*time.Second)) +
-				" Try -pause 5s (the pause ends in time), -work 8s (B is still working when A writes) " +
-				"and -fencing writes (the write check without the claim)."
+				" Try -pause 5s (the pause ends in time), -pause-at 1s (A is paused mid-work) and " +
+				"-work 8s -fencing writes,claim (B is still working when A writes: the write check alone loses A's update)."
 		},
 		// B's step (-work) is short enough for B to write while A is still
 		// paused, as in Kleppmann's figure.

@@ -132,7 +132,8 @@ func TestJSON(t *testing.T) {
 	if rejected == nil || rejected["client"] != "A" || rejected["token"] != 33.0 || rejected["other"] != 34.0 || rejected["write"] != "A1" {
 		t.Fatalf("rejected event %v", rejected)
 	}
-	if summary == nil || summary["violation"] != nil || len(summary["final"].([]any)) != 1 {
+	if summary == nil || summary["violation"] != nil || len(summary["final"].([]any)) != 1 ||
+		summary["verdict"] != "safe" || summary["storage"] != "claim" {
 		t.Fatalf("summary %v", summary)
 	}
 }
