@@ -130,7 +130,7 @@ type queued struct {
 	dir         int
 	text, color string
 	bold        bool
-	centre      bool // try centred at (cx, y) first, inside own
+	centre      bool // try centred in own first
 	cx          float64
 	own         rect
 }
