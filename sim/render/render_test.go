@@ -156,7 +156,7 @@ func TestTimelineText(t *testing.T) {
 		}
 	}
 	if err := render.Text(&b, "x"); err == nil {
-		t.Error("WriteTimeline with no runs succeeded")
+		t.Error("Text with no runs succeeded")
 	}
 }
 
