@@ -318,7 +318,8 @@ func wrapJoin(s string) string { return strings.ReplaceAll(s, "\n", " ") }
 // outlast a lease, and reports the downtime a crashed holder's lease costs.
 func TestExploreWarnsAndCountsDowntime(t *testing.T) {
 	code, out, errs := runCmd(t, "explore", "-runs", "200", "-ttl", "60s")
-	if code != 0 || !strings.Contains(out, "WARNING: no pause can outlast a lease") {
+	if code != 0 || !strings.Contains(out, "WARNING: no pause can outlast a lease") ||
+		!strings.Contains(out, "But see the WARNING above") {
 		t.Fatalf("exit %d %s\n%s", code, errs, out)
 	}
 	if !regexp.MustCompile(`mean downtime in those runs +\d[\d.]*s +\d[\d.]*s`).MatchString(out) {
