@@ -42,9 +42,10 @@ const (
 	// KindWriteRejected: the fenced storage rejected write Write; Other is
 	// the newest token it had accepted.
 	KindWriteRejected
-	// KindCheckFailed: Client's own clock said its lease would expire before
-	// its next step ended (or a heartbeat had been refused), so it
-	// stopped before working.
+	// KindCheckFailed: Client stopped its job: before a step, because its
+	// own clock said the lease would expire before the step ended or a
+	// heartbeat had been refused; or after a step, without writing, because
+	// a refused heartbeat told it during the step that the lease was lost.
 	KindCheckFailed
 	// KindPaused: Client stopped (GC, VM suspension) for Dur.
 	KindPaused
@@ -54,6 +55,10 @@ const (
 	KindCrashed
 	// KindDone: Client finished all its jobs.
 	KindDone
+	// KindChecked: the check-then-write storage found write Write's Token
+	// not stale; the write itself follows in a second request, which the
+	// storage applies without checking again. Other is the storage's token.
+	KindChecked
 )
 
 var kindNames = [...]string{
@@ -75,6 +80,7 @@ var kindNames = [...]string{
 	KindResumed:       "resumed",
 	KindCrashed:       "crashed",
 	KindDone:          "done",
+	KindChecked:       "checked",
 }
 
 // String returns the kind's name as the JSON output spells it, such as
@@ -92,7 +98,7 @@ func (k Kind) Actor() string {
 	switch k {
 	case KindGranted, KindDenied, KindRenewed, KindRenewDenied, KindExpired, KindReleased:
 		return "lease"
-	case KindRead, KindReadRejected, KindWriteAccepted, KindWriteRejected:
+	case KindRead, KindReadRejected, KindWriteAccepted, KindWriteRejected, KindChecked:
 		return "storage"
 	}
 	return "client"

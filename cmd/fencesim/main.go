@@ -2,23 +2,26 @@
 // simulator: with no arguments it runs Kleppmann's GC-pause scenario with
 // fencing off and on and prints both timelines side by side.
 //
-// Usage:
+// Usage (fencesim help lists every subcommand):
 //
-//	fencesim [SCENARIO] [-ttl D] [-heartbeat D] [-pause D] [-work D] [-delay D]
-//	         [-drift F] [-seed N] [-fencing both|on|off] [-json] [-html FILE]
-//	fencesim explore [-runs N] [-seed N] [distribution flags] [-show N]
-//	fencesim replay -seed N [distribution flags] [-fencing both|on|off] [-json] [-html FILE]
+//	fencesim [SCENARIO] [-ttl D] [-heartbeat D] [-pause D] [-pause-at D] [-work D] [-delay D]
+//	         [-drift F] [-seed N] [-fencing MODES] [-json] [-html FILE]
+//	fencesim explore [-runs N] [-seed N] [distribution flags] [-fencing MODES] [-show N]
+//	fencesim replay -seed N [distribution flags] [-fencing MODES] [-json] [-html FILE]
 //	fencesim real [-ttl D] [-pause D] [-redis ADDR] [-postgres URL] [-s3-endpoint URL]
 //	         [-s3-access KEY] [-s3-secret KEY] [-s3-bucket B] [-name N] [-json] [-html FILE]
 //	fencesim list
 //
-// Scenarios: kleppmann (default), crash, heartbeat, pause-heartbeat, drift.
-// The real mode replays kleppmann against real servers: the holder is a
-// child process stopped with SIGSTOP past its Redis lease's TTL, and its
-// late writes go to PostgreSQL (sqlfence) and S3 (blobfence).
-// Durations need a unit (45s, 300ms) and must not be negative. Bad flags
-// exit with status 2; an exploration that finds a violation with fencing
-// on exits with status 1 and names the seed.
+// Scenarios: kleppmann (default), check-then-write, crash, heartbeat,
+// pause-heartbeat, drift. MODES are storage modes side by side, separated
+// by commas: off, writes (the write check only), claim (write check and
+// claim, also "on"), check-then-write (a non-atomic check); "both" is the
+// scenario's own comparison. The real mode replays kleppmann against real
+// servers: the holder is a child process stopped with SIGSTOP past its
+// Redis lease's TTL, and its late writes go to PostgreSQL (sqlfence) and S3
+// (blobfence). Durations need a unit (45s, 300ms) and must not be
+// negative. Bad flags exit with status 2; an exploration that finds a
+// violation with fencing on exits with status 1 and names the seed.
 package main
 
 import "os"

@@ -96,7 +96,7 @@ func realScenario(ctx context.Context, c *realConfig, stderr io.Writer) (*sim.Re
 	}
 	final, ff := verifyFinal(ctx, c, s, x.tokB, x.bWrites)
 	x.failures = append(x.failures, ff...)
-	res := sim.NewRecorded([]string{"A", "B"}, c.Name, true, c.TTL, c.TTL/3, x.r.events, x.r.writes, final)
+	res := sim.NewRecorded([]string{"A", "B"}, c.Name, sim.StorageClaim, c.TTL, c.TTL/3, x.r.events, x.r.writes, final)
 	return res, x.failures, nil
 }
 
