@@ -9,7 +9,7 @@ TESTFLAGS ?=
 # The test harness finds the versitygw that `make tools` installed here.
 export FENCEKIT_VERSITYGW ?= $(VERSITYGW)
 
-.PHONY: demo tools test vet fmt-check bench bench-short fuzz soak timeline
+.PHONY: demo tools test vet fmt-check bench bench-short fuzz soak timeline playground serve violation-map playground-screenshot
 
 ## demo: the simulator replays Kleppmann's GC-pause scenario with and without fencing (no servers needed)
 demo:
@@ -19,8 +19,32 @@ demo:
 timeline:
 	bash scripts/render-timeline.sh
 
-## tools: install versitygw $(VERSITYGW_VERSION) (the S3 server the tests start) unless that version is installed
+## playground: build the interactive playground (WebAssembly + one page) into $(PLAYGROUND), for any static host
+PLAYGROUND ?= build/playground
+playground:
+	$(GO) run ./cmd/fencesim serve -build $(PLAYGROUND)
+
+## serve: build the playground and serve it on http://127.0.0.1:8080/
+serve:
+	$(GO) run ./cmd/fencesim serve
+
+## violation-map: redraw docs/img/violation-map.svg (fencesim sweep over pause/TTL, fencing off and on)
+violation-map:
+	$(GO) run ./cmd/fencesim sweep -svg docs/img/violation-map.svg >/dev/null
+
+## playground-screenshot: redraw docs/img/playground.png with the browser test (headless Chromium)
+playground-screenshot: tools
+	FENCEKIT_REQUIRE_SERVERS=1 $(GO) test -count=1 -run 'TestBrowserMovesPause' ./internal/playground/ -args -playground.screenshot=$(CURDIR)/docs/img/playground.png
+
+## tools: install versitygw $(VERSITYGW_VERSION) (the S3 server the tests start) unless that version is installed,
+## and Debian's chromium (the playground's browser test) when it is missing
 tools:
+	@if command -v chromium >/dev/null 2>&1; then \
+		echo "chromium already installed at $$(command -v chromium)"; \
+	else \
+		echo "installing Debian's chromium (the playground's browser test)"; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
+	fi
 	@if $(GO) version -m $(VERSITYGW) 2>/dev/null | grep -Eq 'mod[[:space:]]+github.com/versity/versitygw[[:space:]]+$(VERSITYGW_VERSION)([[:space:]]|$$)'; then \
 		echo "versitygw $(VERSITYGW_VERSION) already installed at $(VERSITYGW)"; \
 	else \

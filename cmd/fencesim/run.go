@@ -17,7 +17,7 @@ const (
 	exitOK      = 0
 	exitFailed  = 1 // an invariant failed (a violation with fencing on) or output failed
 	exitUsage   = 2 // bad arguments
-	usageIntro  = "usage: fencesim [SCENARIO] [flags] | fencesim explore [flags] | fencesim replay -seed N [flags] | fencesim real [flags] | fencesim list"
+	usageIntro  = "usage: fencesim [SCENARIO] [flags] | fencesim explore [flags] | fencesim replay -seed N [flags] | fencesim real [flags] | fencesim sweep [flags] | fencesim serve [flags] | fencesim list"
 	usageDetail = "Run 'fencesim -h', 'fencesim explore -h', 'fencesim replay -h' or 'fencesim real -h' for the flags."
 )
 
@@ -34,6 +34,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return runList(args[1:], stdout, stderr)
 		case "real":
 			return runReal(args[1:], stdout, stderr)
+		case "sweep":
+			return runSweep(args[1:], stdout, stderr)
+		case "serve":
+			return runServe(args[1:], stdout, stderr)
 		case "help":
 			fmt.Fprintln(stdout, usageIntro)
 			fmt.Fprintln(stdout, usageDetail)

@@ -1,0 +1,139 @@
+package playground
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/fencekit/fencekit/sim"
+)
+
+// Response is what the page draws for one query.
+type Response struct {
+	// Query is the canonical query; the page puts it in its URL.
+	Query    string `json:"query"`
+	Scenario string `json:"scenario"`
+	Title    string `json:"title"`
+	Story    string `json:"story"`
+	// Uses lists the knobs the scenario reads; the page disables the others.
+	Uses []string `json:"uses"`
+	// Values are the knobs' values as the page's controls show them.
+	Values map[string]string `json:"values"`
+	// Runs are fencing off, then the chosen storage mode.
+	Runs []Outcome `json:"runs"`
+	// Scenarios and StorageModes fill the page's menus.
+	Scenarios    []Choice `json:"scenarios"`
+	StorageModes []Choice `json:"storage_modes"`
+}
+
+// Choice is one entry of a menu.
+type Choice struct {
+	Name  string `json:"name"`
+	Title string `json:"title"`
+	Help  string `json:"help,omitempty"`
+}
+
+// Outcome is one run: its drawing and its counts.
+type Outcome struct {
+	Storage  string   `json:"storage"`
+	Heading  string   `json:"heading"`
+	Verdict  string   `json:"verdict"` // "safe", "lost" or "backwards"
+	Accepted int      `json:"accepted"`
+	Rejected int      `json:"rejected"`
+	Lost     []string `json:"lost"`
+	Final    string   `json:"final"`
+	Summary  []string `json:"summary"`
+	SVG      string   `json:"svg"`
+}
+
+// Run parses the query (see [ParseQuery]), runs the scenario with fencing
+// off and with the query's storage mode, and returns both runs drawn and
+// counted. It is deterministic: the same query gives the same Response.
+func Run(raw string) (*Response, error) {
+	q, err := ParseQuery(raw)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := sim.Lookup(q.Scenario)
+	if err != nil {
+		return nil, err
+	}
+	resp := &Response{Query: q.Encode(), Scenario: sc.Name, Title: sc.Title, Story: sc.Story,
+		Values: map[string]string{}, StorageModes: storageChoices}
+	for _, s := range sim.Scenarios() {
+		resp.Scenarios = append(resp.Scenarios, Choice{Name: s.Name, Title: s.Title})
+	}
+	for _, k := range knobs {
+		if sc.Uses(k.name) {
+			resp.Uses = append(resp.Uses, k.name)
+		}
+	}
+	for _, kv := range strings.Split(resp.Query, "&") {
+		k, v, _ := strings.Cut(kv, "=")
+		resp.Values[k] = v
+	}
+	for _, storage := range []string{"off", q.Storage} {
+		p := q.Params
+		p.Fencing = storage != "off"
+		res, err := sc.Run(p)
+		if err != nil {
+			return nil, fmt.Errorf("playground: %v", err)
+		}
+		o, err := outcome(res, storage)
+		if err != nil {
+			return nil, err
+		}
+		resp.Runs = append(resp.Runs, o)
+	}
+	return resp, nil
+}
+
+func outcome(res *sim.Result, storage string) (Outcome, error) {
+	o := Outcome{Storage: storage, Heading: heading(storage), Verdict: "safe",
+		Final: res.ValueString(res.Final), Summary: res.Summary(), Lost: []string{}}
+	labels := res.WriteLabels()
+	for _, e := range res.Events {
+		switch e.Kind {
+		case sim.KindWriteAccepted:
+			o.Accepted++
+		case sim.KindWriteRejected:
+			o.Rejected++
+		}
+	}
+	for _, i := range res.Lost() {
+		o.Lost = append(o.Lost, labels[i])
+	}
+	switch {
+	case res.Violation() != nil:
+		o.Verdict = "backwards"
+	case len(o.Lost) > 0:
+		o.Verdict = "lost"
+	}
+	svg, err := timelineSVG(res)
+	if err != nil {
+		return Outcome{}, err
+	}
+	o.SVG = svg
+	return o, nil
+}
+
+func heading(storage string) string {
+	if storage == "off" {
+		return "Fencing off: the storage accepts every write"
+	}
+	return "Fencing on: every read claims its token, every write is checked"
+}
+
+// timelineSVG returns the run's timeline drawing, cut from the HTML page
+// that sim renders.
+func timelineSVG(res *sim.Result) (string, error) {
+	var b strings.Builder
+	if err := sim.WriteHTML(&b, "", res); err != nil {
+		return "", fmt.Errorf("playground: drawing the timeline: %v", err)
+	}
+	page := b.String()
+	i, j := strings.Index(page, "<svg"), strings.LastIndex(page, "</svg>")
+	if i < 0 || j < i {
+		return "", fmt.Errorf("playground: the timeline page has no <svg>")
+	}
+	return page[i : j+len("</svg>")], nil
+}

@@ -1,0 +1,164 @@
+// playground.js wires the page's controls to fencesimRun, the simulator
+// compiled to WebAssembly (see internal/playground/wasm). Every change of
+// a control builds a query, runs it, redraws both runs and puts the
+// canonical query in the address bar.
+"use strict";
+
+const form = document.getElementById("controls");
+const statusLine = document.getElementById("status");
+let options = null; // scenarios and storage modes, from the first response
+
+// seconds formats milliseconds as the simulator does: "10s", "0.35s".
+function seconds(ms) {
+  return String(Math.round(ms) / 1000) + "s";
+}
+
+// parseSeconds reads the simulator's "12.5s" (always in seconds) as milliseconds.
+function parseSeconds(s) {
+  return Math.round(parseFloat(s) * 1000);
+}
+
+function showValue(input) {
+  const out = form.querySelector(`output[for="${input.id}"]`);
+  if (!out) return;
+  if (input.dataset.unit === "s") {
+    const ms = Number(input.value);
+    out.textContent = ms === 0 && input.dataset.zero ? input.dataset.zero : seconds(ms);
+  } else {
+    const f = Number(input.value);
+    out.textContent = (f > 0 ? "+" : "") + Math.round(f * 100) + "%";
+  }
+}
+
+// query builds the URL query from the controls; a new scenario starts
+// from its own defaults.
+function query(scenarioChanged) {
+  const p = new URLSearchParams();
+  p.set("scenario", form.scenario.value);
+  if (!scenarioChanged) {
+    for (const div of form.querySelectorAll("[data-knob]")) {
+      const input = div.querySelector("input");
+      if (input.disabled) continue;
+      p.set(input.name, input.dataset.unit === "s" ? seconds(Number(input.value)) : input.value);
+    }
+  }
+  p.set("storage", form.querySelector("input[name=storage]:checked").value);
+  p.set("seed", form.seed.value || "1");
+  return p.toString();
+}
+
+function fillOptions(resp) {
+  options = resp;
+  form.scenario.replaceChildren(...resp.scenarios.map((s) => new Option(s.name + ": " + s.title, s.name)));
+  const group = document.getElementById("storage");
+  group.replaceChildren(...resp.storage_modes.map((m) => {
+    const label = document.createElement("label");
+    label.title = m.help || "";
+    const radio = document.createElement("input");
+    radio.type = "radio";
+    radio.name = "storage";
+    radio.value = m.name;
+    label.append(radio, " " + m.title);
+    return label;
+  }));
+}
+
+// setControls shows the response's values and disables unused knobs.
+function setControls(resp) {
+  form.scenario.value = resp.scenario;
+  for (const div of form.querySelectorAll("[data-knob]")) {
+    const input = div.querySelector("input");
+    const used = resp.uses.includes(input.name);
+    input.disabled = !used;
+    div.classList.toggle("unused", !used);
+    div.title = used ? "" : "The " + resp.scenario + " scenario does not use this control.";
+    if (used) {
+      const v = resp.values[input.name];
+      input.value = input.dataset.unit === "s" ? parseSeconds(v) : v;
+    }
+    showValue(input);
+  }
+  for (const radio of form.querySelectorAll("input[name=storage]")) {
+    radio.checked = radio.value === resp.values.storage;
+  }
+  form.seed.value = resp.values.seed;
+}
+
+const verdicts = {
+  safe: "Safe",
+  lost: "A write was lost",
+  backwards: "Tokens went backwards",
+};
+
+function renderRun(el, run) {
+  el.querySelector("h2").textContent = run.heading;
+  const v = el.querySelector(".verdict");
+  v.textContent = verdicts[run.verdict] || run.verdict;
+  v.className = "verdict " + run.verdict;
+  const counts = [
+    ["accepted", run.accepted],
+    ["rejected", run.rejected],
+    ["lost", run.lost.length ? run.lost.join(" ") : "none"],
+    ["final value", run.final],
+  ];
+  el.querySelector(".counts").replaceChildren(...counts.flatMap(([k, val]) => {
+    const dt = document.createElement("dt");
+    dt.textContent = k;
+    const dd = document.createElement("dd");
+    dd.textContent = val;
+    dd.dataset.count = k;
+    return [dt, dd];
+  }));
+  el.querySelector(".timeline").innerHTML = run.svg;
+  el.querySelector(".summary").replaceChildren(...run.summary.map((s) => {
+    const li = document.createElement("li");
+    li.textContent = s;
+    if (/^UNSAFE|LOST|expired\./.test(s)) li.className = "bad";
+    else if (/^Safe|REJECTED/.test(s)) li.className = "good";
+    return li;
+  }));
+}
+
+// update runs q, redraws the page and puts the canonical query in the URL.
+function update(q) {
+  const resp = JSON.parse(globalThis.fencesimRun(q));
+  if (resp.error) {
+    statusLine.textContent = resp.error;
+    statusLine.hidden = false;
+    return;
+  }
+  statusLine.hidden = true;
+  if (!options) fillOptions(resp);
+  setControls(resp);
+  document.getElementById("story").textContent = resp.story;
+  renderRun(document.getElementById("run-off"), resp.runs[0]);
+  renderRun(document.getElementById("run-on"), resp.runs[1]);
+  history.replaceState(null, "", "?" + resp.query);
+  document.body.dataset.query = resp.query; // for tests and screenshots: the run shown
+}
+
+form.addEventListener("input", (ev) => {
+  if (ev.target.type === "range") showValue(ev.target);
+  update(query(ev.target === form.scenario));
+});
+
+async function start() {
+  const go = new Go();
+  const ready = new Promise((resolve) => addEventListener("fencesim-ready", resolve, { once: true }));
+  let inst;
+  try {
+    inst = await WebAssembly.instantiateStreaming(fetch("fencesim.wasm"), go.importObject);
+  } catch (e) {
+    // Some static hosts do not serve .wasm as application/wasm.
+    const bytes = await (await fetch("fencesim.wasm")).arrayBuffer();
+    inst = await WebAssembly.instantiate(bytes, go.importObject);
+  }
+  go.run(inst.instance);
+  await ready;
+  update(location.search.slice(1));
+}
+
+start().catch((e) => {
+  statusLine.textContent = "The simulator did not start: " + e;
+  statusLine.hidden = false;
+});
