@@ -223,7 +223,10 @@ func benchHeartbeat(b *testing.B, env *redisEnv) {
 	ctx := context.Background()
 	counter := &scriptCountdown{done: make(chan struct{})}
 	env.Client.AddHook(counter)
-	fk := NewFencekit(env.Client, &lease.Options{RenewInterval: time.Nanosecond})
+	fk, err := NewFencekit(env.Client, &lease.Options{RenewInterval: time.Nanosecond})
+	if err != nil {
+		b.Fatal(err)
+	}
 	h, err := fk.TryAcquire(ctx, env.prefix+"-renew", leaseTTL)
 	if err != nil {
 		b.Fatal(err)

@@ -12,7 +12,7 @@ import (
 func TestCluster(t *testing.T) {
 	rc := testenv.StartRedisCluster(t, 3)
 	cc := rc.Client(t)
-	c := New(cc, &Options{RenewInterval: 50 * time.Millisecond})
+	c := mustNew(t, cc, &Options{RenewInterval: 50 * time.Millisecond})
 	ctx := context.Background()
 
 	// Names whose keys live on each of the three masters.

@@ -103,14 +103,6 @@ func (e *LostError) Unwrap() []error {
 	return []error{ErrLost}
 }
 
-// resultCause maps a renew or release script result to a loss cause.
-func resultCause(res int64) string {
-	if res == 0 {
-		return CauseMissing
-	}
-	return CauseStolen
-}
-
 func errScript(op, name string, err error) error {
 	return fmt.Errorf("lease: %s %q: %w", op, name, err)
 }

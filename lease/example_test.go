@@ -28,7 +28,11 @@ func exampleRedis(example, suffix string) (rdb *redis.Client, name string, done 
 func ExampleClient_Acquire() {
 	rdb, name, done := exampleRedis("ExampleClient_Acquire", "invoices")
 	defer done()
-	leases := lease.New(rdb, nil)
+	leases, err := lease.New(rdb, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	ctx := context.Background()
 
 	l, err := leases.Acquire(ctx, name, 10*time.Second)
@@ -72,7 +76,11 @@ func ExampleClient_Acquire() {
 func ExampleClient_AcquireWait() {
 	rdb, name, done := exampleRedis("ExampleClient_AcquireWait", "reports")
 	defer done()
-	leases := lease.New(rdb, nil)
+	leases, err := lease.New(rdb, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -104,7 +112,11 @@ func ExampleClient_AcquireWait() {
 func ExampleLease_Context() {
 	rdb, name, done := exampleRedis("ExampleLease_Context", "lost")
 	defer done()
-	leases := lease.New(rdb, &lease.Options{RenewInterval: 20 * time.Millisecond})
+	leases, err := lease.New(rdb, &lease.Options{RenewInterval: 20 * time.Millisecond})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	ctx := context.Background()
 
 	l, err := leases.Acquire(ctx, name, 5*time.Second)

@@ -31,7 +31,12 @@ func childHolder() int {
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	l, err := New(rdb, nil).AcquireWait(ctx, os.Getenv("LEASE_CHILD_NAME"), ttl)
+	c, err := New(rdb, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	l, err := c.AcquireWait(ctx, os.Getenv("LEASE_CHILD_NAME"), ttl)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -175,7 +180,7 @@ func grants(t *testing.T, c *Client, name string, n int) fence.Token {
 func TestFaultRestartWithoutPersistence(t *testing.T) {
 	srv := testenv.StartRedisServer(t)
 	rdb := srv.Client(t)
-	c := New(rdb, nil)
+	c := mustNew(t, rdb, nil)
 	ctx := context.Background()
 	const name = "restart"
 	last := grants(t, c, name, 50)
@@ -220,7 +225,7 @@ func TestFaultFailoverToLaggingReplica(t *testing.T) {
 	replica := testenv.StartRedisServer(t, "--replicaof", "127.0.0.1", strconv.Itoa(master.Port))
 	mc, rc := master.Client(t), replica.Client(t)
 	ctx := context.Background()
-	c := New(mc, nil)
+	c := mustNew(t, mc, nil)
 	const name = "failover"
 	synced := grants(t, c, name, 20)
 	var v string
@@ -258,7 +263,7 @@ func TestFaultFailoverToLaggingReplica(t *testing.T) {
 	if v != synced.String() {
 		t.Fatalf("promoted replica's counter %q, want the lagging %v (last grant %v)", v, synced, last)
 	}
-	l := mustAcquire(t, New(rc, nil), name, time.Minute)
+	l := mustAcquire(t, mustNew(t, rc, nil), name, time.Minute)
 	if l.Token() <= last {
 		t.Fatalf("after failover: token %v not above %v (replica counter %s)", l.Token(), last, v)
 	}
@@ -273,7 +278,7 @@ func TestFaultHolderAcrossRestart(t *testing.T) {
 	// also goes through the NOSCRIPT fallback and keeps it alive.
 	srv := testenv.StartRedisServer(t)
 	rdb := srv.Client(t)
-	c := New(rdb, &Options{RenewInterval: 50 * time.Millisecond})
+	c := mustNew(t, rdb, &Options{RenewInterval: 50 * time.Millisecond})
 	ctx := context.Background()
 	l := mustAcquire(t, c, "across-restart", 2*time.Second)
 	if err := srv.Restart(ctx); err != nil {

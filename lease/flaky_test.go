@@ -83,7 +83,7 @@ func TestFlakyRenewalsRetriedThenLost(t *testing.T) {
 	env := testenvRedisCounting(t)
 	fl := newFlaky(env.client, 1)
 	// A wide drift margin: the key outlives the local loss by about 100ms.
-	c := newClient(env.client, fl, &Options{RenewInterval: 30 * time.Millisecond, RetryDelay: 10 * time.Millisecond,
+	c := newScripted(env.client, fl, &Options{RenewInterval: 30 * time.Millisecond, RetryDelay: 10 * time.Millisecond,
 		DriftMargin: 100 * time.Millisecond})
 	ctx := context.Background()
 	name := env.Name("flaky")
@@ -125,7 +125,7 @@ func TestFlakyRenewalsRetriedThenLost(t *testing.T) {
 func TestFlakyReleaseRetried(t *testing.T) {
 	env := testenvRedisCounting(t)
 	fl := newFlaky(env.client, 2)
-	c := newClient(env.client, fl, nil)
+	c := newScripted(env.client, fl, nil)
 	ctx := context.Background()
 	name := env.Name("flaky-release")
 	l := mustAcquire(t, c, name, 5*time.Second)
@@ -170,7 +170,7 @@ func TestFlakySeededDeadlineBeforeExpiry(t *testing.T) {
 		fl.delay = time.Duration(seed%4) * 10 * time.Millisecond
 		p := float64(seed%6) / 5 // seed 5: every renewal fails
 		fl.setFail("renew", p)
-		c := newClient(env.client, fl, &Options{RenewInterval: 25 * time.Millisecond, DriftMargin: 10 * time.Millisecond,
+		c := newScripted(env.client, fl, &Options{RenewInterval: 25 * time.Millisecond, DriftMargin: 10 * time.Millisecond,
 			RetryDelay: 5 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 		name := env.Name("seeded")
 		l, err := c.Acquire(ctx, name, 100*time.Millisecond)
@@ -183,7 +183,7 @@ func TestFlakySeededDeadlineBeforeExpiry(t *testing.T) {
 			if err != nil && !errors.Is(err, redis.Nil) {
 				t.Fatalf("seed %d: %v", seed, err)
 			}
-			if v != l.value {
+			if v != lockValueOf(l) {
 				if dl := l.Deadline(); !time.Now().After(dl) {
 					t.Fatalf("failed for seed=%d: key is %q but the local deadline %v is still ahead", seed, v, time.Until(dl))
 				}
@@ -223,7 +223,7 @@ func (r replayScripter) EvalSha(ctx context.Context, sha string, keys []string, 
 
 func TestAcquireResentFindsItsOwnGrant(t *testing.T) {
 	env := testenvRedisCounting(t)
-	c := newClient(env.client, replayScripter{env.client}, nil)
+	c := newScripted(env.client, replayScripter{env.client}, nil)
 	ctx := context.Background()
 	name := env.Name("resent")
 	l, err := c.Acquire(ctx, name, 5*time.Second)
@@ -231,15 +231,15 @@ func TestAcquireResentFindsItsOwnGrant(t *testing.T) {
 		t.Fatalf("resent acquire = %v, want the grant its first copy made", err)
 	}
 	v, err := env.client.Get(ctx, c.keys(name).lock).Result()
-	if err != nil || v != l.value || !strings.HasPrefix(v, l.Token().String()+":") {
-		t.Fatalf("lock key %q (%v), lease value %q token %v", v, err, l.value, l.Token())
+	if err != nil || v != lockValueOf(l) || !strings.HasPrefix(v, l.Token().String()+":") {
+		t.Fatalf("lock key %q (%v), lease value %q token %v", v, err, lockValueOf(l), l.Token())
 	}
 	release(t, l)
 	if n, _ := env.client.Exists(ctx, c.keys(name).lock).Result(); n != 0 {
 		t.Fatal("lock key left after Release")
 	}
 	// Someone else's grant is still refused.
-	other := mustAcquire(t, New(env.client, nil), name, 5*time.Second)
+	other := mustAcquire(t, mustNew(t, env.client, nil), name, 5*time.Second)
 	defer release(t, other)
 	if _, err := c.Acquire(ctx, name, 5*time.Second); !isNotAcquired(err) {
 		t.Fatalf("resent acquire of a lease held by another = %v, want NotAcquiredError", err)

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 )
@@ -266,13 +267,13 @@ func (c renewCtx) Deadline() (time.Time, bool) { return c.deadline, true }
 func (l *Lease) renew(sent, deadline time.Time) {
 	defer l.beats.Add(-1)
 	for {
-		res, err := l.send(sent, deadline)
+		err := l.send(sent, deadline)
 		if l.ctx.Err() != nil {
 			l.finish()
 			return
 		}
 		var again bool
-		if sent, deadline, again = l.renewed(sent, res, err); !again {
+		if sent, deadline, again = l.renewed(sent, err); !again {
 			return
 		}
 	}
@@ -280,22 +281,25 @@ func (l *Lease) renew(sent, deadline time.Time) {
 
 // send sends one renewal, sent at sent, and records its latency unless the
 // lease ended meanwhile (a Release cancels the renewal in flight).
-func (l *Lease) send(sent, deadline time.Time) (int64, error) {
-	res, err := renewScript.Run(renewCtx{l.ctx, deadline}, l.c.scripts, l.k.both[:1], l.value, l.t.ttl.Milliseconds()).Int64()
+func (l *Lease) send(sent, deadline time.Time) error {
+	var errs [1]error
+	l.c.b.Renew(renewCtx{l.ctx, deadline}, []*Grant{l.g}, errs[:])
+	err := errs[0]
 	latency := time.Since(sent)
 	if l.ctx.Err() != nil {
-		return res, err
+		return err
 	}
+	var lost *LostError
 	switch {
+	case errors.As(err, &lost):
+		l.c.m.heartbeat(l.ctx, latency, lost.Cause)
 	case err != nil:
 		l.c.m.heartbeat(l.ctx, latency, "error")
-	case res != 1:
-		l.c.m.heartbeat(l.ctx, latency, resultCause(res))
 	default:
 		l.c.m.heartbeat(l.ctx, latency, "ok")
 		l.c.m.observeLatency(l.name, latency, l.t.ttl)
 	}
-	return res, err
+	return err
 }
 
 // finish clears the in-flight renewal of a lease that ended.
@@ -308,7 +312,7 @@ func (l *Lease) finish() {
 // renewed records the outcome of the renewal sent at sent. It returns again
 // true, with the next request's send time and deadline, when the next
 // renewal is due already and the caller must send it.
-func (l *Lease) renewed(sent time.Time, res int64, err error) (next, deadline time.Time, again bool) {
+func (l *Lease) renewed(sent time.Time, err error) (next, deadline time.Time, again bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.inflight = time.Time{}
@@ -316,13 +320,14 @@ func (l *Lease) renewed(sent time.Time, res int64, err error) (next, deadline ti
 		return
 	}
 	now := time.Now()
+	var lost *LostError
 	switch {
+	case errors.As(err, &lost):
+		l.endLocked(lost)
+		return
 	case err != nil:
 		l.hbErr = err
 		l.nextBeat = now.Add(l.t.retry)
-	case res != 1:
-		l.endLocked(&LostError{Name: l.name, Token: l.token, Cause: resultCause(res)})
-		return
 	default:
 		// Redis extended the key when it ran the script, after sent: the
 		// key lives at least until sent + TTL, whenever the reply came.

@@ -19,7 +19,7 @@ func fakeClient(f *fakeRedis, opts Options, buf *syncBuffer) *Client {
 	} else {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return newClient(nil, f, &opts)
+	return newScripted(nil, f, &opts)
 }
 
 type syncBuffer struct {

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -15,9 +16,8 @@ import (
 // A Lease is safe for concurrent use.
 type Lease struct {
 	c     *Client
+	g     *Grant
 	name  string
-	k     *keys
-	value string // "<token>:<owner>", the lock key's value
 	token fence.Token
 	t     timing
 
@@ -45,8 +45,9 @@ type Lease struct {
 
 // start makes the Lease for a grant whose request was sent at sent and
 // launches its heartbeat.
-func (c *Client) start(ctx context.Context, name string, k *keys, tok fence.Token, value string, t timing, sent time.Time) *Lease {
-	l := &Lease{c: c, name: name, k: k, value: value, token: tok, t: t, fake: inBubble(sent), relSem: make(chan struct{}, 1), slot: -1}
+func (c *Client) start(ctx context.Context, g *Grant, t timing, sent time.Time) *Lease {
+	name, tok := g.Name, g.Token
+	l := &Lease{c: c, g: g, name: name, token: tok, t: t, fake: inBubble(sent), relSem: make(chan struct{}, 1), slot: -1}
 	// The lease's context keeps ctx's values (trace ids, loggers) but not
 	// its cancellation: Acquire's ctx often ends long before the work.
 	parent := ctx
@@ -173,13 +174,12 @@ func (l *Lease) Release(ctx context.Context) error {
 	// reach Redis before the delete (it extends a key about to be deleted)
 	// or after it (it finds no key and does nothing): either way harmless.
 	l.end(ErrReleased)
-	res, err := releaseScript.Run(ctx, l.c.scripts, l.k.both[:1], l.value, l.k.channel).Int64()
-	if err != nil {
+	err := l.c.b.Release(ctx, l.g)
+	var lost *LostError
+	if err != nil && !errors.As(err, &lost) {
 		return errScript("release", l.name, err)
 	}
 	l.relDone = true
-	if res != 1 {
-		l.relErr = &LostError{Name: l.name, Token: l.token, Cause: resultCause(res)}
-	}
+	l.relErr = err
 	return l.relErr
 }

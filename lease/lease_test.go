@@ -16,7 +16,7 @@ import (
 
 func TestAcquireTwoClientsOneWins(t *testing.T) {
 	c1, env := newTestClient(t, nil)
-	c2 := New(env.Client, nil)
+	c2 := mustNew(t, env.Client, nil)
 	name := env.Name("one-wins")
 	ctx := context.Background()
 
@@ -368,7 +368,7 @@ func TestStolenKeyEndsLease(t *testing.T) {
 func TestBadInputSendsNothing(t *testing.T) {
 	env := testenvRedisCounting(t)
 	ctx := context.Background()
-	good := New(env.client, nil)
+	good := mustNew(t, env.client, nil)
 	cases := []struct {
 		c    *Client
 		name string
@@ -385,14 +385,9 @@ func TestBadInputSendsNothing(t *testing.T) {
 		{good, "ok", -time.Second, "below the minimum"},
 		{good, "ok", 9 * time.Millisecond, "below the minimum"},
 		{good, "ok", 10*time.Millisecond + time.Microsecond, "whole number of milliseconds"},
-		{New(nil, nil), "ok", time.Second, "nil Redis client"},
 		{nil, "ok", time.Second, "nil *lease.Client"},
-		{New(env.client, &Options{KeyPrefix: "a{"}), "ok", time.Second, "KeyPrefix"},
-		{New(env.client, &Options{RenewInterval: -1}), "ok", time.Second, "RenewInterval"},
-		{New(env.client, &Options{RenewInterval: time.Second}), "ok", time.Second, "RenewInterval"},
-		{New(env.client, &Options{DriftMargin: time.Second}), "ok", time.Second, "DriftMargin"},
-		{New(env.client, &Options{DriftMargin: -1}), "ok", time.Second, "DriftMargin"},
-		{New(env.client, &Options{RetryDelay: -1}), "ok", time.Second, "RetryDelay"},
+		{mustNew(t, env.client, &Options{RenewInterval: time.Second}), "ok", time.Second, "RenewInterval"},
+		{mustNew(t, env.client, &Options{DriftMargin: time.Second}), "ok", time.Second, "DriftMargin"},
 	}
 	for _, tc := range cases {
 		_, err := tc.c.Acquire(ctx, tc.name, tc.ttl)
@@ -406,6 +401,38 @@ func TestBadInputSendsNothing(t *testing.T) {
 	}
 	if n := env.sent.Load(); n != 0 {
 		t.Fatalf("%d commands sent for bad input", n)
+	}
+}
+
+func TestNewRefusesBadClientAndOptions(t *testing.T) {
+	env := testenvRedisCounting(t)
+	cases := []struct {
+		rdb  RedisClient
+		opts *Options
+		want string
+	}{
+		{nil, nil, "nil Redis client"},
+		{(*redis.Client)(nil), nil, "nil Redis client"},
+		{(*redis.ClusterClient)(nil), nil, "nil Redis client"},
+		{env.client, &Options{KeyPrefix: "a{"}, "KeyPrefix"},
+		{env.client, &Options{KeyPrefix: "a b"}, "KeyPrefix"},
+		{env.client, &Options{RenewInterval: -1}, "RenewInterval"},
+		{env.client, &Options{DriftMargin: -1}, "DriftMargin"},
+		{env.client, &Options{RetryDelay: -1}, "RetryDelay"},
+	}
+	for _, tc := range cases {
+		c, err := New(tc.rdb, tc.opts)
+		if c != nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "lease: ") {
+			t.Errorf("New(%T, %+v) = %v, %v; want ErrInvalid mentioning %q", tc.rdb, tc.opts, c, err, tc.want)
+		}
+	}
+	for _, b := range []Backend{nil, (*redisBackend)(nil)} {
+		if c, err := NewClient(b, nil); c != nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "nil Backend") {
+			t.Errorf("NewClient(%T) = %v, %v; want ErrInvalid", b, c, err)
+		}
+	}
+	if n := env.sent.Load(); n != 0 {
+		t.Fatalf("%d commands sent by New", n)
 	}
 }
 
@@ -428,7 +455,7 @@ func (h countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 
 func TestOneRoundTripEach(t *testing.T) {
 	env := testenvRedisCounting(t)
-	c := New(env.client, &Options{RenewInterval: 40 * time.Millisecond})
+	c := mustNew(t, env.client, &Options{RenewInterval: 40 * time.Millisecond})
 	ctx := context.Background()
 	name := env.Name("rtt")
 	// Load the scripts once so EVALSHA hits (a first-ever call adds the
@@ -451,7 +478,7 @@ func TestOneRoundTripEach(t *testing.T) {
 	}
 	release(t, l)
 	// Release alone, on a lease whose first renewal is far away.
-	c2 := New(env.client, nil)
+	c2 := mustNew(t, env.client, nil)
 	l2 := mustAcquire(t, c2, name, 10*time.Second)
 	before := env.sent.Load()
 	release(t, l2)
@@ -462,7 +489,7 @@ func TestOneRoundTripEach(t *testing.T) {
 
 func TestAcquireWithDoneContextSendsNothing(t *testing.T) {
 	env := testenvRedisCounting(t)
-	c := New(env.client, nil)
+	c := mustNew(t, env.client, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := c.Acquire(ctx, env.Name("done"), time.Second); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "nothing sent") {

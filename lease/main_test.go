@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 func newTestClient(t *testing.T, opts *Options) (*Client, *testenv.RedisEnv) {
 	t.Helper()
 	env := testenv.Redis(t)
-	return New(env.Client, opts), env
+	return mustNew(t, env.Client, opts), env
 }
 
 func mustAcquire(t testing.TB, c *Client, name string, ttl time.Duration) *Lease {
@@ -111,3 +111,34 @@ func (l *Lease) crash() {
 	l.c.wheel.remove(l)
 	l.mu.Unlock()
 }
+
+// mustNew is New for tests whose client and options are valid.
+func mustNew(t testing.TB, rdb RedisClient, opts *Options) *Client {
+	t.Helper()
+	c, err := New(rdb, opts)
+	if err != nil {
+		t.Fatalf("lease.New: %v", err)
+	}
+	return c
+}
+
+// newScripted returns a Redis client whose scripts run through scripts (a
+// fake without network for synctest, or a fault-injecting wrapper) and
+// whose pipelines and pub/sub use rdb (nil: renewals one by one, no pub/sub).
+func newScripted(rdb RedisClient, scripts redis.Scripter, opts *Options) *Client {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		panic(err)
+	}
+	return newClient(&redisBackend{rdb: rdb, scripts: scripts, prefix: cfg.prefix}, cfg)
+}
+
+// keys returns the Redis keys of name under c's prefix.
+func (c *Client) keys(name string) *keys {
+	k := new(keys)
+	makeKeys(k, c.cfg.prefix, name)
+	return k
+}
+
+// lockValueOf returns the lock key's value that l's grant wrote.
+func lockValueOf(l *Lease) string { return l.g.Value.(*redisGrant).value }

@@ -26,7 +26,7 @@ func TestMetricsPrometheus(t *testing.T) {
 	t.Cleanup(func() { mp.Shutdown(context.Background()) })
 
 	env := testenvRedisCounting(t)
-	c := New(env.client, &Options{MeterProvider: mp, RenewInterval: 20 * time.Millisecond,
+	c := mustNew(t, env.client, &Options{MeterProvider: mp, RenewInterval: 20 * time.Millisecond,
 		Logger: slog.New(slog.DiscardHandler)})
 	ctx := context.Background()
 	for i := range 3 {

@@ -27,7 +27,7 @@ func FuzzValidateName(f *testing.F) {
 	for _, s := range []string{"a", "job:x", "{x}", "a{b", "", "日本", "a b", "\xff", strings.Repeat("z", 513)} {
 		f.Add(s)
 	}
-	c := New(nil, nil)
+	c := newScripted(nil, nil, nil)
 	f.Fuzz(func(t *testing.T, name string) {
 		err := ValidateName(name)
 		if err != nil {

@@ -24,7 +24,7 @@ func TestSentinelFailover(t *testing.T) {
 	fc := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "fk", SentinelAddrs: []string{sentinel.Addr},
 		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1})
 	t.Cleanup(func() { fc.Close() })
-	c := New(fc, nil)
+	c := mustNew(t, fc, nil)
 	ctx := context.Background()
 	const name = "sentinel"
 	synced := grants(t, c, name, 10)

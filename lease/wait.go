@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // AcquireWait takes the lease name for ttl, waiting while someone else holds
@@ -29,18 +27,14 @@ func (c *Client) AcquireWait(ctx context.Context, name string, ttl time.Duration
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("lease: wait for %q: %w", name, err)
 	}
-	k := c.keys(name)
-	// Subscribe and wait for the confirmation, so that a release published
-	// after the first attempt cannot be missed. If that fails (Redis down),
-	// the attempt below reports the error or the wait falls back to TTLs.
-	var notes <-chan *redis.Message // nil (never ready) without a subscription
-	if c.rdb != nil {
-		ps := c.rdb.Subscribe(ctx, k.channel)
-		defer ps.Close()
-		if _, err := ps.Receive(ctx); err == nil {
-			notes = ps.Channel()
-		}
+	// Listen first, so that a release after the first attempt cannot be
+	// missed. If that fails (Redis down), the attempt below reports the
+	// error or the wait falls back to the holder's TTL.
+	w, werr := c.b.Watch(ctx, name)
+	if werr != nil || w == nil {
+		w = noWatch{}
 	}
+	defer w.Close()
 	for {
 		l, err := c.acquire(ctx, name, t)
 		if err == nil {
@@ -62,14 +56,11 @@ func (c *Client) AcquireWait(ctx context.Context, name string, ttl time.Duration
 		if wait < time.Millisecond {
 			wait = time.Millisecond
 		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		w.Wait(wctx)
+		cancel()
+		if ctx.Err() != nil {
 			return nil, fmt.Errorf("lease: wait for %q: %w", name, errors.Join(ctx.Err(), err))
-		case <-notes:
-		case <-timer.C:
 		}
-		timer.Stop()
 	}
 }

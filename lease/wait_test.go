@@ -152,7 +152,7 @@ func TestAcquireWaitPausedRedisReturns(t *testing.T) {
 	srv := testenv.StartRedisServer(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
-	c := New(rdb, nil)
+	c := mustNew(t, rdb, nil)
 	if err := rdb.Ping(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -151,7 +151,7 @@ func TestSynctestWheelSlowLoggerHoldsUpNoOtherLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFakeRedis()
 		h := &stallingHandler{stall: time.Second}
-		c := newClient(nil, f, &Options{Logger: slog.New(h)})
+		c := newScripted(nil, f, &Options{Logger: slog.New(h)})
 		start := time.Now()
 		var mu sync.Mutex
 		ended := map[string]time.Duration{}
@@ -239,11 +239,11 @@ func TestSynctestWheelManyLeases(t *testing.T) {
 					for end := time.Now().Add(p.hold); time.Now().Before(end); time.Sleep(time.Duration(1+rnd.IntN(7)) * time.Millisecond) {
 						f.mu.Lock()
 						v, ok := f.value[key]
-						ours := ok && v == l.value && time.Now().Before(f.expires[key])
+						ours := ok && v == lockValueOf(l) && time.Now().Before(f.expires[key])
 						f.mu.Unlock()
 						if !ours && l.Context().Err() == nil {
 							t.Errorf("failed for seed=%d: %s: Redis has %q (ours %q) but the Context is live, deadline in %v",
-								seed, name, v, l.value, time.Until(l.Deadline()))
+								seed, name, v, lockValueOf(l), time.Until(l.Deadline()))
 							return
 						}
 					}
@@ -339,9 +339,9 @@ func TestWheelStressRealRedis(t *testing.T) {
 				key := c.keys(name).lock
 				for end := time.Now().Add(min(time.Duration(rnd.Int64N(int64(2*ttl))), 300*time.Millisecond)); time.Now().Before(end); {
 					v, err := env.Client.Get(ctx, key).Result()
-					if v != l.value && l.Context().Err() == nil {
+					if v != lockValueOf(l) && l.Context().Err() == nil {
 						t.Errorf("%s (TTL %v): Redis has %q (%v), ours is %q, but the Context is live, deadline in %v",
-							name, ttl, v, err, l.value, time.Until(l.Deadline()))
+							name, ttl, v, err, lockValueOf(l), time.Until(l.Deadline()))
 						break
 					}
 					time.Sleep(time.Duration(rnd.IntN(5000)) * time.Microsecond)
@@ -510,7 +510,7 @@ func TestSynctestLostLeaseEndsWhateverTheLogHandlerDoes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFakeRedis()
 		h := &blockingHandler{}
-		c := newClient(nil, f, &Options{Logger: slog.New(h)})
+		c := newScripted(nil, f, &Options{Logger: slog.New(h)})
 		start := time.Now()
 		stolen := mustAcquire(t, c, "stolen", 300*time.Millisecond)
 		time.Sleep(10 * time.Millisecond)

@@ -92,20 +92,53 @@ func (r *Runner) beginStep(c int) {
 		r.endJob(c, false)
 		return
 	}
+	cs.steps++
+	for _, p := range cs.spec.Pauses {
+		if p.Step == cs.steps && p.For > 0 {
+			// Queued before the step's end, so that a pause as long as
+			// the step stops the client just before it writes.
+			r.q.push(&item{at: r.now + p.At, sent: r.now, act: aPauseStart, c: int8(c), local: p.For})
+		}
+	}
 	r.after(c, d, item{act: aStepDone, gen: cs.gen})
 }
 
+// clientWrite sends the step's write, unless a refused heartbeat has told
+// the client during the step that its lease is lost (a client whose lease
+// context was cancelled does not write). With a check-then-write storage it
+// first sends the token check.
 func (r *Runner) clientWrite(it *item) {
 	c := int(it.c)
 	cs := &r.clients[c]
 	if it.gen != cs.gen || !cs.holding {
 		return
 	}
+	if cs.lost {
+		r.record(Event{Kind: KindCheckFailed, Client: c, Token: cs.tok, Write: -1})
+		r.endJob(c, false)
+		return
+	}
 	id := len(r.writes)
 	cs.value = encodeID(cs.value, id)
 	r.writes = append(r.writes, Write{Client: c, Token: cs.tok, Sent: r.now, readLen: cs.readLen,
 		value: cs.value[:len(cs.value):len(cs.value)]})
-	r.send(item{act: aWriteArrive, c: it.c, tok: cs.tok, w: int32(id), gen: cs.gen})
+	act := aWriteArrive
+	if r.cfg.Storage == StorageCheckThenWrite {
+		act = aCheckArrive
+	}
+	r.send(item{act: act, c: it.c, tok: cs.tok, w: int32(id), gen: cs.gen})
+}
+
+// clientChecked sends the write whose token check passed. It does not look
+// at its lease again: the check was the look.
+func (r *Runner) clientChecked(it *item) {
+	c := int(it.c)
+	cs := &r.clients[c]
+	if it.gen != cs.gen || !cs.holding {
+		return
+	}
+	r.writes[it.w].Sent = r.now
+	r.send(item{act: aWriteArrive, c: it.c, tok: it.tok, w: it.w, gen: it.gen})
 }
 
 func (r *Runner) clientWriteDone(it *item) {
@@ -151,17 +184,17 @@ func (r *Runner) clientHeartbeat(it *item) {
 	r.after(c, r.cfg.Heartbeat, item{act: aHeartbeat, gen: cs.gen})
 }
 
+// clientRenewed handles a heartbeat's answer. A refusal is recorded even
+// when the job has just ended, as the lost lease's cause would be.
 func (r *Runner) clientRenewed(it *item) {
 	c := int(it.c)
 	cs := &r.clients[c]
-	if it.gen != cs.gen || !cs.holding {
+	if !it.ok && it.tok == cs.tok && !cs.lost && (it.gen == cs.gen || !cs.holding) {
+		cs.lost = true
+		r.record(Event{Kind: KindLost, Client: c, Sent: it.sent, Token: cs.tok, Other: it.other, Write: -1})
 		return
 	}
-	if !it.ok {
-		if !cs.lost {
-			cs.lost = true
-			r.record(Event{Kind: KindLost, Client: c, Sent: it.sent, Token: cs.tok, Other: it.other, Write: -1})
-		}
+	if it.gen != cs.gen || !cs.holding || !it.ok {
 		return
 	}
 	cs.deadline = max(cs.deadline, it.local+r.cfg.TTL)
@@ -173,6 +206,10 @@ func (r *Runner) clientRenewed(it *item) {
 // arriving at the very instant of expiry sees it expired.
 func (r *Runner) expireIfDue() {
 	if r.holder >= 0 && r.now >= r.expiresAt {
+		if r.downTok != 0 && r.downTok == r.leaseTok {
+			r.downtime += r.now - r.downFrom
+			r.downTok = 0
+		}
 		r.record(Event{Kind: KindExpired, Client: r.holder, Token: r.leaseTok, Write: -1})
 		r.holder = -1
 	}
@@ -198,7 +235,7 @@ func (r *Runner) leaseAcquire(it *item) {
 
 func (r *Runner) leaseRenew(it *item) {
 	r.expireIfDue()
-	reply := item{act: aRenewReply, c: it.c, gen: it.gen, local: it.local, other: r.leaseTok}
+	reply := item{act: aRenewReply, c: it.c, gen: it.gen, local: it.local, tok: it.tok, other: r.leaseTok}
 	if r.holder == int(it.c) && r.leaseTok == it.tok {
 		r.expiresAt = r.now + r.cfg.TTL // the pending aExpire re-arms itself
 		r.record(Event{Kind: KindRenewed, Client: int(it.c), Sent: it.sent, Token: it.tok, Write: -1, Dur: r.cfg.TTL})
@@ -244,49 +281,93 @@ func (r *Runner) live(tok fence.Token) bool {
 
 // --- storage ---
 
-// storageRead serves a read. The fenced storage first claims the reader's
-// token with fence.MemStore.Claim, so that older holders are fenced out
-// from then on even before the new holder writes anything.
+// storageRead serves a read. A storage that claims ([StorageClaim],
+// [StorageCheckThenWrite]) first records the reader's token, so that older
+// holders are fenced out from then on even before the new holder writes.
 func (r *Runner) storageRead(it *item) {
 	reply := item{act: aReadReply, c: it.c, gen: it.gen, tok: it.tok, ok: true}
 	cs := &r.clients[it.c]
-	if r.mem != nil {
-		if err := r.mem.Claim(r.cfg.Resource, it.tok); err != nil {
-			reply.ok, reply.other = false, r.mem.Current(r.cfg.Resource)
-			r.record(Event{Kind: KindReadRejected, Client: int(it.c), Sent: it.sent, Token: it.tok, Other: reply.other, Write: -1})
-			r.send(reply)
-			return
+	var err error
+	switch r.cfg.Storage {
+	case StorageClaim:
+		err = r.mem.Claim(r.cfg.Resource, it.tok)
+	case StorageCheckThenWrite:
+		if err = fence.Check(r.cfg.Resource, it.tok, r.plainTok); err == nil {
+			r.plainTok = it.tok
 		}
-		v, _ := r.mem.Get(r.cfg.Resource)
-		cs.pending = append(cs.pending[:0], v...)
-	} else {
-		cs.pending = append(cs.pending[:0], r.plainVal...)
 	}
+	if err != nil {
+		reply.ok, reply.other = false, r.current()
+		r.record(Event{Kind: KindReadRejected, Client: int(it.c), Sent: it.sent, Token: it.tok, Other: reply.other, Write: -1})
+		r.send(reply)
+		return
+	}
+	cs.pending = append(cs.pending[:0], r.value()...)
 	r.record(Event{Kind: KindRead, Client: int(it.c), Sent: it.sent, Token: it.tok, Write: -1})
 	r.send(reply)
 }
 
-// storageWrite applies a write. With fencing, fence.MemStore.Put decides
-// with fence.Check; without, the write always lands.
+// current is the newest token the storage has seen (claimed or written).
+func (r *Runner) current() fence.Token {
+	if r.mem != nil {
+		return r.mem.Current(r.cfg.Resource)
+	}
+	return r.plainTok
+}
+
+// value is the stored value.
+func (r *Runner) value() []byte {
+	if r.mem != nil {
+		v, _ := r.mem.Get(r.cfg.Resource)
+		return v
+	}
+	return r.plainVal
+}
+
+// storageWrite applies a write. [StorageWrites] and [StorageClaim] decide
+// with fence.MemStore.Put (hence fence.Check, atomically with the write);
+// [StorageOff] and [StorageCheckThenWrite] (whose check came in an earlier
+// request) store it unconditionally, the latter with its token.
 func (r *Runner) storageWrite(it *item) {
 	w := &r.writes[it.w]
 	w.At = r.now
 	w.Live = r.live(it.tok)
-	value := w.value
 	reply := item{act: aWriteReply, c: it.c, gen: it.gen, tok: it.tok, ok: true}
-	if r.mem != nil {
-		if err := r.mem.Put(r.cfg.Resource, it.tok, value); err != nil {
-			reply.ok, reply.other = false, r.mem.Current(r.cfg.Resource)
-			r.rejected++
-			r.record(Event{Kind: KindWriteRejected, Client: int(it.c), Sent: it.sent, Token: it.tok, Other: reply.other, Write: int(it.w)})
-			r.send(reply)
+	switch r.cfg.Storage {
+	case StorageWrites, StorageClaim:
+		if err := r.mem.Put(r.cfg.Resource, it.tok, w.value); err != nil {
+			r.reject(it, reply)
 			return
 		}
-	} else {
-		r.plainVal = value
+	case StorageCheckThenWrite:
+		r.plainVal, r.plainTok = w.value, it.tok
+	default:
+		r.plainVal = w.value
 	}
 	w.Accepted = true
 	r.accepted = append(r.accepted, it.tok)
 	r.record(Event{Kind: KindWriteAccepted, Client: int(it.c), Sent: it.sent, Token: it.tok, Write: int(it.w)})
+	r.send(reply)
+}
+
+// storageCheck is the first request of a check-then-write: it checks the
+// token with fence.Check and answers, and changes nothing.
+func (r *Runner) storageCheck(it *item) {
+	cur := r.current()
+	if err := fence.Check(r.cfg.Resource, it.tok, cur); err != nil {
+		w := &r.writes[it.w]
+		w.At, w.Live = r.now, r.live(it.tok)
+		r.reject(it, item{act: aWriteReply, c: it.c, gen: it.gen, tok: it.tok})
+		return
+	}
+	r.record(Event{Kind: KindChecked, Client: int(it.c), Sent: it.sent, Token: it.tok, Other: cur, Write: int(it.w)})
+	r.send(item{act: aCheckReply, c: it.c, gen: it.gen, tok: it.tok, w: it.w, ok: true})
+}
+
+// reject refuses it's write as stale and sends the refusal.
+func (r *Runner) reject(it *item, reply item) {
+	reply.ok, reply.other = false, r.current()
+	r.rejected++
+	r.record(Event{Kind: KindWriteRejected, Client: int(it.c), Sent: it.sent, Token: it.tok, Other: reply.other, Write: int(it.w)})
 	r.send(reply)
 }

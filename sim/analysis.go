@@ -18,7 +18,7 @@ func (r *Result) AcceptedTokens() []fence.Token { return slices.Clone(r.accepted
 // the seed and both writes.
 func (r *Result) Violation() error {
 	if err := fence.VerifyHistory(r.Resource, r.accepted); err != nil {
-		return &ViolationError{Seed: r.Seed, Fencing: r.Fencing, Err: err}
+		return &ViolationError{Seed: r.Seed, Storage: r.Storage, Err: err}
 	}
 	return nil
 }
@@ -26,24 +26,18 @@ func (r *Result) Violation() error {
 // ViolationError reports a run that broke the fencing invariant.
 type ViolationError struct {
 	Seed    uint64
-	Fencing bool
+	Storage Storage
 	Err     error // from fence.VerifyHistory
 }
 
 // Error names the seed so the run can be replayed.
 func (e *ViolationError) Error() string {
-	return "sim: failed for seed=" + strconv.FormatUint(e.Seed, 10) + " (fencing " + onOff(e.Fencing) + "): " + e.Err.Error()
+	return "sim: failed for seed=" + strconv.FormatUint(e.Seed, 10) + " (fencing " + e.Storage.String() + "): " + e.Err.Error()
 }
 
 // Unwrap returns the history error.
 func (e *ViolationError) Unwrap() error { return e.Err }
 
-func onOff(b bool) string {
-	if b {
-		return "on"
-	}
-	return "off"
-}
 
 // Lost returns the accepted writes whose data is not in the final value:
 // a later write was computed from a value read before them and overwrote
@@ -111,10 +105,10 @@ func (r *Result) Downtime() []Span {
 // order and their Write fields index writes; final lists the writes whose
 // data the storage holds at the end. Violation checks the accepted writes
 // in event order.
-func NewRecorded(clients []string, resource string, fencing bool, ttl, heartbeat time.Duration,
+func NewRecorded(clients []string, resource string, storage Storage, ttl, heartbeat time.Duration,
 	events []Event, writes []Write, final []int) *Result {
-	r := &Result{Fencing: fencing, TTL: ttl, Heartbeat: heartbeat, Resource: resource,
-		Clients: clients, Events: events, Writes: writes, Final: final, recorded: true}
+	r := &Result{Storage: storage, TTL: ttl, Heartbeat: heartbeat, Resource: resource,
+		Clients: clients, Events: events, Writes: writes, Final: final, Recorded: true}
 	for _, e := range events {
 		if e.Kind == KindWriteAccepted {
 			r.accepted = append(r.accepted, e.Token)

@@ -19,10 +19,9 @@ type Config struct {
 	// Heartbeat is the holder's renewal interval by its own clock; 0 means
 	// no heartbeat (the lease lasts one TTL from the grant).
 	Heartbeat time.Duration
-	// Fencing makes the storage check tokens with [fence.MemStore]: every
-	// read claims the reader's token and every write is checked with the
-	// one staleness rule. Without it the storage accepts everything.
-	Fencing bool
+	// Storage is how the storage treats tokens; the zero value,
+	// [StorageOff], accepts everything.
+	Storage Storage
 	// DelayMin and DelayMax bound the one-way delay of every message; each
 	// message draws its delay uniformly from [DelayMin, DelayMax].
 	DelayMin, DelayMax time.Duration
@@ -73,9 +72,15 @@ type ClientSpec struct {
 	Drift float64
 }
 
-// Pause is a window of real time during which a client does nothing.
+// Pause is a window of real time during which a client does nothing. A
+// work step in progress resumes, after the pause, with the work it had left.
 type Pause struct {
+	// At is when the pause starts: real time since the start of the run,
+	// or, when Step is n > 0, since the client's n-th work step began (its
+	// n-th lease check passed): At equal to the step's length pauses it
+	// just before that step's write.
 	At, For time.Duration
+	Step    int
 }
 
 const maxClients = 26
@@ -104,6 +109,8 @@ func normalize(cfg *Config) (Config, error) {
 		return bad("DelayMax %v is below DelayMin %v", c.DelayMax, c.DelayMin)
 	case len(c.Clients) == 0 || len(c.Clients) > maxClients:
 		return bad("%d clients, want 1 to %d", len(c.Clients), maxClients)
+	case int(c.Storage) >= len(storageNames):
+		return bad("unknown Storage %d", c.Storage)
 	case c.Horizon < 0:
 		return bad("Horizon %v is negative", c.Horizon)
 	case c.MaxSteps < 0:
@@ -139,7 +146,7 @@ func normalize(cfg *Config) (Config, error) {
 			return bad("client %s: Drift %g outside (-0.9, 10]", s.Name, s.Drift)
 		}
 		for _, p := range s.Pauses {
-			if p.At < 0 || p.For < 0 {
+			if p.At < 0 || p.For < 0 || p.Step < 0 {
 				return bad("client %s: negative pause %v+%v", s.Name, p.At, p.For)
 			}
 		}

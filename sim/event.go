@@ -54,6 +54,10 @@ const (
 	KindCrashed
 	// KindDone: Client finished all its jobs.
 	KindDone
+	// KindChecked: the check-then-write storage found write Write's Token
+	// not stale; the write itself follows in a second request, which the
+	// storage applies without checking again. Other is the storage's token.
+	KindChecked
 )
 
 var kindNames = [...]string{
@@ -75,6 +79,7 @@ var kindNames = [...]string{
 	KindResumed:       "resumed",
 	KindCrashed:       "crashed",
 	KindDone:          "done",
+	KindChecked:       "checked",
 }
 
 // String returns the kind's name as the JSON output spells it, such as
@@ -92,7 +97,7 @@ func (k Kind) Actor() string {
 	switch k {
 	case KindGranted, KindDenied, KindRenewed, KindRenewDenied, KindExpired, KindReleased:
 		return "lease"
-	case KindRead, KindReadRejected, KindWriteAccepted, KindWriteRejected:
+	case KindRead, KindReadRejected, KindWriteAccepted, KindWriteRejected, KindChecked:
 		return "storage"
 	}
 	return "client"

@@ -3,7 +3,6 @@ package sim_test
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/fencekit/fencekit/sim"
 )
@@ -12,7 +11,7 @@ import (
 func ExampleScenario_Run() {
 	sc, _ := sim.Lookup("kleppmann")
 	p := sc.Defaults // TTL 10s, heartbeat 3s, A pauses 15s
-	p.Fencing = true
+	p.Storage = sim.StorageClaim
 	res, err := sc.Run(p)
 	if err != nil {
 		fmt.Println(err)
@@ -22,7 +21,7 @@ func ExampleScenario_Run() {
 		fmt.Println(s)
 	}
 	// Output:
-	// A's write A1 (token 33) was REJECTED as stale at 16.1s: the storage had already seen token 34, claimed by B's read at 10.5s.
+	// A's write A1 (token 33) was REJECTED as stale at 17.5s: the storage had already seen token 34, claimed by B's read at 10.5s.
 	// Safe: 1 write(s) accepted, 1 rejected, none lost, tokens never went backwards.
 	// Final value of "file": "B1".
 }
@@ -36,8 +35,8 @@ func ExampleExplore() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("fencing on, violations:", rep.On.Violations)
-	fmt.Println("fencing off found violations:", rep.Off.Violations > 0)
+	fmt.Println("fencing on, violations:", rep.Tally(sim.StorageClaim).Violations)
+	fmt.Println("fencing off found violations:", rep.Tally(sim.StorageOff).Violations > 0)
 	// Output:
 	// fencing on, violations: 0
 	// fencing off found violations: true
@@ -47,7 +46,7 @@ func ExampleExplore() {
 func ExampleRun() {
 	res, err := sim.Run(&sim.Config{
 		TTL:     10e9, // 10s
-		Fencing: true,
+		Storage: sim.StorageClaim,
 		Clients: []sim.ClientSpec{
 			{Name: "A", Step: 2e9, Pauses: []sim.Pause{{At: 1e9, For: 20e9}}},
 			{Name: "B", Start: 3e9, Step: 1e9},
@@ -65,29 +64,3 @@ func ExampleRun() {
 	// A token 1 accepted=false
 }
 
-// A one-client run printed as a terminal timeline.
-func ExampleWriteTimeline() {
-	res, _ := sim.Run(&sim.Config{
-		TTL:     10e9,
-		Fencing: true,
-		Clients: []sim.ClientSpec{{Name: "A", Step: 1e9}},
-	})
-	sim.WriteTimeline(os.Stdout, "one writer", res)
-	// Output:
-	// one writer
-	// TTL 10s, heartbeat none. Times are virtual seconds; "write A1/1" is A's first write, carrying token 1.
-	// With fencing, every read claims the reader's token at the storage and every write is checked against the newest token seen.
-	//
-	//          │ fencing ON
-	// time     │ lease A
-	// ─────────┼─────────────────────
-	//       0s │ A:1
-	//          │ A:1   acquired 1
-	//          │ A:1   read ""
-	//       1s │ A:1   write A1/1 ok
-	//          │ -     released
-	//
-	// Fencing ON:
-	//   • Safe: 1 write(s) accepted, 0 rejected, none lost, tokens never went backwards.
-	//   • Final value of "file": "A1".
-}

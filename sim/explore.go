@@ -15,8 +15,11 @@ import (
 // ExploreParams set the distributions random schedules are drawn from;
 // start from [DefaultExploreParams].
 type ExploreParams struct {
-	// Runs is the number of schedules; each runs with fencing off and on.
+	// Runs is the number of schedules; each runs once per storage mode.
 	Runs int
+	// Storages are the storage modes each schedule runs with, in order;
+	// nil means StorageOff then StorageClaim (fencing off and on).
+	Storages []Storage
 	// Seed is the first run's seed; run i uses Seed+i, so any run can be
 	// replayed alone with [ExploreSchedule].
 	Seed uint64
@@ -78,22 +81,66 @@ func (p ExploreParams) Validate() error {
 	case p.DriftMax < 0 || p.DriftMax >= 0.9:
 		return fmt.Errorf("sim: explore: drift %g outside [0, 0.9)", p.DriftMax)
 	}
+	for i, s := range p.Storages {
+		if int(s) >= len(storageNames) || slices.Contains(p.Storages[:i], s) {
+			return fmt.Errorf("sim: explore: storage %v unknown or listed twice", s)
+		}
+	}
 	return nil
+}
+
+// Warnings says when p's pauses cannot (or can rarely) outlast a lease, so
+// that fencing off looks safer than it is: a lease is lost to a pause only
+// when the pause is longer than the lease's remaining time, which a
+// heartbeat keeps near the TTL.
+func (p ExploreParams) Warnings() []string {
+	var out []string
+	switch {
+	case p.PauseProb == 0:
+		out = append(out, "no pauses are drawn (pause chance 0): without a pause that outlasts a lease, leases alone look safe")
+	case p.Heartbeat > 0 && p.PauseMax <= p.minRemaining():
+		out = append(out, fmt.Sprintf("no pause can outlast a lease: pauses are at most %s, and a lease renewed every %s "+
+			"always has more than %s left; raise the maximum pause above the TTL (%s)",
+			FormatTime(p.PauseMax), FormatTime(p.Heartbeat), FormatTime(p.minRemaining()), FormatTime(p.TTL)))
+	case p.PauseMax <= p.TTL:
+		out = append(out, fmt.Sprintf("pauses are at most %s, not longer than the %s TTL: only pauses that start late "+
+			"in a lease outlast it, so violations are rare; raise the maximum pause above the TTL",
+			FormatTime(p.PauseMax), FormatTime(p.TTL)))
+	}
+	return out
+}
+
+// minRemaining is a lower bound of a renewed lease's remaining time: the
+// TTL less the longest renewal interval by a drifting clock and two
+// message delays.
+func (p ExploreParams) minRemaining() time.Duration {
+	return p.TTL - time.Duration(float64(p.Heartbeat)/(1-p.DriftMax)) - 2*p.DelayMax
+}
+
+// storages returns the storage modes to run, defaults filled in.
+func (p ExploreParams) storages() []Storage {
+	if len(p.Storages) == 0 {
+		return []Storage{StorageOff, StorageClaim}
+	}
+	return p.Storages
 }
 
 // ExploreSchedule returns the configuration of the run with the given seed
 // under p: the same seed always gives the same schedule, so a violating
 // seed that [Explore] reports can be replayed and drawn.
-func ExploreSchedule(p ExploreParams, seed uint64, fencing bool) (*Config, error) {
+func ExploreSchedule(p ExploreParams, seed uint64, storage Storage) (*Config, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
+	if int(storage) >= len(storageNames) {
+		return nil, fmt.Errorf("sim: explore: unknown storage %v", storage)
+	}
 	cfg := &Config{}
-	schedule(cfg, rand.New(rand.NewPCG(seed, 1)), p, seed, fencing)
+	schedule(cfg, rand.New(rand.NewPCG(seed, 1)), p, seed, storage)
 	return cfg, nil
 }
 
-func schedule(cfg *Config, rng *rand.Rand, p ExploreParams, seed uint64, fencing bool) {
+func schedule(cfg *Config, rng *rand.Rand, p ExploreParams, seed uint64, storage Storage) {
 	dur := func(lo, hi time.Duration) time.Duration {
 		if hi <= lo {
 			return lo
@@ -102,7 +149,7 @@ func schedule(cfg *Config, rng *rand.Rand, p ExploreParams, seed uint64, fencing
 	}
 	// The schedule is complete and valid as drawn (p was validated), so the
 	// explorer runs it without normalize's copy.
-	*cfg = Config{Seed: seed, TTL: p.TTL, Heartbeat: p.Heartbeat, Fencing: fencing, DelayMax: p.DelayMax,
+	*cfg = Config{Seed: seed, TTL: p.TTL, Heartbeat: p.Heartbeat, Storage: storage, DelayMax: p.DelayMax,
 		FirstToken: 1, Resource: "file", Horizon: exploreHorizon(p), MaxSteps: 1_000_000, Clients: cfg.Clients[:0]}
 	for i := range p.Clients {
 		var pauses []Pause // reuse the backing array of a reused Config
@@ -134,9 +181,9 @@ func exploreHorizon(p ExploreParams) time.Duration {
 	return 30*time.Minute + time.Duration(p.Clients*p.Jobs)*(2*p.TTL+p.PauseMax+time.Duration(p.Writes)*2*p.Work)
 }
 
-// Tally counts the outcomes of many runs with fencing either off or on.
+// Tally counts the outcomes of many runs with one storage mode.
 type Tally struct {
-	Fencing bool
+	Storage Storage
 	// Violations is the number of runs in which the storage accepted a
 	// write whose token was older than one it had accepted before
 	// ([Result.Violation]); Seeds lists them in order.
@@ -154,6 +201,11 @@ type Tally struct {
 	// CutRuns is the number of runs that reached their horizon with
 	// actions pending ([Result.Cut]); their tallies are incomplete.
 	CutRuns int
+	// DowntimeRuns counts the runs in which a crashed client still held
+	// the lease, and Downtime sums those spans ([Result.Downtime]): time in
+	// which nobody could work, the price of the TTL.
+	DowntimeRuns int
+	Downtime     time.Duration
 }
 
 // ExploreReport is what [Explore] found.
@@ -161,7 +213,27 @@ type ExploreReport struct {
 	Params ExploreParams
 	// LongPauses is the number of schedules with a pause longer than the TTL.
 	LongPauses int
-	Off, On    Tally
+	// Tallies has one Tally per storage mode, in the order of
+	// Params.Storages (by default: off, then claim).
+	Tallies []Tally
+}
+
+// Tally returns the tally of storage mode s, or nil if s did not run.
+func (rep *ExploreReport) Tally(s Storage) *Tally {
+	for i := range rep.Tallies {
+		if rep.Tallies[i].Storage == s {
+			return &rep.Tallies[i]
+		}
+	}
+	return nil
+}
+
+func newReport(p ExploreParams) *ExploreReport {
+	rep := &ExploreReport{Params: p}
+	for _, s := range p.storages() {
+		rep.Tallies = append(rep.Tallies, Tally{Storage: s})
+	}
+	return rep
 }
 
 // Explore runs p.Runs random schedules, each with fencing off and then on,
@@ -193,7 +265,7 @@ func Explore(ctx context.Context, p ExploreParams, progress func(done int)) (*Ex
 	var wg sync.WaitGroup
 	for w := range workers {
 		lo, hi := p.Runs*w/workers, p.Runs*(w+1)/workers
-		parts[w] = &ExploreReport{On: Tally{Fencing: true}}
+		parts[w] = newReport(p)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -201,11 +273,12 @@ func Explore(ctx context.Context, p ExploreParams, progress func(done int)) (*Ex
 		}()
 	}
 	wg.Wait()
-	rep := &ExploreReport{Params: p, On: Tally{Fencing: true}}
+	rep := newReport(p)
 	for _, part := range parts {
 		rep.LongPauses += part.LongPauses
-		rep.Off.merge(&part.Off)
-		rep.On.merge(&part.On)
+		for i := range rep.Tallies {
+			rep.Tallies[i].merge(&part.Tallies[i])
+		}
 	}
 	return rep, errors.Join(errs...)
 }
@@ -241,6 +314,8 @@ func (t *Tally) merge(o *Tally) {
 	t.Writes += o.Writes
 	t.Rejected += o.Rejected
 	t.CutRuns += o.CutRuns
+	t.DowntimeRuns += o.DowntimeRuns
+	t.Downtime += o.Downtime
 }
 
 // explorer holds reusable buffers for many runs.
@@ -260,18 +335,15 @@ func newExplorer() *explorer {
 
 func (e *explorer) one(rep *ExploreReport, p ExploreParams, seed uint64) error {
 	e.pcg.Seed(seed, 1)
-	schedule(&e.cfg, e.rng, p, seed, false)
+	schedule(&e.cfg, e.rng, p, seed, StorageOff)
 	if hasLongPause(&e.cfg) {
 		rep.LongPauses++
 	}
-	for _, fencing := range []bool{false, true} {
-		e.cfg.Fencing = fencing
+	for i := range rep.Tallies {
+		t := &rep.Tallies[i]
+		e.cfg.Storage = t.Storage
 		if err := e.runner.run(e.cfg); err != nil {
 			return err
-		}
-		t := &rep.Off
-		if fencing {
-			t = &rep.On
 		}
 		t.add(e.runner)
 	}
@@ -294,10 +366,7 @@ func (t *Tally) add(r *Runner) {
 		t.Violations++
 		t.Seeds = append(t.Seeds, r.cfg.Seed)
 	}
-	val := r.plainVal
-	if r.mem != nil {
-		val, _ = r.mem.Get(r.cfg.Resource)
-	}
+	val := r.value()
 	r.final = appendIDs(r.final[:0], val)
 	lost, stale := false, false
 	for i, w := range r.writes {
@@ -311,6 +380,10 @@ func (t *Tally) add(r *Runner) {
 	}
 	if stale {
 		t.StaleRuns++
+	}
+	if r.downtime > 0 {
+		t.DowntimeRuns++
+		t.Downtime += r.downtime
 	}
 }
 

@@ -22,25 +22,26 @@ func TestExploreInvariants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.On.Violations != 0 || rep.On.LostRuns != 0 {
+	off, on := rep.Tally(sim.StorageOff), rep.Tally(sim.StorageClaim)
+	if on.Violations != 0 || on.LostRuns != 0 {
 		seed := uint64(0)
-		if len(rep.On.Seeds) > 0 {
-			seed = rep.On.Seeds[0]
+		if len(on.Seeds) > 0 {
+			seed = on.Seeds[0]
 		}
-		t.Fatalf("failed for seed=%d: fencing on: %d violations, %d runs lost a write", seed, rep.On.Violations, rep.On.LostRuns)
+		t.Fatalf("failed for seed=%d: fencing on: %d violations, %d runs lost a write", seed, on.Violations, on.LostRuns)
 	}
-	if rep.Off.Violations == 0 || rep.Off.LostRuns == 0 {
+	if off.Violations == 0 || off.LostRuns == 0 {
 		t.Fatalf("fencing off found no violation in %d runs (%d with long pauses)", p.Runs, rep.LongPauses)
 	}
-	if rep.On.Rejected == 0 || rep.Off.Rejected != 0 {
-		t.Fatalf("rejections: on %d, off %d", rep.On.Rejected, rep.Off.Rejected)
+	if on.Rejected == 0 || off.Rejected != 0 {
+		t.Fatalf("rejections: on %d, off %d", on.Rejected, off.Rejected)
 	}
-	if len(rep.Off.Seeds) != rep.Off.Violations || rep.LongPauses == 0 {
-		t.Fatalf("%d seeds for %d violations, %d long pauses", len(rep.Off.Seeds), rep.Off.Violations, rep.LongPauses)
+	if len(off.Seeds) != off.Violations || rep.LongPauses == 0 {
+		t.Fatalf("%d seeds for %d violations, %d long pauses", len(off.Seeds), off.Violations, rep.LongPauses)
 	}
 	// Every listed seed replays to the same violation, and with fencing
 	// the same schedule is safe.
-	for _, seed := range rep.Off.Seeds[:min(50, len(rep.Off.Seeds))] {
+	for _, seed := range off.Seeds[:min(50, len(off.Seeds))] {
 		if r := runSchedule(t, p, seed, false); r.Violation() == nil {
 			t.Fatalf("failed for seed=%d: listed as violating but replays clean", seed)
 		}
@@ -71,16 +72,18 @@ func TestExploreNoFaultsNoViolations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Off.Violations != 0 || rep.Off.StaleRuns != 0 {
-		t.Fatalf("failed for seed=%v: no faults but %d violations, %d stale", rep.Off.Seeds, rep.Off.Violations, rep.Off.StaleRuns)
+	off, on := rep.Tally(sim.StorageOff), rep.Tally(sim.StorageClaim)
+	if off.Violations != 0 || off.StaleRuns != 0 {
+		t.Fatalf("failed for seed=%v: no faults but %d violations, %d stale", off.Seeds, off.Violations, off.StaleRuns)
 	}
 	p = sim.DefaultExploreParams()
 	p.Runs, p.PauseProb = 2000, 0
 	if rep, err = sim.Explore(context.Background(), p, nil); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Off.Violations != 0 || rep.Off.LostRuns != 0 {
-		t.Fatalf("failed for seed=%v: no pauses but %d violations, %d runs lost a write", rep.Off.Seeds, rep.Off.Violations, rep.Off.LostRuns)
+	off, on = rep.Tally(sim.StorageOff), rep.Tally(sim.StorageClaim)
+	if off.Violations != 0 || off.LostRuns != 0 {
+		t.Fatalf("failed for seed=%v: no pauses but %d violations, %d runs lost a write", off.Seeds, off.Violations, off.LostRuns)
 	}
 	// Only long pauses, nothing else: still violations without fencing.
 	p.PauseProb, p.PauseMax, p.CrashProb = 1, 40*time.Second, 0
@@ -88,8 +91,9 @@ func TestExploreNoFaultsNoViolations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Off.Violations == 0 || rep.On.Violations != 0 || rep.On.LostRuns != 0 {
-		t.Fatalf("long pauses only: off %d violations, on %d/%d", rep.Off.Violations, rep.On.Violations, rep.On.LostRuns)
+	off, on = rep.Tally(sim.StorageOff), rep.Tally(sim.StorageClaim)
+	if off.Violations == 0 || on.Violations != 0 || on.LostRuns != 0 {
+		t.Fatalf("long pauses only: off %d violations, on %d/%d", off.Violations, on.Violations, on.LostRuns)
 	}
 }
 
@@ -135,7 +139,7 @@ func TestExploreParamsValidate(t *testing.T) {
 		if _, err := sim.Explore(context.Background(), p, nil); err == nil {
 			t.Errorf("Explore(%+v) accepted bad params", p)
 		}
-		if _, err := sim.ExploreSchedule(p, 1, true); err == nil {
+		if _, err := sim.ExploreSchedule(p, 1, sim.StorageClaim); err == nil {
 			t.Errorf("ExploreSchedule(%+v) accepted bad params", p)
 		}
 	}
@@ -153,8 +157,9 @@ func BenchmarkExplore(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if rep.On.Violations != 0 {
-		b.Fatalf("failed for seed=%d", rep.On.Seeds[0])
+	on := rep.Tally(sim.StorageClaim)
+	if on.Violations != 0 {
+		b.Fatalf("failed for seed=%d", on.Seeds[0])
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "schedules/s")
 }

@@ -19,7 +19,7 @@ func FuzzRun(f *testing.F) {
 	f.Fuzz(func(t *testing.T, seed uint64, ttl, hb, dmin, dmax int64, clients uint8, pauseAt, pauseFor int64,
 		drift float64, crashAt int64, jobs, writes uint8, step int64) {
 		ms := func(v int64) time.Duration { return time.Duration(v%100_000) * time.Millisecond } // within ±100s
-		cfg := &sim.Config{Seed: seed, TTL: ms(ttl), Heartbeat: ms(hb), Fencing: true, DelayMin: ms(dmin), DelayMax: ms(dmax),
+		cfg := &sim.Config{Seed: seed, TTL: ms(ttl), Heartbeat: ms(hb), Storage: sim.StorageClaim, DelayMin: ms(dmin), DelayMax: ms(dmax),
 			Horizon: 10 * time.Minute, MaxSteps: 200_000}
 		for i := range int(clients) % 30 {
 			cfg.Clients = append(cfg.Clients, sim.ClientSpec{

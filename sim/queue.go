@@ -27,13 +27,15 @@ const (
 	aPauseEnd                    // client runs again
 	aCrash                       // client dies
 	aWake                        // client is told the lease was released, or its wait timer fires
+	aCheckArrive                 // check-then-write storage receives a token check
+	aCheckReply                  // client receives the check's answer
 )
 
 // toClient reports whether the action runs on a client, so that a pause
 // defers it and a crash drops it.
 func (a action) toClient() bool {
 	switch a {
-	case aStart, aAcquireReply, aReadReply, aStepDone, aWriteReply, aHeartbeat, aRenewReply, aWake:
+	case aStart, aAcquireReply, aReadReply, aStepDone, aWriteReply, aHeartbeat, aRenewReply, aWake, aCheckReply:
 		return true
 	}
 	return false

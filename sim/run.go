@@ -12,7 +12,7 @@ import (
 // outcome, and the stored value at the end.
 type Result struct {
 	Seed      uint64
-	Fencing   bool
+	Storage   Storage
 	TTL       time.Duration
 	Heartbeat time.Duration
 	Resource  string
@@ -30,8 +30,11 @@ type Result struct {
 	Horizon time.Duration
 	Cut     bool
 
+	// Recorded reports that [NewRecorded] built the result from events
+	// observed on real servers: times are real, and there is no seed.
+	Recorded bool
+
 	accepted []fence.Token
-	recorded bool // built by NewRecorded from real events
 }
 
 // Write is one write a client sent.
@@ -54,7 +57,9 @@ type Write struct {
 type clientState struct {
 	spec      *ClientSpec
 	crashed   bool
+	pauseFrom time.Duration // real time the current pause began
 	pauseEnd  time.Duration // real time the current pause ends; 0 when running
+	steps     int           // work steps begun, for pauses counted from a step
 	gen       uint32        // job generation: stale timers and replies carry an older one
 	holding   bool
 	lost      bool
@@ -88,15 +93,23 @@ type Runner struct {
 	nextTok   fence.Token
 	waiters   uint32 // bit c set: client c waits for a release notice
 
-	// storage
+	// storage: mem for StorageWrites and StorageClaim; plainVal and
+	// plainTok (the token the last write or claim left) for the others
 	mem      *fence.MemStore
 	plainVal []byte
+	plainTok fence.Token
 	accepted []fence.Token // tokens of accepted writes, in order
 	rejected int
 	names    []string
 	final    []int // explore's decoded final value, reused
 
 	cut bool // the run stopped at the horizon with actions pending
+
+	// downtime sums the closed spans in which a crashed client held the
+	// lease; downFrom is the start of the open one, for lease downTok.
+	downtime time.Duration
+	downFrom time.Duration
+	downTok  fence.Token
 
 	// quiet skips recording events and decoding Write.Read: explore only
 	// needs the writes, the accepted tokens and the final value.
@@ -138,7 +151,7 @@ func (r *Runner) run(c Config) error {
 		s := &r.cfg.Clients[i]
 		r.q.push(&item{at: s.Start, sent: s.Start, act: aStart, c: int8(i)})
 		for _, p := range s.Pauses {
-			if p.For > 0 {
+			if p.For > 0 && p.Step == 0 {
 				r.q.push(&item{at: p.At, sent: p.At, act: aPauseStart, c: int8(i), local: p.For})
 			}
 		}
@@ -180,18 +193,18 @@ func (r *Runner) reset(c Config) {
 		r.clients[i] = clientState{spec: &r.cfg.Clients[i], pending: pending}
 	}
 	r.rejected, r.cut = 0, false
+	r.downtime, r.downFrom, r.downTok = 0, 0, 0
 	r.holder, r.leaseTok, r.expiresAt, r.nextTok, r.waiters = -1, 0, 0, c.FirstToken, 0
-	r.plainVal = nil
-	if c.Fencing {
+	r.plainVal, r.plainTok = nil, 0
+	r.mem = nil
+	if c.Storage == StorageWrites || c.Storage == StorageClaim {
 		r.mem = fence.NewMemStore()
-	} else {
-		r.mem = nil
 	}
 }
 
 func (r *Runner) result() *Result {
 	res := &Result{
-		Seed: r.cfg.Seed, Fencing: r.cfg.Fencing, TTL: r.cfg.TTL, Heartbeat: r.cfg.Heartbeat,
+		Seed: r.cfg.Seed, Storage: r.cfg.Storage, TTL: r.cfg.TTL, Heartbeat: r.cfg.Heartbeat,
 		Resource: r.cfg.Resource, Events: r.events, Writes: r.writes, accepted: r.accepted, Cut: r.cut,
 		Horizon: r.cfg.Horizon,
 	}
@@ -203,10 +216,7 @@ func (r *Runner) result() *Result {
 	if n := len(r.events); n > 0 {
 		res.End = r.events[n-1].At
 	}
-	val := r.plainVal
-	if r.mem != nil {
-		val, _ = r.mem.Get(r.cfg.Resource)
-	}
+	val := r.value()
 	res.Final = decodeValue(val)
 	if !r.quiet {
 		for i := range r.writes {
@@ -274,7 +284,15 @@ func (r *Runner) fire(it *item) {
 			return
 		}
 		if cs.pauseEnd > r.now {
-			it.at = cs.pauseEnd
+			// Timers and replies wait for the client to run again. Work
+			// does not progress during a pause: a step resumes with the
+			// work it had left when the pause began.
+			if it.act == aStepDone {
+				left := it.at - max(cs.pauseFrom, it.sent)
+				it.sent, it.at = cs.pauseEnd, cs.pauseEnd+left
+			} else {
+				it.at = cs.pauseEnd
+			}
 			r.q.push(it)
 			return
 		}
@@ -296,6 +314,10 @@ func (r *Runner) fire(it *item) {
 		r.storageWrite(it)
 	case aWriteReply:
 		r.clientWriteDone(it)
+	case aCheckArrive:
+		r.storageCheck(it)
+	case aCheckReply:
+		r.clientChecked(it)
 	case aHeartbeat:
 		r.clientHeartbeat(it)
 	case aRenewArrive:
@@ -327,6 +349,7 @@ func (r *Runner) pauseStart(it *item) {
 		return // inside a longer pause
 	}
 	if cs.pauseEnd <= r.now {
+		cs.pauseFrom = r.now
 		r.record(Event{Kind: KindPaused, Client: int(it.c), Write: -1, Dur: it.local})
 	}
 	cs.pauseEnd = end
@@ -349,6 +372,9 @@ func (r *Runner) crash(it *item) {
 	}
 	cs.crashed = true
 	cs.pauseEnd = 0
+	if r.holder == int(it.c) && r.live(r.leaseTok) {
+		r.downFrom, r.downTok = r.now, r.leaseTok
+	}
 	r.record(Event{Kind: KindCrashed, Client: int(it.c), Token: cs.tok, Write: -1})
 }
 

@@ -16,7 +16,8 @@ type Params struct {
 	Work      time.Duration // length of a work step before a write
 	Delay     time.Duration // one-way delay of every message
 	Drift     float64       // holder's clock rate error (-0.5 = half speed)
-	Fencing   bool          // whether the storage checks tokens
+	PauseAt   time.Duration // when A pauses, counted from the start of its work step (its lease check)
+	Storage   Storage       // how the storage treats tokens
 	Seed      uint64        // seeds the run's jitter; the scenarios default to 1
 }
 
@@ -25,7 +26,7 @@ func (p Params) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"ttl", p.TTL}, {"heartbeat", p.Heartbeat}, {"pause", p.Pause}, {"work", p.Work}, {"delay", p.Delay}} {
+	}{{"ttl", p.TTL}, {"heartbeat", p.Heartbeat}, {"pause", p.Pause}, {"pause-at", p.PauseAt}, {"work", p.Work}, {"delay", p.Delay}} {
 		if d.v < 0 {
 			return fmt.Errorf("sim: %s %v is negative", d.name, d.v)
 		}
@@ -36,6 +37,9 @@ func (p Params) Validate() error {
 	if p.Drift <= -0.9 || p.Drift > 10 {
 		return fmt.Errorf("sim: drift %g outside (-0.9, 10]", p.Drift)
 	}
+	if int(p.Storage) >= len(storageNames) {
+		return fmt.Errorf("sim: unknown storage %d", p.Storage)
+	}
 	return nil
 }
 
@@ -44,14 +48,21 @@ func (p Params) Validate() error {
 type Scenario struct {
 	Name  string
 	Title string // one line for the timeline's header
-	// Story says in two or three sentences what happens and what to look for.
-	Story    string
+	// Defaults are the scenario's knobs; Compare lists the storage modes
+	// fencesim runs side by side unless told otherwise (Defaults.Storage
+	// is the first).
 	Defaults Params
-	// knobs lists the scenario's own knobs among pause, work and drift;
-	// every scenario reads ttl, heartbeat, delay, seed and fencing.
+	Compare  []Storage
+	// knobs lists the scenario's own knobs among pause, pause-at, work and
+	// drift; every scenario reads ttl, heartbeat, delay, seed and storage.
 	knobs []string
 	build func(p Params) Config
+	story func(p Params) string
 }
+
+// Story says in a few sentences, with p's numbers, what the scenario sets
+// up and what to look for.
+func (s Scenario) Story(p Params) string { return s.story(p) }
 
 // Uses reports whether the scenario reads the knob called name (a Params
 // field as fencesim spells its flag: "ttl", "heartbeat", "pause", "work",
@@ -59,7 +70,7 @@ type Scenario struct {
 // such as the pause of "crash".
 func (s Scenario) Uses(name string) bool {
 	switch name {
-	case "ttl", "heartbeat", "delay", "seed":
+	case "ttl", "heartbeat", "delay", "seed", "storage":
 		return true
 	}
 	return slices.Contains(s.knobs, name)
@@ -72,11 +83,11 @@ func (s Scenario) Config(p Params) (*Config, error) {
 		return nil, err
 	}
 	c := s.build(p)
-	c.TTL, c.Heartbeat, c.Fencing, c.Seed = p.TTL, p.Heartbeat, p.Fencing, p.Seed
+	c.TTL, c.Heartbeat, c.Storage, c.Seed = p.TTL, p.Heartbeat, p.Storage, p.Seed
 	// Long enough for every scenario to play out, whatever the knobs.
 	c.Horizon = time.Hour + 10*(p.TTL+p.Work+p.Delay)
 	if s.Uses("pause") {
-		c.Horizon += 10 * p.Pause
+		c.Horizon += 10 * (p.Pause + p.PauseAt)
 	}
 	c.DelayMin, c.DelayMax = p.Delay, p.Delay
 	return &c, nil
@@ -91,32 +102,94 @@ func (s Scenario) Run(p Params) (*Result, error) {
 	return Run(cfg)
 }
 
+// fmtT is FormatTime for the stories.
+var fmtT = FormatTime
+
+// compareDur says how a pause compares with the TTL.
+func compareDur(pause, ttl time.Duration) string {
+	switch {
+	case pause > ttl:
+		return "longer than the " + fmtT(ttl) + " TTL"
+	case pause == ttl:
+		return "as long as the TTL"
+	}
+	return "shorter than the " + fmtT(ttl) + " TTL"
+}
+
+// heartbeatStory says what A's heartbeat does during a pause.
+func heartbeatStory(p Params) string {
+	if p.Heartbeat == 0 {
+		return "A has no heartbeat, so the lease lasts one TTL from the grant"
+	}
+	return "A's heartbeat (every " + fmtT(p.Heartbeat) + ") is paused with the rest of the process"
+}
+
+// pauseStory is the kleppmann and check-then-write pause, told from p.
+func pauseStory(p Params, step time.Duration, where string) string {
+	return fmt.Sprintf("A acquires the lease (token 33), reads, checks its lease and starts %s of work. "+
+		"%s into the work, %s, A is paused (a GC stop-the-world) for %s, %s; %s. "+
+		"B (token 34) takes the lease when it expires, if it expires, and works for %s.",
+		fmtT(step), fmtT(p.PauseAt), where, fmtT(p.Pause), compareDur(p.Pause, p.TTL), heartbeatStory(p), fmtT(p.Work))
+}
+
+// whereInStep says where in a step of length step a pause at `at` falls.
+func whereInStep(at, step time.Duration) string {
+	switch {
+	case at < step:
+		return "with " + fmtT(step-at) + " of work left (work does not progress during a pause)"
+	case at == step:
+		return "with its work done, just before it sends its write"
+	}
+	return "after it sent its write"
+}
+
+// kleppmannBuild is Kleppmann's figure: A's pause counts from its lease
+// check; B's step is -work.
+func kleppmannBuild(p Params) Config {
+	return Config{FirstToken: 33, Clients: []ClientSpec{
+		{Name: "A", Step: 2 * time.Second, Pauses: []Pause{{Step: 1, At: p.PauseAt, For: p.Pause}}},
+		{Name: "B", Start: 2 * time.Second, Retry: 2 * time.Second, Step: p.Work},
+	}}
+}
+
 var scenarios = []Scenario{
 	{
 		Name:  "kleppmann",
-		Title: "Kleppmann's GC pause: A pauses past its TTL, B takes over, A writes anyway",
-		Story: "A acquires the lease (token 33), checks it, starts a step of work and is paused " +
-			"(a GC stop-the-world) for longer than the TTL. Its heartbeat stops too, the lease " +
-			"expires, B acquires it (token 34) and writes. A resumes and sends the write it was " +
-			"about to send, with token 33. A pause that ends before the lease expires (-pause 5s) " +
-			"shows no conflict; with -work 8s B is still working when A writes.",
+		Title: "Kleppmann's GC pause: A pauses past its lease, B takes over, A writes anyway",
+		story: func(p Params) string {
+			return pauseStory(p, 2*time.Second, whereInStep(p.PauseAt, 2*time.Second)) +
+				" Try -pause 5s (the pause ends in time), -work 8s (B is still working when A writes) " +
+				"and -fencing writes (the write check without the claim)."
+		},
 		// B's step (-work) is short enough for B to write while A is still
 		// paused, as in Kleppmann's figure.
 		Defaults: Params{TTL: 10 * time.Second, Heartbeat: 3 * time.Second, Pause: 15 * time.Second,
-			Work: 2 * time.Second, Delay: 100 * time.Millisecond, Seed: 1},
-		knobs: []string{"pause", "work"},
-		build: func(p Params) Config {
-			return Config{FirstToken: 33, Clients: []ClientSpec{
-				{Name: "A", Step: 2 * time.Second, Pauses: []Pause{{At: time.Second, For: p.Pause}}},
-				{Name: "B", Start: 2 * time.Second, Retry: 2 * time.Second, Step: p.Work},
-			}}
+			PauseAt: 2 * time.Second, Work: 2 * time.Second, Delay: 100 * time.Millisecond, Seed: 1},
+		knobs: []string{"pause", "pause-at", "work"},
+		build: kleppmannBuild,
+	},
+	{
+		Name:  "check-then-write",
+		Title: "Why the check must be atomic: A passes the token check, pauses, then writes unchecked",
+		story: func(p Params) string {
+			return pauseStory(p, 2*time.Second, "after it sent its token check but before the answer came back") +
+				" A check-then-write storage checks A's token (33 is current: ok) and later applies the write " +
+				"without checking again; the atomic storage (claim) checks the write itself."
 		},
+		Defaults: Params{TTL: 10 * time.Second, Heartbeat: 3 * time.Second, Pause: 15 * time.Second,
+			PauseAt: 2100 * time.Millisecond, Work: 2 * time.Second, Delay: 100 * time.Millisecond, Seed: 1,
+			Storage: StorageCheckThenWrite},
+		Compare: []Storage{StorageCheckThenWrite, StorageClaim},
+		knobs:   []string{"pause", "pause-at", "work"},
+		build:   kleppmannBuild,
 	},
 	{
 		Name:  "crash",
 		Title: "A crashes right after acquiring: the TTL is forced downtime",
-		Story: "A acquires the lease and crashes half a second later. Nobody can take over until " +
-			"the lease expires, so a long TTL is a long outage; try -ttl 10s -heartbeat 3s.",
+		story: func(p Params) string {
+			return fmt.Sprintf("A acquires the lease and crashes half a second later. Nobody can take over until "+
+				"the lease expires, so the %s TTL is %s of outage; try -ttl 10s -heartbeat 3s.", fmtT(p.TTL), fmtT(p.TTL))
+		},
 		Defaults: Params{TTL: 60 * time.Second, Work: 2 * time.Second, Delay: 100 * time.Millisecond, Seed: 1},
 		knobs:    []string{"work"},
 		build: func(p Params) Config {
@@ -129,10 +202,16 @@ var scenarios = []Scenario{
 	{
 		Name:  "heartbeat",
 		Title: "A slow job outlives the TTL; the heartbeat keeps the lease alive",
-		Story: "A's job takes three steps of -work each, longer than the TTL in total. Its " +
-			"heartbeat renews the lease, so B waits until A releases. With -heartbeat 0 the lease " +
-			"runs out mid-job: A's own clock tells it to stop, so the job never finishes and B " +
-			"starts over.",
+		story: func(p Params) string {
+			hb := fmt.Sprintf("A renews its lease every %s, so B waits until A releases. With -heartbeat 0 the "+
+				"lease runs out mid-job: A's own clock tells it to stop, so the job never finishes and B starts over.", fmtT(p.Heartbeat))
+			if p.Heartbeat == 0 {
+				hb = "A has no heartbeat: the lease runs out mid-job, A's own clock tells it to stop, so the job " +
+					"never finishes and B starts over."
+			}
+			return fmt.Sprintf("A's job takes three steps of %s each (%s in all) with a %s TTL. %s",
+				fmtT(p.Work), fmtT(3*p.Work), fmtT(p.TTL), hb)
+		},
 		Defaults: Params{TTL: 10 * time.Second, Heartbeat: 3 * time.Second, Work: 8 * time.Second,
 			Delay: 100 * time.Millisecond, Seed: 1},
 		knobs: []string{"work"},
@@ -146,15 +225,19 @@ var scenarios = []Scenario{
 	{
 		Name:  "pause-heartbeat",
 		Title: "A process pause stops the heartbeat too",
-		Story: "A renews its lease every -heartbeat while it works, then the whole process " +
-			"pauses: the heartbeat is paused with it, the lease expires and B takes over. When A " +
-			"resumes, its pending write goes out before the refused heartbeat tells it the lease is lost.",
+		story: func(p Params) string {
+			return fmt.Sprintf("A's heartbeat: %s. A works through three steps of %s. %s into its "+
+				"second step, %s, the whole process pauses for %s, %s; %s. When A resumes, does its write go out "+
+				"before the refused heartbeat tells it the lease is lost?",
+				heartbeatText(p.Heartbeat), fmtT(p.Work), fmtT(p.PauseAt), whereInStep(p.PauseAt, p.Work),
+				fmtT(p.Pause), compareDur(p.Pause, p.TTL), heartbeatStory(p))
+		},
 		Defaults: Params{TTL: 10 * time.Second, Heartbeat: 3 * time.Second, Pause: 12 * time.Second,
-			Work: 5 * time.Second, Delay: 100 * time.Millisecond, Seed: 1},
-		knobs: []string{"pause", "work"},
+			PauseAt: 5 * time.Second, Work: 5 * time.Second, Delay: 100 * time.Millisecond, Seed: 1},
+		knobs: []string{"pause", "pause-at", "work"},
 		build: func(p Params) Config {
 			return Config{FirstToken: 33, Clients: []ClientSpec{
-				{Name: "A", Writes: 3, Step: p.Work, Pauses: []Pause{{At: 7 * time.Second, For: p.Pause}}},
+				{Name: "A", Writes: 3, Step: p.Work, Pauses: []Pause{{Step: 2, At: p.PauseAt, For: p.Pause}}},
 				{Name: "B", Start: 2 * time.Second, Retry: 3 * time.Second, Step: 3 * time.Second},
 			}}
 		},
@@ -162,9 +245,11 @@ var scenarios = []Scenario{
 	{
 		Name:  "drift",
 		Title: "A's clock runs slow: it believes its lease is valid after it expired",
-		Story: "A has no heartbeat and checks, before each step, that its lease outlasts the step " +
-			"by its own clock. That clock runs at 1+drift of real time, so A keeps writing after the " +
-			"lease service has expired the lease and given it to B.",
+		story: func(p Params) string {
+			return fmt.Sprintf("A has no heartbeat and checks, before each %s step, that its lease outlasts the step "+
+				"by its own clock. That clock runs at %g times real time, so A believes in its %s lease for %s.",
+				fmtT(p.Work), 1+p.Drift, fmtT(p.TTL), fmtT(time.Duration(float64(p.TTL)/(1+p.Drift))))
+		},
 		Defaults: Params{TTL: 10 * time.Second, Work: 2 * time.Second, Drift: -0.5, Delay: 100 * time.Millisecond, Seed: 1},
 		knobs:    []string{"work", "drift"},
 		build: func(p Params) Config {
@@ -174,6 +259,23 @@ var scenarios = []Scenario{
 			}}
 		},
 	},
+}
+
+// heartbeatText says "every 3s" or "none".
+func heartbeatText(d time.Duration) string {
+	if d == 0 {
+		return "none"
+	}
+	return "every " + FormatTime(d)
+}
+
+// Storages returns the storage modes fencesim runs by default: Compare,
+// or off and claim.
+func (s Scenario) Storages() []Storage {
+	if len(s.Compare) > 0 {
+		return slices.Clone(s.Compare)
+	}
+	return []Storage{StorageOff, StorageClaim}
 }
 
 // Scenarios returns the built-in scenarios in a fixed order, kleppmann first.

@@ -12,20 +12,21 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/sim"
+	"github.com/fencekit/fencekit/sim/render"
 )
 
-// render returns everything a run can print, so that determinism is
+// printAll returns everything a run can print, so that determinism is
 // checked on the bytes users see.
-func render(t *testing.T, runs ...*sim.Result) []byte {
+func printAll(t *testing.T, runs ...*sim.Result) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	if err := sim.WriteTimeline(&b, "t", runs...); err != nil {
+	if err := render.Text(&b, "t", runs...); err != nil {
 		t.Fatal(err)
 	}
-	if err := sim.WriteJSON(&b, runs...); err != nil {
+	if err := render.JSON(&b, runs...); err != nil {
 		t.Fatal(err)
 	}
-	if err := sim.WriteHTML(&b, "t", runs...); err != nil {
+	if err := render.HTML(&b, "t", runs...); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
@@ -33,7 +34,7 @@ func render(t *testing.T, runs ...*sim.Result) []byte {
 
 func runSchedule(t *testing.T, p sim.ExploreParams, seed uint64, fencing bool) *sim.Result {
 	t.Helper()
-	cfg, err := sim.ExploreSchedule(p, seed, fencing)
+	cfg, err := sim.ExploreSchedule(p, seed, storage(fencing))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,17 +54,17 @@ func TestSameSeedSameLog(t *testing.T) {
 	reused := sim.NewRunner()
 	for seed := uint64(1); seed <= 20; seed++ {
 		for _, fencing := range []bool{false, true} {
-			a := render(t, runSchedule(t, p, seed, fencing))
-			b := render(t, runSchedule(t, p, seed, fencing))
+			a := printAll(t, runSchedule(t, p, seed, fencing))
+			b := printAll(t, runSchedule(t, p, seed, fencing))
 			if !bytes.Equal(a, b) {
 				t.Fatalf("failed for seed=%d fencing=%v: two runs printed different logs", seed, fencing)
 			}
-			cfg, _ := sim.ExploreSchedule(p, seed, fencing)
+			cfg, _ := sim.ExploreSchedule(p, seed, storage(fencing))
 			res, err := reused.Run(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c := render(t, res); !bytes.Equal(a, c) {
+			if c := printAll(t, res); !bytes.Equal(a, c) {
 				t.Fatalf("failed for seed=%d fencing=%v: a reused Runner printed a different log", seed, fencing)
 			}
 			distinct[string(a)] = true
@@ -72,6 +73,14 @@ func TestSameSeedSameLog(t *testing.T) {
 	if len(distinct) < 35 {
 		t.Fatalf("only %d distinct logs from 40 runs: the seed barely matters", len(distinct))
 	}
+}
+
+// storage returns the claim storage for fencing on, none for off.
+func storage(fencing bool) sim.Storage {
+	if fencing {
+		return sim.StorageClaim
+	}
+	return sim.StorageOff
 }
 
 func kleppmann(t *testing.T, fencing bool, edit func(*sim.Params)) *sim.Result {
@@ -118,7 +127,7 @@ func TestKleppmannWithoutFencing(t *testing.T) {
 		t.Fatalf("Violation = %v, want a ViolationError naming the seed", err)
 	}
 	sum := strings.Join(r.Summary(), "\n")
-	for _, want := range []string{"UNSAFE: the storage accepted A1 (token 33) at 16.1s after it had accepted B1 (token 34) at 12.7s",
+	for _, want := range []string{"UNSAFE: the storage accepted A1 (token 33) at 17.5s after it had accepted B1 (token 34) at 12.7s",
 		"B's write B1 (token 34, accepted at 12.7s) is LOST", "an older token clobbering newer data", "had expired"} {
 		if !strings.Contains(sum, want) {
 			t.Errorf("summary lacks %q:\n%s", want, sum)
@@ -196,17 +205,18 @@ func TestKleppmannShortPause(t *testing.T) {
 }
 
 // TestKleppmannPauseAgainstRemainingLease: what matters is the pause
-// against what is left of the lease, not against the TTL. A stops 0.9s
-// after the grant, so a 9.5s pause (shorter than the 10s TTL) outlasts
-// the lease and A's late write is lost without fencing.
+// against what is left of the lease, not against the TTL. A stops 2.3s
+// after the grant, before its first heartbeat, so an 8.5s pause (shorter
+// than the 10s TTL) outlasts the lease and A's late write is lost without
+// fencing; a 7.5s pause ends in time.
 func TestKleppmannPauseAgainstRemainingLease(t *testing.T) {
-	r := kleppmann(t, false, func(p *sim.Params) { p.Pause = 9500 * time.Millisecond })
+	r := kleppmann(t, false, func(p *sim.Params) { p.Pause = 8500 * time.Millisecond })
 	if lost := r.Lost(); len(lost) != 1 || r.Writes[lost[0]].Token != 33 || len(r.StaleAccepted()) != 1 {
-		t.Fatalf("9.5s pause: lost %v stale %v, want A's write accepted late and lost", lost, r.StaleAccepted())
+		t.Fatalf("8.5s pause: lost %v stale %v, want A's write accepted late and lost", lost, r.StaleAccepted())
 	}
-	r = kleppmann(t, false, func(p *sim.Params) { p.Pause = 8500 * time.Millisecond })
+	r = kleppmann(t, false, func(p *sim.Params) { p.Pause = 7500 * time.Millisecond })
 	if len(r.Lost()) != 0 || len(r.StaleAccepted()) != 0 {
-		t.Fatalf("8.5s pause: lost %v stale %v, want none", r.Lost(), r.StaleAccepted())
+		t.Fatalf("7.5s pause: lost %v stale %v, want none", r.Lost(), r.StaleAccepted())
 	}
 }
 
@@ -230,7 +240,7 @@ func runScenario(t *testing.T, name string, fencing bool, edit func(*sim.Params)
 		t.Fatal(err)
 	}
 	p := sc.Defaults
-	p.Fencing = fencing
+	p.Storage = storage(fencing)
 	if edit != nil {
 		edit(&p)
 	}
@@ -276,13 +286,13 @@ func TestHeartbeatKeepsSlowJob(t *testing.T) {
 	}
 }
 
-// TestPauseStopsHeartbeat: A's pending write reaches the storage before
-// the refused heartbeat tells A that it lost the lease.
+// TestPauseStopsHeartbeat: A's pending write reaches the storage before A
+// learns (from a refused heartbeat or its own clock) that it lost the lease.
 func TestPauseStopsHeartbeat(t *testing.T) {
 	r := runScenario(t, "pause-heartbeat", false, nil)
 	var lostAt, staleAt time.Duration = -1, -1
 	for _, e := range r.Events {
-		if e.Kind == sim.KindLost && e.Client == 0 {
+		if (e.Kind == sim.KindLost || e.Kind == sim.KindCheckFailed) && e.Client == 0 && lostAt < 0 {
 			lostAt = e.At
 		}
 		if e.Kind == sim.KindWriteAccepted && e.Client == 0 && !r.Writes[e.Write].Live {
@@ -339,7 +349,7 @@ func TestConfigErrors(t *testing.T) {
 
 // TestMaxSteps: a run that needs more actions than allowed fails naming its seed.
 func TestMaxSteps(t *testing.T) {
-	cfg, _ := sim.ExploreSchedule(sim.DefaultExploreParams(), 5, true)
+	cfg, _ := sim.ExploreSchedule(sim.DefaultExploreParams(), 5, sim.StorageClaim)
 	cfg.MaxSteps = 10
 	if _, err := sim.Run(cfg); err == nil || !strings.Contains(err.Error(), "failed for seed=5") {
 		t.Fatalf("Run = %v, want failed for seed=5", err)
@@ -355,8 +365,8 @@ func TestTieBreak(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	for range 20 {
 		seed := rng.Uint64() % 1000
-		a := render(t, runSchedule(t, p, seed, true))
-		b := render(t, runSchedule(t, p, seed, true))
+		a := printAll(t, runSchedule(t, p, seed, true))
+		b := printAll(t, runSchedule(t, p, seed, true))
 		if !bytes.Equal(a, b) {
 			t.Fatalf("failed for seed=%d: simultaneous events reordered", seed)
 		}
@@ -397,7 +407,7 @@ func TestScenarioUses(t *testing.T) {
 // TestHorizonCut: a run stopped at its horizon with work pending says so,
 // and the scenarios' horizon grows with their knobs.
 func TestHorizonCut(t *testing.T) {
-	cfg := &sim.Config{TTL: 10 * time.Second, Horizon: 5 * time.Second, Fencing: true,
+	cfg := &sim.Config{TTL: 10 * time.Second, Horizon: 5 * time.Second, Storage: sim.StorageClaim,
 		Clients: []sim.ClientSpec{{Name: "A", Step: 8 * time.Second}}}
 	r, err := sim.Run(cfg)
 	if err != nil {

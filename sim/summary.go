@@ -147,7 +147,7 @@ func (r *Result) rejectedBy(i int) uint64 {
 // firstSeen says how the storage first saw tok: ", claimed by B's read
 // at 10.5s" or ", from B's write B1 at 12s"; "" if it cannot tell.
 func (r *Result) firstSeen(tok uint64) string {
-	if r.recorded {
+	if r.Recorded {
 		return "" // several real stores: the first write with tok may have gone elsewhere
 	}
 	for _, e := range r.Events {

@@ -8,7 +8,7 @@ import (
 // TestTallyCountsCutRuns: a run stopped at its horizon is counted as cut,
 // so that explore can say its figures are incomplete.
 func TestTallyCountsCutRuns(t *testing.T) {
-	cfg, err := ExploreSchedule(DefaultExploreParams(), 3, true)
+	cfg, err := ExploreSchedule(DefaultExploreParams(), 3, StorageClaim)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/fencekit/fencekit/sim"
 )
@@ -26,7 +28,7 @@ func exploreFlags(fs *flag.FlagSet, p *sim.ExploreParams) {
 // share (sweep sets pauses, heartbeat and drift per point), with p's
 // values as defaults.
 func scheduleFlags(fs *flag.FlagSet, p *sim.ExploreParams) {
-	fs.IntVar(&p.Runs, "runs", p.Runs, "number of random schedules (each runs with fencing off and on)")
+	fs.IntVar(&p.Runs, "runs", p.Runs, "number of random schedules (each runs once per storage mode)")
 	fs.Uint64Var(&p.Seed, "seed", p.Seed, "seed of the first schedule; schedule i uses seed+i")
 	fs.IntVar(&p.Clients, "clients", p.Clients, "clients competing for the lease")
 	fs.IntVar(&p.Jobs, "jobs", p.Jobs, "jobs per client (acquire, read, writes, release)")
@@ -41,6 +43,8 @@ func runExplore(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("fencesim explore", flag.ContinueOnError)
 	var p sim.ExploreParams
 	exploreFlags(fs, &p)
+	var out output
+	out.register(fs, true)
 	show := fs.Int("show", 10, "how many violating seeds to list")
 	fs.IntVar(&p.Workers, "workers", runtime.GOMAXPROCS(0), "goroutines to spread the schedules over (the report does not depend on it)")
 	if status := parseNoArgs(fs, "fencesim explore [flags]", args, stdout, stderr); status >= 0 {
@@ -51,6 +55,13 @@ func runExplore(args []string, stdout, stderr io.Writer) int {
 	}
 	if *show < 0 {
 		return usageErr(stderr, "-show %d is negative", *show)
+	}
+	if out.json || out.html != "" {
+		return usageErr(stderr, "explore prints a report; -json and -html apply to replay")
+	}
+	var err error
+	if p.Storages, err = out.fencing.storages(nil); err != nil {
+		return usageErr(stderr, "-fencing %v", err)
 	}
 	var progress func(int)
 	bar := newProgress(stderr, p.Runs, "schedules")
@@ -64,10 +75,10 @@ func runExplore(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	writeReport(stdout, rep, *show)
-	if rep.On.Violations > 0 || rep.On.LostRuns > 0 {
+	if on := rep.Tally(sim.StorageClaim); on != nil && (on.Violations > 0 || on.LostRuns > 0) {
 		seed := p.Seed
-		if len(rep.On.Seeds) > 0 {
-			seed = rep.On.Seeds[0]
+		if len(on.Seeds) > 0 {
+			seed = on.Seeds[0]
 		}
 		fmt.Fprintf(stderr, "fencesim: failed for seed=%d: fencing on let a stale write through; replay with: fencesim replay -seed %d -fencing on\n", seed, seed)
 		return exitFailed
@@ -81,24 +92,52 @@ func writeReport(w io.Writer, rep *sim.ExploreReport, show int) {
 	if p.Heartbeat > 0 {
 		hb = sim.FormatTime(p.Heartbeat)
 	}
-	fmt.Fprintf(w, "explore: %d random schedules from seed %d, each run with fencing off and on\n", p.Runs, p.Seed)
+	names := make([]string, len(rep.Tallies))
+	for i, t := range rep.Tallies {
+		names[i] = t.Storage.String()
+	}
+	fmt.Fprintf(w, "explore: %d random schedules from seed %d, each run with storage %s\n", p.Runs, p.Seed, strings.Join(names, ", "))
 	fmt.Fprintf(w, "  %d clients x %d jobs x %d writes; TTL %s, heartbeat %s; steps ~%s; delays up to %s;\n",
 		p.Clients, p.Jobs, p.Writes, sim.FormatTime(p.TTL), hb, sim.FormatTime(p.Work), sim.FormatTime(p.DelayMax))
 	fmt.Fprintf(w, "  pause chance %g (up to %s), crash chance %g, clock drift up to ±%g%%\n",
 		p.PauseProb, sim.FormatTime(p.PauseMax), p.CrashProb, p.DriftMax*100)
-	fmt.Fprintf(w, "  schedules with a pause longer than the TTL: %d\n\n", rep.LongPauses)
-	row := func(name string, off, on int) { fmt.Fprintf(w, "  %-50s %11d %11d\n", name, off, on) }
-	fmt.Fprintf(w, "  %-50s %11s %11s\n", "", "fencing OFF", "fencing ON")
-	row("runs with a safety violation (*)", rep.Off.Violations, rep.On.Violations)
-	row("runs that lost an accepted write", rep.Off.LostRuns, rep.On.LostRuns)
-	row("runs that accepted a write from an expired lease", rep.Off.StaleRuns, rep.On.StaleRuns)
-	row("writes decided by the storage", rep.Off.Writes, rep.On.Writes)
-	row("writes rejected as stale", rep.Off.Rejected, rep.On.Rejected)
-	if rep.Off.CutRuns+rep.On.CutRuns > 0 {
-		row("runs cut at their horizon (counts incomplete)", rep.Off.CutRuns, rep.On.CutRuns)
+	fmt.Fprintf(w, "  schedules with a pause longer than the TTL: %d\n", rep.LongPauses)
+	for _, warn := range p.Warnings() {
+		fmt.Fprintf(w, "  WARNING: %s\n", warn)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  %-50s", "storage:")
+	for _, n := range names {
+		fmt.Fprintf(w, " %16s", n)
+	}
+	fmt.Fprintln(w)
+	row := func(name string, v func(t *sim.Tally) string) {
+		fmt.Fprintf(w, "  %-50s", name)
+		for i := range rep.Tallies {
+			fmt.Fprintf(w, " %16s", v(&rep.Tallies[i]))
+		}
+		fmt.Fprintln(w)
+	}
+	count := func(f func(t *sim.Tally) int) func(t *sim.Tally) string {
+		return func(t *sim.Tally) string { return fmt.Sprint(f(t)) }
+	}
+	row("runs where tokens went backwards (*)", count(func(t *sim.Tally) int { return t.Violations }))
+	row("runs that lost an accepted write", count(func(t *sim.Tally) int { return t.LostRuns }))
+	row("runs that accepted a write from an expired lease", count(func(t *sim.Tally) int { return t.StaleRuns }))
+	row("writes decided by the storage", count(func(t *sim.Tally) int { return t.Writes }))
+	row("writes rejected as stale", count(func(t *sim.Tally) int { return t.Rejected }))
+	row("runs with a crashed holder's lease (downtime)", count(func(t *sim.Tally) int { return t.DowntimeRuns }))
+	row("mean downtime in those runs", func(t *sim.Tally) string {
+		if t.DowntimeRuns == 0 {
+			return "-"
+		}
+		return sim.FormatTime(t.Downtime / time.Duration(t.DowntimeRuns))
+	})
+	if slices.ContainsFunc(rep.Tallies, func(t sim.Tally) bool { return t.CutRuns > 0 }) {
+		row("runs cut at their horizon (counts incomplete)", count(func(t *sim.Tally) int { return t.CutRuns }))
 	}
 	fmt.Fprintln(w, "  (*) the storage accepted a write whose token was older than one it had already accepted")
-	for _, t := range []sim.Tally{rep.Off, rep.On} {
+	for _, t := range rep.Tallies {
 		if len(t.Seeds) == 0 {
 			continue
 		}
@@ -111,17 +150,13 @@ func writeReport(w io.Writer, rep *sim.ExploreReport, show int) {
 		if len(t.Seeds) > n {
 			more = fmt.Sprintf(" ... (%d more)", len(t.Seeds)-n)
 		}
-		mode := "off"
-		if t.Fencing {
-			mode = "on"
-		}
-		fmt.Fprintf(w, "\nviolating seeds, fencing %s: %s%s\n", mode, strings.Join(seeds, " "), more)
+		fmt.Fprintf(w, "\nseeds where tokens went backwards, storage %s: %s%s\n", t.Storage, strings.Join(seeds, " "), more)
 		if n > 0 {
-			fmt.Fprintf(w, "replay one with: fencesim replay -seed %s -fencing both%s\n", seeds[0], replayFlags(p))
+			fmt.Fprintf(w, "replay one with: fencesim replay -seed %s -fencing off,%s%s\n", seeds[0], rep.Tallies[len(rep.Tallies)-1].Storage, replayFlags(p))
 		}
 	}
-	if rep.On.Violations == 0 && rep.On.LostRuns == 0 {
-		fmt.Fprintf(w, "\nOK: with fencing on, no violation and no lost write in %d runs.\n", p.Runs)
+	if on := rep.Tally(sim.StorageClaim); on != nil && on.Violations == 0 && on.LostRuns == 0 {
+		fmt.Fprintf(w, "\nOK: with fencing on (claim), no violation and no lost write in %d runs.\n", p.Runs)
 	}
 }
 
@@ -163,9 +198,13 @@ func runReplay(args []string, stdout, stderr io.Writer) int {
 	if !seedSet {
 		return usageErr(stderr, "replay needs -seed N (a seed that fencesim explore listed)")
 	}
+	storages, err := out.fencing.storages([]sim.Storage{sim.StorageOff, sim.StorageClaim})
+	if err != nil {
+		return usageErr(stderr, "-fencing %v", err)
+	}
 	var runs []*sim.Result
-	for _, fencing := range out.fencing.modes() {
-		cfg, err := sim.ExploreSchedule(p, p.Seed, fencing)
+	for _, st := range storages {
+		cfg, err := sim.ExploreSchedule(p, p.Seed, st)
 		if err != nil {
 			return usageErr(stderr, "%s", strings.TrimPrefix(err.Error(), "sim: "))
 		}

@@ -3,9 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fencekit/fencekit/sim"
 )
 
 // parseDuration parses a non-negative duration with a unit, such as "45s",
@@ -53,29 +56,39 @@ func (v durationValue) Set(s string) error {
 	return nil
 }
 
-// fencingMode is the -fencing flag: both, on or off.
+// fencingMode is the -fencing flag: "both" (the default comparison), or
+// storage modes separated by commas, such as "writes,claim"; "on" means
+// claim.
 type fencingMode string
 
 func (m *fencingMode) String() string { return string(*m) }
 
 func (m *fencingMode) Set(s string) error {
-	switch s {
-	case "both", "on", "off":
-		*m = fencingMode(s)
-		return nil
+	if _, err := fencingMode(s).storages(nil); err != nil {
+		return err
 	}
-	return fmt.Errorf("%q is not one of both, on, off", s)
+	*m = fencingMode(s)
+	return nil
 }
 
-// modes returns the fencing settings to run, off first.
-func (m fencingMode) modes() []bool {
-	switch m {
-	case "on":
-		return []bool{true}
-	case "off":
-		return []bool{false}
+// storages returns the storage modes to run, in the order given; "both"
+// (or "") means def.
+func (m fencingMode) storages(def []sim.Storage) ([]sim.Storage, error) {
+	if m == "" || m == "both" {
+		return def, nil
 	}
-	return []bool{false, true}
+	var out []sim.Storage
+	for _, name := range strings.Split(string(m), ",") {
+		s, err := sim.ParseStorage(strings.TrimSpace(name))
+		if err != nil {
+			return nil, fmt.Errorf("%q: %s; or both", name, strings.TrimPrefix(err.Error(), "sim: "))
+		}
+		if slices.Contains(out, s) {
+			return nil, fmt.Errorf("storage %s listed twice", s)
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 // probValue is a flag.Value for a probability in [0, 1].

@@ -138,7 +138,11 @@ func holderMain() int {
 		return fail("%v", err)
 	}
 	defer s.close()
-	l, err := lease.New(s.rdb, nil).Acquire(ctx, c.Name, c.TTL)
+	lc, err := lease.New(s.rdb, nil)
+	if err != nil {
+		return fail("lease client: %v", err)
+	}
+	l, err := lc.Acquire(ctx, c.Name, c.TTL)
 	if err != nil {
 		return fail("acquire: %v", err)
 	}

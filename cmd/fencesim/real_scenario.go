@@ -96,7 +96,7 @@ func realScenario(ctx context.Context, c *realConfig, stderr io.Writer) (*sim.Re
 	}
 	final, ff := verifyFinal(ctx, c, s, x.tokB, x.bWrites)
 	x.failures = append(x.failures, ff...)
-	res := sim.NewRecorded([]string{"A", "B"}, c.Name, true, c.TTL, c.TTL/3, x.r.events, x.r.writes, final)
+	res := sim.NewRecorded([]string{"A", "B"}, c.Name, sim.StorageClaim, c.TTL, c.TTL/3, x.r.events, x.r.writes, final)
 	return res, x.failures, nil
 }
 
@@ -150,7 +150,10 @@ func (x *realExec) pauseA(ctx context.Context) error {
 // it expires (on a very slow machine A's lease may already be gone: then
 // B gets it at once). B fences the guard row and writes to every store.
 func (x *realExec) takeOverB(ctx context.Context) (*lease.Lease, error) {
-	lc := lease.New(x.s.rdb, nil)
+	lc, err := lease.New(x.s.rdb, nil)
+	if err != nil {
+		return nil, err
+	}
 	lb, err := lc.Acquire(ctx, x.c.Name, x.c.TTL)
 	var na *lease.NotAcquiredError
 	switch {

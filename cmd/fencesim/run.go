@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/sim"
+	"github.com/fencekit/fencekit/sim/render"
 )
 
 // Exit statuses.
@@ -109,7 +110,8 @@ func (o *output) register(fs *flag.FlagSet, fencing bool) {
 	fs.BoolVar(&o.json, "json", false, "print the events as JSON Lines instead of the timeline")
 	fs.StringVar(&o.html, "html", "", "also write a self-contained HTML page with the timeline drawn as SVG to `FILE`")
 	if fencing {
-		fs.Var(&o.fencing, "fencing", "`MODE`: both (fencing off and on, side by side), on or off")
+		fs.Var(&o.fencing, "fencing", "storage `MODES`, side by side, separated by commas: off (no check), writes (the write check only), "+
+			"claim or on (write check + claim, fencekit's), check-then-write (a non-atomic check); both = the scenario's comparison, usually off,claim")
 	}
 }
 
@@ -117,16 +119,16 @@ func (o *output) register(fs *flag.FlagSet, fencing bool) {
 func (o *output) emit(title string, runs []*sim.Result, stdout, stderr io.Writer) int {
 	var err error
 	if o.json {
-		err = sim.WriteJSON(stdout, runs...)
+		err = render.JSON(stdout, runs...)
 	} else if len(runs) > 1 && len(runs[0].Clients) > 2 {
 		for _, r := range runs { // too wide for side by side
-			if err = sim.WriteTimeline(stdout, title, r); err != nil {
+			if err = render.Text(stdout, title, r); err != nil {
 				break
 			}
 			fmt.Fprintln(stdout)
 		}
 	} else {
-		err = sim.WriteTimeline(stdout, title, runs...)
+		err = render.Text(stdout, title, runs...)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "fencesim: writing output: %v\n", err)
@@ -147,7 +149,7 @@ func writeHTMLFile(path, title string, runs []*sim.Result) error {
 	if err != nil {
 		return fmt.Errorf("html: %w", err)
 	}
-	if err := sim.WriteHTML(f, title, runs...); err != nil {
+	if err := render.HTML(f, title, runs...); err != nil {
 		f.Close()
 		return fmt.Errorf("html: writing %s: %w", path, err)
 	}
@@ -163,6 +165,7 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	fs.Var(durationValue{&p.TTL}, "ttl", "lease time to live (default: the scenario's, 10s for kleppmann)")
 	fs.Var(durationValue{&p.Heartbeat}, "heartbeat", "heartbeat interval, 0 for none (default: the scenario's)")
 	fs.Var(durationValue{&p.Pause}, "pause", "length of the holder's stop-the-world pause (default: the scenario's)")
+	fs.Var(durationValue{&p.PauseAt}, "pause-at", "when the holder pauses, counted from the start of its work step, i.e. its lease check (default: the scenario's; kleppmann: 2s, the end of the step)")
 	fs.Var(durationValue{&p.Work}, "work", "length of a work step before a write (default: the scenario's)")
 	fs.Var(durationValue{&p.Delay}, "delay", "one-way message delay (default: the scenario's, 100ms in all)")
 	fs.Float64Var(&p.Drift, "drift", 0, "holder's clock rate error, -0.5 = half speed (drift scenario only; default -0.5)")
@@ -189,9 +192,13 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageErr(stderr, "%s", strings.TrimPrefix(err.Error(), "sim: "))
 	}
+	storages, err := out.fencing.storages(sc.Storages())
+	if err != nil {
+		return usageErr(stderr, "-fencing %v", err)
+	}
 	var runs []*sim.Result
-	for _, fencing := range out.fencing.modes() {
-		q.Fencing = fencing
+	for _, st := range storages {
+		q.Storage = st
 		res, err := sc.Run(q)
 		if err != nil {
 			fmt.Fprintf(stderr, "fencesim: %v\n", err)
@@ -201,7 +208,7 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	}
 	title := fmt.Sprintf("fencesim %s: %s", sc.Name, sc.Title)
 	if !out.json {
-		fmt.Fprintln(stdout, wrap(sc.Story, 100))
+		fmt.Fprintln(stdout, wrap(sc.Story(q), 100))
 		fmt.Fprintln(stdout)
 	}
 	return out.emit(title, runs, stdout, stderr)
@@ -214,7 +221,7 @@ func override(fs *flag.FlagSet, sc sim.Scenario, p sim.Params) (sim.Params, erro
 	q := sc.Defaults
 	q.Seed = p.Seed
 	durations := map[string][2]*time.Duration{"ttl": {&q.TTL, &p.TTL}, "heartbeat": {&q.Heartbeat, &p.Heartbeat},
-		"pause": {&q.Pause, &p.Pause}, "work": {&q.Work, &p.Work}, "delay": {&q.Delay, &p.Delay}}
+		"pause": {&q.Pause, &p.Pause}, "pause-at": {&q.PauseAt, &p.PauseAt}, "work": {&q.Work, &p.Work}, "delay": {&q.Delay, &p.Delay}}
 	var ignored []string
 	fs.Visit(func(f *flag.Flag) {
 		if d, ok := durations[f.Name]; ok {
@@ -273,7 +280,7 @@ func runList(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s\n  %s\n  flags: -ttl %s -heartbeat %s", sc.Name, sc.Title, sim.FormatTime(d.TTL), sim.FormatTime(d.Heartbeat))
 		for _, k := range []struct {
 			name, value string
-		}{{"pause", sim.FormatTime(d.Pause)}, {"work", sim.FormatTime(d.Work)}, {"drift", fmt.Sprint(d.Drift)}} {
+		}{{"pause", sim.FormatTime(d.Pause)}, {"pause-at", sim.FormatTime(d.PauseAt)}, {"work", sim.FormatTime(d.Work)}, {"drift", fmt.Sprint(d.Drift)}} {
 			if sc.Uses(k.name) {
 				fmt.Fprintf(stdout, " -%s %s", k.name, k.value)
 			}

@@ -47,7 +47,7 @@ func TestScenariosAndFlags(t *testing.T) {
 		not  []string
 	}{
 		{[]string{"-pause", "5s"}, []string{`"A1 B1"`, "Safe"}, []string{"LOST", "REJECTED"}},
-		{[]string{"kleppmann", "-work", "8s"}, []string{"A1 (token 33, accepted at 16.1s) is LOST", `"B1"`}, []string{"UNSAFE"}},
+		{[]string{"kleppmann", "-work", "8s"}, []string{"A1 (token 33, accepted at 17.5s) is LOST", `"B1"`}, []string{"UNSAFE"}},
 		{[]string{"-work", "2s", "kleppmann", "-fencing", "on"}, []string{"fencing ON", "REJECTED"}, []string{"fencing OFF"}},
 		{[]string{"crash"}, []string{"Forced downtime", "CRASHED"}, nil},
 		{[]string{"crash", "-ttl", "10s", "-heartbeat", "3s"}, []string{"until it expired at 10.1s"}, nil},
@@ -86,9 +86,10 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-ttl", "ten"}, "not a duration"},
 		{[]string{"nosuch"}, `unknown scenario "nosuch"`},
 		{[]string{"kleppmann", "crash"}, "unexpected argument"},
-		{[]string{"-fencing", "maybe"}, "not one of both, on, off"},
+		{[]string{"-fencing", "maybe"}, `unknown storage "maybe" (known: off, writes, claim, check-then-write); or both`},
+		{[]string{"-fencing", "claim,on"}, "storage claim listed twice"},
 		{[]string{"drift", "-drift", "-2"}, "drift -2 outside"},
-		{[]string{"crash", "-pause", "20s"}, "scenario crash has no -pause (-pause applies to kleppmann, pause-heartbeat)"},
+		{[]string{"crash", "-pause", "20s"}, "scenario crash has no -pause (-pause applies to kleppmann, check-then-write, pause-heartbeat)"},
 		{[]string{"-drift", "0.3"}, "scenario kleppmann has no -drift"},
 		{[]string{"-nosuchflag"}, "flag provided but not defined"},
 		{[]string{"explore", "-runs", "-1"}, "runs -1 is negative"},
@@ -130,8 +131,8 @@ func TestExplore(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, want := range []string{"3000 random schedules from seed 7", "runs with a safety violation",
-		"violating seeds, fencing off:", "replay one with: fencesim replay -seed", "OK: with fencing on, no violation"} {
+	for _, want := range []string{"3000 random schedules from seed 7", "runs where tokens went backwards",
+		"seeds where tokens went backwards, storage off:", "replay one with: fencesim replay -seed", "OK: with fencing on (claim), no violation"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("explore output lacks %q:\n%s", want, out)
 		}
@@ -152,7 +153,7 @@ func TestExplore(t *testing.T) {
 // TestExploreNoFaults: with no pauses, drift or delay, even fencing off is clean.
 func TestExploreNoFaults(t *testing.T) {
 	code, out, errs := runCmd(t, "explore", "-runs", "500", "-pause-prob", "0", "-drift", "0", "-delay", "0s")
-	if code != 0 || strings.Contains(out, "violating seeds") {
+	if code != 0 || strings.Contains(out, "seeds where tokens went backwards") {
 		t.Fatalf("exit %d %s\n%s", code, errs, out)
 	}
 }

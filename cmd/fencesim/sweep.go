@@ -104,6 +104,8 @@ func runSweep(args []string, stdout, stderr io.Writer) int {
 	fs.Var(axisValue{&g.Drift}, "drift", "maximum clock rate errors, a list or LO:HI:STEP")
 	scheduleFlags(fs, &g.Base) // -runs counts schedules per point
 	fs.IntVar(&g.Workers, "workers", runtime.GOMAXPROCS(0), "goroutines to spread the points over (the output does not depend on it)")
+	var fencing fencingMode
+	fs.Var(&fencing, "fencing", "`MODES` to run each schedule with, comma-separated (off,writes,claim,check-then-write; default all)")
 	format := fs.String("format", "csv", "`FORMAT` of the table on stdout: csv or json")
 	svgPath := fs.String("svg", "", "also write the plot of outcome rates against pause/TTL to `FILE`")
 	usage := "fencesim sweep [flags]  (explore over a grid: pause/TTL x heartbeat/TTL x drift)"
@@ -112,6 +114,10 @@ func runSweep(args []string, stdout, stderr io.Writer) int {
 	}
 	if *format != "csv" && *format != "json" {
 		return usageErr(stderr, "-format %q is not one of csv, json", *format)
+	}
+	var err error
+	if g.Storages, err = fencing.storages(g.Storages); err != nil {
+		return usageErr(stderr, "-fencing %v", err)
 	}
 	if err := g.Validate(); err != nil {
 		return usageErr(stderr, "%s", strings.TrimPrefix(err.Error(), "sweep: "))

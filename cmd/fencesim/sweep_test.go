@@ -15,7 +15,7 @@ import (
 )
 
 func TestSweepWritesCSVAndJSON(t *testing.T) {
-	code, out, errs := runCmd(t, "sweep", "-runs", "40", "-pause", "0,1.5", "-heartbeat", "1/3")
+	code, out, errs := runCmd(t, "sweep", "-runs", "40", "-pause", "0,1.5", "-heartbeat", "1/3", "-fencing", "off,on")
 	if code != 0 || errs != "" {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
@@ -23,7 +23,7 @@ func TestSweepWritesCSVAndJSON(t *testing.T) {
 	if len(lines) != 5 || !strings.HasPrefix(lines[0], "pause_ttl,heartbeat_ttl,drift,storage,runs,safe,") {
 		t.Fatalf("want a header and 4 rows, got:\n%s", out)
 	}
-	if !strings.HasPrefix(lines[1], "0,0.333") || !strings.Contains(lines[4], ",on,40,40,") {
+	if !strings.HasPrefix(lines[1], "0,0.333") || !strings.Contains(lines[4], ",claim,40,40,") {
 		t.Errorf("rows do not match the grid (pause 0 first; fencing on at 1.5 all safe):\n%s", out)
 	}
 	code, out, _ = runCmd(t, "sweep", "-runs", "10", "-pause", "1", "-format", "json")
@@ -38,6 +38,7 @@ func TestSweepRefusesBadFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"-format", "xml"}, `-format "xml"`},
+		{[]string{"-fencing", "maybe"}, `unknown storage "maybe"`},
 		{[]string{"-pause", "2:1:0.1"}, "LO <= HI"},
 		{[]string{"-pause", "0:2"}, "LO:HI:STEP"},
 		{[]string{"-heartbeat", "1/0"}, "not a fraction"},

@@ -10,12 +10,12 @@ import (
 	"github.com/fencekit/fencekit/sim"
 )
 
-// Query is one setting of the page's controls: a scenario, its knobs, and
-// the storage mode of the fenced run (the other run always has fencing off).
+// Query is one setting of the page's controls: a scenario and its knobs,
+// Params.Storage being the storage mode of the fenced run (the other run
+// always has fencing off).
 type Query struct {
 	Scenario string
 	Params   sim.Params
-	Storage  string
 }
 
 // knob is one duration or number control; every knob is a URL parameter.
@@ -27,24 +27,25 @@ type knob struct {
 var knobs = []knob{
 	{"ttl", func(p *sim.Params) *time.Duration { return &p.TTL }},
 	{"heartbeat", func(p *sim.Params) *time.Duration { return &p.Heartbeat }},
+	{"pause-at", func(p *sim.Params) *time.Duration { return &p.PauseAt }},
 	{"pause", func(p *sim.Params) *time.Duration { return &p.Pause }},
 	{"work", func(p *sim.Params) *time.Duration { return &p.Work }},
 	{"delay", func(p *sim.Params) *time.Duration { return &p.Delay }},
 	{"drift", nil},
 }
 
-// storageChoices are the storage modes of the fenced run, in the order
-// the page lists them; the first is the default.
-var storageChoices = []Choice{
-	{Name: "on", Title: "write + claim", Help: "every read claims its token; every write is checked against the highest token seen"},
-}
-
-var storageModes = func() []string {
-	var names []string
-	for _, c := range storageChoices {
-		names = append(names, c.Name)
+// storageChoices are the fenced storage modes, in the order the page
+// lists them, each with the page's short label.
+var storageChoices = func() []Choice {
+	labels := map[sim.Storage]string{sim.StorageWrites: "write rule only", sim.StorageClaim: "write + claim",
+		sim.StorageCheckThenWrite: "check, then write"}
+	var out []Choice
+	for _, s := range sim.Storages() {
+		if s.Fenced() {
+			out = append(out, Choice{Name: s.String(), Title: labels[s], Help: s.Describe()})
+		}
 	}
-	return names
+	return out
 }()
 
 // ParseQuery reads a URL query such as "scenario=drift&ttl=10s&drift=-0.5".
@@ -64,7 +65,7 @@ func ParseQuery(raw string) (Query, error) {
 			return Query{}, fmt.Errorf("playground: unknown parameter %q", key)
 		}
 	}
-	q := Query{Scenario: v.Get("scenario"), Storage: v.Get("storage")}
+	q := Query{Scenario: v.Get("scenario")}
 	if q.Scenario == "" {
 		q.Scenario = "kleppmann"
 	}
@@ -72,13 +73,15 @@ func ParseQuery(raw string) (Query, error) {
 	if err != nil {
 		return Query{}, fmt.Errorf("playground: %s", strings.TrimPrefix(err.Error(), "sim: "))
 	}
-	if q.Storage == "" {
-		q.Storage = storageModes[0]
-	}
-	if !validStorage(q.Storage) {
-		return Query{}, fmt.Errorf("playground: storage %q is not one of %s", q.Storage, strings.Join(storageModes, ", "))
-	}
 	q.Params = sc.Defaults
+	q.Params.Storage = defaultStorage(sc)
+	if name := v.Get("storage"); name != "" {
+		st, err := sim.ParseStorage(name)
+		if err != nil || !st.Fenced() {
+			return Query{}, fmt.Errorf("playground: storage %q is not one of %s", name, storageNames())
+		}
+		q.Params.Storage = st
+	}
 	if s := v.Get("seed"); s != "" {
 		if q.Params.Seed, err = strconv.ParseUint(s, 10, 64); err != nil {
 			return Query{}, fmt.Errorf("playground: seed %q is not a whole number", s)
@@ -107,13 +110,22 @@ func ParseQuery(raw string) (Query, error) {
 	return q, nil
 }
 
-func validStorage(s string) bool {
-	for _, m := range storageModes {
-		if m == s {
-			return true
+// defaultStorage is the first fenced storage the scenario compares.
+func defaultStorage(sc sim.Scenario) sim.Storage {
+	for _, s := range sc.Storages() {
+		if s.Fenced() {
+			return s
 		}
 	}
-	return false
+	return sim.StorageClaim
+}
+
+func storageNames() string {
+	names := make([]string, len(storageChoices))
+	for i, c := range storageChoices {
+		names[i] = c.Name
+	}
+	return strings.Join(names, ", ")
 }
 
 // Encode returns the query in canonical form: the scenario, the knobs it
@@ -133,7 +145,7 @@ func (q Query) Encode() string {
 		}
 		b.WriteString("&" + k.name + "=" + url.QueryEscape(val))
 	}
-	b.WriteString("&storage=" + url.QueryEscape(q.Storage))
+	b.WriteString("&storage=" + url.QueryEscape(q.Params.Storage.String()))
 	b.WriteString("&seed=" + strconv.FormatUint(q.Params.Seed, 10))
 	return b.String()
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/fencekit/fencekit/sim"
+	"github.com/fencekit/fencekit/sim/render"
 )
 
 // Response is what the page draws for one query.
@@ -57,7 +58,7 @@ func Run(raw string) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp := &Response{Query: q.Encode(), Scenario: sc.Name, Title: sc.Title, Story: sc.Story,
+	resp := &Response{Query: q.Encode(), Scenario: sc.Name, Title: sc.Title, Story: sc.Story(q.Params),
 		Values: map[string]string{}, StorageModes: storageChoices}
 	for _, s := range sim.Scenarios() {
 		resp.Scenarios = append(resp.Scenarios, Choice{Name: s.Name, Title: s.Title})
@@ -71,9 +72,9 @@ func Run(raw string) (*Response, error) {
 		k, v, _ := strings.Cut(kv, "=")
 		resp.Values[k] = v
 	}
-	for _, storage := range []string{"off", q.Storage} {
+	for _, storage := range []sim.Storage{sim.StorageOff, q.Params.Storage} {
 		p := q.Params
-		p.Fencing = storage != "off"
+		p.Storage = storage
 		res, err := sc.Run(p)
 		if err != nil {
 			return nil, fmt.Errorf("playground: %v", err)
@@ -87,8 +88,8 @@ func Run(raw string) (*Response, error) {
 	return resp, nil
 }
 
-func outcome(res *sim.Result, storage string) (Outcome, error) {
-	o := Outcome{Storage: storage, Heading: heading(storage), Verdict: "safe",
+func outcome(res *sim.Result, storage sim.Storage) (Outcome, error) {
+	o := Outcome{Storage: storage.String(), Heading: heading(storage), Verdict: "safe",
 		Final: res.ValueString(res.Final), Summary: res.Summary(), Lost: []string{}}
 	labels := res.WriteLabels()
 	for _, e := range res.Events {
@@ -108,32 +109,20 @@ func outcome(res *sim.Result, storage string) (Outcome, error) {
 	case len(o.Lost) > 0:
 		o.Verdict = "lost"
 	}
-	svg, err := timelineSVG(res)
-	if err != nil {
-		return Outcome{}, err
+	var b strings.Builder
+	if err := render.SVG(&b, res, "run-"+o.Storage); err != nil {
+		return Outcome{}, fmt.Errorf("playground: drawing the timeline: %v", err)
 	}
-	o.SVG = svg
+	o.SVG = b.String()
 	return o, nil
 }
 
-func heading(storage string) string {
-	if storage == "off" {
-		return "Fencing off: the storage accepts every write"
+// heading names a run's column: fencing off, or the fenced storage mode.
+func heading(storage sim.Storage) string {
+	for _, c := range storageChoices {
+		if c.Name == storage.String() {
+			return "Fencing on: " + c.Title
+		}
 	}
-	return "Fencing on: every read claims its token, every write is checked"
-}
-
-// timelineSVG returns the run's timeline drawing, cut from the HTML page
-// that sim renders.
-func timelineSVG(res *sim.Result) (string, error) {
-	var b strings.Builder
-	if err := sim.WriteHTML(&b, "", res); err != nil {
-		return "", fmt.Errorf("playground: drawing the timeline: %v", err)
-	}
-	page := b.String()
-	i, j := strings.Index(page, "<svg"), strings.LastIndex(page, "</svg>")
-	if i < 0 || j < i {
-		return "", fmt.Errorf("playground: the timeline page has no <svg>")
-	}
-	return page[i : j+len("</svg>")], nil
+	return "Fencing off: the storage accepts every write"
 }

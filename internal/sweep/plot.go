@@ -8,8 +8,9 @@ import (
 	"strings"
 )
 
-// The plot: one panel per storage mode, side by side, each with the rate
-// of every outcome (y, 0 to 100% of runs) against pause/TTL (x).
+// The plot: one panel per storage mode, two side by side, each with the
+// rate of every outcome (y, 0 to 100% of runs on a square-root scale, so
+// that a few percent still shows) against pause/TTL (x).
 const (
 	panelW     = 420
 	panelH     = 260
@@ -17,6 +18,7 @@ const (
 	plotTop    = 108
 	panelGap   = 56
 	plotBottom = 58
+	rowGap     = 96 // from one row of panels' x axis to the next row's top
 	plotFont   = "DejaVu Sans, Helvetica, Arial, sans-serif"
 )
 
@@ -40,14 +42,18 @@ func storageTitle(s string) string {
 	switch s {
 	case "off":
 		return "Fencing off: leases alone"
-	case "on":
-		return "Fencing on: read claims, write check"
+	case "writes":
+		return "Write rule only (Kleppmann's check)"
+	case "claim":
+		return "Write rule + claim at read (fencekit)"
+	case "check-then-write":
+		return "Check, then write: not atomic"
 	}
 	return "Storage " + s
 }
 
 // WriteSVG draws the rows of the first heartbeat ratio and drift present
-// as a self-contained SVG: one panel per storage mode, the rate of each
+// as a self-contained SVG: one panel per storage mode, two per row, the rate of each
 // outcome against pause/TTL, with the pause lengths that reach past a
 // heartbeat and past the whole TTL marked. Rows of other heartbeat ratios
 // and drifts are left out (the subtitle names the ones drawn).
@@ -73,14 +79,16 @@ func WriteSVG(w io.Writer, rows []Row) error {
 	}
 	xMax = math.Max(math.Ceil(xMax*2)/2, 0.5)
 
-	width := plotLeft + len(storages)*(panelW+panelGap) - panelGap + 24
-	height := plotTop + panelH + plotBottom
+	cols := min(len(storages), 2)
+	nrows := (len(storages) + 1) / 2
+	width := plotLeft + cols*(panelW+panelGap) - panelGap + 24
+	height := plotTop + nrows*panelH + (nrows-1)*rowGap + plotBottom
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="%s" font-size="12" role="img">`+"\n",
 		width, height, width, height, plotFont)
-	b.WriteString("<title>Violation map: outcome rates against pause/TTL, fencing off and on</title>\n")
+	b.WriteString("<title>Violation map: outcome rates against pause/TTL, by storage mode</title>\n")
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#fff"/>`+"\n", width, height)
-	fmt.Fprintf(&b, `<text x="%d" y="24" font-size="16" font-weight="bold" fill="#1d2330">When do leases alone lose data? Share of random schedules, by pause length</text>`+"\n", plotLeft)
+	fmt.Fprintf(&b, `<text x="%d" y="24" font-size="16" font-weight="bold" fill="#1d2330">When do leases alone lose data? Share of random schedules, by pause length (square-root scale)</text>`+"\n", plotLeft)
 	hbText := "no heartbeat"
 	if hb > 0 {
 		hbText = fmt.Sprintf("heartbeat every %s TTL", ratioText(hb))
@@ -89,8 +97,9 @@ func WriteSVG(w io.Writer, rows []Row) error {
 		plotLeft, runs, esc(hbText), drift*100)
 	legend(&b, plotLeft, 66)
 	for i, s := range storages {
-		x0 := float64(plotLeft + i*(panelW+panelGap))
-		panel(&b, x0, storageTitle(s), byStorage[s], xMax, hb)
+		x0 := float64(plotLeft + i%2*(panelW+panelGap))
+		y0 := float64(plotTop + i/2*(panelH+rowGap))
+		panel(&b, x0, y0, storageTitle(s), byStorage[s], xMax, hb)
 	}
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
@@ -106,14 +115,13 @@ func legend(b *strings.Builder, x, y int) {
 	}
 }
 
-// panel draws one storage mode's lines in the box whose left edge is x0.
-func panel(b *strings.Builder, x0 float64, title string, rows []Row, xMax, hb float64) {
-	y0 := float64(plotTop)
+// panel draws one storage mode's lines in the box whose top left corner is (x0, y0).
+func panel(b *strings.Builder, x0, y0 float64, title string, rows []Row, xMax, hb float64) {
 	px := func(v float64) float64 { return x0 + v/xMax*panelW }
-	py := func(rate float64) float64 { return y0 + (1-rate)*panelH }
+	py := func(rate float64) float64 { return y0 + (1-math.Sqrt(rate))*panelH } // rare outcomes stay visible
 	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="13" font-weight="bold" fill="#1d2330">%s</text>`+"\n", x0, y0-10, esc(title))
 	// grid and y axis
-	for pct := 0; pct <= 100; pct += 25 {
+	for _, pct := range []int{0, 1, 5, 10, 25, 50, 75, 100} {
 		y := py(float64(pct) / 100)
 		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e3e6eb"/>`, x0, y, x0+panelW, y)
 		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="end" fill="#5b6475">%d%%</text>`+"\n", x0-6, y+4, pct)
@@ -138,7 +146,7 @@ func panel(b *strings.Builder, x0 float64, title string, rows []Row, xMax, hb fl
 			dx = -4
 		}
 		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#9aa1ad" stroke-dasharray="3 3"/>`, x, y0, x, y0+panelH)
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="%s" fill="#5b6475">%s</text>`+"\n", x+dx, y0+14, anchor, esc(text))
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="%s" fill="#5b6475">%s</text>`+"\n", x+dx, py(0.3), anchor, esc(text))
 	}
 	mark(1, "pause = TTL", "start")
 	if hb > 0 && hb < 1 {

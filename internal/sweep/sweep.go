@@ -34,18 +34,21 @@ type Grid struct {
 	Heartbeat []float64
 	// Drift lists the maximum clock rate errors (sim.ExploreParams.DriftMax).
 	Drift []float64
+	// Storages are the storage modes each schedule runs with.
+	Storages []sim.Storage
 	// Workers is the number of goroutines; it changes the speed, never the rows.
 	Workers int
 }
 
 // DefaultGrid returns the violation map's grid: pauses from 0 to 2 TTLs in
 // steps of 0.1, a heartbeat every third of the TTL, drift up to 10%, 1,000
-// schedules per point of explore's default distribution without crashes.
+// schedules per point of explore's default distribution without crashes,
+// each run with every storage mode ([sim.Storages]).
 func DefaultGrid() Grid {
 	base := sim.DefaultExploreParams()
 	base.Runs = 1000
 	base.CrashProb = 0
-	g := Grid{Base: base, Heartbeat: []float64{1.0 / 3}, Drift: []float64{0.1}}
+	g := Grid{Base: base, Heartbeat: []float64{1.0 / 3}, Drift: []float64{0.1}, Storages: sim.Storages()}
 	for i := 0; i <= 20; i++ {
 		g.Pause = append(g.Pause, float64(i)/10)
 	}
@@ -64,7 +67,7 @@ type Point struct {
 // nothing and kept tokens in order.
 type Row struct {
 	Point
-	Storage string `json:"storage"` // "off" or "on"
+	Storage string `json:"storage"` // sim.Storage.String(): "off", "writes", "claim", "check-then-write"
 	Runs    int    `json:"runs"`
 	// Safe runs lost no accepted write and never accepted tokens out of
 	// order. A late write accepted before any newer token reached the
@@ -94,8 +97,13 @@ func (g Grid) Validate() error {
 	if err := g.Base.Validate(); err != nil {
 		return fmt.Errorf("sweep: %s", trimSim(err))
 	}
-	if len(g.Pause) == 0 || len(g.Heartbeat) == 0 || len(g.Drift) == 0 {
-		return errors.New("sweep: every axis (pause, heartbeat, drift) needs at least one value")
+	if len(g.Pause) == 0 || len(g.Heartbeat) == 0 || len(g.Drift) == 0 || len(g.Storages) == 0 {
+		return errors.New("sweep: every axis (pause, heartbeat, drift, storage) needs at least one value")
+	}
+	for _, s := range g.Storages {
+		if _, err := sim.ParseStorage(s.String()); err != nil {
+			return fmt.Errorf("sweep: %s", trimSim(err))
+		}
 	}
 	for _, v := range g.Pause {
 		if !(v >= 0 && v <= 100) {
@@ -145,8 +153,8 @@ func scale(d time.Duration, f float64) time.Duration {
 	return time.Duration(math.Round(float64(d) * f))
 }
 
-// Run runs every point of g with fencing off and on and returns two rows
-// per point (off, then on) in the order of [Grid.Points]. progress, if not
+// Run runs every point of g with each storage mode and returns one row
+// per point and mode, in the order of [Grid.Points] and then of g.Storages. progress, if not
 // nil, is called (never concurrently) with the number of points done and
 // the total, after each point. Run stops early with ctx's error.
 func Run(ctx context.Context, g Grid, progress func(done, total int)) ([]Row, error) {
@@ -154,7 +162,8 @@ func Run(ctx context.Context, g Grid, progress func(done, total int)) ([]Row, er
 		return nil, err
 	}
 	pts := g.Points()
-	rows := make([]Row, 2*len(pts))
+	n := len(g.Storages)
+	rows := make([]Row, n*len(pts))
 	next := make(chan int)
 	var (
 		mu       sync.Mutex
@@ -168,12 +177,11 @@ func Run(ctx context.Context, g Grid, progress func(done, total int)) ([]Row, er
 			defer wg.Done()
 			runner := sim.NewRunner()
 			for i := range next {
-				off, on, err := runPoint(ctx, runner, g, pts[i])
+				err := runPoint(ctx, runner, g, pts[i], rows[n*i:n*(i+1)])
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
 				}
-				rows[2*i], rows[2*i+1] = off, on
 				done++
 				if progress != nil && err == nil {
 					progress(done, len(pts))
@@ -207,20 +215,22 @@ feed:
 	return rows, nil
 }
 
-// runPoint runs the schedules of one point with fencing off and on.
-func runPoint(ctx context.Context, runner *sim.Runner, g Grid, pt Point) (off, on Row, err error) {
+// runPoint runs the schedules of one point with each storage mode into
+// rows, one per mode.
+func runPoint(ctx context.Context, runner *sim.Runner, g Grid, pt Point, rows []Row) error {
 	p := g.params(pt)
-	off = Row{Point: pt, Storage: "off"}
-	on = Row{Point: pt, Storage: "on"}
+	for k, st := range g.Storages {
+		rows[k] = Row{Point: pt, Storage: st.String()}
+	}
 	for i := range p.Runs {
 		if i%100 == 0 && ctx.Err() != nil {
-			return off, on, fmt.Errorf("sweep: stopped at pause/TTL %g: %w", pt.PauseRatio, ctx.Err())
+			return fmt.Errorf("sweep: stopped at pause/TTL %g: %w", pt.PauseRatio, ctx.Err())
 		}
 		seed := p.Seed + uint64(i)
-		for _, row := range []*Row{&off, &on} {
-			cfg, err := sim.ExploreSchedule(p, seed, row.Storage == "on")
+		for k, st := range g.Storages {
+			cfg, err := sim.ExploreSchedule(p, seed, st)
 			if err != nil {
-				return off, on, fmt.Errorf("sweep: %s", trimSim(err))
+				return fmt.Errorf("sweep: %s", trimSim(err))
 			}
 			for c := range cfg.Clients {
 				for j := range cfg.Clients[c].Pauses {
@@ -229,13 +239,13 @@ func runPoint(ctx context.Context, runner *sim.Runner, g Grid, pt Point) (off, o
 			}
 			res, err := runner.Run(cfg)
 			if err != nil {
-				return off, on, fmt.Errorf("sweep: pause/TTL %g, heartbeat/TTL %g, drift %g: %w",
+				return fmt.Errorf("sweep: pause/TTL %g, heartbeat/TTL %g, drift %g: %w",
 					pt.PauseRatio, pt.HeartbeatRatio, pt.Drift, err)
 			}
-			row.add(res)
+			rows[k].add(res)
 		}
 	}
-	return off, on, nil
+	return nil
 }
 
 func (r *Row) add(res *sim.Result) {

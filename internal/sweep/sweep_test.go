@@ -18,7 +18,7 @@ import (
 func smallGrid() Grid {
 	g := DefaultGrid()
 	g.Base.Runs = 150
-	g.Pause = []float64{0, 0.5, 1.5}
+	g.Pause = []float64{0, 0.5, 1}
 	return g
 }
 
@@ -36,27 +36,33 @@ func run(t *testing.T, g Grid) []Row {
 // updates and send tokens backwards without fencing, never with it.
 func TestLeasesFailPastTheTTLAndFencingHolds(t *testing.T) {
 	rows := run(t, smallGrid())
-	if len(rows) != 6 {
-		t.Fatalf("%d rows, want 2 per point for 3 points", len(rows))
+	modes := []string{"off", "writes", "claim", "check-then-write"}
+	if len(rows) != 3*len(modes) {
+		t.Fatalf("%d rows, want one per storage mode for 3 points", len(rows))
 	}
 	for i, r := range rows {
-		wantStorage := []string{"off", "on"}[i%2]
-		if r.Storage != wantStorage || r.Runs != 150 || r.Writes == 0 {
-			t.Errorf("row %d: %+v, want storage %s, 150 runs, some writes", i, r, wantStorage)
+		if r.Storage != modes[i%4] || r.Runs != 150 || r.Writes == 0 {
+			t.Errorf("row %d: %+v, want storage %s, 150 runs, some writes", i, r, modes[i%4])
 		}
-		if r.Storage == "on" && (r.Lost != 0 || r.Backwards != 0 || r.Safe != r.Runs) {
-			t.Errorf("fencing on at pause/TTL %g: %+v, want nothing lost and tokens in order", r.PauseRatio, r)
+		if r.Storage == "claim" && (r.Lost != 0 || r.Backwards != 0 || r.Safe != r.Runs) {
+			t.Errorf("write + claim at pause/TTL %g: %+v, want nothing lost and tokens in order", r.PauseRatio, r)
+		}
+		if r.Storage == "writes" && r.Backwards != 0 {
+			t.Errorf("the write rule at pause/TTL %g: %+v, want tokens in order", r.PauseRatio, r)
 		}
 		if r.PauseRatio == 0 && (r.Safe != r.Runs || r.Late != 0 || r.Rejected != 0) {
 			t.Errorf("no pause: %+v, want every run safe", r)
 		}
 	}
-	off := rows[4] // pause 1.5 TTL, fencing off
+	off, writes, claim := rows[8], rows[9], rows[10] // pauses of one TTL
 	if off.Lost == 0 || off.Backwards == 0 || off.Safe == off.Runs || off.Rejected != 0 {
-		t.Errorf("fencing off, pauses of 1.5 TTL: %+v, want lost updates and tokens backwards", off)
+		t.Errorf("fencing off, pauses of one TTL: %+v, want lost updates and tokens backwards", off)
 	}
-	if on := rows[5]; on.Rejected == 0 {
-		t.Errorf("fencing on, pauses of 1.5 TTL: %+v, want stale writes rejected", on)
+	if writes.Lost == 0 || writes.Rejected == 0 {
+		t.Errorf("write rule only, pauses of one TTL: %+v, want rejections and still lost updates", writes)
+	}
+	if claim.Rejected == 0 {
+		t.Errorf("write + claim, pauses of one TTL: %+v, want stale writes rejected", claim)
 	}
 }
 
@@ -177,18 +183,18 @@ func TestSVGIsWellFormedWithOneLinePerOutcome(t *testing.T) {
 			texts = append(texts, string(tok))
 		}
 	}
-	if lines != 2*len(outcomes) {
-		t.Errorf("%d polylines, want %d (4 outcomes, fencing off and on)", lines, 2*len(outcomes))
+	if lines != 4*len(outcomes) {
+		t.Errorf("%d polylines, want %d (4 outcomes, 4 storage modes)", lines, 4*len(outcomes))
 	}
 	all := strings.Join(texts, "|")
-	for _, want := range []string{"Fencing off", "Fencing on", "pause / TTL", "150 schedules per point",
+	for _, want := range []string{"Fencing off", "Write rule only", "claim at read", "Check, then write", "pause / TTL", "150 schedules per point",
 		"heartbeat every 1/3 TTL", "lost update and tokens went backwards: 0 at every point"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("the plot lacks %q", want)
 		}
 	}
-	if strings.Count(all, "0 at every point") != 1 {
-		t.Error("the zero note must appear on the fenced panel only")
+	if n := strings.Count(all, "0 at every point"); n < 2 || n > 3 {
+		t.Errorf("the zero note appears %d times, want it on the fenced panels (write rule, write + claim, maybe check-then-write) only", n)
 	}
 	if err := WriteSVG(io.Discard, nil); err == nil {
 		t.Error("WriteSVG of no rows: want an error")

@@ -1,14 +1,17 @@
-package sim
+package render
 
 import (
 	"encoding/json"
 	"io"
+
+	"github.com/fencekit/fencekit/sim"
 )
 
-// jsonEvent is the JSON form of an [Event]: names instead of indexes.
+// jsonEvent is the JSON form of an [sim.Event]: names instead of indexes.
 type jsonEvent struct {
 	Run     int    `json:"run"`
 	Fencing bool   `json:"fencing"`
+	Storage string `json:"storage"`
 	Seed    uint64 `json:"seed"`
 	T       string `json:"t"`
 	TNs     int64  `json:"t_ns"`
@@ -26,6 +29,7 @@ type jsonEvent struct {
 type jsonSummary struct {
 	Run       int      `json:"run"`
 	Fencing   bool     `json:"fencing"`
+	Storage   string   `json:"storage"`
 	Seed      uint64   `json:"seed"`
 	Kind      string   `json:"kind"` // always "summary"
 	TTLNs     int64    `json:"ttl_ns"`
@@ -38,16 +42,16 @@ type jsonSummary struct {
 	Summary   []string `json:"summary"`
 }
 
-// WriteJSON writes the runs' events as JSON Lines: one object per event,
+// JSON writes the runs' events as JSON Lines: one object per event,
 // in order, then one "summary" object per run. Each object names its run
 // (0, 1, ...), whether fencing was on, and the seed. Times are virtual
 // nanoseconds since the start of the run.
-func WriteJSON(w io.Writer, runs ...*Result) error {
+func JSON(w io.Writer, runs ...*sim.Result) error {
 	enc := json.NewEncoder(w)
 	for i, r := range runs {
 		labels := r.WriteLabels()
 		for _, e := range r.Events {
-			je := jsonEvent{Run: i, Fencing: r.Fencing, Seed: r.Seed, T: FormatTime(e.At), TNs: int64(e.At),
+			je := jsonEvent{Run: i, Fencing: r.Storage.Fenced(), Storage: r.Storage.String(), Seed: r.Seed, T: sim.FormatTime(e.At), TNs: int64(e.At),
 				SentNs: int64(e.Sent), Kind: e.Kind.String(), Actor: e.Kind.Actor(),
 				Token: uint64(e.Token), Other: uint64(e.Other), DurNs: int64(e.Dur)}
 			if e.Client >= 0 {
@@ -67,7 +71,7 @@ func WriteJSON(w io.Writer, runs ...*Result) error {
 			}
 			return out
 		}
-		s := jsonSummary{Run: i, Fencing: r.Fencing, Seed: r.Seed, Kind: "summary", TTLNs: int64(r.TTL),
+		s := jsonSummary{Run: i, Fencing: r.Storage.Fenced(), Storage: r.Storage.String(), Seed: r.Seed, Kind: "summary", TTLNs: int64(r.TTL),
 			HeartNs: int64(r.Heartbeat), Final: pick(r.Final), Lost: pick(r.Lost()), Stale: pick(r.StaleAccepted()),
 			Summary: r.Summary(), Cut: r.Cut}
 		if err := r.Violation(); err != nil {

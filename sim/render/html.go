@@ -1,4 +1,4 @@
-package sim
+package render
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fencekit/fencekit/sim"
 )
 
 // The drawing follows Kleppmann's figure: time runs left to right; the
@@ -29,11 +31,11 @@ var clientColors = []string{"#1f5fbf", "#d9730d", "#2e8b57", "#8e44ad", "#b03a2e
 
 func clientColor(c int) string { return clientColors[c%len(clientColors)] }
 
-// WriteHTML writes one self-contained HTML page (inline CSS and SVG, no
+// HTML writes one self-contained HTML page (inline CSS and SVG, no
 // scripts, no external assets) with title, and for each run an SVG timeline
-// drawn like Kleppmann's figure followed by the run's [Result.Summary]. The
+// drawn like Kleppmann's figure followed by the run's [sim.Result.Summary]. The
 // page is well-formed XML as well as HTML.
-func WriteHTML(w io.Writer, title string, runs ...*Result) error {
+func HTML(w io.Writer, title string, runs ...*sim.Result) error {
 	var b strings.Builder
 	esc := html.EscapeString
 	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n")
@@ -45,16 +47,16 @@ func WriteHTML(w io.Writer, title string, runs ...*Result) error {
 	b.WriteString("<h1>" + esc(title) + "</h1>\n")
 	if len(runs) > 0 {
 		clock := "virtual seconds"
-		if runs[0].recorded {
+		if runs[0].Recorded {
 			clock = "real seconds since the start"
 		}
 		fmt.Fprintf(&b, "<p>TTL %s, heartbeat %s. Time runs left to right in %s; arrows are messages. "+
 			"Coloured bars on the lease lane show which token the lease service considers valid.</p>\n",
-			esc(FormatTime(runs[0].TTL)), esc(heartbeatText(runs[0].Heartbeat)), clock)
+			esc(sim.FormatTime(runs[0].TTL)), esc(heartbeatText(runs[0].Heartbeat)), clock)
 	}
 	for i, r := range runs {
-		fmt.Fprintf(&b, "<h2>Fencing %s (%s)</h2>\n", strings.ToUpper(onOff(r.Fencing)), r.origin())
-		writeSVG(&b, r, i)
+		fmt.Fprintf(&b, "<h2>%s%s</h2>\n", esc(heading(r.Storage)), origin(r))
+		writeSVG(&b, r, "run"+strconv.Itoa(i))
 		b.WriteString("<ul>\n")
 		for _, s := range r.Summary() {
 			class := ""
@@ -73,19 +75,31 @@ func WriteHTML(w io.Writer, title string, runs ...*Result) error {
 	return err
 }
 
-// origin says where a run came from: its seed, or real servers.
-func (r *Result) origin() string {
-	if r.recorded {
-		return "recorded on real servers"
+// origin says, after a run's heading, that it was recorded on real servers.
+func origin(r *sim.Result) string {
+	if r.Recorded {
+		return " (recorded on real servers)"
 	}
-	return "seed " + strconv.FormatUint(r.Seed, 10)
+	return ""
+}
+
+// SVG writes one run's timeline as a standalone SVG element drawn like
+// Kleppmann's figure. id prefixes the element ids inside it, so that
+// several SVGs can share a page; it must be a valid XML name, such as
+// "run0". SVG uses no scripts, no external assets and no system calls, so
+// it runs in a js/wasm build too.
+func SVG(w io.Writer, r *sim.Result, id string) error {
+	var b strings.Builder
+	writeSVG(&b, r, id)
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // svgPlot holds the geometry of one run's drawing.
 type svgPlot struct {
 	b      *strings.Builder
-	r      *Result
-	run    int // index of the run on the page
+	r      *sim.Result
+	id     string // prefix of the element ids
 	tEnd   time.Duration
 	laneY  []float64 // per client
 	leaseY float64
@@ -144,8 +158,8 @@ func (p *svgPlot) claim(lane string, x0, x1 float64) int {
 	return row
 }
 
-func writeSVG(b *strings.Builder, r *Result, run int) {
-	p := &svgPlot{b: b, r: r, run: run, placed: map[string][]span{}}
+func writeSVG(b *strings.Builder, r *sim.Result, id string) {
+	p := &svgPlot{b: b, r: r, id: id, placed: map[string][]span{}}
 	p.tEnd = niceEnd(r.End + r.End/20 + time.Second)
 	n := len(r.Clients)
 	p.laneY = make([]float64, n)
@@ -162,11 +176,11 @@ func writeSVG(b *strings.Builder, r *Result, run int) {
 	p.height = y + 120
 	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%.0f" viewBox="0 0 %d %.0f" font-family="%s" role="img">`+"\n",
 		svgWidth, p.height, svgWidth, p.height, fontFamily)
-	fmt.Fprintf(b, `<title>Timeline, fencing %s, %s</title>`+"\n", onOff(r.Fencing), r.origin())
+	fmt.Fprintf(b, `<title>Timeline, %s%s</title>`+"\n", html.EscapeString(heading(r.Storage)), origin(r))
 	b.WriteString(`<defs>`)
 	for i, col := range append([]string{"#777", "#1b7a1b", "#b00020"}, clientColors...) {
-		fmt.Fprintf(b, `<marker id="run%d-arrow%d" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="10" markerHeight="10" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="%s"/></marker>`,
-			run, i, col)
+		fmt.Fprintf(b, `<marker id="%s-arrow%d" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="10" markerHeight="10" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="%s"/></marker>`,
+			id, i, col)
 	}
 	b.WriteString("</defs>\n")
 	p.axis()
@@ -180,7 +194,7 @@ func writeSVG(b *strings.Builder, r *Result, run int) {
 // marker returns the id of the arrowhead for a colour index: 0 grey,
 // 1 green, 2 red, 3+ client colours. Ids include the run's index so that
 // the SVGs of one page do not share ids.
-func (p *svgPlot) marker(i int) string { return fmt.Sprintf("run%d-arrow%d", p.run, i) }
+func (p *svgPlot) marker(i int) string { return fmt.Sprintf("%s-arrow%d", p.id, i) }
 
 func niceEnd(d time.Duration) time.Duration {
 	s := math.Ceil(d.Seconds())
@@ -210,7 +224,7 @@ func (p *svgPlot) axis() {
 		x := p.x(t)
 		fmt.Fprintf(p.b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#444"/>`, x, y, x, y+5)
 		fmt.Fprintf(p.b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%.1f" stroke="#eee"/>`, x, svgTop-25, x, y)
-		fmt.Fprintf(p.b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="11" fill="#444">%s</text>`+"\n", x, y+18, FormatTime(t))
+		fmt.Fprintf(p.b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="11" fill="#444">%s</text>`+"\n", x, y+18, sim.FormatTime(t))
 	}
 }
 
@@ -224,7 +238,7 @@ func (p *svgPlot) lanes() {
 	}
 	lane(p.leaseY, "Lease service", "#333")
 	storage := "Storage"
-	if p.r.Fencing {
+	if p.r.Storage.Fenced() {
 		storage += " (fenced)"
 	}
 	lane(p.storeY, storage, "#333")
@@ -243,10 +257,10 @@ func (p *svgPlot) leaseBars() {
 	open := -1
 	for _, e := range p.r.Events {
 		switch e.Kind {
-		case KindGranted:
+		case sim.KindGranted:
 			bars = append(bars, bar{c: e.Client, tok: uint64(e.Token), from: e.At, to: -1})
 			open = len(bars) - 1
-		case KindExpired, KindReleased:
+		case sim.KindExpired, sim.KindReleased:
 			if open >= 0 && bars[open].tok == uint64(e.Token) {
 				bars[open].to = e.At
 				bars[open].how = e.Kind.String()
@@ -289,25 +303,25 @@ func (p *svgPlot) clientBars() {
 	for _, e := range p.r.Events {
 		c := e.Client
 		switch e.Kind {
-		case KindAcquired:
+		case sim.KindAcquired:
 			holding[c] = e.At
-		case KindDone, KindLost, KindCheckFailed, KindCrashed:
+		case sim.KindDone, sim.KindLost, sim.KindCheckFailed, sim.KindCrashed:
 			endHold(c, e.At)
 		}
 		switch e.Kind {
-		case KindPaused:
+		case sim.KindPaused:
 			x0, x1 := p.x(e.At), p.x(e.At+e.Dur)
 			y := p.clientY(c)
 			fmt.Fprintf(p.b, `<rect x="%.1f" y="%.1f" width="%.1f" height="26" fill="#999" fill-opacity="0.35" stroke="#666" stroke-dasharray="4 3"/>`+"\n",
 				x0, y-13, x1-x0)
-			p.label(fmt.Sprintf("c%d-in", c), (x0+x1)/2, y+4, 0, "process paused ("+FormatTime(e.Dur)+")", "#333", "middle")
-		case KindCrashed:
+			p.label(fmt.Sprintf("c%d-in", c), (x0+x1)/2, y+4, 0, "process paused ("+sim.FormatTime(e.Dur)+")", "#333", "middle")
+		case sim.KindCrashed:
 			x, y := p.x(e.At), p.clientY(c)
 			fmt.Fprintf(p.b, `<path d="M%.1f,%.1f l12,12 m0,-12 l-12,12" stroke="#b00020" stroke-width="3"/>`, x-6, y-6)
 			p.label(fmt.Sprintf("c%d-above", c), x, y-16, -1, "crashed", "#b00020", "middle")
-		case KindCheckFailed:
+		case sim.KindCheckFailed:
 			p.label(fmt.Sprintf("c%d-above", c), p.x(e.At), p.clientY(c)-16, -1, "own clock: lease over, stop", "#555", "start")
-		case KindLost:
+		case sim.KindLost:
 			p.label(fmt.Sprintf("c%d-above", c), p.x(e.At), p.clientY(c)-16, -1, "heartbeat refused: lost", "#b00020", "start")
 		}
 	}
@@ -351,28 +365,28 @@ func (p *svgPlot) messages() {
 			dir = 1
 		}
 		switch e.Kind {
-		case KindGranted, KindDenied:
+		case sim.KindGranted, sim.KindDenied:
 			arrow(e.Sent, e.At, toward(cy, p.leaseY), toward(p.leaseY, cy), "#777", 0, 1, false)
-		case KindAcquired:
+		case sim.KindAcquired:
 			arrow(e.Sent, e.At, toward(p.leaseY, cy), toward(cy, p.leaseY), col, 3+c%len(clientColors), 1.6, false)
 			p.label(above, p.x(e.At), cy+float64(dir)*16+4*float64(dir+1), dir, fmt.Sprintf("acquired: token %d", e.Token), col, "start")
-		case KindRefused:
+		case sim.KindRefused:
 			arrow(e.Sent, e.At, toward(p.leaseY, cy), toward(cy, p.leaseY), "#777", 0, 1, true)
 			p.label(above, p.x(e.At), cy+float64(dir)*16+4*float64(dir+1), dir, fmt.Sprintf("refused (%d held)", e.Other), "#777", "start")
-		case KindRenewed, KindRenewDenied:
+		case sim.KindRenewed, sim.KindRenewDenied:
 			stroke := "#9ab"
-			if e.Kind == KindRenewDenied {
+			if e.Kind == sim.KindRenewDenied {
 				stroke = "#b00020"
 			}
 			fmt.Fprintf(p.b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="1" stroke-dasharray="2 2"/>`+"\n",
 				p.x(e.Sent), toward(cy, p.leaseY), p.x(e.At), toward(p.leaseY, cy), stroke)
-		case KindRead, KindReadRejected:
+		case sim.KindRead, sim.KindReadRejected:
 			arrow(e.Sent, e.At, toward(cy, p.storeY), p.storeY-8, "#999", 0, 1, true)
-			if p.r.Fencing && e.Kind == KindRead {
+			if claims(p.r.Storage) && e.Kind == sim.KindRead {
 				p.label("store-below", p.x(e.At), p.storeY+22, 1, fmt.Sprintf("read claims %d", e.Token), "#777", "start")
 			}
-		case KindWriteAccepted, KindWriteRejected:
-			ok := e.Kind == KindWriteAccepted
+		case sim.KindWriteAccepted, sim.KindWriteRejected:
+			ok := e.Kind == sim.KindWriteAccepted
 			mk, res, rc := 1, "ok", "#1b7a1b"
 			if !ok {
 				mk, res, rc = 2, "REJECTED", "#b00020"

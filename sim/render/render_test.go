@@ -1,4 +1,4 @@
-package sim_test
+package render_test
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/sim"
+	"github.com/fencekit/fencekit/sim/render"
 )
 
 // parseXHTML parses the page strictly as XML (the page is written to be
@@ -58,14 +59,16 @@ func TestHTMLOneSVGPerRun(t *testing.T) {
 		var runs []*sim.Result
 		for _, fencing := range []bool{false, true} {
 			p := sc.Defaults
-			p.Fencing = fencing
+			if fencing {
+				p.Storage = sim.StorageClaim
+			}
 			r, err := sc.Run(p)
 			if err != nil {
 				t.Fatal(err)
 			}
 			runs = append(runs, r)
 			var b bytes.Buffer
-			if err := sim.WriteHTML(&b, sc.Title, runs...); err != nil {
+			if err := render.HTML(&b, sc.Title, runs...); err != nil {
 				t.Fatal(err)
 			}
 			page := b.Bytes()
@@ -91,7 +94,7 @@ func TestHTMLOneSVGPerRun(t *testing.T) {
 	}
 	// The kleppmann page shows each write's fate.
 	var b bytes.Buffer
-	sim.WriteHTML(&b, "k", kleppmann(t, false, nil), kleppmann(t, true, nil))
+	render.HTML(&b, "k", kleppmann(t, false, nil), kleppmann(t, true, nil))
 	for _, want := range []string{"A1 (token 33): ok", "A1 (token 33) REJECTED: 34 seen", "lease 33 (A)", "lease 34 (B)", "process paused (15s)", "33 expired"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("kleppmann page lacks %q", want)
@@ -102,7 +105,7 @@ func TestHTMLOneSVGPerRun(t *testing.T) {
 func TestJSON(t *testing.T) {
 	r := kleppmann(t, true, nil)
 	var b bytes.Buffer
-	if err := sim.WriteJSON(&b, r); err != nil {
+	if err := render.JSON(&b, r); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
@@ -132,7 +135,7 @@ func TestJSON(t *testing.T) {
 
 func TestTimelineText(t *testing.T) {
 	var b bytes.Buffer
-	if err := sim.WriteTimeline(&b, "title", kleppmann(t, false, nil), kleppmann(t, true, nil)); err != nil {
+	if err := render.Text(&b, "title", kleppmann(t, false, nil), kleppmann(t, true, nil)); err != nil {
 		t.Fatal(err)
 	}
 	s := b.String()
@@ -147,7 +150,7 @@ func TestTimelineText(t *testing.T) {
 			t.Errorf("A's writes are not side by side: %q", line)
 		}
 	}
-	if err := sim.WriteTimeline(&b, "x"); err == nil {
+	if err := render.Text(&b, "x"); err == nil {
 		t.Error("WriteTimeline with no runs succeeded")
 	}
 }
@@ -166,22 +169,42 @@ func TestFormatTime(t *testing.T) {
 // TestTimelineRecordedOddStart: a recorded run whose first event draws no
 // row of its own (a denial seen before any grant) still prints.
 func TestTimelineRecordedOddStart(t *testing.T) {
-	r := sim.NewRecorded([]string{"A", "B"}, "f", true, time.Second, 0, []sim.Event{
+	r := sim.NewRecorded([]string{"A", "B"}, "f", sim.StorageClaim, time.Second, 0, []sim.Event{
 		{Kind: sim.KindDenied, Client: 1, Other: 7, Write: -1},
 		{At: time.Second, Kind: sim.KindAcquired, Client: 1, Token: 8, Write: -1},
 	}, nil, nil)
 	var b bytes.Buffer
-	if err := sim.WriteTimeline(&b, "odd", r); err != nil {
+	if err := render.Text(&b, "odd", r); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), "acquired 8") || !strings.Contains(b.String(), "Every store checks") {
 		t.Fatalf("timeline:\n%s", b.String())
 	}
 	b.Reset()
-	if err := sim.WriteHTML(&b, "odd", r); err != nil {
+	if err := render.HTML(&b, "odd", r); err != nil {
 		t.Fatal(err)
 	}
 	if page := b.String(); !strings.Contains(page, "Fencing ON (recorded on real servers)") || strings.Contains(page, "seed 0") {
 		t.Fatalf("a recorded run's page should not name a seed:\n%s", page)
 	}
+}
+
+func kleppmann(t *testing.T, fencing bool, edit func(*sim.Params)) *sim.Result {
+	t.Helper()
+	sc, err := sim.Lookup("kleppmann")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := sc.Defaults
+	if fencing {
+		p.Storage = sim.StorageClaim
+	}
+	if edit != nil {
+		edit(&p)
+	}
+	r, err := sc.Run(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

@@ -1,14 +1,14 @@
-package sim
+package render
 
 import (
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/sim"
 )
 
 const (
@@ -29,7 +29,7 @@ type textRow struct {
 // one client are folded into one row; a paused client's lane shows a bar,
 // a crashed client's a cross. fills[i] is the state row i leaves behind,
 // which the side-by-side layout repeats while another run has more rows.
-func runRows(r *Result) (rows []textRow, fills [][]string) {
+func runRows(r *sim.Result) (rows []textRow, fills [][]string) {
 	n := len(r.Clients)
 	rb := &rowBuilder{r: r, labels: r.WriteLabels(), lease: "-", paused: make([]bool, n), crashed: make([]bool, n),
 		refusals: make([]int, n), refusedCount: make([]int, n), refusedTok: make([]fence.Token, n)}
@@ -48,7 +48,7 @@ func runRows(r *Result) (rows []textRow, fills [][]string) {
 // rowBuilder holds runRows' state: the lease column, which lanes are
 // paused or crashed, and each client's current run of refusals.
 type rowBuilder struct {
-	r               *Result
+	r               *sim.Result
 	labels          []string
 	lease           string
 	paused, crashed []bool
@@ -90,7 +90,7 @@ func (rb *rowBuilder) emit(at time.Duration, c int, text string) {
 
 // refused folds a refusal into the client's current refusal row when the
 // same token still holds the lease.
-func (rb *rowBuilder) refused(e Event) {
+func (rb *rowBuilder) refused(e sim.Event) {
 	c := e.Client
 	if i := rb.refusals[c]; i >= 0 && rb.refusedTok[c] == e.Other {
 		rb.refusedCount[c]++
@@ -101,48 +101,50 @@ func (rb *rowBuilder) refused(e Event) {
 	rb.refusals[c], rb.refusedCount[c], rb.refusedTok[c] = len(rb.rows)-1, 1, e.Other
 }
 
-func (rb *rowBuilder) event(e Event) {
+func (rb *rowBuilder) event(e sim.Event) {
 	c := e.Client
 	switch e.Kind {
-	case KindGranted:
+	case sim.KindGranted:
 		rb.lease = fmt.Sprintf("%s:%d", rb.r.Clients[c], e.Token)
 		rb.emit(e.At, -1, rb.lease)
-	case KindExpired:
+	case sim.KindExpired:
 		rb.lease = "-"
 		rb.emit(e.At, -1, "expired")
-	case KindReleased:
+	case sim.KindReleased:
 		rb.lease = "-"
 		rb.emit(e.At, c, "released")
-	case KindAcquired:
+	case sim.KindAcquired:
 		rb.emit(e.At, c, fmt.Sprintf("acquired %d", e.Token))
-	case KindRefused:
+	case sim.KindRefused:
 		rb.refused(e)
-	case KindRenewed:
+	case sim.KindRenewed:
 		rb.emit(e.At, c, "heartbeat ok")
-	case KindLost:
+	case sim.KindLost:
 		rb.emit(e.At, c, "heartbeat: LOST")
-	case KindRead:
-		ids := rb.r.readAt(e)
+	case sim.KindRead:
+		ids := readAt(rb.r, e)
 		text := "read " + rb.r.ValueString(ids)
 		if utf8.RuneCountInString(text) > laneWidth {
 			text = fmt.Sprintf("read (%d writes)", len(ids))
 		}
 		rb.emit(e.At, c, text)
-	case KindReadRejected:
+	case sim.KindReadRejected:
 		rb.emit(e.At, c, fmt.Sprintf("read REJECTED (%d)", e.Other))
-	case KindWriteAccepted:
+	case sim.KindWriteAccepted:
 		rb.emit(e.At, c, fmt.Sprintf("write %s/%d ok", rb.labels[e.Write], e.Token))
-	case KindWriteRejected:
+	case sim.KindWriteRejected:
 		rb.emit(e.At, c, fmt.Sprintf("write %s/%d REJECTED", rb.labels[e.Write], e.Token))
-	case KindCheckFailed:
+	case sim.KindChecked:
+		rb.emit(e.At, c, fmt.Sprintf("check %s/%d ok", rb.labels[e.Write], e.Token))
+	case sim.KindCheckFailed:
 		rb.emit(e.At, c, "lease check: stop")
-	case KindPaused:
+	case sim.KindPaused:
 		rb.paused[c] = true
-		rb.emit(e.At, c, "PAUSED "+FormatTime(e.Dur))
-	case KindResumed:
+		rb.emit(e.At, c, "PAUSED "+sim.FormatTime(e.Dur))
+	case sim.KindResumed:
 		rb.paused[c] = false
 		rb.emit(e.At, c, "resumed")
-	case KindCrashed:
+	case sim.KindCrashed:
 		rb.crashed[c], rb.paused[c] = true, false
 		rb.emit(e.At, c, "CRASHED")
 	}
@@ -151,7 +153,7 @@ func (rb *rowBuilder) event(e Event) {
 // readAt returns the value a read event returned: the Read of the first
 // write the client sent after it, or, when it wrote nothing, the writes
 // accepted before the read.
-func (r *Result) readAt(e Event) []int {
+func readAt(r *sim.Result, e sim.Event) []int {
 	for _, w := range r.Writes {
 		if w.Client == e.Client && w.Token == e.Token && w.Sent >= e.At {
 			return w.Read
@@ -159,10 +161,10 @@ func (r *Result) readAt(e Event) []int {
 	}
 	var ids []int
 	for _, x := range r.Events {
-		if x.At > e.At || (x.At == e.At && x.Kind == KindRead) {
+		if x.At > e.At || (x.At == e.At && x.Kind == sim.KindRead) {
 			break
 		}
-		if x.Kind == KindWriteAccepted {
+		if x.Kind == sim.KindWriteAccepted {
 			ids = append(ids[:0], r.Writes[x.Write].Read...)
 			ids = append(ids, x.Write)
 		}
@@ -178,13 +180,13 @@ func pad(s string, w int) string {
 	return s + strings.Repeat(" ", w-n)
 }
 
-// WriteTimeline writes a terminal timeline of one run, or of several runs
+// Text writes a terminal timeline of one run, or of several runs
 // side by side (such as the same scenario with fencing off and on), then
-// each run's [Result.Summary]. Rows are virtual times; each run has a
+// each run's [sim.Result.Summary]. Rows are virtual times; each run has a
 // lease column (the lease service's holder and token) and a lane per client.
-func WriteTimeline(w io.Writer, title string, runs ...*Result) error {
+func Text(w io.Writer, title string, runs ...*sim.Result) error {
 	if len(runs) == 0 {
-		return fmt.Errorf("sim: WriteTimeline: no runs")
+		return fmt.Errorf("render: Text: no runs")
 	}
 	var b strings.Builder
 	timelineIntro(&b, title, runs)
@@ -203,7 +205,7 @@ func WriteTimeline(w io.Writer, title string, runs ...*Result) error {
 	t.header()
 	t.body()
 	for _, r := range runs {
-		fmt.Fprintf(&b, "\nFencing %s:\n", strings.ToUpper(onOff(r.Fencing)))
+		fmt.Fprintf(&b, "\n%s:\n", heading(r.Storage))
 		for _, s := range r.Summary() {
 			b.WriteString("  • " + s + "\n")
 		}
@@ -213,27 +215,30 @@ func WriteTimeline(w io.Writer, title string, runs ...*Result) error {
 }
 
 // timelineIntro writes the title and the lines that explain the notation.
-func timelineIntro(b *strings.Builder, title string, runs []*Result) {
+func timelineIntro(b *strings.Builder, title string, runs []*sim.Result) {
 	if title != "" {
 		b.WriteString(title + "\n")
 	}
 	r0 := runs[0]
 	clock := "virtual seconds"
-	if r0.recorded {
+	if r0.Recorded {
 		clock = "real seconds since the start"
 	}
-	fmt.Fprintf(b, "TTL %s, heartbeat %s. Times are %s", FormatTime(r0.TTL), heartbeatText(r0.Heartbeat), clock)
+	fmt.Fprintf(b, "TTL %s, heartbeat %s. Times are %s", sim.FormatTime(r0.TTL), heartbeatText(r0.Heartbeat), clock)
 	if len(r0.Writes) > 0 {
 		w := r0.Writes[0] // labelled X1: its client's first write
 		fmt.Fprintf(b, "; \"write %s/%d\" is %s's first write, carrying token %d",
 			r0.WriteLabels()[0], w.Token, r0.Clients[w.Client], w.Token)
 	}
 	b.WriteString(".\n")
-	switch {
-	case r0.recorded && r0.Fencing:
+	if r0.Recorded && r0.Storage.Fenced() {
 		b.WriteString("Every store checks each write's token against the newest token it has seen.\n")
-	case slices.ContainsFunc(runs, func(r *Result) bool { return r.Fencing }):
-		b.WriteString("With fencing, every read claims the reader's token at the storage and every write is checked against the newest token seen.\n")
+	} else {
+		for i, r := range runs {
+			if i == 0 || r.Storage != runs[i-1].Storage {
+				b.WriteString(heading(r.Storage) + ": " + r.Storage.Describe() + ".\n")
+			}
+		}
 	}
 	b.WriteString("\n")
 }
@@ -241,19 +246,19 @@ func timelineIntro(b *strings.Builder, title string, runs []*Result) {
 // timeline lays out the rows of several runs side by side.
 type timeline struct {
 	b             *strings.Builder
-	runs          []*Result
+	runs          []*sim.Result
 	rows          [][]textRow  // per run
 	fills         [][][]string // per run: the cells to repeat after each row
 	leaseW, laneW int
 }
 
-func (t *timeline) width(r *Result) int { return t.leaseW + 1 + len(r.Clients)*(t.laneW+1) }
+func (t *timeline) width(r *sim.Result) int { return t.leaseW + 1 + len(r.Clients)*(t.laneW+1) }
 
 func (t *timeline) header() {
 	b := t.b
 	b.WriteString(pad("", timeWidth) + " ")
 	for _, r := range t.runs {
-		b.WriteString("│ " + pad("fencing "+strings.ToUpper(onOff(r.Fencing)), t.width(r)))
+		b.WriteString("│ " + pad(column(r.Storage), t.width(r)))
 	}
 	b.WriteString("\n" + pad("time", timeWidth) + " ")
 	for _, r := range t.runs {
@@ -294,7 +299,7 @@ func (t *timeline) body() {
 		for l := range lines {
 			tcol := ""
 			if l == 0 {
-				tcol = FormatTime(at)
+				tcol = sim.FormatTime(at)
 			}
 			fmt.Fprintf(t.b, "%*s ", timeWidth, tcol)
 			for i := range t.runs {
@@ -331,11 +336,31 @@ func (t *timeline) cells(cells []string) {
 	}
 }
 
+// claims reports whether the storage's reads claim the reader's token.
+func claims(s sim.Storage) bool {
+	return s == sim.StorageClaim || s == sim.StorageCheckThenWrite
+}
+
+// modeNames name each storage mode in a column header and at the start
+// of a line.
+var modeNames = map[sim.Storage][2]string{
+	sim.StorageOff:            {"fencing OFF", "Fencing OFF"},
+	sim.StorageWrites:         {"WRITE CHECK only", "Write check only"},
+	sim.StorageClaim:          {"fencing ON", "Fencing ON"},
+	sim.StorageCheckThenWrite: {"CHECK-THEN-WRITE", "Check-then-write"},
+}
+
+// column names a storage mode in a timeline's column header.
+func column(s sim.Storage) string { return modeNames[s][0] }
+
+// heading names a storage mode at the start of a line.
+func heading(s sim.Storage) string { return modeNames[s][1] }
+
 func heartbeatText(d time.Duration) string {
 	if d == 0 {
 		return "none"
 	}
-	return "every " + FormatTime(d)
+	return "every " + sim.FormatTime(d)
 }
 
 // trimLines removes trailing spaces from every line.
