@@ -31,6 +31,7 @@ var knobs = []knob{
 	{"pause", func(p *sim.Params) *time.Duration { return &p.Pause }},
 	{"work", func(p *sim.Params) *time.Duration { return &p.Work }},
 	{"delay", func(p *sim.Params) *time.Duration { return &p.Delay }},
+	{"write-delay", func(p *sim.Params) *time.Duration { return &p.WriteDelay }},
 	{"drift", nil},
 }
 
