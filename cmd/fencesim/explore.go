@@ -56,8 +56,8 @@ func runExplore(args []string, stdout, stderr io.Writer) int {
 	if *show < 0 {
 		return usageErr(stderr, "-show %d is negative", *show)
 	}
-	if out.json || out.html != "" {
-		return usageErr(stderr, "explore prints a report; -json and -html apply to replay")
+	if out.html != "" {
+		return usageErr(stderr, "explore prints a report; -html applies to replay")
 	}
 	var err error
 	if p.Storages, err = out.fencing.storages(nil); err != nil {
@@ -74,7 +74,14 @@ func runExplore(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fencesim: %v\n", err)
 		return exitFailed
 	}
-	writeReport(stdout, rep, *show)
+	if out.json {
+		if err := writeReportJSON(stdout, rep, *show); err != nil {
+			fmt.Fprintf(stderr, "fencesim: writing the report: %v\n", err)
+			return exitFailed
+		}
+	} else {
+		writeReport(stdout, rep, *show)
+	}
 	if on := rep.Tally(sim.StorageClaim); on != nil && (on.Violations > 0 || on.LostRuns > 0) {
 		seed := p.Seed
 		if len(on.Seeds) > 0 {

@@ -6,11 +6,11 @@
 //
 //	fencesim [SCENARIO] [-ttl D] [-heartbeat D] [-pause D] [-work D] [-delay D]
 //	         [-drift F] [-seed N] [-fencing both|on|off] [-json] [-html FILE]
-//	fencesim explore [-runs N] [-seed N] [distribution flags] [-show N]
+//	fencesim explore [-runs N] [-seed N] [distribution flags] [-show N] [-json]
 //	fencesim replay -seed N [distribution flags] [-fencing both|on|off] [-json] [-html FILE]
 //	fencesim real [-ttl D] [-pause D] [-redis ADDR] [-postgres URL] [-s3-endpoint URL]
 //	         [-s3-access KEY] [-s3-secret KEY] [-s3-bucket B] [-name N] [-json] [-html FILE]
-//	fencesim sweep [-pause LIST] [-heartbeat LIST] [-drift LIST] [-runs N] [-format csv|json] [-svg FILE]
+//	fencesim sweep [-pause LIST] [-heartbeat LIST] [-drift LIST] [-fencing MODES] [-runs N] [-format csv|json] [-svg FILE]
 //	fencesim serve [-addr HOST:PORT] [-dir DIR] | fencesim serve -build DIR
 //	fencesim list
 //

@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -216,5 +219,32 @@ func TestServeServesTheFolder(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not stop after the context ended")
+	}
+}
+
+// TestExploreJSON: explore -json reports one point as a JSON object with
+// the same counts as the text report.
+func TestExploreJSON(t *testing.T) {
+	args := []string{"explore", "-runs", "500", "-pause-prob", "1", "-pause-max", "20s", "-fencing", "off,claim"}
+	code, out, errs := runCmd(t, append(args, "-json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rep jsonReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if rep.Runs != 500 || rep.PauseMax != "20s" || len(rep.Tallies) != 2 || rep.Tallies[0].Storage != "off" || !rep.FencingSafe {
+		t.Fatalf("report %+v", rep)
+	}
+	off := rep.Tallies[0]
+	if off.TokensBackwards == 0 || len(off.ViolatingSeeds) == 0 || off.LostRuns == 0 {
+		t.Fatalf("fencing off with long pauses: %+v, want violations", off)
+	}
+	// The text report's row of backward tokens has the same two counts.
+	_, text, _ := runCmd(t, args...)
+	m := regexp.MustCompile(`(?m)^\s*runs where tokens went backwards.*?(\d+)\s+(\d+)$`).FindStringSubmatch(text)
+	if m == nil || m[1] != fmt.Sprint(off.TokensBackwards) || m[2] != fmt.Sprint(rep.Tallies[1].TokensBackwards) {
+		t.Errorf("the text report's backward tokens %q disagree with the JSON %d, %d:\n%s", m, off.TokensBackwards, rep.Tallies[1].TokensBackwards, text)
 	}
 }

@@ -252,7 +252,7 @@ func TestBrowserMovesPause(t *testing.T) {
 	}
 
 	if *screenshot != "" {
-		png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
+		png, err := chromedp.Run(tab, chromedp.CaptureScreenshot()) // the window: controls and both runs
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -49,7 +49,7 @@ function query(scenarioChanged) {
 
 function fillOptions(resp) {
   options = resp;
-  form.scenario.replaceChildren(...resp.scenarios.map((s) => new Option(s.name + ": " + s.title, s.name)));
+  form.scenario.replaceChildren(...resp.scenarios.map((s) => new Option(s.name, s.name)));
   const group = document.getElementById("storage");
   group.replaceChildren(...resp.storage_modes.map((m) => {
     const label = document.createElement("label");
@@ -130,6 +130,7 @@ function update(q) {
   statusLine.hidden = true;
   if (!options) fillOptions(resp);
   setControls(resp);
+  document.getElementById("title").textContent = resp.title + ".";
   document.getElementById("story").textContent = resp.story;
   renderRun(document.getElementById("run-off"), resp.runs[0]);
   renderRun(document.getElementById("run-on"), resp.runs[1]);
