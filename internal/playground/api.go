@@ -19,20 +19,47 @@ type Query struct {
 }
 
 // knob is one duration or number control; every knob is a URL parameter.
+// The page draws its slider from Slider.
 type knob struct {
-	name string
-	dur  func(p *sim.Params) *time.Duration // nil for drift
+	Slider
+	dur func(p *sim.Params) *time.Duration // nil for drift
+}
+
+// Slider is how the page draws a knob: a range input from Min to Max by
+// Step, in milliseconds for durations (Unit "s", shown in seconds) and as
+// is for drift (Unit "%", shown as a percentage).
+type Slider struct {
+	Name  string  `json:"name"`
+	Label string  `json:"label"`
+	Help  string  `json:"help"`
+	Min   float64 `json:"min"`
+	Max   float64 `json:"max"`
+	Step  float64 `json:"step"`
+	Unit  string  `json:"unit"`
+	Zero  string  `json:"zero,omitempty"` // shown instead of 0, such as "none"
+}
+
+func durKnob(name, label, help string, maxMs, stepMs float64, zero string, f func(p *sim.Params) *time.Duration) knob {
+	return knob{Slider{Name: name, Label: label, Help: help, Max: maxMs, Step: stepMs, Unit: "s", Zero: zero}, f}
 }
 
 var knobs = []knob{
-	{"ttl", func(p *sim.Params) *time.Duration { return &p.TTL }},
-	{"heartbeat", func(p *sim.Params) *time.Duration { return &p.Heartbeat }},
-	{"pause-at", func(p *sim.Params) *time.Duration { return &p.PauseAt }},
-	{"pause", func(p *sim.Params) *time.Duration { return &p.Pause }},
-	{"work", func(p *sim.Params) *time.Duration { return &p.Work }},
-	{"delay", func(p *sim.Params) *time.Duration { return &p.Delay }},
-	{"write-delay", func(p *sim.Params) *time.Duration { return &p.WriteDelay }},
-	{"drift", nil},
+	{Slider{Name: "ttl", Label: "TTL", Help: "The lease's time to live", Min: 1000, Max: 60000, Step: 500, Unit: "s"},
+		func(p *sim.Params) *time.Duration { return &p.TTL }},
+	durKnob("heartbeat", "Heartbeat every", "How often the holder renews its lease (0: never)", 30000, 500, "none",
+		func(p *sim.Params) *time.Duration { return &p.Heartbeat }),
+	durKnob("pause-at", "Pause after check", "When A pauses, counted from the start of its work step, right after it checked its lease",
+		20000, 100, "", func(p *sim.Params) *time.Duration { return &p.PauseAt }),
+	durKnob("pause", "Pause length", "How long A's whole process stops (a GC stop-the-world): work and heartbeat",
+		60000, 500, "", func(p *sim.Params) *time.Duration { return &p.Pause }),
+	durKnob("work", "Work step", "How long a work step takes before its write", 20000, 500, "",
+		func(p *sim.Params) *time.Duration { return &p.Work }),
+	durKnob("delay", "Message delay", "One-way delay of every message", 2000, 50, "",
+		func(p *sim.Params) *time.Duration { return &p.Delay }),
+	durKnob("write-delay", "A's write delayed", "Extra network delay of A's write: sent in time, it arrives late",
+		30000, 500, "", func(p *sim.Params) *time.Duration { return &p.WriteDelay }),
+	{Slider{Name: "drift", Label: "A's clock drift", Help: "A's clock runs at 1 + drift of real time",
+		Min: -0.8, Max: 1, Step: 0.05, Unit: "%"}, nil},
 }
 
 // storageChoices are the fenced storage modes, in the order the page
@@ -49,9 +76,15 @@ var storageChoices = func() []Choice {
 	return out
 }()
 
+// minHeartbeat bounds how often a run renews, so that every run stays a
+// few thousand events long, quick enough to rerun as a slider moves.
+const minHeartbeat = 250 * time.Millisecond
+
 // ParseQuery reads a URL query such as "scenario=drift&ttl=10s&drift=-0.5".
 // Missing parameters take the scenario's defaults; parameters the scenario
-// does not use are ignored. Errors name the parameter and its value.
+// does not use are ignored. Values must lie in their slider's range
+// (durations in whole milliseconds), a heartbeat be 0 or at least 250ms.
+// Errors name the parameter and its value.
 func ParseQuery(raw string) (Query, error) {
 	v, err := url.ParseQuery(strings.TrimPrefix(raw, "?"))
 	if err != nil {
@@ -59,7 +92,7 @@ func ParseQuery(raw string) (Query, error) {
 	}
 	known := map[string]bool{"scenario": true, "storage": true, "seed": true}
 	for _, k := range knobs {
-		known[k.name] = true
+		known[k.Name] = true
 	}
 	for key := range v {
 		if !known[key] {
@@ -89,21 +122,28 @@ func ParseQuery(raw string) (Query, error) {
 		}
 	}
 	for _, k := range knobs {
-		s := v.Get(k.name)
-		if s == "" || !sc.Uses(k.name) {
+		s := v.Get(k.Name)
+		if s == "" || !sc.Uses(k.Name) {
 			continue
 		}
 		if k.dur == nil {
-			if q.Params.Drift, err = strconv.ParseFloat(s, 64); err != nil {
-				return Query{}, fmt.Errorf("playground: drift %q is not a number", s)
+			if q.Params.Drift, err = strconv.ParseFloat(s, 64); err != nil || q.Params.Drift < k.Min || q.Params.Drift > k.Max {
+				return Query{}, fmt.Errorf("playground: drift %q is not a number from %g to %g", s, k.Min, k.Max)
 			}
 			continue
 		}
 		d, err := time.ParseDuration(s)
 		if err != nil {
-			return Query{}, fmt.Errorf("playground: %s %q is not a duration such as 10s or 250ms", k.name, s)
+			return Query{}, fmt.Errorf("playground: %s %q is not a duration such as 10s or 250ms", k.Name, s)
+		}
+		lo, hi := time.Duration(k.Min)*time.Millisecond, time.Duration(k.Max)*time.Millisecond
+		if d%time.Millisecond != 0 || d < lo || d > hi {
+			return Query{}, fmt.Errorf("playground: %s %q must be whole milliseconds from %v to %v", k.Name, s, lo, hi)
 		}
 		*k.dur(&q.Params) = d
+	}
+	if h := q.Params.Heartbeat; h > 0 && h < minHeartbeat {
+		return Query{}, fmt.Errorf("playground: heartbeat %v is below %v (0: none)", h, minHeartbeat)
 	}
 	if err := q.Params.Validate(); err != nil {
 		return Query{}, fmt.Errorf("playground: %s", strings.TrimPrefix(err.Error(), "sim: "))
@@ -137,14 +177,14 @@ func (q Query) Encode() string {
 	var b strings.Builder
 	b.WriteString("scenario=" + url.QueryEscape(q.Scenario))
 	for _, k := range knobs {
-		if err != nil || !sc.Uses(k.name) {
+		if err != nil || !sc.Uses(k.Name) {
 			continue
 		}
 		val := strconv.FormatFloat(q.Params.Drift, 'g', -1, 64)
 		if k.dur != nil {
 			val = sim.FormatTime(*k.dur(&q.Params))
 		}
-		b.WriteString("&" + k.name + "=" + url.QueryEscape(val))
+		b.WriteString("&" + k.Name + "=" + url.QueryEscape(val))
 	}
 	b.WriteString("&storage=" + url.QueryEscape(q.Params.Storage.String()))
 	b.WriteString("&seed=" + strconv.FormatUint(q.Params.Seed, 10))

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/fencekit/fencekit/internal/testenv"
 )
@@ -94,7 +95,7 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("hide-scrollbars", true),
 		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1600, 1000),
+		chromedp.WindowSize(1600, 1100),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	t.Cleanup(cancel)
@@ -250,6 +251,33 @@ func TestBrowserMovesPause(t *testing.T) {
 	if q3 != q2 || fmt.Sprint(again) != fmt.Sprint(after) {
 		t.Errorf("reloading ?%s shows another run (%s)", q2, q3)
 	}
+
+	// A key press on the TTL slider: one step (0.5s) up.
+	if err := chromedp.Do(tab, chromedp.SendKeys(chromedp.ID("ttl"), kb.ArrowRight)); err != nil {
+		t.Fatal(err)
+	}
+	q4, keyed := readPage(t, tab)
+	if want := strings.Replace(q2, "ttl=10s", "ttl=10.5s", 1); q4 != want {
+		t.Fatalf("after ArrowRight on the TTL the page runs %q, want %q", q4, want)
+	}
+	expect(t, keyed, q4)
+
+	// A click on another storage mode changes the fenced run only.
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(`#storage input[value="writes"]`))); err != nil {
+		t.Fatal(err)
+	}
+	q5, clicked := readPage(t, tab)
+	if want := strings.Replace(q4, "storage=claim", "storage=writes", 1); q5 != want {
+		t.Fatalf("after clicking the write rule the page runs %q, want %q", q5, want)
+	}
+	expect(t, clicked, q5)
+	if fmt.Sprint(clicked[0]) != fmt.Sprint(keyed[0]) || clicked[1].Heading != "Fencing on: write rule only" {
+		t.Errorf("the storage click: the fencing-off run changed, or the fenced run's heading is %q", clicked[1].Heading)
+	}
+	if err := chromedp.Do(tab, chromedp.Navigate(srv.URL+"/?"+q2)); err != nil {
+		t.Fatal(err)
+	}
+	readPage(t, tab)
 
 	if *screenshot != "" {
 		png, err := chromedp.Run(tab, chromedp.CaptureScreenshot()) // the window: controls and both runs

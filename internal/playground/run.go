@@ -21,9 +21,10 @@ type Response struct {
 	Values map[string]string `json:"values"`
 	// Runs are fencing off, then the chosen storage mode.
 	Runs []Outcome `json:"runs"`
-	// Scenarios and StorageModes fill the page's menus.
+	// Scenarios, StorageModes and Sliders are the page's controls.
 	Scenarios    []Choice `json:"scenarios"`
 	StorageModes []Choice `json:"storage_modes"`
+	Sliders      []Slider `json:"sliders"`
 }
 
 // Choice is one entry of a menu.
@@ -64,8 +65,9 @@ func Run(raw string) (*Response, error) {
 		resp.Scenarios = append(resp.Scenarios, Choice{Name: s.Name, Title: s.Title})
 	}
 	for _, k := range knobs {
-		if sc.Uses(k.name) {
-			resp.Uses = append(resp.Uses, k.name)
+		resp.Sliders = append(resp.Sliders, k.Slider)
+		if sc.Uses(k.Name) {
+			resp.Uses = append(resp.Uses, k.Name)
 		}
 	}
 	for _, kv := range strings.Split(resp.Query, "&") {

@@ -47,8 +47,28 @@ function query(scenarioChanged) {
   return p.toString();
 }
 
+// slider builds one knob's control: a label, a range input and its value.
+function slider(k) {
+  const div = document.createElement("div");
+  div.className = "control";
+  div.dataset.knob = k.name;
+  const label = document.createElement("label");
+  label.htmlFor = k.name;
+  label.textContent = k.label;
+  label.title = k.help;
+  const input = document.createElement("input");
+  Object.assign(input, { type: "range", id: k.name, name: k.name, min: k.min, max: k.max, step: k.step });
+  input.dataset.unit = k.unit;
+  if (k.zero) input.dataset.zero = k.zero;
+  const out = document.createElement("output");
+  out.htmlFor = k.name;
+  div.append(label, input, out);
+  return div;
+}
+
 function fillOptions(resp) {
   options = resp;
+  document.getElementById("sliders").replaceChildren(...resp.sliders.map(slider));
   form.scenario.replaceChildren(...resp.scenarios.map((s) => new Option(s.name, s.name)));
   const group = document.getElementById("storage");
   group.replaceChildren(...resp.storage_modes.map((m) => {
@@ -75,8 +95,10 @@ function setControls(resp) {
     if (used) {
       const v = resp.values[input.name];
       input.value = input.dataset.unit === "s" ? parseSeconds(v) : v;
+      showValue(input);
+    } else {
+      form.querySelector(`output[for="${input.id}"]`).textContent = "–";
     }
-    showValue(input);
   }
   for (const radio of form.querySelectorAll("input[name=storage]")) {
     radio.checked = radio.value === resp.values.storage;
