@@ -17,11 +17,12 @@ type Params struct {
 	Delay     time.Duration // one-way delay of every message
 	Drift     float64       // holder's clock rate error (-0.5 = half speed)
 	PauseAt   time.Duration // when A pauses, counted from the start of its work step (its lease check)
+	Storage   Storage       // how the storage treats tokens
+	Seed      uint64        // seeds the run's jitter; the scenarios default to 1
+
 	// WriteDelay holds A's write in the network this much longer than
 	// Delay (kleppmann): sent in time, it arrives late.
 	WriteDelay time.Duration
-	Storage   Storage       // how the storage treats tokens
-	Seed      uint64        // seeds the run's jitter; the scenarios default to 1
 }
 
 // Validate returns an error naming the first invalid knob.
