@@ -7,14 +7,14 @@
 #
 # Without HTML it first writes the kleppmann scenario (fencing off and on)
 # with `go run ./cmd/fencesim -html` (from any directory). Defaults: OUT
-# docs/img/kleppmann.png in the repository, window 1180x1480 (the whole
+# docs/img/kleppmann.png in the repository, window 1180x1880 (the whole
 # kleppmann page). Exit status is non-zero when any step fails.
 set -eu
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$root/docs/img/kleppmann.png}
 src=${2:-}
-size=${3:-1180,1480}
+size=${3:-1180,1880}
 
 if ! command -v chromium >/dev/null 2>&1; then
 	echo "render-timeline: chromium not found; installing Debian's chromium package" >&2

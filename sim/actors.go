@@ -30,13 +30,24 @@ func (r *Runner) clientAcquired(it *item) {
 	}
 	cs.gen++
 	cs.holding, cs.lost, cs.tok = true, false, it.tok
-	cs.deadline = it.local + r.cfg.TTL
+	cs.deadline = localDeadline(it.local, r.cfg.TTL)
 	r.record(Event{Kind: KindAcquired, Client: c, Sent: it.sent, Token: it.tok, Write: -1,
 		Dur: r.realDur(c, cs.deadline-r.local(c, r.now))})
 	if r.cfg.Heartbeat > 0 {
-		r.after(c, r.cfg.Heartbeat, item{act: aHeartbeat, gen: cs.gen})
+		// Like the lease package, count the interval from the request's send.
+		r.after(c, max(it.local+r.cfg.Heartbeat-r.local(c, r.now), 0), item{act: aHeartbeat, gen: cs.gen})
 	}
 	r.send(item{act: aReadArrive, c: it.c, tok: cs.tok, gen: cs.gen})
+}
+
+// localDeadline is the rule of the lease package: a client's lease ends,
+// by its own clock, at the send time of the acquire or renew request that
+// granted or extended it, plus the TTL, minus a drift margin (TTL/100 +
+// 2ms, lease.Options.DriftMargin's default), so that the holder stops
+// before the lease service can expire the lease. TestDeadlineRuleMatchesLease
+// holds the two to the same answer.
+func localDeadline(sent, ttl time.Duration) time.Duration {
+	return sent + ttl - (ttl/100 + 2*time.Millisecond)
 }
 
 // jitterUnit is the resolution of a refused client's wait jitter, so that
@@ -212,7 +223,7 @@ func (r *Runner) clientRenewed(it *item) {
 	if it.gen != cs.gen || !cs.holding || !it.ok {
 		return
 	}
-	cs.deadline = max(cs.deadline, it.local+r.cfg.TTL)
+	cs.deadline = max(cs.deadline, localDeadline(it.local, r.cfg.TTL))
 }
 
 // --- lease service ---

@@ -38,7 +38,6 @@ func (e *ViolationError) Error() string {
 // Unwrap returns the history error.
 func (e *ViolationError) Unwrap() error { return e.Err }
 
-
 // Lost returns the accepted writes whose data is not in the final value:
 // a later write was computed from a value read before them and overwrote
 // them. Their writers were told the write succeeded.

@@ -21,8 +21,9 @@ func ExampleScenario_Run() {
 		fmt.Println(s)
 	}
 	// Output:
+	// SAFE: 1 write(s) accepted, 1 rejected, none lost, tokens never went backwards.
 	// A's write A1 (token 33) was REJECTED as stale at 17.5s: the storage had already seen token 34, claimed by B's read at 10.5s.
-	// Safe: 1 write(s) accepted, 1 rejected, none lost, tokens never went backwards.
+	// A was paused from 2.4s to 17.4s (15s) holding lease 33, which expired at 10.1s, during the pause: A did not know.
 	// Final value of "file": "B1".
 }
 
@@ -63,4 +64,3 @@ func ExampleRun() {
 	// B token 2 accepted=true
 	// A token 1 accepted=false
 }
-

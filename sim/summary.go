@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"github.com/fencekit/fencekit/fence"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,43 +51,63 @@ func (r *Result) ValueString(ids []int) string {
 	return strconv.Quote(strings.Join(parts, " "))
 }
 
-// Summary explains the run's outcome in plain sentences: which writes were
-// rejected, which accepted writes were lost and who overwrote them, any
-// write accepted out of token order, any forced downtime, the final value.
+// Verdict is a run's outcome, from worst to best: tokens went backwards
+// (the fencing invariant broke), an accepted write was lost, or safe.
+type Verdict uint8
+
+const (
+	// VerdictSafe: no accepted write was lost and the storage never
+	// accepted a token older than one it had accepted.
+	VerdictSafe Verdict = iota
+	// VerdictLost: the tokens reached the storage in order, yet an accepted
+	// write is missing from the final value ([Result.Lost]).
+	VerdictLost
+	// VerdictBackwards: the storage accepted a write whose token was older
+	// than one it had already accepted ([Result.Violation]).
+	VerdictBackwards
+)
+
+// String returns "safe", "a write lost" or "tokens went backwards".
+func (v Verdict) String() string {
+	switch v {
+	case VerdictSafe:
+		return "safe"
+	case VerdictLost:
+		return "a write lost"
+	case VerdictBackwards:
+		return "tokens went backwards"
+	}
+	return "verdict(" + strconv.Itoa(int(v)) + ")"
+}
+
+// Verdict returns the run's outcome.
+func (r *Result) Verdict() Verdict {
+	switch {
+	case r.Violation() != nil:
+		return VerdictBackwards
+	case len(r.Lost()) > 0:
+		return VerdictLost
+	}
+	return VerdictSafe
+}
+
+// Summary explains the run's outcome in plain sentences. The first is the
+// verdict ("SAFE", "A WRITE WAS LOST" or "TOKENS WENT BACKWARDS"); then
+// which writes were rejected, which accepted writes came from an expired
+// lease, which were lost and who overwrote them, what each pause did to
+// the paused client's lease, any forced downtime, and the final value.
 func (r *Result) Summary() []string {
-	var out []string
+	out := []string{r.verdictLine()}
 	labels := r.WriteLabels()
 	name := func(c int) string { return r.Clients[c] }
-	accepted, rejected := 0, 0
 	for i, w := range r.Writes {
-		if w.At == 0 && !w.Accepted && !r.decided(i) {
-			continue // never reached the storage
-		}
-		if w.Accepted {
-			accepted++
+		if w.Accepted || !r.decided(i) {
 			continue
 		}
-		rejected++
 		out = append(out, fmt.Sprintf("%s's write %s (token %d) was REJECTED as stale at %s: the storage had already seen token %d%s.",
 			name(w.Client), labels[i], w.Token, FormatTime(w.At), r.rejectedBy(i), r.firstSeen(r.rejectedBy(i))))
 	}
-	if r.Violation() != nil {
-		newest := -1
-		for _, e := range r.Events {
-			if e.Kind != KindWriteAccepted {
-				continue
-			}
-			if newest >= 0 && e.Token < r.Writes[newest].Token {
-				w, nw := r.Writes[e.Write], r.Writes[newest]
-				out = append(out, fmt.Sprintf("UNSAFE: the storage accepted %s (token %d) at %s after it had accepted %s (token %d) at %s.",
-					labels[e.Write], w.Token, FormatTime(w.At), labels[newest], nw.Token, FormatTime(nw.At)))
-				break
-			}
-			if newest < 0 || e.Token > r.Writes[newest].Token {
-				newest = e.Write
-			}
-		}
-	}
+	out = append(out, r.pauses()...)
 	for _, i := range r.StaleAccepted() {
 		w := r.Writes[i]
 		out = append(out, fmt.Sprintf("%s's write %s was accepted at %s although its lease (token %d) had expired.",
@@ -118,10 +139,84 @@ func (r *Result) Summary() []string {
 		out = append(out, fmt.Sprintf("The run was CUT at its horizon (%s) with actions still pending: what would have happened later is not shown.",
 			FormatTime(r.Horizon)))
 	}
-	if len(r.Lost()) == 0 && r.Violation() == nil && len(r.StaleAccepted()) == 0 {
-		out = append(out, fmt.Sprintf("Safe: %d write(s) accepted, %d rejected, none lost, tokens never went backwards.", accepted, rejected))
-	}
 	out = append(out, fmt.Sprintf("Final value of %q: %s.", r.Resource, r.ValueString(r.Final)))
+	return out
+}
+
+// verdictLine is the first sentence of the summary.
+func (r *Result) verdictLine() string {
+	accepted, rejected := 0, 0
+	for i, w := range r.Writes {
+		switch {
+		case w.Accepted:
+			accepted++
+		case r.decided(i):
+			rejected++
+		}
+	}
+	switch r.Verdict() {
+	case VerdictBackwards:
+		labels := r.WriteLabels()
+		newest := -1
+		for _, e := range r.Events {
+			if e.Kind != KindWriteAccepted {
+				continue
+			}
+			if newest >= 0 && e.Token < r.Writes[newest].Token {
+				w, nw := r.Writes[e.Write], r.Writes[newest]
+				return fmt.Sprintf("TOKENS WENT BACKWARDS: the storage accepted %s (token %d) at %s after it had accepted %s (token %d) at %s.",
+					labels[e.Write], w.Token, FormatTime(w.At), labels[newest], nw.Token, FormatTime(nw.At))
+			}
+			if newest < 0 || e.Token > r.Writes[newest].Token {
+				newest = e.Write
+			}
+		}
+		return "TOKENS WENT BACKWARDS."
+	case VerdictLost:
+		return fmt.Sprintf("A WRITE WAS LOST: the tokens reached the storage in order, yet %d accepted write(s) are missing from the final value.",
+			len(r.Lost()))
+	}
+	return fmt.Sprintf("SAFE: %d write(s) accepted, %d rejected, none lost, tokens never went backwards.", accepted, rejected)
+}
+
+// pauses says, for each pause of a client whose lease was live when the
+// pause began, whether the lease outlived the pause.
+func (r *Result) pauses() []string {
+	var out []string
+	held := make([]fence.Token, len(r.Clients)) // the lease each client holds by the service's book
+	for i, e := range r.Events {
+		switch e.Kind {
+		case KindGranted:
+			held[e.Client] = e.Token
+		case KindExpired, KindReleased:
+			if e.Client >= 0 && held[e.Client] == e.Token {
+				held[e.Client] = 0
+			}
+		case KindPaused:
+			tok := held[e.Client]
+			if tok == 0 {
+				continue
+			}
+			end := e.At + e.Dur
+			s := fmt.Sprintf("%s was paused from %s to %s (%s) holding lease %d", r.Clients[e.Client],
+				FormatTime(e.At), FormatTime(end), FormatTime(e.Dur), tok)
+			expired := false
+			for _, x := range r.Events[i+1:] {
+				if x.At > end {
+					break
+				}
+				if x.Kind == KindExpired && x.Token == tok {
+					s += fmt.Sprintf(", which expired at %s, during the pause: %s did not know", FormatTime(x.At), r.Clients[e.Client])
+					expired = true
+					break
+				}
+			}
+			if !expired {
+				s += ", which was still valid when it resumed"
+			}
+			out = append(out, s+".")
+		}
+	}
 	return out
 }
 

@@ -15,37 +15,57 @@ import (
 
 // Exit statuses.
 const (
-	exitOK      = 0
-	exitFailed  = 1 // an invariant failed (a violation with fencing on) or output failed
-	exitUsage   = 2 // bad arguments
-	usageIntro  = "usage: fencesim [SCENARIO] [flags] | fencesim explore [flags] | fencesim replay -seed N [flags] | fencesim real [flags] | fencesim sweep [flags] | fencesim serve [flags] | fencesim list"
-	usageDetail = "Run 'fencesim -h', 'fencesim explore -h', 'fencesim replay -h' or 'fencesim real -h' for the flags."
+	exitOK     = 0
+	exitFailed = 1 // an invariant failed (a violation with fencing on) or output failed
+	exitUsage  = 2 // bad arguments
+	usageIntro = "usage: fencesim [SCENARIO] [flags] | fencesim SUBCOMMAND [flags]  ('fencesim help' lists them)"
 )
+
+// subcommand is a word fencesim takes instead of a scenario name.
+type subcommand struct {
+	name, usage, what string
+	run               func(args []string, stdout, stderr io.Writer) int
+}
+
+// subcommands lists every subcommand; `fencesim -h` and `fencesim help`
+// print the list.
+var subcommands = []subcommand{
+	{"explore", "fencesim explore [flags]", "run many random schedules per storage mode and count what went wrong", runExplore},
+	{"replay", "fencesim replay -seed N [flags]", "replay one schedule of explore as a timeline", runReplay},
+	{"real", "fencesim real [flags]", "run Kleppmann's scenario on Redis, PostgreSQL and S3, the holder stopped by SIGSTOP", runReal},
+	{"sweep", "fencesim sweep [flags]", "run explore over a grid (pause/TTL, heartbeat/TTL, drift): CSV or JSON, and the violation map as SVG", runSweep},
+	{"serve", "fencesim serve [flags]", "build the playground (the simulator in WebAssembly behind one page) and serve it", runServe},
+	{"list", "fencesim list", "list the scenarios and their defaults", runList},
+}
 
 // run is the whole command: it parses args, writes results to stdout and
 // diagnostics to stderr, and returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		switch args[0] {
-		case "explore":
-			return runExplore(args[1:], stdout, stderr)
-		case "replay":
-			return runReplay(args[1:], stdout, stderr)
-		case "list":
-			return runList(args[1:], stdout, stderr)
-		case "real":
-			return runReal(args[1:], stdout, stderr)
-		case "sweep":
-			return runSweep(args[1:], stdout, stderr)
-		case "serve":
-			return runServe(args[1:], stdout, stderr)
-		case "help":
-			fmt.Fprintln(stdout, usageIntro)
-			fmt.Fprintln(stdout, usageDetail)
+		if args[0] == "help" {
+			writeUsage(stdout)
 			return exitOK
+		}
+		for _, sc := range subcommands {
+			if sc.name == args[0] {
+				return sc.run(args[1:], stdout, stderr)
+			}
 		}
 	}
 	return runScenario(args, stdout, stderr)
+}
+
+// writeUsage prints how to run a scenario and every subcommand.
+func writeUsage(w io.Writer) {
+	line := func(usage, what string) { fmt.Fprintf(w, "  %-34s %s\n", usage, what) }
+	fmt.Fprintln(w, "usage: fencesim [SCENARIO] [flags] | fencesim SUBCOMMAND [flags]")
+	line("fencesim [SCENARIO] [flags]", "replay a scenario, fencing off and on side by side (make demo)")
+	for _, sc := range subcommands {
+		line(sc.usage, sc.what)
+	}
+	line("fencesim help", "print this list")
+	fmt.Fprintf(w, "Scenarios: %s (default kleppmann).\n", strings.Join(sim.ScenarioNames(), ", "))
+	fmt.Fprintln(w, "Run 'fencesim -h' or 'fencesim SUBCOMMAND -h' for the flags.")
 }
 
 // usageErr prints a one-line diagnostic and the usage line, and returns 2.
@@ -174,8 +194,8 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	var out output
 	out.register(fs, true)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: fencesim [SCENARIO] [flags]\nScenarios: %s (default kleppmann).\n",
-			strings.Join(sim.ScenarioNames(), ", "))
+		writeUsage(fs.Output())
+		fmt.Fprintln(fs.Output(), "\nFlags of a scenario:")
 		fs.PrintDefaults()
 	}
 	name, status := parse(fs, args, stdout, stderr)

@@ -29,7 +29,7 @@ func TestDefault(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
 	for _, want := range []string{"kleppmann", "fencing OFF", "fencing ON", "write A1/33 ok", "write A1/33 REJECTED",
-		"UNSAFE", "B1 (token 34, accepted at 12.7s) is LOST", "REJECTED as stale", `Final value of "file": "A1"`, `Final value of "file": "B1"`} {
+		"TOKENS WENT BACKWARDS", "B1 (token 34, accepted at 12.7s) is LOST", "REJECTED as stale", `Final value of "file": "A1"`, `Final value of "file": "B1"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -46,15 +46,15 @@ func TestScenariosAndFlags(t *testing.T) {
 		want []string
 		not  []string
 	}{
-		{[]string{"-pause", "5s"}, []string{`"A1 B1"`, "Safe"}, []string{"LOST", "REJECTED"}},
-		{[]string{"kleppmann", "-work", "8s"}, []string{"A1 (token 33, accepted at 17.5s) is LOST", `"B1"`}, []string{"UNSAFE"}},
+		{[]string{"-pause", "5s"}, []string{`"A1 B1"`, "SAFE"}, []string{"LOST", "REJECTED"}},
+		{[]string{"kleppmann", "-work", "8s"}, []string{"A1 (token 33, accepted at 17.5s) is LOST", `"B1"`}, []string{"TOKENS WENT BACKWARDS"}},
 		{[]string{"-work", "2s", "kleppmann", "-fencing", "on"}, []string{"fencing ON", "REJECTED"}, []string{"fencing OFF"}},
 		{[]string{"crash"}, []string{"Forced downtime", "CRASHED"}, nil},
 		{[]string{"crash", "-ttl", "10s", "-heartbeat", "3s"}, []string{"until it expired at 10.1s"}, nil},
 		{[]string{"heartbeat"}, []string{`"A1 A2 A3 B1"`}, []string{"LOST"}},
 		{[]string{"pause-heartbeat"}, []string{"heartbeat: LOST", "REJECTED"}, nil},
-		{[]string{"drift", "-fencing", "off"}, []string{"UNSAFE"}, nil},
-		{[]string{"drift", "-drift", "0", "-fencing", "off"}, []string{"Safe"}, []string{"UNSAFE"}},
+		{[]string{"drift", "-fencing", "off"}, []string{"TOKENS WENT BACKWARDS"}, nil},
+		{[]string{"drift", "-drift", "0", "-fencing", "off"}, []string{"SAFE"}, []string{"TOKENS WENT BACKWARDS"}},
 		{[]string{"list"}, []string{"kleppmann", "pause-heartbeat", "drift -0.5"}, nil},
 	} {
 		code, out, errs := runCmd(t, tc.args...)
@@ -145,7 +145,7 @@ func TestExplore(t *testing.T) {
 	line = line[:strings.Index(line, "\n")]
 	args := strings.Fields(line)[1:] // drop "fencesim"
 	code, rout, errs := runCmd(t, args...)
-	if code != 0 || !strings.Contains(rout, "UNSAFE") || !strings.Contains(rout, "fencing ON") {
+	if code != 0 || !strings.Contains(rout, "TOKENS WENT BACKWARDS") || !strings.Contains(rout, "fencing ON") {
 		t.Fatalf("%v: exit %d %s\n%s", args, code, errs, rout)
 	}
 }
@@ -255,5 +255,75 @@ func TestProgressBar(t *testing.T) {
 	}
 	if isTerminal(&b) {
 		t.Fatal("a buffer is not a terminal")
+	}
+}
+
+// TestHelpListsSubcommands: `fencesim -h` (and `fencesim help`) name every
+// subcommand, not only the scenario flags.
+func TestHelpListsSubcommands(t *testing.T) {
+	_, _, help := runCmd(t, "-h")
+	_, list, _ := runCmd(t, "help")
+	for _, out := range []string{help, list} {
+		for _, sc := range subcommands {
+			if !strings.Contains(out, sc.usage) {
+				t.Errorf("help lacks %q:\n%s", sc.usage, out)
+			}
+		}
+		for _, want := range []string{"fencesim help", "check-then-write", "fencesim [SCENARIO] [flags]"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("help lacks %q:\n%s", want, out)
+			}
+		}
+	}
+	if !strings.Contains(help, "-pause-at") {
+		t.Errorf("-h lacks the scenario flags:\n%s", help)
+	}
+}
+
+// TestStorageFlag: -fencing picks the storage modes shown side by side.
+func TestStorageFlag(t *testing.T) {
+	code, out, errs := runCmd(t, "-work", "8s", "-fencing", "writes,claim")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	i := strings.Index(out, "\nWrite check only:\n")
+	j := strings.Index(out, "\nFencing ON:\n")
+	if i < 0 || j < i || !strings.Contains(out[i:j], "A WRITE WAS LOST") || !strings.Contains(out[j:], "SAFE") ||
+		!strings.Contains(out, "WRITE CHECK only") || strings.Contains(out, "fencing OFF") {
+		t.Fatalf("output:\n%s", out)
+	}
+	code, out, errs = runCmd(t, "check-then-write")
+	if code != 0 || !strings.Contains(out, "CHECK-THEN-WRITE") || !strings.Contains(out, "check A1/33 ok") ||
+		!strings.Contains(out, "TOKENS WENT BACKWARDS") {
+		t.Fatalf("check-then-write: exit %d %s\n%s", code, errs, out)
+	}
+}
+
+// TestIntroFollowsFlags: the story printed before the timeline is built
+// from the flags.
+func TestIntroFollowsFlags(t *testing.T) {
+	_, out, _ := runCmd(t, "-pause", "9.5s")
+	story := out[:strings.Index(out, "\nfencesim kleppmann")]
+	if !strings.Contains(wrapJoin(story), "for 9.5s, shorter than the 10s TTL") || strings.Contains(story, "longer than") {
+		t.Fatalf("story:\n%s", story)
+	}
+}
+
+// wrapJoin undoes wrap's line breaks.
+func wrapJoin(s string) string { return strings.ReplaceAll(s, "\n", " ") }
+
+// TestExploreWarnsAndCountsDowntime: explore warns when its pauses cannot
+// outlast a lease, and reports the downtime a crashed holder's lease costs.
+func TestExploreWarnsAndCountsDowntime(t *testing.T) {
+	code, out, errs := runCmd(t, "explore", "-runs", "200", "-ttl", "60s")
+	if code != 0 || !strings.Contains(out, "WARNING: no pause can outlast a lease") {
+		t.Fatalf("exit %d %s\n%s", code, errs, out)
+	}
+	if !regexp.MustCompile(`mean downtime in those runs +\d[\d.]*s +\d[\d.]*s`).MatchString(out) {
+		t.Fatalf("no downtime row:\n%s", out)
+	}
+	_, out, _ = runCmd(t, "explore", "-runs", "200")
+	if strings.Contains(out, "WARNING") {
+		t.Fatalf("defaults warn:\n%s", out)
 	}
 }

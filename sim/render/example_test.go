@@ -30,6 +30,6 @@ func ExampleText() {
 	//          │ -     released
 	//
 	// Fencing ON:
-	//   • Safe: 1 write(s) accepted, 0 rejected, none lost, tokens never went backwards.
+	//   • SAFE: 1 write(s) accepted, 0 rejected, none lost, tokens never went backwards.
 	//   • Final value of "file": "A1".
 }

@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"html"
 	"io"
+	"math"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fencekit/fencekit/sim"
 	"github.com/fencekit/fencekit/sim/render"
@@ -95,7 +99,7 @@ func TestHTMLOneSVGPerRun(t *testing.T) {
 	// The kleppmann page shows each write's fate.
 	var b bytes.Buffer
 	render.HTML(&b, "k", kleppmann(t, false, nil), kleppmann(t, true, nil))
-	for _, want := range []string{"A1 (token 33): ok", "A1 (token 33) REJECTED: 34 seen", "lease 33 (A)", "lease 34 (B)", "process paused (15s)", "33 expired"} {
+	for _, want := range []string{"A1 (token 33): ok", "A1 (token 33) REJECTED: 34 seen", "lease 33 (A)", "lease 34 (B)", "paused 15s", "33 expired", "renewal of 33 refused", "danger: A believes it holds lease 33, which expired at 10.1s"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("kleppmann page lacks %q", want)
 		}
@@ -207,4 +211,95 @@ func kleppmann(t *testing.T, fencing bool, edit func(*sim.Params)) *sim.Result {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// svgText is a label of an SVG: its box estimated as the renderer does.
+type svgText struct {
+	text       string
+	x0, y0, x1 float64
+	y1         float64
+}
+
+// svgShapes returns the 12px labels and the lines of an SVG.
+func svgShapes(t *testing.T, svg string) (texts []svgText, lines [][4]float64) {
+	t.Helper()
+	num := func(s string) float64 {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatalf("bad number %q", s)
+		}
+		return f
+	}
+	textRe := regexp.MustCompile(`<text x="([-\d.]+)" y="([-\d.]+)" fill="[^"]*" text-anchor="(\w+)" font-size="12"[^>]*>([^<]*)</text>`)
+	for _, m := range textRe.FindAllStringSubmatch(svg, -1) {
+		x, y, s := num(m[1]), num(m[2]), html.UnescapeString(m[4])
+		w := float64(utf8.RuneCountInString(s)) * 7.0
+		switch m[3] {
+		case "middle":
+			x -= w / 2
+		case "end":
+			x -= w
+		}
+		texts = append(texts, svgText{s, x, y - 11, x + w, y + 3})
+	}
+	lineRe := regexp.MustCompile(`<line x1="([-\d.]+)" y1="([-\d.]+)" x2="([-\d.]+)" y2="([-\d.]+)" stroke="([^"]*)" stroke-width="([\d.]+)"`)
+	for _, m := range lineRe.FindAllStringSubmatch(svg, -1) {
+		lines = append(lines, [4]float64{num(m[1]), num(m[2]), num(m[3]), num(m[4])})
+	}
+	return texts, lines
+}
+
+// crosses reports whether the segment l passes through the box of s,
+// sampled every pixel along the segment.
+func crosses(s svgText, l [4]float64) bool {
+	n := int(math.Max(math.Abs(l[2]-l[0]), math.Abs(l[3]-l[1]))) + 1
+	for i := 0; i <= n; i++ {
+		f := float64(i) / float64(n)
+		x, y := l[0]+f*(l[2]-l[0]), l[1]+f*(l[3]-l[1])
+		if x > s.x0 && x < s.x1 && y > s.y0 && y < s.y1 {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSVGLabelsClear: in every scenario and storage mode, no label of the
+// figure overlaps another or is crossed by an arrow or line, and every
+// label lies inside the drawing.
+func TestSVGLabelsClear(t *testing.T) {
+	for _, sc := range sim.Scenarios() {
+		for _, st := range sim.Storages() {
+			p := sc.Defaults
+			p.Storage = st
+			r, err := sc.Run(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			if err := render.SVG(&b, r, "x"); err != nil {
+				t.Fatal(err)
+			}
+			texts, lines := svgShapes(t, b.String())
+			if len(texts) < 5 || len(lines) < 5 {
+				t.Fatalf("%s/%s: %d labels, %d lines parsed", sc.Name, st, len(texts), len(lines))
+			}
+			for i, a := range texts {
+				if a.x0 < 0 || a.x1 > 1100 {
+					t.Errorf("%s/%s: label %q leaves the drawing (%.0f..%.0f)", sc.Name, st, a.text, a.x0, a.x1)
+				}
+				for _, c := range texts[i+1:] {
+					if a.x0 < c.x1 && c.x0 < a.x1 && a.y0 < c.y1 && c.y0 < a.y1 {
+						t.Errorf("%s/%s: labels %q and %q overlap", sc.Name, st, a.text, c.text)
+					}
+				}
+				for _, l := range lines {
+					// Lane lines, belief bars and the storage's step line
+					// run through the labels on purpose; arrows must not.
+					if l[1] != l[3] && crosses(a, l) {
+						t.Errorf("%s/%s: label %q is crossed by a line %v", sc.Name, st, a.text, l)
+					}
+				}
+			}
+		}
+	}
 }

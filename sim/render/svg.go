@@ -1,0 +1,621 @@
+package render
+
+import (
+	"fmt"
+	"html"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/sim"
+)
+
+// The drawing follows Kleppmann's figure: time runs left to right; the
+// first client's lane is on top, then the lease service, the other
+// clients, and the storage at the bottom. Messages are arrows between
+// lanes; the lease's validity is a bar on the lease lane.
+//
+// Shapes are drawn first and every arrow and bar is remembered; labels are
+// placed last, each at the first of a few candidate spots where it crosses
+// no arrow, bar or earlier label (TestSVGLabelsClear checks the result).
+const (
+	svgWidth   = 1100
+	svgLeft    = 140
+	svgRight   = 40
+	svgTop     = 150 // the first lane; the legend and the danger label are above it
+	laneGap    = 105
+	rowH       = 15  // one row of labels
+	charWidth  = 7.0 // width of a 12px DejaVu Sans character, generously
+	fontFamily = "DejaVu Sans, Helvetica, Arial, sans-serif"
+	red        = "#b00020"
+	green      = "#1b7a1b"
+	grey       = "#777"
+)
+
+var clientColors = []string{"#1f5fbf", "#d9730d", "#2e8b57", "#8e44ad", "#b03a2e", "#117a8b"}
+
+func clientColor(c int) string { return clientColors[c%len(clientColors)] }
+
+// rect is a box in SVG coordinates; seg a line segment.
+type rect struct{ x0, y0, x1, y1 float64 }
+type seg struct{ x0, y0, x1, y1 float64 }
+
+func (a rect) overlaps(b rect) bool { return a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1 }
+
+// crosses reports whether segment s passes through r.
+func (r rect) crosses(s seg) bool {
+	// Liang-Barsky clipping: does any part of s lie inside r?
+	t0, t1 := 0.0, 1.0
+	dx, dy := s.x1-s.x0, s.y1-s.y0
+	for _, pq := range [4][2]float64{{-dx, s.x0 - r.x0}, {dx, r.x1 - s.x0}, {-dy, s.y0 - r.y0}, {dy, r.y1 - s.y0}} {
+		p, q := pq[0], pq[1]
+		if p == 0 {
+			if q < 0 {
+				return false
+			}
+			continue
+		}
+		t := q / p
+		if p < 0 {
+			t0 = math.Max(t0, t)
+		} else {
+			t1 = math.Min(t1, t)
+		}
+		if t0 > t1 {
+			return false
+		}
+	}
+	return true
+}
+
+// textBox is the box a 12px label covers, its baseline at y.
+func textBox(x, y float64, text, anchor string) rect {
+	w := float64(len([]rune(text))) * charWidth
+	switch anchor {
+	case "middle":
+		x -= w / 2
+	case "end":
+		x -= w
+	}
+	return rect{x, y - 11, x + w, y + 3}
+}
+
+// svgPlot holds the geometry of one run's drawing.
+type svgPlot struct {
+	b      *strings.Builder // shapes
+	labels strings.Builder  // labels, written after the shapes
+	r      *sim.Result
+	id     string // prefix of the element ids
+	tEnd   time.Duration
+	laneY  []float64 // per client
+	leaseY float64
+	storeY float64
+	height float64
+	segs   []seg  // arrows and lines labels must not cross
+	taken  []rect // bars and placed labels
+	queued []queued
+}
+
+func (p *svgPlot) x(t time.Duration) float64 {
+	return svgLeft + float64(t)/float64(p.tEnd)*(svgWidth-svgLeft-svgRight)
+}
+
+// conflicts counts the remembered lines, bars and labels that box
+// crosses, except the rect own (a label's own bar); a box outside the
+// drawing counts as many.
+func (p *svgPlot) conflicts(box, own rect) int {
+	pad := rect{box.x0 - 2, box.y0 - 1, box.x1 + 2, box.y1 + 1}
+	if pad.x0 < 2 || pad.x1 > svgWidth-2 || pad.y0 < 2 || pad.y1 > p.height-2 {
+		return 1000
+	}
+	n := 0
+	for _, t := range p.taken {
+		if t != own && pad.overlaps(t) {
+			n++
+		}
+	}
+	for _, s := range p.segs {
+		if pad.crosses(s) {
+			n++
+		}
+	}
+	return n
+}
+
+// queued is a label waiting for every shape to be drawn: first a
+// preferred spot (centred in its own bar, own), then spots near (x, y).
+type queued struct {
+	x, y        float64
+	dir         int
+	text, color string
+	bold        bool
+	centre      bool // try centred at (cx, y) first, inside own
+	cx          float64
+	own         rect
+}
+
+// label queues text to be placed, once every shape is drawn, near (x, y)
+// (see place).
+func (p *svgPlot) label(x, y float64, dir int, text, color string, bold bool) {
+	p.queued = append(p.queued, queued{x: x, y: y, dir: dir, text: text, color: color, bold: bold})
+}
+
+// inside queues text centred in the bar or box own, or, if it does not fit
+// or something crosses it there, near (x, y) in direction dir.
+func (p *svgPlot) inside(own rect, x, y float64, dir int, text, color string) {
+	p.queued = append(p.queued, queued{x: x, y: y, dir: dir, text: text, color: color,
+		centre: true, cx: (own.x0 + own.x1) / 2, own: own})
+}
+
+// spot is a place for a label.
+type spot struct {
+	x, y   float64
+	anchor string
+}
+
+// place places the queued labels in order. Each goes to the first free
+// spot among: its centre (for inside), then rows 0 to 6 away from its
+// anchor in its direction, starting a few pixels right of it or ending
+// left of it, shifted further sideways the further down the list; when no
+// spot is free, to the one that crosses least.
+func (p *svgPlot) place() {
+	shifts := []float64{4, 16, 32, 56, 90}
+	for _, q := range p.queued {
+		var spots []spot
+		if q.centre {
+			spots = append(spots, spot{q.cx, (q.own.y0+q.own.y1)/2 + 4, "middle"})
+		}
+		for cost := 0; cost < 7+len(shifts); cost++ {
+			for i, sh := range shifts {
+				row := cost - i
+				if row < 0 || row > 6 {
+					continue
+				}
+				ty := q.y + float64(q.dir*row*rowH)
+				spots = append(spots, spot{q.x + sh, ty, "start"}, spot{q.x - sh, ty, "end"})
+			}
+		}
+		best, least := spots[0], -1
+		for i, s := range spots {
+			own := rect{}
+			if q.centre && i == 0 {
+				own = q.own
+				if textBox(s.x, s.y, q.text, s.anchor).x0 < q.own.x0 {
+					continue // does not fit in its bar
+				}
+			}
+			if n := p.conflicts(textBox(s.x, s.y, q.text, s.anchor), own); least < 0 || n < least {
+				best, least = s, n
+				if n == 0 {
+					break
+				}
+			}
+		}
+		p.put(best.x, best.y, best.anchor, q.text, q.color, q.bold)
+	}
+}
+
+// put writes a label at exactly (x, y) and marks its box taken.
+func (p *svgPlot) put(x, y float64, anchor, text, color string, bold bool) {
+	p.taken = append(p.taken, textBox(x, y, text, anchor))
+	weight := ""
+	if bold {
+		weight = ` font-weight="bold"`
+	}
+	fmt.Fprintf(&p.labels, `<text x="%.1f" y="%.1f" fill="%s" text-anchor="%s" font-size="12"%s>%s</text>`+"\n",
+		x, y, color, anchor, weight, html.EscapeString(text))
+}
+
+// line draws a segment that labels must avoid; marker is an arrowhead
+// colour index (see marker) or -1 for none.
+func (p *svgPlot) line(s seg, color string, width float64, dash string, marker int) {
+	p.segs = append(p.segs, s)
+	extra := ""
+	if dash != "" {
+		extra = ` stroke-dasharray="` + dash + `"`
+	}
+	if marker >= 0 {
+		extra += ` marker-end="url(#` + p.marker(marker) + `)"`
+	}
+	fmt.Fprintf(p.b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="%.1f"%s/>`+"\n",
+		s.x0, s.y0, s.x1, s.y1, color, width, extra)
+}
+
+// marker returns the id of the arrowhead for a colour index: 0 grey,
+// 1 green, 2 red, 3+ client colours.
+func (p *svgPlot) marker(i int) string { return fmt.Sprintf("%s-arrow%d", p.id, i) }
+
+func writeSVG(b *strings.Builder, r *sim.Result, id string) {
+	p := &svgPlot{b: b, r: r, id: id}
+	p.tEnd = niceEnd(r.End + r.End/20 + time.Second)
+	n := len(r.Clients)
+	p.laneY = make([]float64, n)
+	y := float64(svgTop)
+	p.laneY[0] = y
+	y += laneGap
+	p.leaseY = y
+	for c := 1; c < n; c++ {
+		y += laneGap
+		p.laneY[c] = y
+	}
+	y += laneGap
+	p.storeY = y
+	p.height = y + 160
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%.0f" viewBox="0 0 %d %.0f" font-family="%s" role="img">`+"\n",
+		svgWidth, p.height, svgWidth, p.height, fontFamily)
+	fmt.Fprintf(b, `<title>Timeline, %s%s</title>`+"\n", html.EscapeString(heading(r.Storage)), origin(r))
+	b.WriteString(`<defs>`)
+	for i, col := range append([]string{grey, green, red}, clientColors...) {
+		fmt.Fprintf(b, `<marker id="%s-arrow%d" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="10" markerHeight="10" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="%s"/></marker>`,
+			id, i, col)
+	}
+	b.WriteString("</defs>\n")
+	p.axis()
+	p.danger()
+	p.lanes()
+	p.legend()
+	p.leaseBars()
+	p.storageTokens()
+	p.clientBars()
+	p.messages()
+	p.place()
+	b.WriteString(p.labels.String())
+	b.WriteString("</svg>\n")
+}
+
+func niceEnd(d time.Duration) time.Duration {
+	s := math.Ceil(d.Seconds())
+	for _, step := range []float64{1, 2, 5, 10, 20, 30, 60} {
+		if s/step <= 12 {
+			return time.Duration(math.Ceil(s/step)*step) * time.Second
+		}
+	}
+	return time.Duration(math.Ceil(s/120)*120) * time.Second
+}
+
+func tickStep(end time.Duration) time.Duration {
+	s := end.Seconds()
+	for _, step := range []float64{1, 2, 5, 10, 15, 30, 60, 120, 300} {
+		if s/step <= 16 {
+			return time.Duration(step) * time.Second
+		}
+	}
+	return 600 * time.Second
+}
+
+func (p *svgPlot) axis() {
+	y := p.height - 30
+	fmt.Fprintf(p.b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#444"/>`+"\n", svgLeft, y, svgWidth-svgRight, y)
+	step := tickStep(p.tEnd)
+	for t := time.Duration(0); t <= p.tEnd; t += step {
+		x := p.x(t)
+		fmt.Fprintf(p.b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#444"/>`, x, y, x, y+5)
+		fmt.Fprintf(p.b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%.1f" stroke="#eee"/>`, x, svgTop-30, x, y)
+		fmt.Fprintf(p.b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="11" fill="#444">%s</text>`+"\n", x, y+18, sim.FormatTime(t))
+	}
+}
+
+// legend explains the marks in one row above the lanes.
+func (p *svgPlot) legend() {
+	y := 22.0
+	x := float64(svgLeft)
+	fmt.Fprintf(p.b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="5" stroke-opacity="0.45"/>`, x, y-4, x+26, y-4, clientColor(0))
+	p.put(x+30, y, "start", "client believes it holds the lease", "#444", false)
+	x += 290
+	fmt.Fprintf(p.b, `<rect x="%.1f" y="%.1f" width="26" height="10" rx="3" fill="%s" fill-opacity="0.25" stroke="%s"/>`, x, y-9, clientColor(0), clientColor(0))
+	p.put(x+30, y, "start", "lease, as the lease service sees it", "#444", false)
+	x += 290
+	fmt.Fprintf(p.b, `<rect x="%.1f" y="%.1f" width="26" height="12" fill="%s" fill-opacity="0.12"/>`, x, y-10, red)
+	p.put(x+30, y, "start", "danger", "#444", false)
+	x += 100
+	fmt.Fprintf(p.b, `<polyline points="%.1f,%.1f %.1f,%.1f %.1f,%.1f" fill="none" stroke="#555" stroke-width="1.5"/>`, x, y, x+13, y, x+13, y-8)
+	fmt.Fprintf(p.b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#555" stroke-width="1.5"/>`+"\n", x+13, y-8, x+26, y-8)
+	p.put(x+30, y, "start", "storage's token", "#444", false)
+}
+
+func (p *svgPlot) lanes() {
+	lane := func(y float64, name, color string) {
+		fmt.Fprintf(p.b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#bbb" stroke-width="1"/>`, svgLeft, y, svgWidth-svgRight, y)
+		fmt.Fprintf(p.b, `<text x="%d" y="%.1f" font-size="14" font-weight="bold" fill="%s">%s</text>`+"\n", 12, y+5, color, html.EscapeString(name))
+	}
+	for c, name := range p.r.Clients {
+		lane(p.laneY[c], "Client "+name, clientColor(c))
+	}
+	lane(p.leaseY, "Lease service", "#333")
+	storage := "Storage"
+	if p.r.Storage.Fenced() {
+		storage += " (" + p.r.Storage.String() + ")"
+	}
+	lane(p.storeY, storage, "#333")
+}
+
+// leaseSpan is a lease as the lease service saw it: from the grant until
+// it expired or was released (to is -1 while it lasts to the end).
+type leaseSpan struct {
+	c        int
+	tok      fence.Token
+	from, to time.Duration
+	expired  bool
+}
+
+func leaseSpans(r *sim.Result) []leaseSpan {
+	var spans []leaseSpan
+	open := -1
+	for _, e := range r.Events {
+		switch e.Kind {
+		case sim.KindGranted:
+			spans = append(spans, leaseSpan{c: e.Client, tok: e.Token, from: e.At, to: -1})
+			open = len(spans) - 1
+		case sim.KindExpired, sim.KindReleased:
+			if open >= 0 && spans[open].tok == e.Token {
+				spans[open].to, spans[open].expired = e.At, e.Kind == sim.KindExpired
+				open = -1
+			}
+		}
+	}
+	return spans
+}
+
+// leaseBars draws, on the lease lane, each token's validity as the lease
+// service saw it: from the grant to its expiry (a red mark) or release.
+func (p *svgPlot) leaseBars() {
+	for _, br := range leaseSpans(p.r) {
+		to := br.to
+		if to < 0 {
+			to = p.r.End
+		}
+		x0, x1 := p.x(br.from), p.x(to)
+		col := clientColor(br.c)
+		fmt.Fprintf(p.b, `<rect x="%.1f" y="%.1f" width="%.1f" height="14" rx="3" fill="%s" fill-opacity="0.25" stroke="%s"/>`+"\n",
+			x0, p.leaseY-7, math.Max(x1-x0, 1), col, col)
+		bar := rect{x0, p.leaseY - 7, x1, p.leaseY + 7}
+		p.taken = append(p.taken, bar)
+		p.inside(bar, x0, p.leaseY-12, -1, fmt.Sprintf("lease %d (%s)", br.tok, p.r.Clients[br.c]), col)
+		if br.expired {
+			p.line(seg{x1, p.leaseY - 14, x1, p.leaseY + 14}, red, 2, "", -1)
+			p.label(x1, p.leaseY+26, 1, fmt.Sprintf("%d expired", br.tok), red, false)
+		}
+	}
+}
+
+// storageTokens draws, under the storage lane, the token the storage
+// holds as a step line: the highest token seen (claimed by a read or
+// carried by an accepted write) for a fenced storage, and the token of the
+// last write (or claim) for an unfenced or check-then-write one, which can
+// go backwards.
+func (p *svgPlot) storageTokens() {
+	type step struct {
+		at  time.Duration
+		tok fence.Token
+	}
+	var steps []step
+	cur := fence.Token(0)
+	set := func(at time.Duration, tok fence.Token) {
+		if tok != cur {
+			cur = tok
+			steps = append(steps, step{at, tok})
+		}
+	}
+	maxOnly := p.r.Storage == sim.StorageWrites || p.r.Storage == sim.StorageClaim
+	for _, e := range p.r.Events {
+		switch {
+		case e.Kind == sim.KindRead && claims(p.r.Storage):
+			set(e.At, max(cur, e.Token))
+		case e.Kind == sim.KindWriteAccepted && maxOnly:
+			set(e.At, max(cur, e.Token))
+		case e.Kind == sim.KindWriteAccepted:
+			set(e.At, e.Token)
+		}
+	}
+	if len(steps) == 0 {
+		return
+	}
+	lo, hi := steps[0].tok, steps[0].tok
+	for _, s := range steps {
+		lo, hi = min(lo, s.tok), max(hi, s.tok)
+	}
+	level := func(tok fence.Token) float64 {
+		if hi == lo {
+			return p.storeY + 30
+		}
+		return p.storeY + 36 - 16*float64(tok-lo)/float64(hi-lo)
+	}
+	var pts strings.Builder
+	prevY := 0.0
+	for i, s := range steps {
+		x, y := p.x(s.at), level(s.tok)
+		if i > 0 {
+			fmt.Fprintf(&pts, " %.1f,%.1f", x, prevY)
+			p.segs = append(p.segs, seg{p.x(steps[i-1].at), prevY, x, prevY}, seg{x, prevY, x, y})
+		}
+		fmt.Fprintf(&pts, " %.1f,%.1f", x, y)
+		prevY = y
+	}
+	xEnd := p.x(p.r.End)
+	fmt.Fprintf(&pts, " %.1f,%.1f", xEnd, prevY)
+	p.segs = append(p.segs, seg{p.x(steps[len(steps)-1].at), prevY, xEnd, prevY})
+	fmt.Fprintf(p.b, `<polyline points="%s" fill="none" stroke="#555" stroke-width="1.5"/>`+"\n", strings.TrimSpace(pts.String()))
+	for _, s := range steps {
+		p.put(p.x(s.at)+3, level(s.tok)-3, "start", fmt.Sprint(s.tok), "#555", false)
+	}
+}
+
+// belief is a span in which a client believes it holds lease tok: from
+// its acquire until it learns otherwise (its own check, a refused
+// heartbeat, a rejected write) or ends its job.
+type belief struct {
+	c        int
+	tok      fence.Token
+	from, to time.Duration
+}
+
+func beliefs(r *sim.Result) []belief {
+	var out []belief
+	open := make([]int, len(r.Clients))
+	for i := range open {
+		open[i] = -1
+	}
+	for _, e := range r.Events {
+		if e.Client < 0 {
+			continue
+		}
+		switch e.Kind {
+		case sim.KindAcquired:
+			out = append(out, belief{c: e.Client, tok: e.Token, from: e.At, to: -1})
+			open[e.Client] = len(out) - 1
+		case sim.KindDone, sim.KindLost, sim.KindCheckFailed, sim.KindCrashed, sim.KindReleased:
+			if i := open[e.Client]; i >= 0 {
+				out[i].to = e.At
+				open[e.Client] = -1
+			}
+		case sim.KindWriteRejected, sim.KindReadRejected:
+			// The refusal reaches the client a message later; the sim's
+			// storage event is the last sure moment it still believed.
+			if i := open[e.Client]; i >= 0 {
+				out[i].to = e.At
+				open[e.Client] = -1
+			}
+		}
+	}
+	for i := range out {
+		if out[i].to < 0 {
+			out[i].to = r.End
+		}
+	}
+	return out
+}
+
+// danger shades, across the lanes, every span in which a client believes
+// it holds a lease that the lease service has already expired: the time
+// in which its writes can land after a newer holder's.
+func (p *svgPlot) danger() {
+	spans := leaseSpans(p.r)
+	for _, bl := range beliefs(p.r) {
+		for _, ls := range spans {
+			if ls.tok != bl.tok || !ls.expired || bl.to <= ls.to {
+				continue
+			}
+			x0, x1 := p.x(max(ls.to, bl.from)), p.x(bl.to)
+			fmt.Fprintf(p.b, `<rect x="%.1f" y="%d" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.08"/>`+"\n",
+				x0, 60, x1-x0, p.storeY+45-60, red)
+			text := fmt.Sprintf("danger: %s believes it holds lease %d, which expired at %s",
+				p.r.Clients[bl.c], bl.tok, sim.FormatTime(ls.to))
+			p.label(x0, 52, -1, text, red, true)
+		}
+	}
+}
+
+// clientBars draws each client's belief in its lease (a thick line),
+// pauses (grey boxes) and crashes (a red cross).
+func (p *svgPlot) clientBars() {
+	for _, bl := range beliefs(p.r) {
+		y := p.laneY[bl.c]
+		fmt.Fprintf(p.b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="5" stroke-opacity="0.45"/>`+"\n",
+			p.x(bl.from), y, p.x(bl.to), y, clientColor(bl.c))
+	}
+	for _, e := range p.r.Events {
+		c := e.Client
+		if c < 0 {
+			continue
+		}
+		y := p.laneY[c]
+		switch e.Kind {
+		case sim.KindPaused:
+			x0, x1 := p.x(e.At), p.x(e.At+e.Dur)
+			fmt.Fprintf(p.b, `<rect x="%.1f" y="%.1f" width="%.1f" height="26" fill="#999" fill-opacity="0.3" stroke="#666" stroke-dasharray="4 3"/>`+"\n",
+				x0, y-13, x1-x0)
+			box := rect{x0, y - 13, x1, y + 13}
+			p.taken = append(p.taken, box)
+			dir, ly := 1, y+28
+			if c == 0 {
+				dir, ly = -1, y-18
+			}
+			p.inside(box, x0, ly, dir, "paused "+sim.FormatTime(e.Dur), "#333")
+		case sim.KindCrashed:
+			x := p.x(e.At)
+			fmt.Fprintf(p.b, `<path d="M%.1f,%.1f l12,12 m0,-12 l-12,12" stroke="%s" stroke-width="3"/>`, x-6, y-6, red)
+			p.taken = append(p.taken, rect{x - 6, y - 6, x + 6, y + 6})
+		}
+	}
+}
+
+// messages draws every message as an arrow from sender to receiver, then
+// labels the events.
+func (p *svgPlot) messages() {
+	labels := p.r.WriteLabels()
+	// toward returns a lane's y moved toward the other lane, so arrows
+	// start and end at the lane's edge rather than its centre.
+	toward := func(y, other float64) float64 {
+		if other > y {
+			return y + 8
+		}
+		return y - 8
+	}
+	// near queues a label next to client c's lane: above the top lane,
+	// below the others.
+	near := func(c int, t time.Duration, text, color string) {
+		dir, y := 1, p.laneY[c]+24
+		if c == 0 {
+			dir, y = -1, p.laneY[c]-16
+		}
+		p.label(p.x(t), y, dir, text, color, false)
+	}
+	store := func(t time.Duration, text, color string) {
+		p.label(p.x(t), p.storeY+62, 1, text, color, false)
+	}
+	for _, e := range p.r.Events {
+		c := e.Client
+		if c < 0 {
+			continue
+		}
+		cy := p.laneY[c]
+		col := clientColor(c)
+		switch e.Kind {
+		case sim.KindGranted, sim.KindDenied:
+			p.line(seg{p.x(e.Sent), toward(cy, p.leaseY), p.x(e.At), toward(p.leaseY, cy)}, grey, 1, "", 0)
+		case sim.KindAcquired:
+			p.line(seg{p.x(e.Sent), toward(p.leaseY, cy), p.x(e.At), toward(cy, p.leaseY)}, col, 1.6, "", 3+c%len(clientColors))
+			near(c, e.At, fmt.Sprintf("acquired: token %d", e.Token), col)
+		case sim.KindRefused:
+			p.line(seg{p.x(e.Sent), toward(p.leaseY, cy), p.x(e.At), toward(cy, p.leaseY)}, grey, 1, "4 3", 0)
+			near(c, e.At, fmt.Sprintf("refused (%d held)", e.Other), grey)
+		case sim.KindRenewed:
+			p.line(seg{p.x(e.Sent), toward(cy, p.leaseY), p.x(e.At), toward(p.leaseY, cy)}, "#9ab", 1, "2 2", -1)
+		case sim.KindRenewDenied:
+			p.line(seg{p.x(e.Sent), toward(cy, p.leaseY), p.x(e.At), toward(p.leaseY, cy)}, red, 1.4, "3 2", 2)
+			p.label(p.x(e.At), p.leaseY-14, -1, fmt.Sprintf("renewal of %d refused", e.Token), red, false)
+		case sim.KindLost:
+			near(c, e.At, "heartbeat refused: lease lost", red)
+		case sim.KindCheckFailed:
+			near(c, e.At, "own clock: lease over, stop", "#555")
+		case sim.KindCrashed:
+			near(c, e.At, "crashed", red)
+		case sim.KindRead, sim.KindReadRejected:
+			p.line(seg{p.x(e.Sent), toward(cy, p.storeY), p.x(e.At), p.storeY - 8}, "#999", 1, "4 3", 0)
+			if claims(p.r.Storage) && e.Kind == sim.KindRead {
+				store(e.At, fmt.Sprintf("read claims %d", e.Token), grey)
+			}
+			if e.Kind == sim.KindReadRejected {
+				store(e.At, fmt.Sprintf("read with %d REJECTED: %d seen", e.Token, e.Other), red)
+			}
+		case sim.KindChecked:
+			p.line(seg{p.x(e.Sent), toward(cy, p.storeY), p.x(e.At), p.storeY - 8}, "#999", 1, "4 3", 0)
+			near(c, e.Sent, fmt.Sprintf("check %s, token %d", labels[e.Write], e.Token), col)
+			store(e.At, fmt.Sprintf("check %s (token %d): ok", labels[e.Write], e.Token), grey)
+		case sim.KindWriteAccepted, sim.KindWriteRejected:
+			ok := e.Kind == sim.KindWriteAccepted
+			mk, text, rc := 1, fmt.Sprintf("%s (token %d): ok", labels[e.Write], e.Token), green
+			switch {
+			case !ok:
+				mk, text, rc = 2, fmt.Sprintf("%s (token %d) REJECTED: %d seen", labels[e.Write], e.Token, e.Other), red
+			case !p.r.Writes[e.Write].Live:
+				text, rc = fmt.Sprintf("%s (token %d): ok, but lease %d had expired!", labels[e.Write], e.Token, e.Token), red
+			}
+			sent := p.r.Writes[e.Write].Sent
+			p.line(seg{p.x(sent), toward(cy, p.storeY), p.x(e.At), p.storeY - 8}, col, 2.2, "", mk)
+			near(c, sent, fmt.Sprintf("write %s, token %d", labels[e.Write], e.Token), col)
+			store(e.At, text, rc)
+		}
+	}
+}
