@@ -173,8 +173,11 @@ func (r *Result) verdictLine() string {
 		}
 		return "TOKENS WENT BACKWARDS."
 	case VerdictLost:
-		return fmt.Sprintf("A WRITE WAS LOST: the tokens reached the storage in order, yet %d accepted write(s) are missing from the final value.",
-			len(r.Lost()))
+		n := "an accepted write is"
+		if k := len(r.Lost()); k > 1 {
+			n = strconv.Itoa(k) + " accepted writes are"
+		}
+		return "A WRITE WAS LOST: the tokens reached the storage in order, yet " + n + " missing from the final value."
 	}
 	return fmt.Sprintf("SAFE: %d write(s) accepted, %d rejected, none lost, tokens never went backwards.", accepted, rejected)
 }

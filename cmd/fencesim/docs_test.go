@@ -78,3 +78,42 @@ func TestDocsShowRealOutput(t *testing.T) {
 		}
 	}
 }
+
+// TestLessonTimesMatchOutput: every time the lesson's prose gives for the
+// demo ("at 10.1 s") is a time the demo prints ("10.1s"), except the few
+// it derives and names here, so the text and the output cannot drift
+// apart (they once said 0.4 s and 0.3 s for the same read).
+func TestLessonTimesMatchOutput(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/fencing.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(doc)
+	from, to := strings.Index(s, "## How to read it"), strings.Index(s, "## Why a heartbeat")
+	if from < 0 || to < from {
+		t.Fatal("fencing.md lost its sections")
+	}
+	prose := regexp.MustCompile("(?s)```.*?```").ReplaceAllString(s[from:to], "")
+	_, out, _ := runCmd(t)
+	derived := map[string]string{
+		"0.4": "A's read answer arrives a message after the storage served it at 0.3s",
+		"3":   "the heartbeat interval",
+		"2":   "A's work step",
+		"15":  "the pause",
+		"10":  "the TTL",
+		"2.3": "A paused 2.3 s after the grant (2.4s - 0.1s)",
+		"8.5": "the -pause of the next example",
+		"5":   "the -pause of the short-pause example",
+	}
+	for _, m := range regexp.MustCompile(`(\d+(?:\.\d+)?) s\b`).FindAllStringSubmatch(prose, -1) {
+		if _, ok := derived[m[1]]; ok {
+			continue
+		}
+		if !strings.Contains(out, " "+m[1]+"s") && !strings.Contains(out, "at "+m[1]+"s") {
+			t.Errorf("fencing.md says %q, which the demo's output never shows", m[0])
+		}
+	}
+	if !strings.Contains(out, "    0.1s │ A:33") || !strings.Contains(out, "A was paused from 2.4s") {
+		t.Errorf("the 2.3 s the lesson derives (grant at 0.1s, pause at 2.4s) no longer holds:\n%s", out)
+	}
+}

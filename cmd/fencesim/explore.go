@@ -159,7 +159,7 @@ func writeReport(w io.Writer, rep *sim.ExploreReport, show int) {
 		}
 		fmt.Fprintf(w, "\nseeds where tokens went backwards, storage %s: %s%s\n", t.Storage, strings.Join(seeds, " "), more)
 		if n > 0 {
-			fmt.Fprintf(w, "replay one with: fencesim replay -seed %s -fencing off,%s%s\n", seeds[0], rep.Tallies[len(rep.Tallies)-1].Storage, replayFlags(p))
+			fmt.Fprintf(w, "replay one with: fencesim replay -seed %s -fencing %s,claim%s\n", seeds[0], t.Storage, replayFlags(p))
 		}
 	}
 	if on := rep.Tally(sim.StorageClaim); on != nil && on.Violations == 0 && on.LostRuns == 0 {
