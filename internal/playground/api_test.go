@@ -28,9 +28,12 @@ func TestParseQueryDefaultsAndOverrides(t *testing.T) {
 	if err != nil || empty.Scenario != "kleppmann" || empty.Params.Storage != sim.StorageClaim {
 		t.Fatalf("empty query: %+v, %v; want kleppmann with write + claim", empty, err)
 	}
-	ctw, err := ParseQuery("scenario=check-then-write")
-	if err != nil || ctw.Params.Storage != sim.StorageCheckThenWrite {
-		t.Fatalf("check-then-write: %+v, %v; want its own storage by default", ctw, err)
+	resp, err := Run("scenario=check-then-write")
+	if err != nil || resp.Runs[0].Storage != "check-then-write" || resp.Runs[1].Storage != "claim" {
+		t.Fatalf("check-then-write: %+v, %v; want check-then-write beside write + claim", resp, err)
+	}
+	if resp.Runs[0].Verdict != "backwards" || resp.Runs[1].Verdict != "safe" {
+		t.Errorf("check-then-write: verdicts %q and %q, want backwards and safe", resp.Runs[0].Verdict, resp.Runs[1].Verdict)
 	}
 }
 

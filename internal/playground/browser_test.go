@@ -111,7 +111,7 @@ type shown struct {
 	Heading, Verdict              string
 	Accepted, Rejected, Lost, Fin string
 	SVGText                       string
-	Summary                       []string
+	Summary, Tones                []string
 }
 
 const readRunJS = `(() => {
@@ -123,6 +123,7 @@ const readRunJS = `(() => {
     Accepted: count("accepted"), Rejected: count("rejected"), Lost: count("lost"), Fin: count("final value"),
     SVGText: el.querySelector(".timeline svg").textContent,
     Summary: [...el.querySelectorAll(".summary li")].map((li) => li.textContent),
+    Tones: [...el.querySelectorAll(".summary li")].map((li) => li.className),
   };
 })()`
 
@@ -154,7 +155,7 @@ func expect(t *testing.T, got [2]shown, query string) *Response {
 	for i, o := range resp.Runs {
 		want := shown{Heading: o.Heading, Verdict: o.Verdict, Accepted: fmt.Sprint(o.Accepted),
 			Rejected: fmt.Sprint(o.Rejected), Lost: strings.Join(o.Lost, " "), Fin: o.Final,
-			SVGText: svgText(t, o.SVG), Summary: o.Summary}
+			SVGText: svgText(t, o.SVG), Summary: o.Summary, Tones: o.Tones}
 		if want.Lost == "" {
 			want.Lost = "none"
 		}

@@ -19,7 +19,8 @@ type Response struct {
 	Uses []string `json:"uses"`
 	// Values are the knobs' values as the page's controls show them.
 	Values map[string]string `json:"values"`
-	// Runs are fencing off, then the chosen storage mode.
+	// Runs are the scenario's baseline (fencing off for most), then the
+	// query's storage mode.
 	Runs []Outcome `json:"runs"`
 	// Scenarios, StorageModes and Sliders are the page's controls.
 	Scenarios    []Choice `json:"scenarios"`
@@ -44,6 +45,8 @@ type Outcome struct {
 	Lost     []string `json:"lost"`
 	Final    string   `json:"final"`
 	Summary  []string `json:"summary"`
+	// Tones mark each summary line "bad", "good" or "" for the page's colours.
+	Tones []string `json:"tones"`
 	SVG      string   `json:"svg"`
 }
 
@@ -74,7 +77,7 @@ func Run(raw string) (*Response, error) {
 		k, v, _ := strings.Cut(kv, "=")
 		resp.Values[k] = v
 	}
-	for _, storage := range []sim.Storage{sim.StorageOff, q.Params.Storage} {
+	for _, storage := range []sim.Storage{baseline(sc), q.Params.Storage} {
 		p := q.Params
 		p.Storage = storage
 		res, err := sc.Run(p)
@@ -105,11 +108,14 @@ func outcome(res *sim.Result, storage sim.Storage) (Outcome, error) {
 	for _, i := range res.Lost() {
 		o.Lost = append(o.Lost, labels[i])
 	}
-	switch {
-	case res.Violation() != nil:
+	switch res.Verdict() {
+	case sim.VerdictBackwards:
 		o.Verdict = "backwards"
-	case len(o.Lost) > 0:
+	case sim.VerdictLost:
 		o.Verdict = "lost"
+	}
+	for _, line := range o.Summary {
+		o.Tones = append(o.Tones, tone(line))
 	}
 	var b strings.Builder
 	if err := render.SVG(&b, res, "run-"+o.Storage); err != nil {
@@ -117,6 +123,18 @@ func outcome(res *sim.Result, storage sim.Storage) (Outcome, error) {
 	}
 	o.SVG = b.String()
 	return o, nil
+}
+
+// tone says whether a summary line reports harm ("bad"), protection
+// ("good") or neither, as the HTML timeline colours them.
+func tone(line string) string {
+	switch {
+	case strings.HasPrefix(line, "TOKENS WENT BACKWARDS") || strings.Contains(line, "LOST") || strings.Contains(line, "expired."):
+		return "bad"
+	case strings.HasPrefix(line, "SAFE") || strings.Contains(line, "REJECTED"):
+		return "good"
+	}
+	return ""
 }
 
 // heading names a run's column: fencing off, or the fenced storage mode.

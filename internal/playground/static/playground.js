@@ -132,11 +132,10 @@ function renderRun(el, run) {
     return [dt, dd];
   }));
   el.querySelector(".timeline").innerHTML = run.svg;
-  el.querySelector(".summary").replaceChildren(...run.summary.map((s) => {
+  el.querySelector(".summary").replaceChildren(...run.summary.map((s, i) => {
     const li = document.createElement("li");
     li.textContent = s;
-    if (/^UNSAFE|LOST|expired\./.test(s)) li.className = "bad";
-    else if (/^Safe|REJECTED/.test(s)) li.className = "good";
+    li.className = run.tones[i];
     return li;
   }));
 }
