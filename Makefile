@@ -28,9 +28,10 @@ playground:
 serve:
 	$(GO) run ./cmd/fencesim serve
 
-## violation-map: redraw docs/img/violation-map.svg (fencesim sweep over pause/TTL, fencing off and on)
+## violation-map: redraw docs/img/violation-map.svg and the playground's copy (fencesim sweep over pause/TTL, every storage mode)
 violation-map:
 	$(GO) run ./cmd/fencesim sweep -svg docs/img/violation-map.svg >/dev/null
+	cp docs/img/violation-map.svg internal/playground/static/violation-map.svg
 
 ## playground-screenshot: redraw docs/img/playground.png with the browser test (headless Chromium)
 playground-screenshot: tools

@@ -10,10 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-
-	"github.com/fencekit/fencekit/internal/sweep"
 )
 
 //go:embed static
@@ -25,18 +22,16 @@ const WasmPackage = "github.com/fencekit/fencekit/internal/playground/wasm"
 // Build writes the playground into dir (created if missing): the static
 // page, fencesim.wasm compiled with the go command on PATH (GOOS=js
 // GOARCH=wasm, from the fencekit module, so the working directory must be
-// inside it), wasm_exec.js copied from that Go's GOROOT/lib/wasm, and
-// violation-map.svg drawn from [sweep.DefaultGrid] (a fraction of a
-// second). The folder works from any static file server. Errors name the
-// step that failed and carry the go command's output.
+// inside it), and wasm_exec.js copied from that Go's GOROOT/lib/wasm. The
+// page's violation-map.svg is the embedded copy of docs/img's (make
+// violation-map redraws both). The folder works from any static file
+// server. Errors name the step that failed and carry the go command's
+// output.
 func Build(ctx context.Context, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("playground: %w", err)
 	}
 	if err := writeStatic(dir); err != nil {
-		return err
-	}
-	if err := writeMap(ctx, filepath.Join(dir, "violation-map.svg")); err != nil {
 		return err
 	}
 	goroot, err := goCmd(ctx, nil, "env", "GOROOT")
@@ -56,33 +51,6 @@ func Build(ctx context.Context, dir string) error {
 	}
 	if _, err := goCmd(ctx, []string{"GOOS=js", "GOARCH=wasm"}, "build", "-trimpath", "-o", out, WasmPackage); err != nil {
 		return err
-	}
-	return nil
-}
-
-// ViolationMap returns the SVG plot of [sweep.DefaultGrid], the one
-// docs/img/violation-map.svg shows.
-func ViolationMap(ctx context.Context) ([]byte, error) {
-	g := sweep.DefaultGrid()
-	g.Workers = runtime.GOMAXPROCS(0)
-	rows, err := sweep.Run(ctx, g, nil)
-	if err != nil {
-		return nil, fmt.Errorf("playground: violation map: %w", err)
-	}
-	var b bytes.Buffer
-	if err := sweep.WriteSVG(&b, rows); err != nil {
-		return nil, fmt.Errorf("playground: violation map: %w", err)
-	}
-	return b.Bytes(), nil
-}
-
-func writeMap(ctx context.Context, path string) error {
-	svg, err := ViolationMap(ctx)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, svg, 0o644); err != nil {
-		return fmt.Errorf("playground: %w", err)
 	}
 	return nil
 }
