@@ -47,7 +47,7 @@ type Outcome struct {
 	Summary  []string `json:"summary"`
 	// Tones mark each summary line "bad", "good" or "" for the page's colours.
 	Tones []string `json:"tones"`
-	SVG      string   `json:"svg"`
+	SVG   string   `json:"svg"`
 }
 
 // Run parses the query (see [ParseQuery]), runs the scenario with fencing
