@@ -137,6 +137,18 @@ func TestProgressOnlyOnATerminal(t *testing.T) {
 	}
 }
 
+// TestProgressOnATerminal: a pseudo-terminal gets a progress bar.
+func TestProgressOnATerminal(t *testing.T) {
+	pty, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	defer pty.Close()
+	if newProgress(pty, 10, "points") == nil {
+		t.Fatal("a pseudo-terminal got no progress bar")
+	}
+}
+
 func TestParseAxis(t *testing.T) {
 	for in, want := range map[string][]float64{
 		"0:1:0.25":  {0, 0.25, 0.5, 0.75, 1},

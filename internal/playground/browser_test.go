@@ -202,8 +202,8 @@ func setControl(id, value string) chromedp.Action[string] {
 // says, that the URL carries the new parameters, and that loading that
 // URL again reproduces the run.
 func TestBrowserMovesPause(t *testing.T) {
+	tab := browser(t) // first: no build when Chromium is missing
 	dir := playgroundDir(t)
-	tab := browser(t)
 	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
 	t.Cleanup(srv.Close)
 
@@ -296,8 +296,8 @@ func TestBrowserMovesPause(t *testing.T) {
 // resets the knobs to the scenario's defaults and disables the ones the
 // scenario does not read.
 func TestBrowserScenarioSwitch(t *testing.T) {
+	tab := browser(t) // first: no build when Chromium is missing
 	dir := playgroundDir(t)
-	tab := browser(t)
 	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
 	t.Cleanup(srv.Close)
 	if err := chromedp.Do(tab, chromedp.Navigate(srv.URL+"/")); err != nil {
