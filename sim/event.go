@@ -42,9 +42,10 @@ const (
 	// KindWriteRejected: the fenced storage rejected write Write; Other is
 	// the newest token it had accepted.
 	KindWriteRejected
-	// KindCheckFailed: Client's own clock said its lease would expire before
-	// its next step ended (or a heartbeat had been refused), so it
-	// stopped before working.
+	// KindCheckFailed: Client stopped its job: before a step, because its
+	// own clock said the lease would expire before the step ended or a
+	// heartbeat had been refused; or after a step, without writing, because
+	// a refused heartbeat told it during the step that the lease was lost.
 	KindCheckFailed
 	// KindPaused: Client stopped (GC, VM suspension) for Dur.
 	KindPaused

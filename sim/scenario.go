@@ -132,7 +132,7 @@ func heartbeatStory(p Params) string {
 func pauseStory(p Params, step time.Duration, where string) string {
 	return fmt.Sprintf("A acquires the lease (token 33), reads, checks its lease and starts %s of work. "+
 		"%s into the work, %s, A is paused (a GC stop-the-world) for %s, %s; %s. "+
-		"B (token 34) takes the lease when it expires, if it expires, and works for %s.",
+		"B waits for the lease (it gets token 34) and works for %s.",
 		fmtT(step), fmtT(p.PauseAt), where, fmtT(p.Pause), compareDur(p.Pause, p.TTL), heartbeatStory(p), fmtT(p.Work))
 }
 
@@ -170,8 +170,8 @@ var scenarios = []Scenario{
 		Title: "Kleppmann's GC pause: A pauses past its lease, B takes over, A writes anyway",
 		story: func(p Params) string {
 			return pauseStory(p, 2*time.Second, whereInStep(p.PauseAt, 2*time.Second)) + writeDelayStory(p) +
-				" Try -pause 5s (the pause ends in time), -work 8s (B is still working when A writes) " +
-				"and -fencing writes (the write check without the claim)."
+				" Try -pause 5s (the pause ends in time), -pause-at 1s (A is paused mid-work) and " +
+				"-work 8s -fencing writes,claim (B is still working when A writes: the write check alone loses A's update)."
 		},
 		// B's step (-work) is short enough for B to write while A is still
 		// paused, as in Kleppmann's figure.
@@ -200,7 +200,7 @@ var scenarios = []Scenario{
 		Title: "A crashes right after acquiring: the TTL is forced downtime",
 		story: func(p Params) string {
 			return fmt.Sprintf("A acquires the lease and crashes half a second later. Nobody can take over until "+
-				"the lease expires, so the %s TTL is %s of outage; try -ttl 10s -heartbeat 3s.", fmtT(p.TTL), fmtT(p.TTL))
+				"the lease expires, so the %s TTL means up to %s of outage; try -ttl 10s -heartbeat 3s.", fmtT(p.TTL), fmtT(p.TTL))
 		},
 		Defaults: Params{TTL: 60 * time.Second, Work: 2 * time.Second, Delay: 100 * time.Millisecond, Seed: 1},
 		knobs:    []string{"work"},
@@ -238,11 +238,14 @@ var scenarios = []Scenario{
 		Name:  "pause-heartbeat",
 		Title: "A process pause stops the heartbeat too",
 		story: func(p Params) string {
-			return fmt.Sprintf("A's heartbeat: %s. A works through three steps of %s. %s into its "+
-				"second step, %s, the whole process pauses for %s, %s; %s. When A resumes, does its write go out "+
-				"before the refused heartbeat tells it the lease is lost?",
-				heartbeatText(p.Heartbeat), fmtT(p.Work), fmtT(p.PauseAt), whereInStep(p.PauseAt, p.Work),
-				fmtT(p.Pause), compareDur(p.Pause, p.TTL), heartbeatStory(p))
+			renew := "renewing its lease every " + fmtT(p.Heartbeat)
+			if p.Heartbeat == 0 {
+				renew = "without a heartbeat"
+			}
+			return fmt.Sprintf("A works through three steps of %s, %s. %s into its second step, %s, the whole "+
+				"process pauses for %s, %s, heartbeat included. When A resumes, does its write go out before "+
+				"the refused heartbeat tells it the lease is lost?",
+				fmtT(p.Work), renew, fmtT(p.PauseAt), whereInStep(p.PauseAt, p.Work), fmtT(p.Pause), compareDur(p.Pause, p.TTL))
 		},
 		Defaults: Params{TTL: 10 * time.Second, Heartbeat: 3 * time.Second, Pause: 12 * time.Second,
 			PauseAt: 5 * time.Second, Work: 5 * time.Second, Delay: 100 * time.Millisecond, Seed: 1},
@@ -271,14 +274,6 @@ var scenarios = []Scenario{
 			}}
 		},
 	},
-}
-
-// heartbeatText says "every 3s" or "none".
-func heartbeatText(d time.Duration) string {
-	if d == 0 {
-		return "none"
-	}
-	return "every " + FormatTime(d)
 }
 
 // Storages returns the storage modes fencesim runs by default: Compare,

@@ -367,6 +367,7 @@ func TestScenarioUses(t *testing.T) {
 		"ttl":       func(p *sim.Params) { p.TTL += time.Second },
 		"heartbeat": func(p *sim.Params) { p.Heartbeat += time.Second },
 		"pause":     func(p *sim.Params) { p.Pause += time.Second },
+		"pause-at":  func(p *sim.Params) { p.PauseAt += time.Second },
 		"work":      func(p *sim.Params) { p.Work += time.Second },
 		"delay":     func(p *sim.Params) { p.Delay += time.Millisecond },
 		"drift":     func(p *sim.Params) { p.Drift += 0.25 },
@@ -377,7 +378,7 @@ func TestScenarioUses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, name := range []string{"ttl", "heartbeat", "pause", "work", "delay", "drift", "seed"} {
+		for _, name := range []string{"ttl", "heartbeat", "pause", "pause-at", "work", "delay", "drift", "seed"} {
 			p := sc.Defaults
 			edits[name](&p)
 			cfg, err := sc.Config(p)

@@ -307,7 +307,15 @@ func runList(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stdout, " -%s %s", k.name, k.value)
 			}
 		}
-		fmt.Fprintf(stdout, " -delay %s\n", sim.FormatTime(d.Delay))
+		fmt.Fprintf(stdout, " -delay %s", sim.FormatTime(d.Delay))
+		if len(sc.Compare) > 0 {
+			names := make([]string, len(sc.Compare))
+			for i, st := range sc.Compare {
+				names[i] = st.String()
+			}
+			fmt.Fprintf(stdout, " -fencing %s", strings.Join(names, ","))
+		}
+		fmt.Fprintln(stdout)
 	}
 	return exitOK
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fencekit/fencekit/sim"
 )
 
 func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -316,7 +318,8 @@ func wrapJoin(s string) string { return strings.ReplaceAll(s, "\n", " ") }
 // outlast a lease, and reports the downtime a crashed holder's lease costs.
 func TestExploreWarnsAndCountsDowntime(t *testing.T) {
 	code, out, errs := runCmd(t, "explore", "-runs", "200", "-ttl", "60s")
-	if code != 0 || !strings.Contains(out, "WARNING: no pause can outlast a lease") {
+	if code != 0 || !strings.Contains(out, "WARNING: no pause can outlast a lease") ||
+		!strings.Contains(out, "But see the WARNING above") {
 		t.Fatalf("exit %d %s\n%s", code, errs, out)
 	}
 	if !regexp.MustCompile(`mean downtime in those runs +\d[\d.]*s +\d[\d.]*s`).MatchString(out) {
@@ -326,4 +329,32 @@ func TestExploreWarnsAndCountsDowntime(t *testing.T) {
 	if strings.Contains(out, "WARNING") {
 		t.Fatalf("defaults warn:\n%s", out)
 	}
+}
+
+// FuzzFencingFlag: -fencing either refuses its value with an error naming
+// it, or yields known storage modes, each once.
+func FuzzFencingFlag(f *testing.F) {
+	for _, s := range []string{"both", "on", "off,claim", "writes,claim,check-then-write", "claim,claim", "", ",", "maybe"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var m fencingMode
+		if err := m.Set(s); err != nil {
+			if !strings.Contains(err.Error(), "storage") && !strings.Contains(err.Error(), "listed twice") {
+				t.Fatalf("Set(%q): error %q names no storage", s, err)
+			}
+			return
+		}
+		got, err := m.storages([]sim.Storage{sim.StorageOff})
+		if err != nil || len(got) == 0 {
+			t.Fatalf("Set(%q) accepted, storages %v, %v", s, got, err)
+		}
+		seen := map[sim.Storage]bool{}
+		for _, st := range got {
+			if seen[st] || st.String() == "" || strings.HasPrefix(st.String(), "storage(") {
+				t.Fatalf("Set(%q): storages %v", s, got)
+			}
+			seen[st] = true
+		}
+	})
 }

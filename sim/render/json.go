@@ -37,6 +37,7 @@ type jsonSummary struct {
 	Final     []string `json:"final"`
 	Lost      []string `json:"lost"`
 	Stale     []string `json:"stale_accepted"`
+	Verdict   string   `json:"verdict"` // "safe", "a write lost" or "tokens went backwards"
 	Violation string   `json:"violation,omitempty"`
 	Cut       bool     `json:"cut,omitempty"` // stopped at the horizon with actions pending
 	Summary   []string `json:"summary"`
@@ -73,7 +74,7 @@ func JSON(w io.Writer, runs ...*sim.Result) error {
 		}
 		s := jsonSummary{Run: i, Fencing: r.Storage.Fenced(), Storage: r.Storage.String(), Seed: r.Seed, Kind: "summary", TTLNs: int64(r.TTL),
 			HeartNs: int64(r.Heartbeat), Final: pick(r.Final), Lost: pick(r.Lost()), Stale: pick(r.StaleAccepted()),
-			Summary: r.Summary(), Cut: r.Cut}
+			Summary: r.Summary(), Cut: r.Cut, Verdict: r.Verdict().String()}
 		if err := r.Violation(); err != nil {
 			s.Violation = err.Error()
 		}

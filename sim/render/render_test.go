@@ -132,7 +132,8 @@ func TestJSON(t *testing.T) {
 	if rejected == nil || rejected["client"] != "A" || rejected["token"] != 33.0 || rejected["other"] != 34.0 || rejected["write"] != "A1" {
 		t.Fatalf("rejected event %v", rejected)
 	}
-	if summary == nil || summary["violation"] != nil || len(summary["final"].([]any)) != 1 {
+	if summary == nil || summary["violation"] != nil || len(summary["final"].([]any)) != 1 ||
+		summary["verdict"] != "safe" || summary["storage"] != "claim" {
 		t.Fatalf("summary %v", summary)
 	}
 }
@@ -155,7 +156,7 @@ func TestTimelineText(t *testing.T) {
 		}
 	}
 	if err := render.Text(&b, "x"); err == nil {
-		t.Error("WriteTimeline with no runs succeeded")
+		t.Error("Text with no runs succeeded")
 	}
 }
 
@@ -300,6 +301,33 @@ func TestSVGLabelsClear(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestSVGStorageTokenStep: the storage lane's step line shows the token
+// the storage holds: 33 (A's read), 34 (B's read), then back to 33 without
+// fencing; with the claim it stays at 34. The page names no seed, which
+// the reader cannot use.
+func TestSVGStorageTokenStep(t *testing.T) {
+	steps := regexp.MustCompile(`<text [^>]*fill="#555" text-anchor="start" font-size="12">(\d+)</text>`)
+	for _, tc := range []struct {
+		fencing bool
+		want    string
+	}{{false, "34 33"}, {true, "33 34"}} {
+		var b strings.Builder
+		if err := render.HTML(&b, "k", kleppmann(t, tc.fencing, nil)); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, m := range steps.FindAllStringSubmatch(b.String(), -1) {
+			got = append(got, m[1])
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("fencing %v: storage token steps %v, want %s", tc.fencing, got, tc.want)
+		}
+		if strings.Contains(b.String(), "seed") {
+			t.Errorf("fencing %v: the page mentions a seed", tc.fencing)
 		}
 	}
 }

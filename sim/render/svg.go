@@ -130,7 +130,7 @@ type queued struct {
 	dir         int
 	text, color string
 	bold        bool
-	centre      bool // try centred at (cx, y) first, inside own
+	centre      bool // try centred in own first
 	cx          float64
 	own         rect
 }
@@ -174,6 +174,9 @@ func (p *svgPlot) place() {
 				}
 				ty := q.y + float64(q.dir*row*rowH)
 				spots = append(spots, spot{q.x + sh, ty, "start"}, spot{q.x - sh, ty, "end"})
+				if i == 0 { // centred on the anchor, between neighbouring arrows
+					spots = append(spots, spot{q.x, ty, "middle"})
+				}
 			}
 		}
 		best, least := spots[0], -1
