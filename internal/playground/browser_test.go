@@ -320,6 +320,23 @@ func TestBrowserScenarioSwitch(t *testing.T) {
 	if !disabled["pause"] || disabled["drift"] || disabled["ttl"] {
 		t.Errorf("drift scenario: disabled controls %v, want pause disabled, drift and ttl enabled", disabled)
 	}
+
+	// A bad link: the page says what is wrong and shows the defaults.
+	if err := chromedp.Do(tab, chromedp.Navigate(srv.URL+"/?pause=abc")); err != nil {
+		t.Fatal(err)
+	}
+	q, runs = readPage(t, tab)
+	msg, err := chromedp.Run(tab, chromedp.Evaluate[string](`document.getElementById("status").hidden ? "" : document.getElementById("status").textContent`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `playground: pause "abc" is not a duration`; !strings.HasPrefix(msg, want) {
+		t.Errorf("a bad link shows %q, want %q...", msg, want)
+	}
+	expect(t, runs, q)
+	if def, _ := Run(""); q != def.Query {
+		t.Errorf("a bad link runs %q, want the defaults %q", q, def.Query)
+	}
 }
 
 // TestBuildFolder checks the built folder has what a static host needs.

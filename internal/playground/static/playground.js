@@ -146,9 +146,10 @@ function update(q) {
   if (resp.error) {
     statusLine.textContent = resp.error;
     statusLine.hidden = false;
+    if (!options) update(""); // a bad link: show the defaults under the message
     return;
   }
-  statusLine.hidden = true;
+  if (options) statusLine.hidden = true;
   if (!options) fillOptions(resp);
   setControls(resp);
   document.getElementById("title").textContent = resp.title + ".";
