@@ -57,7 +57,7 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
-		fmt.Fprintf(stderr, "fencesim: %v\n", err)
+		fmt.Fprintf(stderr, "fencesim: %v (-addr 127.0.0.1:0 picks a free port)\n", err)
 		return exitFailed
 	}
 	fmt.Fprintf(stdout, "fencesim: the playground is at http://%s/ (Ctrl-C to stop)\n", ln.Addr())
