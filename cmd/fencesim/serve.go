@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -39,6 +40,17 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	root := *dir
+	if root != "" {
+		if _, err := os.Stat(filepath.Join(root, "fencesim.wasm")); err != nil {
+			return usageErr(stderr, "-dir %s has no fencesim.wasm; build it with make playground", root)
+		}
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "fencesim: %v (-addr 127.0.0.1:0 picks a free port)\n", err)
+		return exitFailed
+	}
+	defer ln.Close()
 	if root == "" {
 		tmp, err := os.MkdirTemp("", "fencesim-playground-")
 		if err != nil {
@@ -52,13 +64,6 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 			return exitFailed
 		}
 		root = tmp
-	} else if _, err := os.Stat(root + "/fencesim.wasm"); err != nil {
-		return usageErr(stderr, "-dir %s has no fencesim.wasm; build it with make playground", root)
-	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		fmt.Fprintf(stderr, "fencesim: %v (-addr 127.0.0.1:0 picks a free port)\n", err)
-		return exitFailed
 	}
 	fmt.Fprintf(stdout, "fencesim: the playground is at http://%s/ (Ctrl-C to stop)\n", ln.Addr())
 	if err := serve(ctx, ln, root); err != nil {

@@ -211,6 +211,23 @@ func TestServeRefusesBadFlags(t *testing.T) {
 	}
 }
 
+// TestServeBusyPort: a port in use fails at once, with a hint.
+func TestServeBusyPort(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "fencesim.wasm"), []byte("\x00asm"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	code, out, errs := runCmd(t, "serve", "-dir", dir, "-addr", ln.Addr().String())
+	if code != exitFailed || out != "" || !strings.Contains(errs, "address already in use") || !strings.Contains(errs, "-addr 127.0.0.1:0") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 1 and a hint", code, out, errs)
+	}
+}
+
 // TestServeServesTheFolder serves a folder and stops when the context ends.
 func TestServeServesTheFolder(t *testing.T) {
 	dir := t.TempDir()
