@@ -108,7 +108,7 @@ func browser(t *testing.T) context.Context {
 
 // shown is what the page shows for one run.
 type shown struct {
-	Heading, Verdict              string
+	Heading, What, Verdict        string
 	Accepted, Rejected, Lost, Fin string
 	SVGText                       string
 	Summary, Tones                []string
@@ -119,6 +119,7 @@ const readRunJS = `(() => {
   const count = (k) => el.querySelector('dd[data-count="' + k + '"]').textContent;
   return {
     Heading: el.querySelector("h2").textContent,
+    What: el.querySelector(".what").textContent,
     Verdict: el.querySelector(".verdict").className.replace("verdict ", ""),
     Accepted: count("accepted"), Rejected: count("rejected"), Lost: count("lost"), Fin: count("final value"),
     SVGText: el.querySelector(".timeline svg").textContent,
@@ -153,7 +154,7 @@ func expect(t *testing.T, got [2]shown, query string) *Response {
 		t.Fatalf("Run(%q): %v", query, err)
 	}
 	for i, o := range resp.Runs {
-		want := shown{Heading: o.Heading, Verdict: o.Verdict, Accepted: fmt.Sprint(o.Accepted),
+		want := shown{Heading: o.Heading, What: o.What, Verdict: o.Verdict, Accepted: fmt.Sprint(o.Accepted),
 			Rejected: fmt.Sprint(o.Rejected), Lost: strings.Join(o.Lost, " "), Fin: o.Final,
 			SVGText: svgText(t, o.SVG), Summary: o.Summary, Tones: o.Tones}
 		if want.Lost == "" {

@@ -39,6 +39,7 @@ type Choice struct {
 type Outcome struct {
 	Storage  string   `json:"storage"`
 	Heading  string   `json:"heading"`
+	What     string   `json:"what"`    // what the storage does with tokens (sim.Storage.Describe)
 	Verdict  string   `json:"verdict"` // "safe", "lost" or "backwards"
 	Accepted int      `json:"accepted"`
 	Rejected int      `json:"rejected"`
@@ -94,7 +95,7 @@ func Run(raw string) (*Response, error) {
 }
 
 func outcome(res *sim.Result, storage sim.Storage) (Outcome, error) {
-	o := Outcome{Storage: storage.String(), Heading: heading(storage), Verdict: "safe",
+	o := Outcome{Storage: storage.String(), Heading: heading(storage), What: sentence(storage.Describe()), Verdict: "safe",
 		Final: res.ValueString(res.Final), Summary: res.Summary(), Lost: []string{}}
 	labels := res.WriteLabels()
 	for _, e := range res.Events {
@@ -144,5 +145,13 @@ func heading(storage sim.Storage) string {
 			return "Fencing on: " + c.Title
 		}
 	}
-	return "Fencing off: the storage accepts every write"
+	return "Fencing off"
+}
+
+// sentence capitalizes s and ends it with a full stop.
+func sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:] + "."
 }

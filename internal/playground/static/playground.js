@@ -114,6 +114,7 @@ const verdicts = {
 
 function renderRun(el, run) {
   el.querySelector("h2").textContent = run.heading;
+  el.querySelector(".what").textContent = run.what;
   const v = el.querySelector(".verdict");
   v.textContent = verdicts[run.verdict] || run.verdict;
   v.className = "verdict " + run.verdict;
