@@ -127,7 +127,7 @@ func ParseQuery(raw string) (Query, error) {
 			continue
 		}
 		if k.dur == nil {
-			if q.Params.Drift, err = strconv.ParseFloat(s, 64); err != nil || q.Params.Drift < k.Min || q.Params.Drift > k.Max {
+			if q.Params.Drift, err = strconv.ParseFloat(s, 64); err != nil || !(q.Params.Drift >= k.Min && q.Params.Drift <= k.Max) { // NaN fails too
 				return Query{}, fmt.Errorf("playground: drift %q is not a number from %g to %g", s, k.Min, k.Max)
 			}
 			continue

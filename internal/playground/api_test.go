@@ -51,6 +51,7 @@ func TestParseQueryNamesTheProblem(t *testing.T) {
 		"heartbeat=5ms":               "heartbeat 5ms is below 250ms",
 		"scenario=drift&drift=x":      `drift "x" is not a number`,
 		"scenario=drift&drift=-0.95":  `drift "-0.95" is not a number from -0.8 to 1`,
+		"scenario=drift&drift=NaN":    `drift "NaN" is not a number`,
 		"seed=-1":                     `seed "-1" is not a whole number`,
 		"pause=%zz":                   "invalid URL escape",
 		"scenario=kleppmann;pause=1s": "invalid semicolon",
