@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -337,6 +339,47 @@ func TestBrowserScenarioSwitch(t *testing.T) {
 	expect(t, runs, q)
 	if def, _ := Run(""); q != def.Query {
 		t.Errorf("a bad link runs %q, want the defaults %q", q, def.Query)
+	}
+}
+
+// TestBrowserRedrawsTheMap clicks the map's button: the page draws, in
+// WebAssembly, the same map as Map in Go for its heartbeat/TTL.
+func TestBrowserRedrawsTheMap(t *testing.T) {
+	tab := browser(t)
+	dir := playgroundDir(t)
+	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	t.Cleanup(srv.Close)
+	if err := chromedp.Do(tab, chromedp.Navigate(srv.URL+"/?heartbeat=5s")); err != nil {
+		t.Fatal(err)
+	}
+	q, _ := readPage(t, tab)
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("redraw-map")), chromedp.WaitVisible(chromedp.CSS("#map-figure svg"))); err != nil {
+		t.Fatal(err)
+	}
+	got, err := chromedp.Run(tab, chromedp.Evaluate[string](`document.querySelector("#map-figure svg").textContent`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Map(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, w := strings.Join(strings.Fields(got), " "), svgText(t, want); g != w {
+		t.Fatalf("the page's map for %s:\n%s\nwant:\n%s", q, g, w)
+	}
+	pagePoints, err := chromedp.Run(tab, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#map-figure polyline")].map((p) => p.getAttribute("points"))`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var goPoints []string
+	for _, m := range regexp.MustCompile(`points="([^"]*)"`).FindAllStringSubmatch(want, -1) {
+		goPoints = append(goPoints, m[1])
+	}
+	if len(goPoints) != 16 || !reflect.DeepEqual(pagePoints, goPoints) {
+		t.Errorf("the page's lines (%d) differ from Go's (%d)", len(pagePoints), len(goPoints))
+	}
+	if !strings.Contains(got, "heartbeat every 1/2 TTL") || !strings.Contains(got, "200 schedules per point") {
+		t.Errorf("the redrawn map does not say heartbeat every 1/2 TTL, 200 schedules: %q", got)
 	}
 }
 

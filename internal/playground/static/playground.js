@@ -166,6 +166,26 @@ form.addEventListener("input", (ev) => {
   update(query(ev.target === form.scenario));
 });
 
+// The violation map, redrawn for the controls' heartbeat/TTL: 16,800
+// runs, about a second, so the status line is painted first.
+const mapButton = document.getElementById("redraw-map");
+mapButton.addEventListener("click", () => {
+  const mapStatus = document.getElementById("map-status");
+  mapButton.disabled = true;
+  mapStatus.textContent = "running 21 pause lengths x 4 storage modes x 200 schedules...";
+  setTimeout(() => {
+    const resp = JSON.parse(globalThis.fencesimMap(document.body.dataset.query || ""));
+    mapButton.disabled = false;
+    if (resp.error) {
+      mapStatus.textContent = resp.error;
+      return;
+    }
+    document.getElementById("map-figure").innerHTML = resp.svg;
+    mapStatus.textContent = "Drawn for " + document.body.dataset.query.match(/ttl=[^&]*&heartbeat=[^&]*/)[0].replace("&", ", ") + ".";
+    document.body.dataset.map = document.body.dataset.query; // for tests: the query the map was drawn for
+  }, 30);
+});
+
 async function start() {
   const go = new Go();
   const ready = new Promise((resolve) => addEventListener("fencesim-ready", resolve, { once: true }));
