@@ -164,3 +164,19 @@ func FuzzParseQuery(f *testing.F) {
 		}
 	})
 }
+
+func TestMapFollowsTheHeartbeat(t *testing.T) {
+	svg, err := Map("heartbeat=5s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(svg, "heartbeat every 1/2 TTL") || !strings.Contains(svg, "200 schedules per point") {
+		t.Errorf("Map(heartbeat=5s) subtitle: %.400s", svg)
+	}
+	if none, _ := Map("heartbeat=0s"); !strings.Contains(none, "no heartbeat") {
+		t.Error("Map(heartbeat=0s) does not say no heartbeat")
+	}
+	if _, err := Map("heartbeat=x"); err == nil || !strings.Contains(err.Error(), `heartbeat "x"`) {
+		t.Errorf("Map(heartbeat=x): %v", err)
+	}
+}
