@@ -14,7 +14,7 @@ TESTFLAGS ?=
 export FENCEKIT_VERSITYGW ?= $(VERSITYGW)
 export FENCEKIT_ETCD ?= $(ETCD)
 
-.PHONY: demo tools test vet fmt-check bench bench-issuers bench-short fuzz soak timeline
+.PHONY: demo tools test vet fmt-check bench bench-issuers bench-short fuzz soak timeline playground serve violation-map playground-screenshot
 
 ## demo: the simulator replays Kleppmann's GC-pause scenario with and without fencing (no servers needed)
 demo:
@@ -24,8 +24,33 @@ demo:
 timeline:
 	bash scripts/render-timeline.sh
 
-## tools: install versitygw $(VERSITYGW_VERSION) (the S3 server the tests start) and etcd $(ETCD_VERSION), unless installed
+## playground: build the interactive playground (WebAssembly + one page) into $(PLAYGROUND), for any static host
+PLAYGROUND ?= build/playground
+playground:
+	$(GO) run ./cmd/fencesim serve -build $(PLAYGROUND)
+
+## serve: build the playground and serve it on http://127.0.0.1:8080/
+serve:
+	$(GO) run ./cmd/fencesim serve
+
+## violation-map: redraw docs/img/violation-map.svg and the playground's copy (fencesim sweep over pause/TTL, every storage mode)
+violation-map:
+	$(GO) run ./cmd/fencesim sweep -svg docs/img/violation-map.svg >/dev/null
+	cp docs/img/violation-map.svg internal/playground/static/violation-map.svg
+
+## playground-screenshot: redraw docs/img/playground.png with the browser test (headless Chromium)
+playground-screenshot: tools
+	FENCEKIT_REQUIRE_SERVERS=1 $(GO) test -count=1 -run 'TestBrowserMovesPause' ./internal/playground/ -args -playground.screenshot=$(CURDIR)/docs/img/playground.png
+
+## tools: install versitygw $(VERSITYGW_VERSION) (the S3 server the tests start) and etcd $(ETCD_VERSION) unless installed,
+## and Debian's chromium (the playground's browser test) when it is missing
 tools:
+	@if command -v chromium >/dev/null 2>&1; then \
+		echo "chromium already installed at $$(command -v chromium)"; \
+	else \
+		echo "installing Debian's chromium (the playground's browser test)"; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
+	fi
 	@if $(ETCD) --version 2>/dev/null | grep -qx 'etcd Version: $(patsubst v%,%,$(ETCD_VERSION))'; then \
 		echo "etcd $(ETCD_VERSION) already installed at $(ETCD)"; \
 	else \

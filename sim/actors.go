@@ -137,7 +137,22 @@ func (r *Runner) clientWrite(it *item) {
 	if r.cfg.Storage == StorageCheckThenWrite {
 		act = aCheckArrive
 	}
-	r.send(item{act: act, c: it.c, tok: cs.tok, w: int32(id), gen: cs.gen})
+	r.sendLate(item{act: act, c: it.c, tok: cs.tok, w: int32(id), gen: cs.gen}, r.writeDelay(c, id))
+}
+
+// writeDelay is the extra network delay of write id, from client c's
+// WriteDelay: only its first write is held.
+func (r *Runner) writeDelay(c, id int) time.Duration {
+	d := r.clients[c].spec.WriteDelay
+	if d == 0 {
+		return 0
+	}
+	for _, w := range r.writes[:id] {
+		if w.Client == c {
+			return 0
+		}
+	}
+	return d
 }
 
 // clientChecked sends the write whose token check passed. It does not look

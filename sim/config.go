@@ -70,6 +70,10 @@ type ClientSpec struct {
 	// Drift is the client's clock error rate: its clock advances 1+Drift
 	// seconds per real second (-0.5: half speed). It must be above -0.9.
 	Drift float64
+	// WriteDelay holds the client's first write in the network this much
+	// longer than the message delay (a packet stuck in a queue): the write
+	// was sent in time and arrives late, whatever the heartbeat does.
+	WriteDelay time.Duration
 }
 
 // Pause is a window of real time during which a client does nothing. A
@@ -138,7 +142,7 @@ func normalize(cfg *Config) (Config, error) {
 			s.Name = string(rune('A' + i))
 		}
 		switch {
-		case s.Start < 0 || s.Retry < 0 || s.Step < 0 || s.StepJitter < 0 || s.Idle < 0 || s.CrashAt < 0:
+		case s.Start < 0 || s.Retry < 0 || s.Step < 0 || s.StepJitter < 0 || s.Idle < 0 || s.CrashAt < 0 || s.WriteDelay < 0:
 			return bad("client %s: negative duration", s.Name)
 		case s.Jobs < 0 || s.Writes < 0:
 			return bad("client %s: negative Jobs or Writes", s.Name)

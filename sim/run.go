@@ -241,8 +241,11 @@ func (r *Runner) record(e Event) {
 }
 
 // send schedules a message's arrival after a random network delay.
-func (r *Runner) send(it item) {
-	d := r.cfg.DelayMin
+func (r *Runner) send(it item) { r.sendLate(it, 0) }
+
+// sendLate is send with extra added to the message's delay.
+func (r *Runner) sendLate(it item, extra time.Duration) {
+	d := r.cfg.DelayMin + extra
 	if span := r.cfg.DelayMax - r.cfg.DelayMin; span > 0 {
 		d += time.Duration(r.rng.Int64N(int64(span) + 1))
 	}

@@ -19,6 +19,10 @@ type Params struct {
 	PauseAt   time.Duration // when A pauses, counted from the start of its work step (its lease check)
 	Storage   Storage       // how the storage treats tokens
 	Seed      uint64        // seeds the run's jitter; the scenarios default to 1
+
+	// WriteDelay holds A's write in the network this much longer than
+	// Delay (kleppmann): sent in time, it arrives late.
+	WriteDelay time.Duration
 }
 
 // Validate returns an error naming the first invalid knob.
@@ -26,7 +30,7 @@ func (p Params) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"ttl", p.TTL}, {"heartbeat", p.Heartbeat}, {"pause", p.Pause}, {"pause-at", p.PauseAt}, {"work", p.Work}, {"delay", p.Delay}} {
+	}{{"ttl", p.TTL}, {"heartbeat", p.Heartbeat}, {"pause", p.Pause}, {"pause-at", p.PauseAt}, {"work", p.Work}, {"delay", p.Delay}, {"write-delay", p.WriteDelay}} {
 		if d.v < 0 {
 			return fmt.Errorf("sim: %s %v is negative", d.name, d.v)
 		}
@@ -85,7 +89,7 @@ func (s Scenario) Config(p Params) (*Config, error) {
 	c := s.build(p)
 	c.TTL, c.Heartbeat, c.Storage, c.Seed = p.TTL, p.Heartbeat, p.Storage, p.Seed
 	// Long enough for every scenario to play out, whatever the knobs.
-	c.Horizon = time.Hour + 10*(p.TTL+p.Work+p.Delay)
+	c.Horizon = time.Hour + 10*(p.TTL+p.Work+p.Delay+p.WriteDelay)
 	if s.Uses("pause") {
 		c.Horizon += 10 * (p.Pause + p.PauseAt)
 	}
@@ -143,11 +147,19 @@ func whereInStep(at, step time.Duration) string {
 	return "after it sent its write"
 }
 
+// writeDelayStory tells the kleppmann write's extra network delay, if any.
+func writeDelayStory(p Params) string {
+	if p.WriteDelay == 0 {
+		return ""
+	}
+	return " A's write then spends " + fmtT(p.WriteDelay+p.Delay) + " in the network: it was sent in time, it arrives late."
+}
+
 // kleppmannBuild is Kleppmann's figure: A's pause counts from its lease
 // check; B's step is -work.
 func kleppmannBuild(p Params) Config {
 	return Config{FirstToken: 33, Clients: []ClientSpec{
-		{Name: "A", Step: 2 * time.Second, Pauses: []Pause{{Step: 1, At: p.PauseAt, For: p.Pause}}},
+		{Name: "A", Step: 2 * time.Second, Pauses: []Pause{{Step: 1, At: p.PauseAt, For: p.Pause}}, WriteDelay: p.WriteDelay},
 		{Name: "B", Start: 2 * time.Second, Retry: 2 * time.Second, Step: p.Work},
 	}}
 }
@@ -157,7 +169,7 @@ var scenarios = []Scenario{
 		Name:  "kleppmann",
 		Title: "Kleppmann's GC pause: A pauses past its lease, B takes over, A writes anyway",
 		story: func(p Params) string {
-			return pauseStory(p, 2*time.Second, whereInStep(p.PauseAt, 2*time.Second)) +
+			return pauseStory(p, 2*time.Second, whereInStep(p.PauseAt, 2*time.Second)) + writeDelayStory(p) +
 				" Try -pause 5s (the pause ends in time), -pause-at 1s (A is paused mid-work) and " +
 				"-work 8s -fencing writes,claim (B is still working when A writes: the write check alone loses A's update)."
 		},
@@ -165,7 +177,7 @@ var scenarios = []Scenario{
 		// paused, as in Kleppmann's figure.
 		Defaults: Params{TTL: 10 * time.Second, Heartbeat: 3 * time.Second, Pause: 15 * time.Second,
 			PauseAt: 2 * time.Second, Work: 2 * time.Second, Delay: 100 * time.Millisecond, Seed: 1},
-		knobs: []string{"pause", "pause-at", "work"},
+		knobs: []string{"pause", "pause-at", "work", "write-delay"},
 		build: kleppmannBuild,
 	},
 	{

@@ -16,21 +16,27 @@ import (
 
 // exploreFlags registers the schedule distribution flags on fs.
 func exploreFlags(fs *flag.FlagSet, p *sim.ExploreParams) {
-	d := sim.DefaultExploreParams()
-	*p = d
-	fs.IntVar(&p.Runs, "runs", d.Runs, "number of random schedules (each runs once per storage mode of -fencing)")
-	fs.Uint64Var(&p.Seed, "seed", d.Seed, "seed of the first schedule; schedule i uses seed+i")
-	fs.IntVar(&p.Clients, "clients", d.Clients, "clients competing for the lease")
-	fs.IntVar(&p.Jobs, "jobs", d.Jobs, "jobs per client (acquire, read, writes, release)")
-	fs.IntVar(&p.Writes, "writes", d.Writes, "writes per job")
-	fs.Var(durationValue{&p.TTL}, "ttl", "lease time to live")
+	*p = sim.DefaultExploreParams()
+	scheduleFlags(fs, p)
 	fs.Var(durationValue{&p.Heartbeat}, "heartbeat", "heartbeat interval, 0 for none")
-	fs.Var(durationValue{&p.Work}, "work", "mean work step before each write, uniform in [work/2, 3work/2]")
-	fs.Var(durationValue{&p.DelayMax}, "delay", "maximum one-way message delay, uniform from 0")
 	fs.Var(probValue{&p.PauseProb}, "pause-prob", "each client's chance of one stop-the-world pause")
 	fs.Var(durationValue{&p.PauseMax}, "pause-max", "maximum pause length, uniform from 0")
+	fs.Float64Var(&p.DriftMax, "drift", p.DriftMax, "maximum clock rate error, uniform in [-drift, drift]")
+}
+
+// scheduleFlags registers the distribution flags that explore and sweep
+// share (sweep sets pauses, heartbeat and drift per point), with p's
+// values as defaults.
+func scheduleFlags(fs *flag.FlagSet, p *sim.ExploreParams) {
+	fs.IntVar(&p.Runs, "runs", p.Runs, "number of random schedules (each runs once per storage mode)")
+	fs.Uint64Var(&p.Seed, "seed", p.Seed, "seed of the first schedule; schedule i uses seed+i")
+	fs.IntVar(&p.Clients, "clients", p.Clients, "clients competing for the lease")
+	fs.IntVar(&p.Jobs, "jobs", p.Jobs, "jobs per client (acquire, read, writes, release)")
+	fs.IntVar(&p.Writes, "writes", p.Writes, "writes per job")
+	fs.Var(durationValue{&p.TTL}, "ttl", "lease time to live")
+	fs.Var(durationValue{&p.Work}, "work", "mean work step before each write, uniform in [work/2, 3work/2]")
+	fs.Var(durationValue{&p.DelayMax}, "delay", "maximum one-way message delay, uniform from 0")
 	fs.Var(probValue{&p.CrashProb}, "crash-prob", "each client's chance of crashing in the first 40s")
-	fs.Float64Var(&p.DriftMax, "drift", d.DriftMax, "maximum clock rate error, uniform in [-drift, drift]")
 }
 
 func runExplore(args []string, stdout, stderr io.Writer) int {
@@ -50,26 +56,32 @@ func runExplore(args []string, stdout, stderr io.Writer) int {
 	if *show < 0 {
 		return usageErr(stderr, "-show %d is negative", *show)
 	}
-	if out.json || out.html != "" {
-		return usageErr(stderr, "explore prints a report; -json and -html apply to replay")
+	if out.html != "" {
+		return usageErr(stderr, "explore prints a report; -html applies to replay")
 	}
 	var err error
 	if p.Storages, err = out.fencing.storages(nil); err != nil {
 		return usageErr(stderr, "-fencing %v", err)
 	}
 	var progress func(int)
-	if isTerminal(stdout) && p.Runs >= 10000 {
-		progress = func(done int) { drawProgress(stdout, done, p.Runs) }
+	bar := newProgress(stderr, p.Runs, "schedules")
+	if p.Runs >= 10000 {
+		progress = bar.update
 	}
 	rep, err := sim.Explore(context.Background(), p, progress)
-	if progress != nil {
-		fmt.Fprint(stdout, "\r\033[K")
-	}
+	bar.clear()
 	if err != nil {
 		fmt.Fprintf(stderr, "fencesim: %v\n", err)
 		return exitFailed
 	}
-	writeReport(stdout, rep, *show)
+	if out.json {
+		if err := writeReportJSON(stdout, rep, *show); err != nil {
+			fmt.Fprintf(stderr, "fencesim: writing the report: %v\n", err)
+			return exitFailed
+		}
+	} else {
+		writeReport(stdout, rep, *show)
+	}
 	if on := rep.Tally(sim.StorageClaim); on != nil && (on.Violations > 0 || on.LostRuns > 0) {
 		seed := p.Seed
 		if len(on.Seeds) > 0 {
@@ -225,14 +237,4 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// drawProgress redraws a one-line progress bar.
-func drawProgress(w io.Writer, done, total int) {
-	const width = 40
-	filled := 0
-	if total > 0 {
-		filled = done * width / total
-	}
-	fmt.Fprintf(w, "\r[%s%s] %d/%d schedules", strings.Repeat("#", filled), strings.Repeat(".", width-filled), done, total)
 }

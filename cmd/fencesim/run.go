@@ -33,6 +33,8 @@ var subcommands = []subcommand{
 	{"explore", "fencesim explore [flags]", "run many random schedules per storage mode and count what went wrong", runExplore},
 	{"replay", "fencesim replay -seed N [flags]", "replay one schedule of explore as a timeline", runReplay},
 	{"real", "fencesim real [flags]", "run Kleppmann's scenario on Redis, PostgreSQL and S3, the holder stopped by SIGSTOP", runReal},
+	{"sweep", "fencesim sweep [flags]", "run explore over a grid (pause/TTL, heartbeat/TTL, drift): CSV or JSON, and the violation map as SVG", runSweep},
+	{"serve", "fencesim serve [flags]", "build the playground (the simulator in WebAssembly behind one page) and serve it", runServe},
 	{"list", "fencesim list", "list the scenarios and their defaults", runList},
 }
 
@@ -184,6 +186,7 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	fs.Var(durationValue{&p.Heartbeat}, "heartbeat", "heartbeat interval, 0 for none (default: the scenario's)")
 	fs.Var(durationValue{&p.Pause}, "pause", "length of the holder's stop-the-world pause (default: the scenario's)")
 	fs.Var(durationValue{&p.PauseAt}, "pause-at", "when the holder pauses, counted from the start of its work step, i.e. its lease check (default: the scenario's; kleppmann: 2s, the end of the step)")
+	fs.Var(durationValue{&p.WriteDelay}, "write-delay", "extra network delay of the holder's write: sent in time, it arrives late (kleppmann only)")
 	fs.Var(durationValue{&p.Work}, "work", "length of a work step before a write (default: the scenario's)")
 	fs.Var(durationValue{&p.Delay}, "delay", "one-way message delay (default: the scenario's, 100ms in all)")
 	fs.Float64Var(&p.Drift, "drift", 0, "holder's clock rate error, -0.5 = half speed (drift scenario only; default -0.5)")
@@ -239,7 +242,8 @@ func override(fs *flag.FlagSet, sc sim.Scenario, p sim.Params) (sim.Params, erro
 	q := sc.Defaults
 	q.Seed = p.Seed
 	durations := map[string][2]*time.Duration{"ttl": {&q.TTL, &p.TTL}, "heartbeat": {&q.Heartbeat, &p.Heartbeat},
-		"pause": {&q.Pause, &p.Pause}, "pause-at": {&q.PauseAt, &p.PauseAt}, "work": {&q.Work, &p.Work}, "delay": {&q.Delay, &p.Delay}}
+		"pause": {&q.Pause, &p.Pause}, "pause-at": {&q.PauseAt, &p.PauseAt}, "work": {&q.Work, &p.Work}, "delay": {&q.Delay, &p.Delay},
+		"write-delay": {&q.WriteDelay, &p.WriteDelay}}
 	var ignored []string
 	fs.Visit(func(f *flag.Flag) {
 		if d, ok := durations[f.Name]; ok {

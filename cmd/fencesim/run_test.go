@@ -251,7 +251,7 @@ func FuzzParseDuration(f *testing.F) {
 
 func TestProgressBar(t *testing.T) {
 	var b bytes.Buffer
-	drawProgress(&b, 500, 1000)
+	drawProgress(&b, 500, 1000, "schedules")
 	if got := b.String(); got != "\r["+strings.Repeat("#", 20)+strings.Repeat(".", 20)+"] 500/1000 schedules" {
 		t.Fatalf("progress bar %q", got)
 	}

@@ -1,0 +1,157 @@
+package playground
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/fencekit/fencekit/sim"
+	"github.com/fencekit/fencekit/sim/render"
+)
+
+// Response is what the page draws for one query.
+type Response struct {
+	// Query is the canonical query; the page puts it in its URL.
+	Query    string `json:"query"`
+	Scenario string `json:"scenario"`
+	Title    string `json:"title"`
+	Story    string `json:"story"`
+	// Uses lists the knobs the scenario reads; the page disables the others.
+	Uses []string `json:"uses"`
+	// Values are the knobs' values as the page's controls show them.
+	Values map[string]string `json:"values"`
+	// Runs are the scenario's baseline (fencing off for most), then the
+	// query's storage mode.
+	Runs []Outcome `json:"runs"`
+	// Scenarios, StorageModes and Sliders are the page's controls.
+	Scenarios    []Choice `json:"scenarios"`
+	StorageModes []Choice `json:"storage_modes"`
+	Sliders      []Slider `json:"sliders"`
+}
+
+// Choice is one entry of a menu.
+type Choice struct {
+	Name  string `json:"name"`
+	Title string `json:"title"`
+	Help  string `json:"help,omitempty"`
+}
+
+// Outcome is one run: its drawing and its counts.
+type Outcome struct {
+	Storage  string   `json:"storage"`
+	Heading  string   `json:"heading"`
+	What     string   `json:"what"`    // what the storage does with tokens (sim.Storage.Describe)
+	Verdict  string   `json:"verdict"` // "safe", "lost" or "backwards"
+	Accepted int      `json:"accepted"`
+	Rejected int      `json:"rejected"`
+	Lost     []string `json:"lost"`
+	Final    string   `json:"final"`
+	Summary  []string `json:"summary"`
+	// Tones mark each summary line "bad", "good" or "" for the page's colours.
+	Tones []string `json:"tones"`
+	SVG   string   `json:"svg"`
+}
+
+// Run parses the query (see [ParseQuery]), runs the scenario with fencing
+// off and with the query's storage mode, and returns both runs drawn and
+// counted. It is deterministic: the same query gives the same Response.
+func Run(raw string) (*Response, error) {
+	q, err := ParseQuery(raw)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := sim.Lookup(q.Scenario)
+	if err != nil {
+		return nil, err
+	}
+	resp := &Response{Query: q.Encode(), Scenario: sc.Name, Title: sc.Title, Story: sc.Story(q.Params),
+		Values: map[string]string{}, StorageModes: storageChoices}
+	for _, s := range sim.Scenarios() {
+		resp.Scenarios = append(resp.Scenarios, Choice{Name: s.Name, Title: s.Title})
+	}
+	for _, k := range knobs {
+		resp.Sliders = append(resp.Sliders, k.Slider)
+		if sc.Uses(k.Name) {
+			resp.Uses = append(resp.Uses, k.Name)
+		}
+	}
+	for _, kv := range strings.Split(resp.Query, "&") {
+		k, v, _ := strings.Cut(kv, "=")
+		resp.Values[k] = v
+	}
+	for _, storage := range []sim.Storage{baseline(sc), q.Params.Storage} {
+		p := q.Params
+		p.Storage = storage
+		res, err := sc.Run(p)
+		if err != nil {
+			return nil, fmt.Errorf("playground: %v", err)
+		}
+		o, err := outcome(res, storage)
+		if err != nil {
+			return nil, err
+		}
+		resp.Runs = append(resp.Runs, o)
+	}
+	return resp, nil
+}
+
+func outcome(res *sim.Result, storage sim.Storage) (Outcome, error) {
+	o := Outcome{Storage: storage.String(), Heading: heading(storage), What: sentence(storage.Describe()), Verdict: "safe",
+		Final: res.ValueString(res.Final), Summary: res.Summary(), Lost: []string{}}
+	labels := res.WriteLabels()
+	for _, e := range res.Events {
+		switch e.Kind {
+		case sim.KindWriteAccepted:
+			o.Accepted++
+		case sim.KindWriteRejected:
+			o.Rejected++
+		}
+	}
+	for _, i := range res.Lost() {
+		o.Lost = append(o.Lost, labels[i])
+	}
+	switch res.Verdict() {
+	case sim.VerdictBackwards:
+		o.Verdict = "backwards"
+	case sim.VerdictLost:
+		o.Verdict = "lost"
+	}
+	for _, line := range o.Summary {
+		o.Tones = append(o.Tones, tone(line))
+	}
+	var b strings.Builder
+	if err := render.SVG(&b, res, "run-"+o.Storage); err != nil {
+		return Outcome{}, fmt.Errorf("playground: drawing the timeline: %v", err)
+	}
+	o.SVG = b.String()
+	return o, nil
+}
+
+// tone says whether a summary line reports harm ("bad"), protection
+// ("good") or neither, as the HTML timeline colours them.
+func tone(line string) string {
+	switch {
+	case strings.HasPrefix(line, "TOKENS WENT BACKWARDS") || strings.Contains(line, "LOST") || strings.Contains(line, "expired."):
+		return "bad"
+	case strings.HasPrefix(line, "SAFE") || strings.Contains(line, "REJECTED"):
+		return "good"
+	}
+	return ""
+}
+
+// heading names a run's column: fencing off, or the fenced storage mode.
+func heading(storage sim.Storage) string {
+	for _, c := range storageChoices {
+		if c.Name == storage.String() {
+			return "Fencing on: " + c.Title
+		}
+	}
+	return "Fencing off"
+}
+
+// sentence capitalizes s and ends it with a full stop.
+func sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:] + "."
+}
