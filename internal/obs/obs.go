@@ -1,12 +1,13 @@
-// Package obs holds the metrics the storage adapters share. They go through
-// the OpenTelemetry metric API: a no-op until the program installs a meter
-// provider (otel.SetMeterProvider), which instruments made before that
-// follow.
+// Package obs holds the metric the storage adapters share,
+// fencekit_stale_rejected. It goes through the OpenTelemetry metric API: a
+// no-op until the program installs a meter provider (otel.SetMeterProvider).
+// The counter is observed at each collection, so every store's series is
+// there, at 0, from the first scrape on.
 package obs
 
 import (
 	"context"
-	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -19,38 +20,35 @@ const (
 	StoreS3       = "s3"
 )
 
-const meterName = "github.com/fencekit/fencekit"
-
 var (
-	once     sync.Once
-	rejected metric.Int64Counter
-	attrs    map[string]metric.AddOption
+	postgres, s3 atomic.Int64
+	attrPostgres = metric.WithAttributes(attribute.String("store", StorePostgres))
+	attrS3       = metric.WithAttributes(attribute.String("store", StoreS3))
 )
 
-func setup() {
-	meter := otel.GetMeterProvider().Meter(meterName)
-	// Creation fails only for an invalid name; the counter is then a
-	// usable no-op.
-	rejected, _ = meter.Int64Counter("fencekit_stale_rejected",
+// The counter is registered when the package is loaded, on the global meter
+// provider, which forwards it to the provider the program installs later.
+func init() {
+	meter := otel.GetMeterProvider().Meter("github.com/fencekit/fencekit")
+	// Registration fails only for an invalid name or callback; the counts
+	// then go unreported, and writes are unaffected.
+	_, _ = meter.Int64ObservableCounter("fencekit_stale_rejected",
 		metric.WithDescription("Writes refused because a newer fencing token was already accepted, by store."),
-		metric.WithUnit("{write}"))
-	attrs = map[string]metric.AddOption{}
-	for _, s := range []string{StorePostgres, StoreS3} {
-		attrs[s] = metric.WithAttributes(attribute.String("store", s))
-		rejected.Add(context.Background(), 0, attrs[s]) // present at 0 from the start
-	}
+		metric.WithUnit("{write}"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(postgres.Load(), attrPostgres)
+			o.Observe(s3.Load(), attrS3)
+			return nil
+		}))
 }
 
-// StaleRejected counts one write to store refused as stale.
-func StaleRejected(ctx context.Context, store string) {
-	once.Do(setup)
-	opt, ok := attrs[store]
-	if !ok {
-		opt = metric.WithAttributes(attribute.String("store", store))
+// StaleRejected counts one write to store (StorePostgres or StoreS3) refused
+// as stale.
+func StaleRejected(_ context.Context, store string) {
+	switch store {
+	case StorePostgres:
+		postgres.Add(1)
+	case StoreS3:
+		s3.Add(1)
 	}
-	rejected.Add(ctx, 1, opt)
 }
-
-// Init makes the counter (at 0 for every store) without counting anything,
-// so that a scrape shows it before the first refusal.
-func Init() { once.Do(setup) }

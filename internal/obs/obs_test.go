@@ -19,7 +19,15 @@ func TestStaleRejectedExposition(t *testing.T) {
 		t.Fatal(err)
 	}
 	otel.SetMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp)))
-	Init()
+	// Present at 0 before anything was refused.
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP fencekit_stale_rejected_total Writes refused because a newer fencing token was already accepted, by store.
+# TYPE fencekit_stale_rejected_total counter
+fencekit_stale_rejected_total{store="postgres"} 0
+fencekit_stale_rejected_total{store="s3"} 0
+`), "fencekit_stale_rejected_total"); err != nil {
+		t.Fatal(err)
+	}
 	StaleRejected(context.Background(), StoreS3)
 	StaleRejected(context.Background(), StoreS3)
 	want := `
