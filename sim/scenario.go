@@ -38,7 +38,7 @@ func (p Params) Validate() error {
 	if p.TTL == 0 {
 		return fmt.Errorf("sim: ttl must be positive")
 	}
-	if p.Drift <= -0.9 || p.Drift > 10 {
+	if !(p.Drift > -0.9 && p.Drift <= 10) { // also refuses NaN
 		return fmt.Errorf("sim: drift %g outside (-0.9, 10]", p.Drift)
 	}
 	if int(p.Storage) >= len(storageNames) {
