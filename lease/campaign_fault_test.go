@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/signal"
 	"slices"
@@ -179,23 +178,13 @@ func (a campaignAudit) tokens(query string) []fence.Token {
 	return toks
 }
 
-// applyMigrations creates fencekit's tables in the test's schema from the
-// embedded migration files, in order (the SQL any migration tool applies).
-func applyMigrations(t *testing.T, pool *pgxpool.Pool) {
+// applyMigrations applies fencekit's migrations to the test's schema.
+func applyMigrations(t *testing.T, pg *testenv.PostgresEnv) {
 	t.Helper()
-	ups, err := fs.Glob(migrations.FS, "*.up.sql")
-	if err != nil || len(ups) == 0 {
-		t.Fatalf("migrations: %v %v", ups, err)
-	}
-	slices.Sort(ups)
-	for _, f := range ups {
-		sql, err := fs.ReadFile(migrations.FS, f)
-		if err == nil {
-			_, err = pool.Exec(context.Background(), string(sql))
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := migrations.Up(ctx, pg.URL); err != nil {
+		t.Fatalf("migrations.Up: %v", err)
 	}
 }
 
@@ -210,7 +199,7 @@ func applyMigrations(t *testing.T, pool *pgxpool.Pool) {
 func TestFaultCampaignThreeProcesses(t *testing.T) {
 	c, renv := newTestClient(t, nil)
 	pg := testenv.Postgres(t)
-	applyMigrations(t, pg.Pool)
+	applyMigrations(t, pg)
 	if _, err := pg.Pool.Exec(context.Background(), campaignSchema); err != nil {
 		t.Fatal(err)
 	}

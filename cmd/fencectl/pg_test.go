@@ -3,15 +3,12 @@ package main
 import (
 	"context"
 	"errors"
-	"io/fs"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/testenv"
@@ -24,27 +21,17 @@ import (
 func migrated(t *testing.T) *testenv.PostgresEnv {
 	t.Helper()
 	pg := testenv.Postgres(t)
-	applyMigrations(t, pg.Pool)
+	applyMigrations(t, pg)
 	return pg
 }
 
-// applyMigrations creates fencekit's tables in the test's schema from the
-// embedded migration files, in order (the SQL any migration tool applies).
-func applyMigrations(t *testing.T, pool *pgxpool.Pool) {
+// applyMigrations applies fencekit's migrations to the test's schema.
+func applyMigrations(t *testing.T, pg *testenv.PostgresEnv) {
 	t.Helper()
-	ups, err := fs.Glob(migrations.FS, "*.up.sql")
-	if err != nil || len(ups) == 0 {
-		t.Fatalf("migrations: %v %v", ups, err)
-	}
-	slices.Sort(ups)
-	for _, f := range ups {
-		sql, err := fs.ReadFile(migrations.FS, f)
-		if err == nil {
-			_, err = pool.Exec(context.Background(), string(sql))
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := migrations.Up(ctx, pg.URL); err != nil {
+		t.Fatalf("migrations.Up: %v", err)
 	}
 }
 
