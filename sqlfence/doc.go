@@ -85,7 +85,9 @@
 // Bad input is refused before anything is sent: a zero token or one above
 // 2^63-1 ([fence.ErrInvalidToken]; PostgreSQL's bigint cannot hold it), a
 // nil handle ([ErrNilDB]), a table or column name that is not a plain
-// identifier ([ErrInvalidIdentifier]), an already cancelled context.
+// identifier ([ErrInvalidIdentifier]), other bad arguments (an empty
+// resource, a nil fn, a column named twice, a wrong number of values:
+// [ErrInvalidArgument]), an already cancelled context.
 //
 // The guide with a worked lease example is docs/postgres.md.
 package sqlfence

@@ -50,6 +50,11 @@ var (
 // ErrNilDB is returned (wrapped) when the database handle is nil.
 var ErrNilDB = errors.New("sqlfence: nil database handle")
 
+// ErrInvalidArgument is wrapped by the errors for other bad input: an empty
+// resource name, a nil fn, a column named twice, a wrong number of values,
+// bad Options. Nothing is sent for them.
+var ErrInvalidArgument = errors.New("sqlfence: invalid argument")
+
 // claimSQL claims resource's guard row for token $2 in one statement. The
 // CTE either returns the claimed row (claimed = true) or, when the row holds
 // a newer token and the WHERE refused the update, the row as this
@@ -203,7 +208,7 @@ func reread(ctx context.Context, q Querier, sql string, arg any) (fence.Token, e
 // checkArgs validates what every guard call checks before sending anything.
 func checkArgs(ctx context.Context, db any, resource string, tok fence.Token) error {
 	if resource == "" && !isNil(db) {
-		return errors.New("sqlfence: empty resource name")
+		return fmt.Errorf("%w: empty resource name", ErrInvalidArgument)
 	}
 	if err := precheck(ctx, db, tok); err != nil {
 		return describe(err, fmt.Sprintf("resource %q", resource))

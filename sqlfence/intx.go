@@ -55,11 +55,11 @@ func New(opts *Options) (*Guard, error) {
 	case pgx.RepeatableRead, pgx.Serializable:
 		g.retries = DefaultMaxRetries
 	default:
-		return nil, fmt.Errorf("sqlfence: Options.IsoLevel %q: want empty or one of pgx.ReadUncommitted, pgx.ReadCommitted, pgx.RepeatableRead, pgx.Serializable", opts.IsoLevel)
+		return nil, fmt.Errorf("%w: Options.IsoLevel %q: want empty or one of pgx.ReadUncommitted, pgx.ReadCommitted, pgx.RepeatableRead, pgx.Serializable", ErrInvalidArgument, opts.IsoLevel)
 	}
 	switch {
 	case opts.MaxRetries < 0:
-		return nil, fmt.Errorf("sqlfence: Options.MaxRetries is %d; want 0 (default) or more", opts.MaxRetries)
+		return nil, fmt.Errorf("%w: Options.MaxRetries is %d; want 0 (default) or more", ErrInvalidArgument, opts.MaxRetries)
 	case opts.MaxRetries > 0 && g.retries > 0:
 		g.retries = opts.MaxRetries
 	}
@@ -105,7 +105,7 @@ func (g *Guard) InTx(ctx context.Context, db TxBeginner, resource string, tok fe
 		return err
 	}
 	if fn == nil {
-		return fmt.Errorf("sqlfence: InTx(%q): nil fn", resource)
+		return fmt.Errorf("%w: InTx(%q): nil fn", ErrInvalidArgument, resource)
 	}
 	ob, canSetLevel := db.(txOptionsBeginner)
 	if g.opts.IsoLevel != "" && !canSetLevel {

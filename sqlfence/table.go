@@ -76,7 +76,7 @@ func NewTable(table, keyColumn, versionColumn string, columns ...string) (*Table
 	}
 	seen := map[string]string{keyColumn: "key column"}
 	if prev, dup := seen[versionColumn]; dup {
-		return nil, fmt.Errorf("sqlfence: version column %q is also the %s", versionColumn, prev)
+		return nil, fmt.Errorf("%w: version column %q is also the %s", ErrInvalidArgument, versionColumn, prev)
 	}
 	seen[versionColumn] = "version column"
 	cols := make([]string, len(columns))
@@ -86,7 +86,7 @@ func NewTable(table, keyColumn, versionColumn string, columns ...string) (*Table
 			return nil, err
 		}
 		if prev, dup := seen[c]; dup {
-			return nil, fmt.Errorf("sqlfence: column %d %q is also the %s", i+1, c, prev)
+			return nil, fmt.Errorf("%w: column %d %q is also the %s", ErrInvalidArgument, i+1, c, prev)
 		}
 		seen[c] = "column " + strconv.Itoa(i+1)
 		cols[i] = id.Sanitize()
@@ -281,10 +281,10 @@ func (t *Table) write(ctx context.Context, db Querier, op, sql string, key any, 
 		return describe(err, op+" "+t.resource(key))
 	}
 	if len(values) != t.columns {
-		return fmt.Errorf("sqlfence: %s %s: %d values for %d columns", op, t.resource(key), len(values), t.columns)
+		return fmt.Errorf("%w: %s %s: %d values for %d columns", ErrInvalidArgument, op, t.resource(key), len(values), t.columns)
 	}
 	if t.guarded && t.guard == "" {
-		return fmt.Errorf("sqlfence: %s %s: WithGuard was given an empty resource name", op, t.resource(key))
+		return fmt.Errorf("%w: %s %s: WithGuard was given an empty resource name", ErrInvalidArgument, op, t.resource(key))
 	}
 	args := make([]any, 0, 3+len(values))
 	args = append(args, key, int64(tok))
