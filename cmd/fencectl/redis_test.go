@@ -400,6 +400,33 @@ func TestWatch(t *testing.T) {
 	}
 }
 
+// Grants that begin and end between two reads are not silently lost: watch
+// reports them as missed, with the last token issued.
+func TestWatchReportsMissedGrants(t *testing.T) {
+	env := testenv.Redis(t)
+	ctx := context.Background()
+	name := env.Name("watched")
+	c := newLeases(t, env.Client, nil)
+	ch, cmd := lines(t, redisEnv(env), "watch", "-json", "-interval", "1s", "-count", "1", name)
+	if ev := readEvent(t, ch); ev.Event != evFree {
+		t.Fatalf("first event %+v, want free", ev)
+	}
+	var last fence.Token
+	for range 3 { // well inside one poll interval, and no waiter: no release is published
+		l := acquire(t, c, name, 30*time.Second)
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		last = l.Token()
+	}
+	if ev := readEvent(t, ch); ev.Event != evMissed || ev.Token != uint64(last) {
+		t.Fatalf("watch printed %+v, want missed with the last token %v", ev, last)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("watch -count 1 exit: %v", err)
+	}
+}
+
 func TestWatchText(t *testing.T) {
 	env := testenv.Redis(t)
 	name := env.Name("watched")

@@ -17,13 +17,16 @@ import (
 // release (the lock key was deleted before its TTL ran out: the holder
 // released it, release --force did, or it was deleted or lost in Redis)
 // and expire (it was gone only after its TTL had run out: a dead or paused
-// holder).
+// holder). missed says that grants came and went between two reads, unseen:
+// the last token issued moved past every token watch printed; its token is
+// that last token.
 const (
 	evHeld    = "held"
 	evFree    = "free"
 	evGrant   = "grant"
 	evRelease = "release"
 	evExpire  = "expire"
+	evMissed  = "missed"
 )
 
 // watchEvent is one line of watch.
@@ -72,6 +75,7 @@ type watcher struct {
 	token   fence.Token // the holder last seen, when held
 	expires time.Time   // the earliest its key could expire, when held (zero: no expiry)
 	gone    fence.Token // the last holder reported ended
+	last    fence.Token // the newest token accounted for: printed, or issued when the watch began
 	notes   <-chan *redis.Message
 }
 
@@ -90,6 +94,7 @@ func (w *watcher) run(ctx context.Context, interval time.Duration) error {
 	if err != nil {
 		return err
 	}
+	w.last = info.Last
 	first := watchEvent{Event: evFree}
 	if info.Held {
 		w.seen(info, sent)
@@ -160,6 +165,12 @@ func (w *watcher) poll(ctx context.Context) error {
 			return err
 		}
 	}
+	if info.Last > w.last && (!info.Held || info.Holder != info.Last) {
+		// Grants that began and ended between two reads.
+		if err := w.print(watchEvent{Event: evMissed, Token: uint64(info.Last)}, true); err != nil {
+			return err
+		}
+	}
 	if !info.Held {
 		return nil
 	}
@@ -189,6 +200,7 @@ func (w *watcher) ended(now time.Time) error {
 // print prints ev; counted events bring -count closer.
 func (w *watcher) print(ev watchEvent, counted bool) error {
 	ev.Time, ev.Name = time.Now().UTC(), w.name
+	w.last = max(w.last, fence.Token(ev.Token))
 	if w.o.json {
 		if err := w.o.encode(ev); err != nil {
 			return err
