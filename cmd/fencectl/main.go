@@ -96,15 +96,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o := &output{w: stdout, errs: stderr}
 	fs.BoolVar(&o.json, "json", false, "print JSON instead of text")
 	runCmd := cmd.setup(fs, o)
-	fs.Usage = func() {
+	usage := func() {
 		fmt.Fprintf(stderr, "usage: fencectl %s %s\n  %s\n\nflags:\n", name, cmd.args, cmd.about)
 		fs.SetOutput(stderr)
 		fs.PrintDefaults()
 		fs.SetOutput(io.Discard)
 	}
+	fs.Usage = func() {} // the flag package would print it on every parse error; printed once below
 	pos, err := parseArgs(fs, args[1:])
 	if errors.Is(err, flag.ErrHelp) {
-		fs.Usage()
+		usage()
 		return exitOK
 	}
 	if err == nil {
@@ -116,7 +117,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "fencectl %s: %v\n", name, err)
-		fs.Usage()
+		usage()
 		return exitUsage
 	default:
 		fmt.Fprintf(stderr, "fencectl %s: %v\n", name, err)

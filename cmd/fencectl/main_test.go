@@ -149,3 +149,17 @@ func newLeases(t *testing.T, rdb lease.RedisClient, opts *lease.Options) *lease.
 	}
 	return c
 }
+
+// -h and a bad flag print the command's usage once, not once from the flag
+// package and again from fencectl.
+func TestUsagePrintedOnce(t *testing.T) {
+	for _, c := range []struct {
+		code int
+		args []string
+	}{{0, []string{"status", "-h"}}, {2, []string{"status", "-bogus", "x"}}, {0, []string{"watch", "-h"}}} {
+		r := runWant(t, nil, c.code, c.args...)
+		if n := strings.Count(r.stderr, "usage: fencectl"); n != 1 {
+			t.Errorf("fencectl %s: usage printed %d times:\n%s", strings.Join(c.args, " "), n, r.stderr)
+		}
+	}
+}
