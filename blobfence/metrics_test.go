@@ -12,6 +12,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/obs/obstest"
 )
 
 // The OpenTelemetry global meter provider can be installed once per
@@ -47,23 +48,7 @@ func TestStaleRejectedMetric(t *testing.T) {
 	reg := metricsRegistry(t)
 	staleS3 := func() float64 {
 		t.Helper()
-		families, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range families {
-			if f.GetName() != "fencekit_stale_rejected_total" {
-				continue
-			}
-			for _, m := range f.GetMetric() {
-				for _, l := range m.GetLabel() {
-					if l.GetName() == "store" && l.GetValue() == "s3" {
-						return m.GetCounter().GetValue()
-					}
-				}
-			}
-		}
-		return 0
+		return obstest.Counter(t, reg, "fencekit_stale_rejected_total", "store", "s3")
 	}
 
 	ctx := context.Background()

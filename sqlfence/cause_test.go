@@ -13,6 +13,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/obs/obstest"
 	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
 	"github.com/fencekit/fencekit/sqlfence"
@@ -91,28 +92,10 @@ func TestLostLeaseCutsWrites(t *testing.T) {
 	}
 }
 
-// staleRejected reads fencekit_stale_rejected_total{store="postgres"}: 0
-// when not exposed yet (the counter was made before the meter provider was
-// installed, and nothing has been counted since).
+// staleRejected reads fencekit_stale_rejected_total{store="postgres"}.
 func staleRejected(t *testing.T, reg *prometheus.Registry) float64 {
 	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "fencekit_stale_rejected_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "store" && l.GetValue() == "postgres" {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return obstest.Counter(t, reg, "fencekit_stale_rejected_total", "store", "postgres")
 }
 
 // Every refused stale write counts once in fencekit_stale_rejected_total
