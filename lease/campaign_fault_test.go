@@ -18,7 +18,6 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/testenv"
-	"github.com/fencekit/fencekit/migrations"
 	"github.com/fencekit/fencekit/sqlfence"
 )
 
@@ -178,16 +177,6 @@ func (a campaignAudit) tokens(query string) []fence.Token {
 	return toks
 }
 
-// applyMigrations applies fencekit's migrations to the test's schema.
-func applyMigrations(t *testing.T, pg *testenv.PostgresEnv) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := migrations.Up(ctx, pg.URL); err != nil {
-		t.Fatalf("migrations.Up: %v", err)
-	}
-}
-
 // TestFaultCampaignThreeProcesses runs three campaigning child processes
 // and ends the leader in turn: SIGKILL, SIGSTOP past its TTL, SIGTERM
 // (graceful step-down), twice. It checks the ordering properties (no
@@ -198,8 +187,7 @@ func applyMigrations(t *testing.T, pg *testenv.PostgresEnv) {
 // down. The take-over times are logged, not asserted.
 func TestFaultCampaignThreeProcesses(t *testing.T) {
 	c, renv := newTestClient(t, nil)
-	pg := testenv.Postgres(t)
-	applyMigrations(t, pg)
+	pg := testenv.PostgresMigrated(t)
 	if _, err := pg.Pool.Exec(context.Background(), campaignSchema); err != nil {
 		t.Fatal(err)
 	}

@@ -12,20 +12,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/internal/testenv"
-	"github.com/fencekit/fencekit/migrations"
 )
 
 // setup returns a fresh schema with fencekit's migrations applied.
-func setup(tb testing.TB) *testenv.PostgresEnv {
-	tb.Helper()
-	env := testenv.Postgres(tb)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := migrations.Up(ctx, env.URL); err != nil {
-		tb.Fatalf("migrations.Up: %v", err)
-	}
-	return env
-}
+func setup(tb testing.TB) *testenv.PostgresEnv { return testenv.PostgresMigrated(tb) }
 
 // testCtx returns a context bounded for one test.
 func testCtx(tb testing.TB) context.Context {

@@ -13,30 +13,11 @@ import (
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
-	"github.com/fencekit/fencekit/migrations"
 	"github.com/fencekit/fencekit/sqlfence"
 )
 
-// migrated returns a fresh schema with fencekit's tables.
-func migrated(t *testing.T) *testenv.PostgresEnv {
-	t.Helper()
-	pg := testenv.Postgres(t)
-	applyMigrations(t, pg)
-	return pg
-}
-
-// applyMigrations applies fencekit's migrations to the test's schema.
-func applyMigrations(t *testing.T, pg *testenv.PostgresEnv) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := migrations.Up(ctx, pg.URL); err != nil {
-		t.Fatalf("migrations.Up: %v", err)
-	}
-}
-
 func TestPGStatus(t *testing.T) {
-	pg := migrated(t)
+	pg := testenv.PostgresMigrated(t)
 	ctx := context.Background()
 	e := []string{envPostgresURL + "=" + pg.URL}
 	for i, res := range []string{"invoices", "reports/daily"} {
@@ -74,7 +55,7 @@ func TestPGStatus(t *testing.T) {
 // the highest token the storage has seen.
 func TestRunbookCounterLostWithAClockBehind(t *testing.T) {
 	renv := testenv.Redis(t)
-	pg := migrated(t)
+	pg := testenv.PostgresMigrated(t)
 	ctx := context.Background()
 	e := []string{envRedisAddr + "=" + renv.Addr, envPostgresURL + "=" + pg.URL}
 	c := newLeases(t, renv.Client, nil)

@@ -295,3 +295,19 @@ func testBadInput(t *testing.T, iss Issuer) {
 		t.Fatalf("%d requests sent for bad input", n)
 	}
 }
+
+// CheckRenew checks the results of one Backend.Renew batch: errs[i] is nil
+// where want[i] is "", else a *lease.LostError with cause want[i] and
+// batch[i]'s token.
+func CheckRenew(t *testing.T, batch []*lease.Grant, errs []error, want []string) {
+	t.Helper()
+	for i, err := range errs {
+		var lost *lease.LostError
+		switch {
+		case want[i] == "" && err != nil:
+			t.Errorf("renew %d: %v, want nil", i, err)
+		case want[i] != "" && (!errors.As(err, &lost) || lost.Cause != want[i] || lost.Token != batch[i].Token):
+			t.Errorf("renew %d: %v, want %s", i, err, want[i])
+		}
+	}
+}

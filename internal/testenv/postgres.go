@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fencekit/fencekit/migrations"
 )
 
 // PostgresEnv is one test's own namespace on the PostgreSQL server.
@@ -53,6 +55,19 @@ func Postgres(tb testing.TB) *PostgresEnv {
 	env := &PostgresEnv{URL: withParam(tb, base, "search_path", schema), Schema: schema, Database: dbName(tb, base)}
 	ident := pgx.Identifier{schema}.Sanitize()
 	return provision(tb, base, env, "CREATE SCHEMA "+ident, "DROP SCHEMA IF EXISTS "+ident+" CASCADE")
+}
+
+// PostgresMigrated is [Postgres] with fencekit's migrations applied to the
+// schema (migrations.Up).
+func PostgresMigrated(tb testing.TB) *PostgresEnv {
+	tb.Helper()
+	env := Postgres(tb)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := migrations.Up(ctx, env.URL); err != nil {
+		tb.Fatalf("testenv: migrations.Up: %v", err)
+	}
+	return env
 }
 
 // PostgresDatabase returns a fresh database on the server, dropped at

@@ -9,6 +9,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/fencekit/fencekit/internal/leasetest"
 	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
 )
@@ -94,14 +95,7 @@ func TestBackendAcquireRenewRelease(t *testing.T) {
 	errs = make([]error, len(batch))
 	b.Renew(ctx, batch, errs)
 	want := []string{"", lease.CauseMissing, lease.CauseStolen, lease.CauseMissing}
-	for i, err := range errs {
-		switch {
-		case want[i] == "" && err != nil:
-			t.Errorf("renew %d: %v, want nil", i, err)
-		case want[i] != "" && (!errors.As(err, &lost) || lost.Cause != want[i] || lost.Token != batch[i].Token):
-			t.Errorf("renew %d: %v, want %s", i, err, want[i])
-		}
-	}
+	leasetest.CheckRenew(t, batch, errs, want)
 }
 
 // TestBackendWatch checks that a release wakes a watcher of that name.

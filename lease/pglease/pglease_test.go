@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/leasetest"
 	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
 	"github.com/fencekit/fencekit/migrations"
@@ -90,14 +91,7 @@ func TestBackendAcquireRenewRelease(t *testing.T) {
 	errs = make([]error, len(batch))
 	b.Renew(ctx, batch, errs)
 	want := []string{"", lease.CauseStolen, lease.CauseStolen, lease.CauseMissing}
-	for i, err := range errs {
-		switch {
-		case want[i] == "" && err != nil:
-			t.Errorf("renew %d: %v, want nil", i, err)
-		case want[i] != "" && (!errors.As(err, &lost) || lost.Cause != want[i] || lost.Token != batch[i].Token):
-			t.Errorf("renew %d: %v, want %s", i, err, want[i])
-		}
-	}
+	leasetest.CheckRenew(t, batch, errs, want)
 	if err := b.Release(ctx, short); !errors.As(err, &lost) || lost.Cause != lease.CauseStolen {
 		t.Fatalf("Release of a taken-over grant: %v, want CauseStolen", err)
 	}
