@@ -27,11 +27,11 @@ timeline:
 ## playground: build the interactive playground (WebAssembly + one page) into $(PLAYGROUND), for any static host
 PLAYGROUND ?= build/playground
 playground:
-	$(GO) run ./cmd/fencesim serve -build $(PLAYGROUND)
+	$(GO) run ./cmd/fenceplay -build $(PLAYGROUND)
 
 ## serve: build the playground and serve it on http://127.0.0.1:8080/
 serve:
-	$(GO) run ./cmd/fencesim serve
+	$(GO) run ./cmd/fenceplay
 
 ## violation-map: redraw docs/img/violation-map.svg and the playground's copy (fencesim sweep over pause/TTL, every storage mode)
 violation-map:

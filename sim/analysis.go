@@ -99,7 +99,7 @@ func (r *Result) Downtime() []Span {
 }
 
 // NewRecorded builds a Result from events observed outside the simulator,
-// such as the real servers of fencesim's real mode, so that the same
+// such as the real servers of cmd/fencereal, so that the same
 // timeline, JSON and HTML writers can show them. events must be in time
 // order and their Write fields index writes; final lists the writes whose
 // data the storage holds at the end. Violation checks the accepted writes

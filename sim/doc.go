@@ -34,7 +34,7 @@
 //     [fence.VerifyHistory]; [Result.Lost], [Result.StaleAccepted] and
 //     [Result.Downtime] say what went wrong and [Result.Summary] says it in
 //     sentences.
-//   - [NewRecorded] wraps events observed on real servers (fencesim real) so
+//   - [NewRecorded] wraps events observed on real servers (cmd/fencereal) so
 //     the same renderers can show them.
 //
 // Package sim/render prints results as a terminal timeline, JSON Lines, a

@@ -8,23 +8,18 @@
 //	         [-write-delay D] [-drift F] [-seed N] [-fencing MODES] [-json] [-html FILE]
 //	fencesim explore [-runs N] [-seed N] [distribution flags] [-fencing MODES] [-show N] [-json]
 //	fencesim replay -seed N [distribution flags] [-fencing MODES] [-json] [-html FILE]
-//	fencesim real [-ttl D] [-pause D] [-redis ADDR] [-postgres URL] [-s3-endpoint URL]
-//	         [-s3-access KEY] [-s3-secret KEY] [-s3-bucket B] [-name N] [-json] [-html FILE]
 //	fencesim sweep [-pause LIST] [-heartbeat LIST] [-drift LIST] [-fencing MODES] [-runs N] [-format csv|json] [-svg FILE]
-//	fencesim serve [-addr HOST:PORT] [-dir DIR] | fencesim serve -build DIR
 //	fencesim list
 //
 // Scenarios: kleppmann (default), check-then-write, crash, heartbeat,
 // pause-heartbeat, drift. MODES are storage modes side by side, separated
 // by commas: off, writes (the write check only), claim (write check and
 // claim, also "on"), check-then-write (a non-atomic check); "both" is the
-// scenario's own comparison. The real mode replays kleppmann against real
-// servers: the holder is a child process stopped with SIGSTOP past its
-// Redis lease's TTL, and its late writes go to PostgreSQL (sqlfence) and S3
-// (blobfence). sweep runs explore over a grid of pause/TTL, heartbeat/TTL
+// scenario's own comparison. The same scenario against real servers is
+// cmd/fencereal. sweep runs explore over a grid of pause/TTL, heartbeat/TTL
 // and drift and writes outcome counts as CSV or JSON, and the violation map
-// as SVG; serve builds the playground (the simulator in WebAssembly behind
-// one page) and serves it, printing the URL. Durations need a unit (45s,
+// as SVG. The playground (the simulator in a browser page) is
+// cmd/fenceplay. Durations need a unit (45s,
 // 300ms) and must not be negative. Bad flags exit with status 2; an
 // exploration that finds a violation with fencing on exits with status 1
 // and names the seed.
@@ -33,8 +28,5 @@ package main
 import "os"
 
 func main() {
-	if os.Getenv(holderEnv) != "" { // the real mode's paused holder, client A
-		os.Exit(holderMain())
-	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }

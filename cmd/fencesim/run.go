@@ -32,9 +32,7 @@ type subcommand struct {
 var subcommands = []subcommand{
 	{"explore", "fencesim explore [flags]", "run many random schedules per storage mode and count what went wrong", runExplore},
 	{"replay", "fencesim replay -seed N [flags]", "replay one schedule of explore as a timeline", runReplay},
-	{"real", "fencesim real [flags]", "run Kleppmann's scenario on Redis, PostgreSQL and S3, the holder stopped by SIGSTOP", runReal},
 	{"sweep", "fencesim sweep [flags]", "run explore over a grid (pause/TTL, heartbeat/TTL, drift): CSV or JSON, and the violation map as SVG", runSweep},
-	{"serve", "fencesim serve [flags]", "build the playground (the simulator in WebAssembly behind one page) and serve it", runServe},
 	{"list", "fencesim list", "list the scenarios and their defaults", runList},
 }
 

@@ -8,5 +8,5 @@
 // drawn and summarized. The wasm entry point (package wasm, built with
 // GOOS=js GOARCH=wasm) exposes it to JavaScript; tests call it natively to
 // know what the browser must show. [Build] writes the folder that
-// `make playground` publishes and `fencesim serve` serves.
+// `make playground` publishes and `go run ./cmd/fenceplay` serves.
 package playground

@@ -1,3 +1,13 @@
+// Command fenceplay builds the playground (the simulator compiled to
+// WebAssembly behind one page) and serves it on a loopback address, or
+// builds it into a folder for any static file server (make playground).
+//
+// Usage:
+//
+//	fenceplay [-addr HOST:PORT] [-dir DIR] | fenceplay -build DIR
+//
+// It lives apart from fencesim so that `make demo` compiles only the
+// simulator, not an HTTP server. Bad flags exit with status 2.
 package main
 
 import (
@@ -17,14 +27,37 @@ import (
 	"github.com/fencekit/fencekit/internal/playground"
 )
 
-func runServe(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("fencesim serve", flag.ContinueOnError)
+// Exit statuses.
+const (
+	exitOK     = 0
+	exitFailed = 1
+	exitUsage  = 2
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func usageErr(stderr io.Writer, format string, args ...any) int {
+	fmt.Fprintf(stderr, "fenceplay: "+format+"\n", args...)
+	fmt.Fprintln(stderr, "usage: fenceplay [-addr HOST:PORT] [-dir DIR] | fenceplay -build DIR")
+	return exitUsage
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("fenceplay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "`HOST:PORT` to listen on (port 0: any free port)")
 	dir := fs.String("dir", "", "serve this folder built by make playground instead of building one")
 	build := fs.String("build", "", "build the playground into `DIR` and exit without serving (what make playground runs)")
-	usage := "fencesim serve [-addr HOST:PORT] [-dir DIR] | fencesim serve -build DIR  (the playground, in a browser)"
-	if status := parseNoArgs(fs, usage, args, stdout, stderr); status >= 0 {
-		return status
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage // flag has printed the error and the defaults
+	}
+	if fs.NArg() > 0 {
+		return usageErr(stderr, "fenceplay takes no arguments, got %q", fs.Arg(0))
 	}
 	if *dir != "" && *build != "" {
 		return usageErr(stderr, "-dir and -build do not go together")
@@ -33,10 +66,10 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	if *build != "" {
 		if err := playground.Build(ctx, *build); err != nil {
-			fmt.Fprintf(stderr, "fencesim: %v\n", err)
+			fmt.Fprintf(stderr, "fenceplay: %v\n", err)
 			return exitFailed
 		}
-		fmt.Fprintf(stdout, "fencesim: built the playground in %s; serve it with any static file server\n", *build)
+		fmt.Fprintf(stdout, "fenceplay: built the playground in %s; serve it with any static file server\n", *build)
 		return exitOK
 	}
 	root := *dir
@@ -47,27 +80,27 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
-		fmt.Fprintf(stderr, "fencesim: %v (-addr 127.0.0.1:0 picks a free port)\n", err)
+		fmt.Fprintf(stderr, "fenceplay: %v (-addr 127.0.0.1:0 picks a free port)\n", err)
 		return exitFailed
 	}
 	defer ln.Close()
 	if root == "" {
-		tmp, err := os.MkdirTemp("", "fencesim-playground-")
+		tmp, err := os.MkdirTemp("", "fenceplay-")
 		if err != nil {
-			fmt.Fprintf(stderr, "fencesim: %v\n", err)
+			fmt.Fprintf(stderr, "fenceplay: %v\n", err)
 			return exitFailed
 		}
 		defer os.RemoveAll(tmp)
-		fmt.Fprintln(stderr, "fencesim: building the playground (the WebAssembly takes a while the first time)")
+		fmt.Fprintln(stderr, "fenceplay: building the playground (the WebAssembly takes a while the first time)")
 		if err := playground.Build(ctx, tmp); err != nil {
-			fmt.Fprintf(stderr, "fencesim: %v\nfencesim: outside the fencekit repository, build the folder there with make playground and pass -dir\n", err)
+			fmt.Fprintf(stderr, "fenceplay: %v\nfenceplay: outside the fencekit repository, build the folder there with make playground and pass -dir\n", err)
 			return exitFailed
 		}
 		root = tmp
 	}
-	fmt.Fprintf(stdout, "fencesim: the playground is at http://%s/ (Ctrl-C to stop)\n", ln.Addr())
+	fmt.Fprintf(stdout, "fenceplay: the playground is at http://%s/ (Ctrl-C to stop)\n", ln.Addr())
 	if err := serve(ctx, ln, root); err != nil {
-		fmt.Fprintf(stderr, "fencesim: %v\n", err)
+		fmt.Fprintf(stderr, "fenceplay: %v\n", err)
 		return exitFailed
 	}
 	return exitOK

@@ -128,7 +128,7 @@ func (s *stores) write(ctx context.Context, c *realConfig, store string, tok fen
 // it writes to every store with its old token, as a paused process does.
 func holderMain() int {
 	fail := func(format string, args ...any) int {
-		fmt.Fprintf(os.Stderr, "fencesim holder: "+format+"\n", args...)
+		fmt.Fprintf(os.Stderr, "fencereal holder: "+format+"\n", args...)
 		return 1
 	}
 	var c realConfig

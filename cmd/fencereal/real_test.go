@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -12,8 +13,8 @@ import (
 	"github.com/fencekit/fencekit/sqlfence"
 )
 
-// TestMain lets the test binary act as the real mode's holder child (it
-// re-executes itself, as the fencesim binary does) and gives testenv its
+// TestMain lets the test binary act as the holder child (it re-executes
+// itself, as the fencereal binary does) and gives testenv its
 // hook for harness-started servers.
 func TestMain(m *testing.M) {
 	if os.Getenv(holderEnv) != "" {
@@ -22,7 +23,7 @@ func TestMain(m *testing.M) {
 	testenv.Main(m)
 }
 
-// TestRealKleppmann runs `fencesim real` against the test servers: the
+// TestRealKleppmann runs fencereal against the test servers: the
 // holder child is SIGSTOPped past its Redis lease's TTL, and each store
 // (PostgreSQL guard row, PostgreSQL lock_version row, S3 object) must
 // reject its late write and keep B's data.
@@ -31,13 +32,13 @@ func TestRealKleppmann(t *testing.T) {
 	pg := testenv.Postgres(t)
 	s3env := testenv.S3(t)
 	name := rdb.Name("real")
-	args := []string{"real", "-json",
+	args := []string{"-json",
 		"-redis", rdb.Addr, "-postgres", pg.URL,
 		"-s3-endpoint", s3env.Endpoint, "-s3-access", s3env.AccessKey, "-s3-secret", s3env.SecretKey,
 		"-s3-bucket", s3env.Bucket, "-name", name, "-ttl", "500ms", "-pause", "1500ms"}
 	code, out, errs := runCmd(t, args...)
 	if code != 0 {
-		t.Fatalf("fencesim real: exit %d\nstderr: %s\nstdout: %s", code, errs, out)
+		t.Fatalf("fencereal: exit %d\nstderr: %s\nstdout: %s", code, errs, out)
 	}
 	var rejected, acceptedB []map[string]any
 	var summary map[string]any
@@ -69,7 +70,7 @@ func TestRealKleppmann(t *testing.T) {
 		t.Fatalf("summary %v", summary)
 	}
 
-	// Check the stores directly, not only what fencesim reported.
+	// Check the stores directly, not only what fencereal reported.
 	ctx := context.Background()
 	bTok := acceptedB[0]["token"].(float64)
 	if cur, err := sqlfence.Current(ctx, pg.Pool, name); err != nil || float64(cur) != bTok {
@@ -91,17 +92,24 @@ func TestRealKleppmann(t *testing.T) {
 	}
 }
 
+func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = runReal(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
 func TestRealBadFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"real", "-ttl", "2s", "-pause", "1s", "-s3-endpoint", "http://x"}, "must exceed"},
-		{[]string{"real", "-ttl", "1ms", "-s3-endpoint", "http://x"}, "below the lease minimum"},
-		{[]string{"real", "-pause", "5"}, "has no unit"},
-		{[]string{"real", "-s3-endpoint", "http://x", "-fencing", "off"}, "flag provided but not defined: -fencing"},
-		{[]string{"real", "-s3-endpoint", "http://x", "-name", "a b"}, "-name"},
-		{[]string{"real", "extra"}, "no arguments"},
+		{[]string{"-ttl", "2s", "-pause", "1s", "-s3-endpoint", "http://x"}, "must exceed"},
+		{[]string{"-ttl", "1ms", "-s3-endpoint", "http://x"}, "below the lease minimum"},
+		{[]string{"-pause", "5"}, "not a duration with a unit"},
+		{[]string{"-s3-endpoint", "http://x", "-fencing", "off"}, "flag provided but not defined: -fencing"},
+		{[]string{"-s3-endpoint", "http://x", "-name", "a b"}, "-name"},
+		{[]string{"extra"}, "no arguments"},
 	} {
 		code, out, errs := runCmd(t, tc.args...)
 		if code != 2 || !strings.Contains(errs, tc.want) || out != "" {
@@ -109,7 +117,7 @@ func TestRealBadFlags(t *testing.T) {
 		}
 	}
 	t.Setenv("FENCEKIT_S3_ENDPOINT", "")
-	if code, _, errs := runCmd(t, "real"); code != 2 || !strings.Contains(errs, "S3 server") {
+	if code, _, errs := runCmd(t); code != 2 || !strings.Contains(errs, "S3 server") {
 		t.Errorf("real without S3: exit %d %q", code, errs)
 	}
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/fencekit/fencekit/lease"
 	"github.com/fencekit/fencekit/migrations"
-	"github.com/fencekit/fencekit/sim"
 )
 
 func envOr(name, def string) string {
@@ -49,7 +48,7 @@ func redactURL(s string) string {
 }
 
 func runReal(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("fencesim real", flag.ContinueOnError)
+	fs := flag.NewFlagSet("fencereal", flag.ContinueOnError)
 	c := realConfig{TTL: 2 * time.Second, Pause: 5 * time.Second}
 	fs.StringVar(&c.Redis, "redis", envOr("FENCEKIT_REDIS_ADDR", "127.0.0.1:6379"), "Redis host:port for the lease")
 	fs.StringVar(&c.Postgres, "postgres", envOr("FENCEKIT_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test"), "PostgreSQL URL")
@@ -58,11 +57,11 @@ func runReal(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&c.S3Secret, "s3-secret", os.Getenv("FENCEKIT_S3_SECRET_KEY"), "S3 secret key (or FENCEKIT_S3_SECRET_KEY)")
 	fs.StringVar(&c.Bucket, "s3-bucket", "fencesim", "S3 bucket, created if missing")
 	fs.StringVar(&c.Name, "name", "fencesim-demo", "lease name; also the guard resource, the row key and the object key")
-	fs.Var(durationValue{&c.TTL}, "ttl", "lease TTL")
-	fs.Var(durationValue{&c.Pause}, "pause", "how long A stays stopped by SIGSTOP; must exceed the TTL")
+	fs.Func("ttl", "lease TTL, with a unit (default 2s)", durationFlag(&c.TTL))
+	fs.Func("pause", "how long A stays stopped by SIGSTOP, with a unit; must exceed the TTL (default 5s)", durationFlag(&c.Pause))
 	var out output
-	out.register(fs, false)
-	if status := parseNoArgs(fs, "fencesim real [flags]  (Kleppmann's scenario against real Redis, PostgreSQL and S3)", args, stdout, stderr); status >= 0 {
+	out.register(fs)
+	if status := parseFlags(fs, args, stderr); status >= 0 {
 		return status
 	}
 	switch {
@@ -80,12 +79,12 @@ func runReal(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	res, failures, err := realScenario(ctx, &c, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "fencesim: %v\n", err)
+		fmt.Fprintf(stderr, "fencereal: %v\n", err)
 		return exitFailed
 	}
-	title := fmt.Sprintf("fencesim real: Kleppmann's scenario on Redis %s, PostgreSQL and S3 %s (A is a child process stopped with SIGSTOP)",
+	title := fmt.Sprintf("fencereal: Kleppmann's scenario on Redis %s, PostgreSQL and S3 %s (A is a child process stopped with SIGSTOP)",
 		c.Redis, c.S3Endpoint)
-	if code := out.emit(title, []*sim.Result{res}, stdout, stderr); code != exitOK {
+	if code := out.emit(title, res, stdout, stderr); code != exitOK {
 		return code
 	}
 	if !out.json {
@@ -93,7 +92,7 @@ func runReal(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(failures) > 0 {
 		for _, f := range failures {
-			fmt.Fprintf(stderr, "fencesim: real: %s\n", f)
+			fmt.Fprintf(stderr, "fencereal: %s\n", f)
 		}
 		return exitFailed
 	}
