@@ -38,7 +38,7 @@ func HTML(w io.Writer, title string, runs ...*sim.Result) error {
 	}
 	for i, r := range runs {
 		fmt.Fprintf(&b, "<h2>%s%s</h2>\n", esc(heading(r.Storage)), origin(r))
-		writeSVG(&b, r, "run"+strconv.Itoa(i))
+		writeSVG(&b, r, "run"+strconv.Itoa(i), Layout{})
 		b.WriteString("<ul>\n")
 		for _, s := range r.Summary() {
 			class := ""
@@ -71,8 +71,13 @@ func origin(r *sim.Result) string {
 // "run0". SVG uses no scripts, no external assets and no system calls, so
 // it runs in a js/wasm build too.
 func SVG(w io.Writer, r *sim.Result, id string) error {
+	return SVGLayout(w, r, id, Layout{})
+}
+
+// SVGLayout is [SVG] drawn at the size l sets.
+func SVGLayout(w io.Writer, r *sim.Result, id string, l Layout) error {
 	var b strings.Builder
-	writeSVG(&b, r, id)
+	writeSVG(&b, r, id, l)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

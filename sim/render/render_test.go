@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"html"
 	"io"
 	"math"
@@ -264,10 +265,9 @@ func crosses(s svgText, l [4]float64) bool {
 	return false
 }
 
-// TestSVGLabelsClear: in every scenario and storage mode, no label of the
-// figure overlaps another or is crossed by an arrow or line, and every
-// label lies inside the drawing.
-func TestSVGLabelsClear(t *testing.T) {
+// eachFigure draws every scenario's default run in every storage mode at
+// the default width and at widths the playground uses (narrow, wide).
+func eachFigure(t *testing.T, f func(name string, width float64, svg string)) {
 	for _, sc := range sim.Scenarios() {
 		for _, st := range sim.Storages() {
 			p := sc.Defaults
@@ -276,33 +276,91 @@ func TestSVGLabelsClear(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var b strings.Builder
-			if err := render.SVG(&b, r, "x"); err != nil {
-				t.Fatal(err)
-			}
-			texts, lines := svgShapes(t, b.String())
-			if len(texts) < 5 || len(lines) < 5 {
-				t.Fatalf("%s/%s: %d labels, %d lines parsed", sc.Name, st, len(texts), len(lines))
-			}
-			for i, a := range texts {
-				if a.x0 < 0 || a.x1 > 1100 {
-					t.Errorf("%s/%s: label %q leaves the drawing (%.0f..%.0f)", sc.Name, st, a.text, a.x0, a.x1)
+			for _, width := range []int{0, 1000, 1600} {
+				var b strings.Builder
+				if err := render.SVGLayout(&b, r, "x", render.Layout{Width: width}); err != nil {
+					t.Fatal(err)
 				}
-				for _, c := range texts[i+1:] {
-					if a.x0 < c.x1 && c.x0 < a.x1 && a.y0 < c.y1 && c.y0 < a.y1 {
-						t.Errorf("%s/%s: labels %q and %q overlap", sc.Name, st, a.text, c.text)
-					}
+				w := float64(width)
+				if width == 0 {
+					w = 1100
 				}
-				for _, l := range lines {
-					// Lane lines, belief bars and the storage's step line
-					// run through the labels on purpose; arrows must not.
-					if l[1] != l[3] && crosses(a, l) {
-						t.Errorf("%s/%s: label %q is crossed by a line %v", sc.Name, st, a.text, l)
-					}
-				}
+				f(fmt.Sprintf("%s/%s/%.0fpx", sc.Name, st, w), w, b.String())
 			}
 		}
 	}
+}
+
+// TestSVGLabelsAtTheirEvents: every label of an event (data-x, data-y: the
+// event's spot) starts at most 70 px after the event and ends at most 40 px before it, and
+// crosses no lane, so that "acquired 34" is drawn where B acquires, on
+// B's side of the figure, not seconds away or on the storage's lane.
+func TestSVGLabelsAtTheirEvents(t *testing.T) {
+	anchored := regexp.MustCompile(`<text x="[-\d.]+" y="[-\d.]+" fill="[^"]*" text-anchor="\w+" font-size="12"[^>]* data-x="([-\d.]+)" data-y="([-\d.]+)">([^<]*)</text>`)
+	laneRe := regexp.MustCompile(`<line x1="140" y1="([\d.]+)" x2="[\d.]+" y2="[\d.]+" stroke="#bbb"`)
+	n := 0
+	eachFigure(t, func(name string, _ float64, svg string) {
+		texts, _ := svgShapes(t, svg)
+		byText := map[string][]svgText{}
+		for _, tx := range texts {
+			byText[tx.text] = append(byText[tx.text], tx)
+		}
+		var lanes []float64
+		for _, m := range laneRe.FindAllStringSubmatch(svg, -1) {
+			y, _ := strconv.ParseFloat(m[1], 64)
+			lanes = append(lanes, y)
+		}
+		if len(lanes) < 4 {
+			t.Fatalf("%s: %d lanes parsed", name, len(lanes))
+		}
+		for _, m := range anchored.FindAllStringSubmatch(svg, -1) {
+			ax, _ := strconv.ParseFloat(m[1], 64)
+			text := html.UnescapeString(m[3])
+			box := byText[text][0]
+			byText[text] = byText[text][1:]
+			n++
+			if box.x0 > ax+70 || box.x1 < ax-40 {
+				t.Errorf("%s: label %q spans x %.0f..%.0f, far from its event at %.0f", name, text, box.x0, box.x1, ax)
+			}
+			for _, y := range lanes {
+				if box.y0 < y && y < box.y1 {
+					t.Errorf("%s: label %q (y %.0f..%.0f) lies on the lane at y %.0f", name, text, box.y0, box.y1, y)
+				}
+			}
+		}
+	})
+	if n < 100 {
+		t.Fatalf("only %d labels of events checked", n)
+	}
+}
+
+// TestSVGLabelsClear: in every scenario and storage mode, no label of the
+// figure overlaps another or is crossed by an arrow or line, and every
+// label lies inside the drawing.
+func TestSVGLabelsClear(t *testing.T) {
+	eachFigure(t, func(name string, width float64, svg string) {
+		texts, lines := svgShapes(t, svg)
+		if len(texts) < 5 || len(lines) < 5 {
+			t.Fatalf("%s: %d labels, %d lines parsed", name, len(texts), len(lines))
+		}
+		for i, a := range texts {
+			if a.x0 < 0 || a.x1 > width {
+				t.Errorf("%s: label %q leaves the drawing (%.0f..%.0f)", name, a.text, a.x0, a.x1)
+			}
+			for _, c := range texts[i+1:] {
+				if a.x0 < c.x1 && c.x0 < a.x1 && a.y0 < c.y1 && c.y0 < a.y1 {
+					t.Errorf("%s: labels %q and %q overlap", name, a.text, c.text)
+				}
+			}
+			for _, l := range lines {
+				// Lane lines, belief bars and the storage's step line
+				// run through the labels on purpose; arrows must not.
+				if l[1] != l[3] && crosses(a, l) {
+					t.Errorf("%s: label %q is crossed by a line %v", name, a.text, l)
+				}
+			}
+		}
+	})
 }
 
 // TestSVGStorageTokenStep: the storage lane's step line shows the token

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/sim"
@@ -20,12 +21,15 @@ import (
 // placed last, each at the first of a few candidate spots where it crosses
 // no arrow, bar or earlier label (TestSVGLabelsClear checks the result).
 const (
-	svgWidth   = 1100
+	svgWidth   = 1100 // the default width (Layout.Width 0)
+	svgMinW    = 1000 // the narrowest drawing Layout allows
+	svgMaxW    = 2400 // the widest
 	svgLeft    = 140
 	svgRight   = 40
 	svgTop     = 150 // the first lane; the legend and the danger label are above it
 	laneGap    = 105
 	rowH       = 15  // one row of labels
+	maxRows    = 4   // a label stays within 4 rows of its event, inside its lane's band
 	charWidth  = 7.0 // width of a 12px DejaVu Sans character, generously
 	fontFamily = "DejaVu Sans, Helvetica, Arial, sans-serif"
 	red        = "#b00020"
@@ -81,12 +85,53 @@ func textBox(x, y float64, text, anchor string) rect {
 	return rect{x, y - 11, x + w, y + 3}
 }
 
+// Layout sets the size of a drawing: Width in pixels (0: 1100; clamped to
+// 1000..2400), and End, the time at the right end of the axis (0: a round
+// time just past the run's end). Labels are 12px at that width: show the
+// SVG at its own width (scroll it sideways on a narrow screen) to keep
+// them readable.
+type Layout struct {
+	Width int
+	End   time.Duration
+}
+
+func (l Layout) width() float64 {
+	if l.Width == 0 {
+		return svgWidth
+	}
+	return float64(min(max(l.Width, svgMinW), svgMaxW))
+}
+
+// X returns the x coordinate of time t in a drawing of this Layout (End
+// must be set).
+func (l Layout) X(t time.Duration) float64 {
+	return svgLeft + float64(t)/float64(l.End)*(l.width()-svgLeft-svgRight)
+}
+
+// StableEnd returns a time at least d from a short, coarse list (10 s, 20 s,
+// 30 s, 45 s, 60 s, 90 s, then doubling), so that the axis of a figure
+// redrawn as a parameter moves stays put until the run outgrows it.
+func StableEnd(d time.Duration) time.Duration {
+	end := 10 * time.Second
+	for _, s := range []time.Duration{10, 20, 30, 45, 60, 90} {
+		if end = s * time.Second; end >= d {
+			return end
+		}
+	}
+	for end < d {
+		end *= 2
+	}
+	return end
+}
+
 // svgPlot holds the geometry of one run's drawing.
 type svgPlot struct {
 	b      *strings.Builder // shapes
 	labels strings.Builder  // labels, written after the shapes
 	r      *sim.Result
 	id     string // prefix of the element ids
+	layout Layout
+	width  float64
 	tEnd   time.Duration
 	laneY  []float64 // per client
 	leaseY float64
@@ -97,16 +142,14 @@ type svgPlot struct {
 	queued []queued
 }
 
-func (p *svgPlot) x(t time.Duration) float64 {
-	return svgLeft + float64(t)/float64(p.tEnd)*(svgWidth-svgLeft-svgRight)
-}
+func (p *svgPlot) x(t time.Duration) float64 { return p.layout.X(t) }
 
 // conflicts counts the remembered lines, bars and labels that box
 // crosses, except the rect own (a label's own bar); a box outside the
 // drawing counts as many.
 func (p *svgPlot) conflicts(box, own rect) int {
 	pad := rect{box.x0 - 2, box.y0 - 1, box.x1 + 2, box.y1 + 1}
-	if pad.x0 < 2 || pad.x1 > svgWidth-2 || pad.y0 < 2 || pad.y1 > p.height-2 {
+	if pad.x0 < 2 || pad.x1 > p.width-2 || pad.y0 < 2 || pad.y1 > p.height-2 {
 		return 1000
 	}
 	n := 0
@@ -128,6 +171,8 @@ func (p *svgPlot) conflicts(box, own rect) int {
 type queued struct {
 	x, y        float64
 	dir         int
+	altY        float64 // where to try next, on the lane's other side (0: nowhere)
+	altDir      int
 	text, color string
 	bold        bool
 	centre      bool // try centred in own first
@@ -155,29 +200,34 @@ type spot struct {
 }
 
 // place places the queued labels in order. Each goes to the first free
-// spot among: its centre (for inside), then rows 0 to 6 away from its
-// anchor in its direction, starting a few pixels right of it or ending
-// left of it, shifted further sideways the further down the list; when no
-// spot is free, to the one that crosses least.
+// spot among: its centre (for inside); then, row by row up to maxRows away
+// from its anchor in its direction, just right or just left of the
+// anchor, then centred at growing distances from it (up to 40 px before
+// it and 100 px after); when no spot is free, to the one that crosses
+// least. A label so stays at its event and inside its lane's band.
 func (p *svgPlot) place() {
-	shifts := []float64{4, 16, 32, 56, 90}
 	for _, q := range p.queued {
 		var spots []spot
 		if q.centre {
 			spots = append(spots, spot{q.cx, (q.own.y0+q.own.y1)/2 + 4, "middle"})
 		}
-		for cost := 0; cost < 7+len(shifts); cost++ {
-			for i, sh := range shifts {
-				row := cost - i
-				if row < 0 || row > 6 {
-					continue
+		w := float64(utf8.RuneCountInString(q.text)) * charWidth
+		rows := func(y float64, dir int) {
+			for row := 0; row <= maxRows; row++ {
+				ty := y + float64(dir*row*rowH)
+				spots = append(spots, spot{q.x + 4, ty, "start"}, spot{q.x - 4, ty, "end"})
+				for d := 10.0; d <= 100; d += 10 {
+					spots = append(spots, spot{q.x + d, ty, "middle"})
+					if d <= 40 {
+						spots = append(spots, spot{q.x - d, ty, "middle"})
+					}
 				}
-				ty := q.y + float64(q.dir*row*rowH)
-				spots = append(spots, spot{q.x + sh, ty, "start"}, spot{q.x - sh, ty, "end"})
-				if i == 0 { // centred on the anchor, between neighbouring arrows
-					spots = append(spots, spot{q.x, ty, "middle"})
-				}
+				spots = append(spots, spot{q.x + 40 + w/2, ty, "middle"}) // starting 40 px after it
 			}
+		}
+		rows(q.y, q.dir)
+		if q.altY != 0 {
+			rows(q.altY, q.altDir)
 		}
 		best, least := spots[0], -1
 		for i, s := range spots {
@@ -195,19 +245,27 @@ func (p *svgPlot) place() {
 				}
 			}
 		}
-		p.put(best.x, best.y, best.anchor, q.text, q.color, q.bold)
+		attrs := ""
+		if !q.centre || best.anchor != "middle" || best.x != q.cx {
+			attrs = fmt.Sprintf(` data-x="%.1f" data-y="%.1f"`, q.x, q.y) // the event it labels
+		}
+		p.putAttrs(best.x, best.y, best.anchor, q.text, q.color, q.bold, attrs)
 	}
 }
 
 // put writes a label at exactly (x, y) and marks its box taken.
 func (p *svgPlot) put(x, y float64, anchor, text, color string, bold bool) {
+	p.putAttrs(x, y, anchor, text, color, bold, "")
+}
+
+func (p *svgPlot) putAttrs(x, y float64, anchor, text, color string, bold bool, attrs string) {
 	p.taken = append(p.taken, textBox(x, y, text, anchor))
 	weight := ""
 	if bold {
 		weight = ` font-weight="bold"`
 	}
-	fmt.Fprintf(&p.labels, `<text x="%.1f" y="%.1f" fill="%s" text-anchor="%s" font-size="12"%s>%s</text>`+"\n",
-		x, y, color, anchor, weight, html.EscapeString(text))
+	fmt.Fprintf(&p.labels, `<text x="%.1f" y="%.1f" fill="%s" text-anchor="%s" font-size="12"%s%s>%s</text>`+"\n",
+		x, y, color, anchor, weight, attrs, html.EscapeString(text))
 }
 
 // line draws a segment that labels must avoid; marker is an arrowhead
@@ -229,9 +287,11 @@ func (p *svgPlot) line(s seg, color string, width float64, dash string, marker i
 // 1 green, 2 red, 3+ client colours.
 func (p *svgPlot) marker(i int) string { return fmt.Sprintf("%s-arrow%d", p.id, i) }
 
-func writeSVG(b *strings.Builder, r *sim.Result, id string) {
-	p := &svgPlot{b: b, r: r, id: id}
-	p.tEnd = niceEnd(r.End + r.End/20 + time.Second)
+func writeSVG(b *strings.Builder, r *sim.Result, id string, l Layout) {
+	if l.End <= 0 {
+		l.End = niceEnd(r.End + r.End/20 + time.Second)
+	}
+	p := &svgPlot{b: b, r: r, id: id, layout: l, width: l.width(), tEnd: l.End}
 	n := len(r.Clients)
 	p.laneY = make([]float64, n)
 	y := float64(svgTop)
@@ -245,8 +305,8 @@ func writeSVG(b *strings.Builder, r *sim.Result, id string) {
 	y += laneGap
 	p.storeY = y
 	p.height = y + 160
-	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%.0f" viewBox="0 0 %d %.0f" font-family="%s" role="img">`+"\n",
-		svgWidth, p.height, svgWidth, p.height, fontFamily)
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="%s" role="img">`+"\n",
+		p.width, p.height, p.width, p.height, fontFamily)
 	fmt.Fprintf(b, `<title>Timeline, %s%s</title>`+"\n", html.EscapeString(heading(r.Storage)), origin(r))
 	b.WriteString(`<defs>`)
 	for i, col := range append([]string{grey, green, red}, clientColors...) {
@@ -289,7 +349,7 @@ func tickStep(end time.Duration) time.Duration {
 
 func (p *svgPlot) axis() {
 	y := p.height - 30
-	fmt.Fprintf(p.b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#444"/>`+"\n", svgLeft, y, svgWidth-svgRight, y)
+	fmt.Fprintf(p.b, `<line x1="%d" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#444"/>`+"\n", svgLeft, y, p.width-svgRight, y)
 	step := tickStep(p.tEnd)
 	for t := time.Duration(0); t <= p.tEnd; t += step {
 		x := p.x(t)
@@ -299,19 +359,31 @@ func (p *svgPlot) axis() {
 	}
 }
 
-// legend explains the marks in one row above the lanes.
+// legend explains the marks above the lanes, in one row, or two on a
+// narrow drawing.
 func (p *svgPlot) legend() {
 	y := 22.0
 	x := float64(svgLeft)
+	// item starts an entry of width w, moving to the next row when it
+	// would not fit.
+	item := func(w float64) {
+		if x+w > p.width-svgRight && x > svgLeft {
+			x, y = svgLeft, y+18
+		}
+	}
+	item(280)
 	fmt.Fprintf(p.b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="5" stroke-opacity="0.45"/>`, x, y-4, x+26, y-4, clientColor(0))
 	p.put(x+30, y, "start", "client believes it holds the lease", "#444", false)
-	x += 290
+	x += 280
+	item(285)
 	fmt.Fprintf(p.b, `<rect x="%.1f" y="%.1f" width="26" height="10" rx="3" fill="%s" fill-opacity="0.25" stroke="%s"/>`, x, y-9, clientColor(0), clientColor(0))
 	p.put(x+30, y, "start", "lease, as the lease service sees it", "#444", false)
-	x += 290
+	x += 285
+	item(90)
 	fmt.Fprintf(p.b, `<rect x="%.1f" y="%.1f" width="26" height="12" fill="%s" fill-opacity="0.12"/>`, x, y-10, red)
 	p.put(x+30, y, "start", "danger", "#444", false)
-	x += 100
+	x += 90
+	item(135)
 	fmt.Fprintf(p.b, `<polyline points="%.1f,%.1f %.1f,%.1f %.1f,%.1f" fill="none" stroke="#555" stroke-width="1.5"/>`, x, y, x+13, y, x+13, y-8)
 	fmt.Fprintf(p.b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#555" stroke-width="1.5"/>`+"\n", x+13, y-8, x+26, y-8)
 	p.put(x+30, y, "start", "storage's token", "#444", false)
@@ -319,7 +391,7 @@ func (p *svgPlot) legend() {
 
 func (p *svgPlot) lanes() {
 	lane := func(y float64, name, color string) {
-		fmt.Fprintf(p.b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#bbb" stroke-width="1"/>`, svgLeft, y, svgWidth-svgRight, y)
+		fmt.Fprintf(p.b, `<line x1="%d" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#bbb" stroke-width="1"/>`, svgLeft, y, p.width-svgRight, y)
 		fmt.Fprintf(p.b, `<text x="%d" y="%.1f" font-size="14" font-weight="bold" fill="%s">%s</text>`+"\n", 12, y+5, color, html.EscapeString(name))
 	}
 	for c, name := range p.r.Clients {
@@ -543,10 +615,24 @@ func (p *svgPlot) clientBars() {
 	}
 }
 
+// readText says what a read returned, as short as the lane needs.
+func readText(r *sim.Result, e sim.Event) string {
+	ids := readAt(r, e)
+	text := "read " + r.ValueString(ids)
+	if utf8.RuneCountInString(text) > 24 {
+		text = fmt.Sprintf("read (%d writes)", len(ids))
+	}
+	return text
+}
+
 // messages draws every message as an arrow from sender to receiver, then
 // labels the events.
 func (p *svgPlot) messages() {
 	labels := p.r.WriteLabels()
+	lost := map[int]bool{}
+	for _, i := range p.r.Lost() {
+		lost[i] = true
+	}
 	// toward returns a lane's y moved toward the other lane, so arrows
 	// start and end at the lane's edge rather than its centre.
 	toward := func(y, other float64) float64 {
@@ -558,11 +644,11 @@ func (p *svgPlot) messages() {
 	// near queues a label next to client c's lane: above the top lane,
 	// below the others.
 	near := func(c int, t time.Duration, text, color string) {
-		dir, y := 1, p.laneY[c]+24
+		dir, y, altDir, altY := 1, p.laneY[c]+24, -1, p.laneY[c]-16
 		if c == 0 {
-			dir, y = -1, p.laneY[c]-16
+			dir, y, altDir, altY = altDir, altY, dir, y
 		}
-		p.label(p.x(t), y, dir, text, color, false)
+		p.queued = append(p.queued, queued{x: p.x(t), y: y, dir: dir, altY: altY, altDir: altDir, text: text, color: color})
 	}
 	store := func(t time.Duration, text, color string) {
 		p.label(p.x(t), p.storeY+62, 1, text, color, false)
@@ -579,7 +665,7 @@ func (p *svgPlot) messages() {
 			p.line(seg{p.x(e.Sent), toward(cy, p.leaseY), p.x(e.At), toward(p.leaseY, cy)}, grey, 1, "", 0)
 		case sim.KindAcquired:
 			p.line(seg{p.x(e.Sent), toward(p.leaseY, cy), p.x(e.At), toward(cy, p.leaseY)}, col, 1.6, "", 3+c%len(clientColors))
-			near(c, e.At, fmt.Sprintf("acquired: token %d", e.Token), col)
+			near(c, e.At, fmt.Sprintf("acquired %d", e.Token), col)
 		case sim.KindRefused:
 			p.line(seg{p.x(e.Sent), toward(p.leaseY, cy), p.x(e.At), toward(cy, p.leaseY)}, grey, 1, "4 3", 0)
 			near(c, e.At, fmt.Sprintf("refused (%d held)", e.Other), grey)
@@ -596,6 +682,9 @@ func (p *svgPlot) messages() {
 			near(c, e.At, "crashed", red)
 		case sim.KindRead, sim.KindReadRejected:
 			p.line(seg{p.x(e.Sent), toward(cy, p.storeY), p.x(e.At), p.storeY - 8}, "#999", 1, "4 3", 0)
+			if e.Kind == sim.KindRead {
+				near(c, e.At, readText(p.r, e), "#555")
+			}
 			if claims(p.r.Storage) && e.Kind == sim.KindRead {
 				store(e.At, fmt.Sprintf("read claims %d", e.Token), grey)
 			}
@@ -614,6 +703,13 @@ func (p *svgPlot) messages() {
 				mk, text, rc = 2, fmt.Sprintf("%s (token %d) REJECTED: %d seen", labels[e.Write], e.Token, e.Other), red
 			case !p.r.Writes[e.Write].Live:
 				text, rc = fmt.Sprintf("%s (token %d): ok, but lease %d had expired!", labels[e.Write], e.Token, e.Token), red
+			}
+			if lost[e.Write] {
+				text, rc = fmt.Sprintf("%s (token %d): ok, later LOST", labels[e.Write], e.Token), red
+				x := p.x(e.At)
+				fmt.Fprintf(p.b, `<circle cx="%.1f" cy="%.1f" r="7" fill="#fff" stroke="%s" stroke-width="2"/><path d="M%.1f,%.1f l8,8 m0,-8 l-8,8" stroke="%s" stroke-width="2"/>`+"\n",
+					x, p.storeY, red, x-4, p.storeY-4, red)
+				p.taken = append(p.taken, rect{x - 8, p.storeY - 8, x + 8, p.storeY + 8})
 			}
 			sent := p.r.Writes[e.Write].Sent
 			p.line(seg{p.x(sent), toward(cy, p.storeY), p.x(e.At), p.storeY - 8}, col, 2.2, "", mk)
