@@ -134,7 +134,7 @@ func (r *Runner) clientWrite(it *item) {
 	r.writes = append(r.writes, Write{Client: c, Token: cs.tok, Sent: r.now, readLen: cs.readLen,
 		value: cs.value[:len(cs.value):len(cs.value)]})
 	act := aWriteArrive
-	if r.cfg.Storage == StorageCheckThenWrite {
+	if r.cfg.Storage == StorageCheckThenWrite || r.cfg.CheckFirst {
 		act = aCheckArrive
 	}
 	r.sendLate(item{act: act, c: it.c, tok: cs.tok, w: int32(id), gen: cs.gen}, r.writeDelay(c, id))

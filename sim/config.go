@@ -33,6 +33,12 @@ type Config struct {
 	Clients []ClientSpec
 	// Horizon ends the run at this virtual time (default 1h).
 	Horizon time.Duration
+	// CheckFirst makes every client ask the storage to check its token
+	// before each write, and send the write when the answer is ok, whatever
+	// the storage: with it, a check-then-write storage and an atomic one see
+	// the same client (the check-then-write scenario). Without it, clients
+	// check first only with [StorageCheckThenWrite].
+	CheckFirst bool
 	// MaxSteps bounds the number of actions processed (default 1,000,000);
 	// a run that needs more fails with an error naming the seed.
 	MaxSteps int

@@ -55,9 +55,10 @@ const (
 	KindCrashed
 	// KindDone: Client finished all its jobs.
 	KindDone
-	// KindChecked: the check-then-write storage found write Write's Token
-	// not stale; the write itself follows in a second request, which the
-	// storage applies without checking again. Other is the storage's token.
+	// KindChecked: the storage found write Write's Token not stale; the
+	// write itself follows in a second request, which a check-then-write
+	// storage applies without checking again (an atomic one checks the
+	// write itself). Other is the storage's token.
 	KindChecked
 )
 

@@ -62,11 +62,16 @@ type Scenario struct {
 	knobs []string
 	build func(p Params) Config
 	story func(p Params) string
+	tip   string
 }
 
 // Story says in a few sentences, with p's numbers, what the scenario sets
 // up and what to look for.
 func (s Scenario) Story(p Params) string { return s.story(p) }
+
+// Tip suggests fencesim flags to try next ("" for none); the playground
+// offers the same runs as buttons instead.
+func (s Scenario) Tip() string { return s.tip }
 
 // Uses reports whether the scenario reads the knob called name (a Params
 // field as fencesim spells its flag: "ttl", "heartbeat", "pause", "work",
@@ -169,10 +174,10 @@ var scenarios = []Scenario{
 		Name:  "kleppmann",
 		Title: "Kleppmann's GC pause: A pauses past its lease, B takes over, A writes anyway",
 		story: func(p Params) string {
-			return pauseStory(p, 2*time.Second, whereInStep(p.PauseAt, 2*time.Second)) + writeDelayStory(p) +
-				" Try -pause 5s (the pause ends in time), -pause-at 1s (A is paused mid-work) and " +
-				"-work 8s -fencing writes,claim (B is still working when A writes: the write check alone loses A's update)."
+			return pauseStory(p, 2*time.Second, whereInStep(p.PauseAt, 2*time.Second)) + writeDelayStory(p)
 		},
+		tip: "Try -pause 5s (the pause ends in time), -pause-at 1s (A is paused mid-work) and " +
+			"-work 8s -fencing writes,claim (B is still working when A writes: the write check alone loses A's update).",
 		// B's step (-work) is short enough for B to write while A is still
 		// paused, as in Kleppmann's figure.
 		Defaults: Params{TTL: 10 * time.Second, Heartbeat: 3 * time.Second, Pause: 15 * time.Second,
@@ -185,15 +190,19 @@ var scenarios = []Scenario{
 		Title: "Why the check must be atomic: A passes the token check, pauses, then writes unchecked",
 		story: func(p Params) string {
 			return pauseStory(p, 2*time.Second, "after it sent its token check but before the answer came back") +
-				" A check-then-write storage checks A's token (33 is current: ok) and later applies the write " +
-				"without checking again; the atomic storage (claim) checks the write itself."
+				" Both storages answer A's token check (33 is current: ok). The check-then-write storage then applies " +
+				"A's late write without checking again; the atomic storage (claim) checks the write itself."
 		},
 		Defaults: Params{TTL: 10 * time.Second, Heartbeat: 3 * time.Second, Pause: 15 * time.Second,
 			PauseAt: 2100 * time.Millisecond, Work: 2 * time.Second, Delay: 100 * time.Millisecond, Seed: 1,
 			Storage: StorageCheckThenWrite},
 		Compare: []Storage{StorageCheckThenWrite, StorageClaim},
 		knobs:   []string{"pause", "pause-at", "work"},
-		build:   kleppmannBuild,
+		build: func(p Params) Config {
+			c := kleppmannBuild(p)
+			c.CheckFirst = true // the same client in both runs: only the storage differs
+			return c
+		},
 	},
 	{
 		Name:  "crash",

@@ -227,7 +227,11 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	}
 	title := fmt.Sprintf("fencesim %s: %s", sc.Name, sc.Title)
 	if !out.json {
-		fmt.Fprintln(stdout, wrap(sc.Story(q), 100))
+		story := sc.Story(q)
+		if tip := sc.Tip(); tip != "" {
+			story += " " + tip
+		}
+		fmt.Fprintln(stdout, wrap(story, 100))
 		fmt.Fprintln(stdout)
 	}
 	return out.emit(title, runs, stdout, stderr)
