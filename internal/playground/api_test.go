@@ -28,7 +28,7 @@ func TestParseQueryDefaultsAndOverrides(t *testing.T) {
 	if err != nil || empty.Scenario != "kleppmann" || empty.Params.Storage != sim.StorageClaim {
 		t.Fatalf("empty query: %+v, %v; want kleppmann with write + claim", empty, err)
 	}
-	resp, err := Run("scenario=check-then-write")
+	resp, err := Run("scenario=check-then-write", 0)
 	if err != nil || resp.Runs[0].Storage != "check-then-write" || resp.Runs[1].Storage != "claim" {
 		t.Fatalf("check-then-write: %+v, %v; want check-then-write beside write + claim", resp, err)
 	}
@@ -60,7 +60,7 @@ func TestParseQueryNamesTheProblem(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.HasPrefix(err.Error(), "playground: ") {
 			t.Errorf("ParseQuery(%q) = %v, want an error containing %q", query, err, want)
 		}
-		if resp, err := Run(query); err == nil || resp != nil {
+		if resp, err := Run(query, 0); err == nil || resp != nil {
 			t.Errorf("Run(%q) = %v, %v; want the same error", query, resp, err)
 		}
 	}
@@ -69,11 +69,11 @@ func TestParseQueryNamesTheProblem(t *testing.T) {
 // TestRunIsTheSimulator checks Run against the simulator directly: the
 // counts, verdicts and final values of both runs, and determinism.
 func TestRunIsTheSimulator(t *testing.T) {
-	resp, err := Run("scenario=kleppmann&pause=15s")
+	resp, err := Run("scenario=kleppmann&pause=15s", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, _ := Run(resp.Query)
+	again, _ := Run(resp.Query, 0)
 	if !reflect.DeepEqual(resp, again) {
 		t.Fatal("running the canonical query again gave another response")
 	}
@@ -96,11 +96,11 @@ func TestRunIsTheSimulator(t *testing.T) {
 	if off, on := resp.Runs[0], resp.Runs[1]; off.Verdict != "backwards" || on.Verdict != "safe" || on.Rejected != 1 || len(off.Lost) != 1 {
 		t.Errorf("kleppmann with a 15s pause: off %s (lost %v), on %s with %d rejected", off.Verdict, off.Lost, on.Verdict, on.Rejected)
 	}
-	safe, _ := Run("pause=5s")
+	safe, _ := Run("pause=5s", 0)
 	if safe.Runs[0].Verdict != "safe" {
 		t.Errorf("a 5s pause: fencing off is %q, want safe", safe.Runs[0].Verdict)
 	}
-	lost, _ := Run("work=8s&storage=writes")
+	lost, _ := Run("work=8s&storage=writes", 0)
 	if lost.Runs[1].Verdict != "lost" {
 		t.Errorf("-work 8s with the write rule only: %q, want a lost update", lost.Runs[1].Verdict)
 	}
@@ -120,7 +120,7 @@ func TestExtremeQueriesStayQuick(t *testing.T) {
 		"scenario=drift&ttl=1s&drift=-0.8&work=0s",
 		"scenario=pause-heartbeat&ttl=1s&heartbeat=250ms&pause=60s&pause-at=20s&delay=2s",
 	} {
-		resp, err := Run(q)
+		resp, err := Run(q, 0)
 		if err != nil {
 			t.Fatalf("Run(%q): %v", q, err)
 		}
@@ -135,7 +135,7 @@ func TestExtremeQueriesStayQuick(t *testing.T) {
 // TestEveryScenarioRuns: each scenario's defaults fit the sliders.
 func TestEveryScenarioRuns(t *testing.T) {
 	for _, sc := range sim.Scenarios() {
-		resp, err := Run("scenario=" + sc.Name)
+		resp, err := Run("scenario="+sc.Name, 0)
 		if err != nil {
 			t.Errorf("%s: %v", sc.Name, err)
 			continue
@@ -170,7 +170,7 @@ func TestMapFollowsTheHeartbeat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(svg, "heartbeat every 1/2 TTL") || !strings.Contains(svg, "200 schedules per point") {
+	if !strings.Contains(svg, "heartbeat every 1/2 TTL") || !strings.Contains(svg, "80 schedules per point") {
 		t.Errorf("Map(heartbeat=5s) subtitle: %.400s", svg)
 	}
 	if none, _ := Map("heartbeat=0s"); !strings.Contains(none, "no heartbeat") {

@@ -3,6 +3,7 @@ package playground
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/fencekit/fencekit/sim"
 	"github.com/fencekit/fencekit/sim/render"
@@ -22,10 +23,19 @@ type Response struct {
 	// Runs are the scenario's baseline (fencing off for most), then the
 	// query's storage mode.
 	Runs []Outcome `json:"runs"`
-	// Scenarios, StorageModes and Sliders are the page's controls.
-	Scenarios    []Choice `json:"scenarios"`
-	StorageModes []Choice `json:"storage_modes"`
-	Sliders      []Slider `json:"sliders"`
+	// Scenarios, StorageModes, Sliders and Presets are the page's controls;
+	// Notes say what a slider means in this scenario, where that differs
+	// from its help (such as "work": B's step only, in kleppmann).
+	Scenarios    []Choice          `json:"scenarios"`
+	StorageModes []Choice          `json:"storage_modes"`
+	Sliders      []Slider          `json:"sliders"`
+	Presets      []Preset          `json:"presets"`
+	Notes        map[string]string `json:"notes"`
+	// Tour steps through the runs event by event (see [Step]).
+	Tour []Step `json:"tour"`
+	// PauseTTL is A's pause over the TTL, where the violation map marks
+	// this run; 0 when the scenario has no pause.
+	PauseTTL float64 `json:"pause_ttl"`
 }
 
 // Choice is one entry of a menu.
@@ -51,10 +61,15 @@ type Outcome struct {
 	SVG   string   `json:"svg"`
 }
 
+// DefaultWidth is the figures' width in pixels when the page gives none.
+const DefaultWidth = 1100
+
 // Run parses the query (see [ParseQuery]), runs the scenario with fencing
-// off and with the query's storage mode, and returns both runs drawn and
-// counted. It is deterministic: the same query gives the same Response.
-func Run(raw string) (*Response, error) {
+// off and with the query's storage mode, and returns both runs drawn
+// width pixels wide (0: DefaultWidth; see [render.Layout]) on one time axis,
+// counted, and told step by step. It is deterministic: the same query and
+// width give the same Response.
+func Run(raw string, width int) (*Response, error) {
 	q, err := ParseQuery(raw)
 	if err != nil {
 		return nil, err
@@ -64,7 +79,10 @@ func Run(raw string) (*Response, error) {
 		return nil, err
 	}
 	resp := &Response{Query: q.Encode(), Scenario: sc.Name, Title: sc.Title, Story: sc.Story(q.Params),
-		Values: map[string]string{}, StorageModes: storageChoices}
+		Values: map[string]string{}, StorageModes: storageChoices, Presets: presets, Notes: notes(sc)}
+	if sc.Uses("pause") {
+		resp.PauseTTL = float64(q.Params.Pause) / float64(q.Params.TTL)
+	}
 	for _, s := range sim.Scenarios() {
 		resp.Scenarios = append(resp.Scenarios, Choice{Name: s.Name, Title: s.Title})
 	}
@@ -78,6 +96,8 @@ func Run(raw string) (*Response, error) {
 		k, v, _ := strings.Cut(kv, "=")
 		resp.Values[k] = v
 	}
+	var results []*sim.Result
+	var end time.Duration
 	for _, storage := range []sim.Storage{baseline(sc), q.Params.Storage} {
 		p := q.Params
 		p.Storage = storage
@@ -85,16 +105,28 @@ func Run(raw string) (*Response, error) {
 		if err != nil {
 			return nil, fmt.Errorf("playground: %v", err)
 		}
-		o, err := outcome(res, storage)
+		results = append(results, res)
+		end = max(end, res.End)
+	}
+	if width == 0 {
+		width = DefaultWidth
+	}
+	// One axis for both runs, from a coarse list, so that it holds still
+	// while a slider moves.
+	layout := render.Layout{Width: width, End: render.StableEnd(end + end/20 + time.Second)}
+	for _, res := range results {
+		o, err := outcome(res, layout)
 		if err != nil {
 			return nil, err
 		}
 		resp.Runs = append(resp.Runs, o)
 	}
+	resp.Tour = tour(results[0], results[1], layout)
 	return resp, nil
 }
 
-func outcome(res *sim.Result, storage sim.Storage) (Outcome, error) {
+func outcome(res *sim.Result, layout render.Layout) (Outcome, error) {
+	storage := res.Storage
 	o := Outcome{Storage: storage.String(), Heading: heading(storage), What: sentence(storage.Describe()), Verdict: "safe",
 		Final: res.ValueString(res.Final), Summary: res.Summary(), Lost: []string{}}
 	labels := res.WriteLabels()
@@ -119,7 +151,7 @@ func outcome(res *sim.Result, storage sim.Storage) (Outcome, error) {
 		o.Tones = append(o.Tones, tone(line))
 	}
 	var b strings.Builder
-	if err := render.SVG(&b, res, "run-"+o.Storage); err != nil {
+	if err := render.SVGLayout(&b, res, "run-"+o.Storage, layout); err != nil {
 		return Outcome{}, fmt.Errorf("playground: drawing the timeline: %v", err)
 	}
 	o.SVG = b.String()

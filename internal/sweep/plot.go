@@ -120,6 +120,8 @@ func panel(b *strings.Builder, x0, y0 float64, title string, rows []Row, xMax, h
 	px := func(v float64) float64 { return x0 + v/xMax*panelW }
 	py := func(rate float64) float64 { return y0 + (1-math.Sqrt(rate))*panelH } // rare outcomes stay visible
 	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="13" font-weight="bold" fill="#1d2330">%s</text>`+"\n", x0, y0-10, esc(title))
+	// The plot area, for a page that marks a run on it (the playground's "this run").
+	fmt.Fprintf(b, `<rect class="plot" x="%.1f" y="%.1f" width="%d" height="%d" fill="none" data-xmax="%g"/>`+"\n", x0, y0, panelW, panelH, xMax)
 	// grid and y axis
 	for _, pct := range []int{0, 1, 5, 10, 25, 50, 75, 100} {
 		y := py(float64(pct) / 100)
@@ -163,7 +165,7 @@ func panel(b *strings.Builder, x0, y0 float64, title string, rows []Row, xMax, h
 		}
 	}
 	if len(zero) > 0 {
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="end" fill="#b00020">%s: 0 at every point</text>`+"\n",
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="11" text-anchor="end" fill="#1b7a1b">%s: 0 at every point</text>`+"\n",
 			x0+panelW-6, py(0.45), esc(strings.Join(zero, " and ")))
 	}
 	for _, s := range outcomes {

@@ -1,12 +1,15 @@
 // playground.js wires the page's controls to fencesimRun, the simulator
 // compiled to WebAssembly (see internal/playground/wasm). Every change of
-// a control builds a query, runs it, redraws both runs and puts the
+// a control builds a query, runs it at the figures' width, redraws both
+// runs, the verdict bar, the tour and the map's marker, and puts the
 // canonical query in the address bar.
 "use strict";
 
 const form = document.getElementById("controls");
 const statusLine = document.getElementById("status");
-let options = null; // scenarios and storage modes, from the first response
+let options = null; // scenarios, storage modes, sliders and presets, from the first response
+let shown = null; // the response on the page
+let step = -1; // the tour's step, -1 when the tour is closed
 
 // seconds formats milliseconds as the simulator does: "10s", "0.35s".
 function seconds(ms) {
@@ -16,6 +19,13 @@ function seconds(ms) {
 // parseSeconds reads the simulator's "12.5s" (always in seconds) as milliseconds.
 function parseSeconds(s) {
   return Math.round(parseFloat(s) * 1000);
+}
+
+// figureWidth is the width the figures are drawn at: the column's, but at
+// least 1000 px, so that labels stay 12 px (a narrow screen scrolls the
+// figure sideways instead of shrinking it).
+function figureWidth() {
+  return Math.max(1000, Math.floor(document.querySelector("#run-off .timeline").clientWidth));
 }
 
 function showValue(input) {
@@ -47,7 +57,24 @@ function query(scenarioChanged) {
   return p.toString();
 }
 
-// slider builds one knob's control: a label, a range input and its value.
+// helpButton returns a "?" button that shows and hides the help paragraph:
+// a tap works where there is no hover.
+function helpButton(help, what) {
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "help-toggle";
+  button.textContent = "?";
+  button.setAttribute("aria-label", "What is " + what + "?");
+  button.setAttribute("aria-expanded", "false");
+  button.addEventListener("click", () => {
+    help.hidden = !help.hidden;
+    button.setAttribute("aria-expanded", String(!help.hidden));
+  });
+  return button;
+}
+
+// slider builds one knob's control: a label with its help, a range input,
+// its value, and the scenario's note.
 function slider(k) {
   const div = document.createElement("div");
   div.className = "control";
@@ -55,14 +82,23 @@ function slider(k) {
   const label = document.createElement("label");
   label.htmlFor = k.name;
   label.textContent = k.label;
-  label.title = k.help;
+  const help = document.createElement("p");
+  help.className = "help";
+  help.textContent = k.help;
+  help.hidden = true;
   const input = document.createElement("input");
   Object.assign(input, { type: "range", id: k.name, name: k.name, min: k.min, max: k.max, step: k.step });
   input.dataset.unit = k.unit;
   if (k.zero) input.dataset.zero = k.zero;
   const out = document.createElement("output");
   out.htmlFor = k.name;
-  div.append(label, input, out);
+  const head = document.createElement("div");
+  head.className = "head";
+  head.append(label, helpButton(help, k.label), out);
+  const note = document.createElement("p");
+  note.className = "note";
+  note.dataset.note = k.name;
+  div.append(head, help, input, note);
   return div;
 }
 
@@ -73,7 +109,6 @@ function fillOptions(resp) {
   const group = document.getElementById("storage");
   group.replaceChildren(...resp.storage_modes.map((m) => {
     const label = document.createElement("label");
-    label.title = m.help || "";
     const radio = document.createElement("input");
     radio.type = "radio";
     radio.name = "storage";
@@ -81,9 +116,21 @@ function fillOptions(resp) {
     label.append(radio, " " + m.title);
     return label;
   }));
+  document.getElementById("presets").replaceChildren(...resp.presets.map((p) => {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.className = "preset";
+    b.textContent = p.title;
+    b.dataset.query = p.query;
+    const small = document.createElement("small");
+    small.textContent = p.help;
+    b.append(small);
+    b.addEventListener("click", () => update(p.query));
+    return b;
+  }));
 }
 
-// setControls shows the response's values and disables unused knobs.
+// setControls shows the response's values and notes and disables unused knobs.
 function setControls(resp) {
   form.scenario.value = resp.scenario;
   for (const div of form.querySelectorAll("[data-knob]")) {
@@ -91,14 +138,17 @@ function setControls(resp) {
     const used = resp.uses.includes(input.name);
     input.disabled = !used;
     div.classList.toggle("unused", !used);
-    div.title = used ? "" : "The " + resp.scenario + " scenario does not use this control.";
     if (used) {
       const v = resp.values[input.name];
       input.value = input.dataset.unit === "s" ? parseSeconds(v) : v;
       showValue(input);
     } else {
-      form.querySelector(`output[for="${input.id}"]`).textContent = "–";
+      form.querySelector(`output[for="${input.id}"]`).textContent = "not used here";
     }
+  }
+  for (const note of form.querySelectorAll("[data-note]")) {
+    note.textContent = resp.notes[note.dataset.note] || "";
+    note.hidden = !note.textContent;
   }
   for (const radio of form.querySelectorAll("input[name=storage]")) {
     radio.checked = radio.value === resp.values.storage;
@@ -141,9 +191,21 @@ function renderRun(el, run) {
   }));
 }
 
+// renderVerdicts fills the bar that stays on screen: both verdicts.
+function renderVerdicts(resp) {
+  for (const [id, run] of [["v-off", resp.runs[0]], ["v-on", resp.runs[1]]]) {
+    const el = document.getElementById(id);
+    el.querySelector(".who").textContent = run.heading + ":";
+    const v = el.querySelector(".verdict");
+    v.textContent = verdicts[run.verdict] || run.verdict;
+    v.className = "verdict " + run.verdict;
+  }
+}
+
 // update runs q, redraws the page and puts the canonical query in the URL.
 function update(q) {
-  const resp = JSON.parse(globalThis.fencesimRun(q));
+  const width = figureWidth();
+  const resp = JSON.parse(globalThis.fencesimRun(q, width));
   if (resp.error) {
     statusLine.textContent = resp.error;
     statusLine.hidden = false;
@@ -152,12 +214,17 @@ function update(q) {
   }
   if (options) statusLine.hidden = true;
   if (!options) fillOptions(resp);
+  shown = resp;
   setControls(resp);
   document.getElementById("title").textContent = resp.title + ".";
   document.getElementById("story").textContent = resp.story;
   renderRun(document.getElementById("run-off"), resp.runs[0]);
   renderRun(document.getElementById("run-on"), resp.runs[1]);
+  renderVerdicts(resp);
+  markMap();
+  if (step >= 0) showStep(0);
   history.replaceState(null, "", "?" + resp.query);
+  document.body.dataset.width = String(width); // for tests: the width the figures were drawn at
   document.body.dataset.query = resp.query; // for tests and screenshots: the run shown
 }
 
@@ -166,23 +233,105 @@ form.addEventListener("input", (ev) => {
   update(query(ev.target === form.scenario));
 });
 
-// The violation map, redrawn for the controls' heartbeat/TTL: 16,800
-// runs, about a second, so the status line is painted first.
+// A new width (a window resized, a phone turned) redraws the figures.
+let resizeTimer = 0;
+addEventListener("resize", () => {
+  clearTimeout(resizeTimer);
+  resizeTimer = setTimeout(() => {
+    if (shown && String(figureWidth()) !== document.body.dataset.width) update(shown.query);
+  }, 200);
+});
+
+// The guided tour: one sentence a step, a cursor at the step's moment in
+// both figures, Back and Next (or the arrow keys).
+const tourBox = document.getElementById("tour");
+
+function showStep(i) {
+  const steps = shown.tour;
+  step = Math.max(0, Math.min(i, steps.length - 1));
+  const s = steps[step];
+  document.getElementById("tour-count").textContent = `Step ${step + 1} of ${steps.length}.`;
+  document.getElementById("tour-text").textContent = s.text;
+  document.getElementById("tour-back").disabled = step === 0;
+  document.getElementById("tour-next").disabled = step === steps.length - 1;
+  for (const fig of document.querySelectorAll(".run .timeline")) {
+    const svg = fig.querySelector("svg");
+    let line = svg.querySelector("line.cursor");
+    if (!line) {
+      line = document.createElementNS("http://www.w3.org/2000/svg", "line");
+      line.setAttribute("class", "cursor");
+      line.setAttribute("y1", "40");
+      line.setAttribute("y2", String(Number(svg.getAttribute("height")) - 30));
+      svg.append(line);
+    }
+    line.setAttribute("x1", String(s.x));
+    line.setAttribute("x2", String(s.x));
+    fig.scrollLeft = Math.max(0, s.x - fig.clientWidth / 2); // a narrow screen follows the cursor
+  }
+}
+
+document.getElementById("tour-start").addEventListener("click", () => {
+  tourBox.hidden = false;
+  showStep(0);
+  document.getElementById("tour-next").focus();
+});
+document.getElementById("tour-back").addEventListener("click", () => showStep(step - 1));
+document.getElementById("tour-next").addEventListener("click", () => showStep(step + 1));
+document.getElementById("tour-close").addEventListener("click", () => {
+  tourBox.hidden = true;
+  step = -1;
+  for (const line of document.querySelectorAll("line.cursor")) line.remove();
+});
+tourBox.addEventListener("keydown", (ev) => {
+  if (ev.key === "ArrowLeft") showStep(step - 1);
+  if (ev.key === "ArrowRight") showStep(step + 1);
+});
+
+// markMap draws "this run" at the run's pause/TTL on every panel of the
+// violation map (each panel's plot area is a rect.plot).
+function markMap() {
+  const svg = document.querySelector("#map-figure svg");
+  if (!svg || !shown) return;
+  for (const old of svg.querySelectorAll(".here")) old.remove();
+  const ratio = shown.pause_ttl;
+  if (!(ratio > 0)) return;
+  for (const plot of svg.querySelectorAll("rect.plot")) {
+    const x0 = Number(plot.getAttribute("x")), y0 = Number(plot.getAttribute("y"));
+    const w = Number(plot.getAttribute("width")), h = Number(plot.getAttribute("height"));
+    const xmax = Number(plot.dataset.xmax);
+    const x = x0 + Math.min(ratio, xmax) / xmax * w;
+    const ns = "http://www.w3.org/2000/svg";
+    const line = document.createElementNS(ns, "line");
+    Object.entries({ class: "here", x1: x, x2: x, y1: y0, y2: y0 + h }).forEach(([k, v]) => line.setAttribute(k, String(v)));
+    const text = document.createElementNS(ns, "text");
+    Object.entries({ class: "here", x: x + 4, y: y0 + 14 }).forEach(([k, v]) => text.setAttribute(k, String(v)));
+    text.textContent = ratio > xmax ? `this run (${ratio.toFixed(1)}, off the map)` : "this run";
+    svg.append(line, text);
+  }
+}
+
+// The violation map, redrawn for the controls' heartbeat/TTL: 3,520
+// runs, so the status line is painted first.
 const mapButton = document.getElementById("redraw-map");
 mapButton.addEventListener("click", () => {
   const mapStatus = document.getElementById("map-status");
   mapButton.disabled = true;
-  mapStatus.textContent = "running 21 pause lengths x 4 storage modes x 200 schedules...";
+  mapStatus.textContent = "running 11 pause lengths x 4 storage modes x 80 schedules...";
   setTimeout(() => {
+    const t0 = performance.now();
     const resp = JSON.parse(globalThis.fencesimMap(document.body.dataset.query || ""));
+    const ms = Math.round(performance.now() - t0);
     mapButton.disabled = false;
     if (resp.error) {
       mapStatus.textContent = resp.error;
       return;
     }
     document.getElementById("map-figure").innerHTML = resp.svg;
-    mapStatus.textContent = "Drawn for " + document.body.dataset.query.match(/ttl=[^&]*&heartbeat=[^&]*/)[0].replace("&", ", ") + ".";
+    markMap();
+    mapStatus.textContent = "Drawn for " + document.body.dataset.query.match(/ttl=[^&]*&heartbeat=[^&]*/)[0].replace("&", ", ") +
+      ` in ${(ms / 1000).toFixed(1)} s.`;
     document.body.dataset.map = document.body.dataset.query; // for tests: the query the map was drawn for
+    document.body.dataset.mapMs = String(ms);
   }, 30);
 });
 
@@ -198,7 +347,9 @@ async function start() {
     inst = await WebAssembly.instantiate(bytes, go.importObject);
   }
   go.run(inst.instance);
+  const map = fetch("violation-map.svg").then((r) => r.text());
   await ready;
+  document.getElementById("map-figure").innerHTML = await map;
   update(location.search.slice(1));
 }
 

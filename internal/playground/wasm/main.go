@@ -1,8 +1,8 @@
 //go:build js && wasm
 
 // Command wasm is the playground's WebAssembly entry point. It defines two
-// JavaScript functions: fencesimRun(query) returns the JSON of
-// [playground.Run] for the query, and fencesimMap(query) returns
+// JavaScript functions: fencesimRun(query, width) returns the JSON of
+// [playground.Run] for the query, its figures width pixels wide, and fencesimMap(query) returns
 // {"svg": ...}, the violation map of [playground.Map] for the query's
 // heartbeat/TTL; both return {"error": "..."} for a bad query. Then it
 // fires the "fencesim-ready" event and waits forever, so that the page can
@@ -18,11 +18,14 @@ import (
 
 func main() {
 	js.Global().Set("fencesimRun", js.FuncOf(func(_ js.Value, args []js.Value) any {
-		query := ""
+		query, width := "", 0
 		if len(args) > 0 {
 			query = args[0].String()
 		}
-		return runJSON(query)
+		if len(args) > 1 && args[1].Type() == js.TypeNumber {
+			width = args[1].Int()
+		}
+		return runJSON(query, width)
 	}))
 	js.Global().Set("fencesimMap", js.FuncOf(func(_ js.Value, args []js.Value) any {
 		query := ""
@@ -39,8 +42,8 @@ func main() {
 	select {}
 }
 
-func runJSON(query string) string {
-	resp, err := playground.Run(query)
+func runJSON(query string, width int) string {
+	resp, err := playground.Run(query, width)
 	if err != nil {
 		return marshal(map[string]string{"error": err.Error()})
 	}
