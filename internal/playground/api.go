@@ -11,8 +11,8 @@ import (
 )
 
 // Query is one setting of the page's controls: a scenario and its knobs,
-// Params.Storage being the storage mode of the right-hand run (the
-// left-hand run has the scenario's baseline, fencing off for most).
+// Params.Storage being the storage mode of the fenced run (the
+// other run has the scenario's baseline, fencing off for most).
 type Query struct {
 	Scenario string
 	Params   sim.Params
@@ -151,11 +151,11 @@ func ParseQuery(raw string) (Query, error) {
 	return q, nil
 }
 
-// baseline is the storage of the left-hand run: the first the scenario
+// baseline is the storage of the run fencing is compared with: the first the scenario
 // compares (fencing off, except for check-then-write).
 func baseline(sc sim.Scenario) sim.Storage { return sc.Storages()[0] }
 
-// defaultStorage is the right-hand run's storage unless the query sets
+// defaultStorage is the fenced run's storage unless the query sets
 // one: the last the scenario compares (write + claim for all of today's).
 func defaultStorage(sc sim.Scenario) sim.Storage {
 	st := sc.Storages()

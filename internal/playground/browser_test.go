@@ -266,6 +266,12 @@ func TestBrowserMovesPause(t *testing.T) {
 	if after[0].SVGText == before[0].SVGText {
 		t.Error("the fencing-off timeline did not change when the pause moved from 5s to 15s")
 	}
+	// The figure says what each read returned and marks the write that was lost.
+	for _, want := range []string{`read ""`, "B1 (token 34): ok, later LOST"} {
+		if !strings.Contains(after[0].SVGText, want) {
+			t.Errorf("the fencing-off figure lacks %q: %s", want, after[0].SVGText)
+		}
+	}
 
 	// The link reproduces the run.
 	if err := chromedp.Do(tab, chromedp.Navigate(srv.URL+"/?"+q2)); err != nil {

@@ -113,7 +113,7 @@ func Run(raw string, width int) (*Response, error) {
 	}
 	// One axis for both runs, from a coarse list, so that it holds still
 	// while a slider moves.
-	layout := render.Layout{Width: width, End: render.StableEnd(end + end/20 + time.Second)}
+	layout := render.Layout{Width: width, End: render.StableEnd(end + end/4)}
 	for _, res := range results {
 		o, err := outcome(res, layout)
 		if err != nil {

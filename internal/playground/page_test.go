@@ -1,0 +1,287 @@
+package playground
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// openPage starts Chromium with a w x h window on the built playground at
+// ?query and waits for the first drawing.
+func openPage(t *testing.T, w, h int, query string) context.Context {
+	t.Helper()
+	tab := browserSized(t, w, h) // first: no build when Chromium is missing
+	dir := playgroundDir(t)
+	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	t.Cleanup(srv.Close)
+	if err := chromedp.Do(tab, chromedp.Navigate(srv.URL+"/?"+query)); err != nil {
+		t.Fatal(err)
+	}
+	readPage(t, tab)
+	return tab
+}
+
+func eval[T any](t *testing.T, tab context.Context, js string) T {
+	t.Helper()
+	v, err := chromedp.Run(tab, chromedp.Evaluate[T](js))
+	if err != nil {
+		t.Fatalf("%s: %v", js, err)
+	}
+	return v
+}
+
+// TestBrowserLabelSizes: at a desktop width (1280) and a phone's (400),
+// every label of both timelines and of the violation map renders at 11 px
+// or more (its font size times the figure's scale on screen).
+func TestBrowserLabelSizes(t *testing.T) {
+	for _, size := range [][2]int{{1280, 900}, {400, 860}} {
+		t.Run(fmt.Sprintf("%dpx", size[0]), func(t *testing.T) {
+			tab := openPage(t, size[0], size[1], "")
+			type label struct {
+				Text string
+				Px   float64
+			}
+			labels := eval[[]label](t, tab, `[...document.querySelectorAll(".timeline svg text, #map-figure svg text")].map((el) => ({
+  Text: el.textContent,
+  Px: parseFloat(getComputedStyle(el).fontSize) * el.getScreenCTM().a,
+}))`)
+			if len(labels) < 100 {
+				t.Fatalf("%d labels found", len(labels))
+			}
+			small := 0
+			least := math.Inf(1)
+			for _, l := range labels {
+				least = math.Min(least, l.Px)
+				if l.Px < 10.99 {
+					small++
+					if small <= 5 {
+						t.Errorf("label %q renders at %.3f px", l.Text, l.Px)
+					}
+				}
+			}
+			if small > 0 {
+				t.Errorf("%d of %d labels under 11 px", small, len(labels))
+			}
+			t.Logf("%d labels, the smallest at %.1f px", len(labels), least)
+		})
+	}
+}
+
+// TestBrowserVerdictOnPhone: on a 400 x 860 screen, both verdicts are on
+// screen when the page opens and after a slider far down the page moves,
+// and they are the simulator's.
+func TestBrowserVerdictOnPhone(t *testing.T) {
+	tab := openPage(t, 400, 860, "pause=5s")
+	type box struct{ Top, Bottom float64 }
+	onScreen := func(when string) {
+		t.Helper()
+		b := eval[box](t, tab, `(() => { const r = document.getElementById("verdicts").getBoundingClientRect(); return {Top: r.top, Bottom: r.bottom}; })()`)
+		if b.Top < 0 || b.Bottom > 860 || b.Bottom-b.Top < 10 {
+			t.Errorf("%s: the verdicts span y %.0f..%.0f, off a 860 px screen", when, b.Top, b.Bottom)
+		}
+	}
+	onScreen("on load")
+	if got := eval[string](t, tab, `document.querySelector("#v-off .verdict").textContent`); got != "Safe" {
+		t.Errorf("a 5 s pause: the bar says %q for fencing off, want Safe", got)
+	}
+	eval[bool](t, tab, `(document.getElementById("work").scrollIntoView(), true)`)
+	if _, err := chromedp.Run(tab, setControl("pause", "15000")); err != nil {
+		t.Fatal(err)
+	}
+	q, runs := readPage(t, tab)
+	expect(t, runs, q)
+	onScreen("after moving the pause with the sliders in view")
+	if got := eval[string](t, tab, `document.querySelector("#v-off .verdict").textContent`); got != "Tokens went backwards" {
+		t.Errorf("a 15 s pause: the bar says %q for fencing off, want Tokens went backwards", got)
+	}
+}
+
+// TestBrowserHelpByTap: help is a tap away, not hover-only; the page never
+// says left or right (the runs are stacked on a phone); the work slider's
+// note says whose step it is; the seed says what it does.
+func TestBrowserHelpByTap(t *testing.T) {
+	tab := openPage(t, 400, 860, "")
+	if eval[bool](t, tab, `document.querySelector('[data-knob="pause"] .help').hidden === false`) {
+		t.Fatal("help is shown before a tap")
+	}
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(`[data-knob="pause"] .help-toggle`))); err != nil {
+		t.Fatal(err)
+	}
+	help := eval[string](t, tab, `(() => { const h = document.querySelector('[data-knob="pause"] .help'); return h.offsetParent ? h.textContent : ""; })()`)
+	if !strings.Contains(help, "stops") {
+		t.Errorf("after a tap the pause's help shows %q", help)
+	}
+	text := eval[string](t, tab, `document.body.innerText`)
+	if m := regexp.MustCompile(`(?i).{0,40}(on the (left|right)|\b(left|right)[- ]hand|\((left|right)\)|left/right|\b(left|right)\b[^.]*\b(run|column|side)\b).{0,20}`).FindString(text); m != "" {
+		t.Errorf("the page says %q; on a phone the runs are one above the other", m)
+	}
+	for knob, want := range map[string]string{"work": "B's work step", "seed": "jitter"} {
+		if got := eval[string](t, tab, fmt.Sprintf(`document.querySelector('[data-note=%q]').textContent`, knob)); !strings.Contains(got, want) {
+			t.Errorf("the %s note says %q, want %q", knob, got, want)
+		}
+	}
+}
+
+// TestBrowserPresets: every preset button runs its query, and the runs the
+// lesson describes come out as it says.
+func TestBrowserPresets(t *testing.T) {
+	tab := openPage(t, 1280, 900, "")
+	want := map[string][2]string{ // verdicts of fencing off, fenced
+		"scenario=kleppmann&pause=5s":               {"safe", "safe"},
+		"scenario=kleppmann&ttl=4s&pause=5s":        {"backwards", "safe"},
+		"scenario=kleppmann&work=8s&storage=writes": {"lost", "lost"},
+		"scenario=check-then-write":                 {"backwards", "safe"},
+	}
+	for i, p := range presets {
+		if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(fmt.Sprintf(`#presets button:nth-child(%d)`, i+1)))); err != nil {
+			t.Fatal(err)
+		}
+		q, runs := readPage(t, tab)
+		resp := expect(t, runs, q)
+		canon, err := Run(p.Query, 0)
+		if err != nil {
+			t.Fatalf("preset %q: %v", p.Title, err)
+		}
+		if q != canon.Query {
+			t.Errorf("preset %q runs %q, want %q", p.Title, q, canon.Query)
+		}
+		if w, ok := want[p.Query]; ok && (resp.Runs[0].Verdict != w[0] || resp.Runs[1].Verdict != w[1]) {
+			t.Errorf("preset %q: verdicts %s, %s; want %s, %s", p.Title, resp.Runs[0].Verdict, resp.Runs[1].Verdict, w[0], w[1])
+		}
+	}
+}
+
+// TestBrowserTour steps through Kleppmann's scenario: one sentence a
+// step, forward and back (buttons and arrow keys), a cursor at the step's
+// moment in both figures, and the late write's step tells both outcomes.
+func TestBrowserTour(t *testing.T) {
+	tab := openPage(t, 1280, 900, "scenario=kleppmann")
+	resp, err := Run("scenario=kleppmann", pageWidth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Tour) < 8 {
+		t.Fatalf("the tour has %d steps", len(resp.Tour))
+	}
+	type state struct {
+		Text    string
+		Cursors []string
+		Back    bool
+		Next    bool
+	}
+	read := func() state {
+		return eval[state](t, tab, `({
+  Text: document.getElementById("tour-text").textContent,
+  Cursors: [...document.querySelectorAll(".timeline line.cursor")].map((l) => l.getAttribute("x1")),
+  Back: document.getElementById("tour-back").disabled,
+  Next: document.getElementById("tour-next").disabled,
+})`)
+	}
+	check := func(i int) {
+		t.Helper()
+		s := read()
+		step := resp.Tour[i]
+		if s.Text != step.Text {
+			t.Errorf("step %d shows %q, want %q", i, s.Text, step.Text)
+		}
+		if len(s.Cursors) != 2 || s.Cursors[0] != fmt.Sprint(step.X) || s.Cursors[1] != fmt.Sprint(step.X) {
+			t.Errorf("step %d: cursors at %v, want both at %v", i, s.Cursors, step.X)
+		}
+		if s.Back != (i == 0) || s.Next != (i == len(resp.Tour)-1) {
+			t.Errorf("step %d: back disabled %v, next disabled %v", i, s.Back, s.Next)
+		}
+	}
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("tour-start"))); err != nil {
+		t.Fatal(err)
+	}
+	check(0)
+	for i := 1; i <= 3; i++ {
+		if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("tour-next"))); err != nil {
+			t.Fatal(err)
+		}
+		check(i)
+	}
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("tour-back"))); err != nil {
+		t.Fatal(err)
+	}
+	check(2)
+	late := -1
+	for i, s := range resp.Tour {
+		if strings.Contains(s.Text, "late write A1") {
+			late = i
+		}
+	}
+	if late < 0 || !strings.Contains(resp.Tour[late].Text, "B1 is now lost") || !strings.Contains(resp.Tour[late].Text, "With fencing on, the storage refuses it") {
+		t.Fatalf("no step tells A's late write landing over B1 and refused with fencing: %+v", resp.Tour)
+	}
+	for i := 2; i < late; i++ {
+		eval[bool](t, tab, `(document.getElementById("tour").dispatchEvent(new KeyboardEvent("keydown", {key: "ArrowRight", bubbles: true})), true)`)
+	}
+	check(late)
+	last := len(resp.Tour) - 1
+	if !strings.Contains(resp.Tour[last].Text, `final value "A1"`) || !strings.Contains(resp.Tour[last].Text, `final value "B1"`) {
+		t.Errorf("the last step %q does not give both final values", resp.Tour[last].Text)
+	}
+}
+
+// TestBrowserAxisHoldsStill: both figures share one time axis, and moving
+// a slider by a step leaves it where it was.
+func TestBrowserAxisHoldsStill(t *testing.T) {
+	tab := openPage(t, 1280, 900, "scenario=kleppmann&pause=15s")
+	ticks := func() [2]string {
+		t.Helper()
+		return eval[[2]string](t, tab, `[...document.querySelectorAll(".run .timeline svg")].map((svg) =>
+  [...svg.querySelectorAll("text")].filter((x) => x.getAttribute("font-size") === "11").map((x) => x.getAttribute("x") + ":" + x.textContent).join(" "))`)
+	}
+	before := ticks()
+	if before[0] == "" || before[0] != before[1] {
+		t.Fatalf("the two figures' axes differ:\n%s\n%s", before[0], before[1])
+	}
+	for _, v := range []string{"15500", "16000", "14000"} {
+		if _, err := chromedp.Run(tab, setControl("pause", v)); err != nil {
+			t.Fatal(err)
+		}
+		readPage(t, tab)
+		if after := ticks(); after != before {
+			t.Errorf("pause %s ms moved the axis:\n%s\nto\n%s", v, before[0], after[0])
+		}
+	}
+}
+
+// TestBrowserMapMarksThisRun: the violation map marks the run's pause/TTL
+// on each panel and follows the pause slider.
+func TestBrowserMapMarksThisRun(t *testing.T) {
+	tab := openPage(t, 1280, 900, "scenario=kleppmann&pause=15s")
+	type mark struct{ X, Plot, W, XMax float64 }
+	marks := func() []mark {
+		return eval[[]mark](t, tab, `[...document.querySelectorAll("#map-figure line.here")].map((l, i) => {
+  const p = document.querySelectorAll("#map-figure rect.plot")[i];
+  return {X: +l.getAttribute("x1"), Plot: +p.getAttribute("x"), W: +p.getAttribute("width"), XMax: +p.dataset.xmax};
+})`)
+	}
+	check := func(ratio float64) {
+		t.Helper()
+		ms := marks()
+		if len(ms) != 4 {
+			t.Fatalf("%d marks, want one per panel (4)", len(ms))
+		}
+		for _, m := range ms {
+			if want := m.Plot + ratio/m.XMax*m.W; math.Abs(m.X-want) > 0.5 {
+				t.Errorf("pause/TTL %.2f marked at x %.1f, want %.1f", ratio, m.X, want)
+			}
+		}
+	}
+	check(1.5)
+	if _, err := chromedp.Run(tab, setControl("pause", "5000")); err != nil {
+		t.Fatal(err)
+	}
+	readPage(t, tab)
+	check(0.5)
+}
