@@ -20,10 +20,9 @@
 //	FENCEKIT_ETCD            path of the etcd binary (default: PATH, then $GOPATH/bin)
 //	FENCEKIT_REQUIRE_SERVERS set to 1 to fail, not skip, when a server is missing
 //
-// When a server is unreachable and its variable is unset, the harness asks a
-// Docker engine, if one answers, to start the server with testcontainers-go.
-// Otherwise the test fails naming the server and the variable to set when
-// FENCEKIT_REQUIRE_SERVERS=1 (as `make test` runs), and skips otherwise.
+// When a server is unreachable, the test fails naming the server and the
+// variable to set when FENCEKIT_REQUIRE_SERVERS=1 (as `make test` runs), and
+// skips otherwise. Nothing is started in Docker (docs/testing.md says why).
 //
 // Each test gets its own namespace: [Redis] a unique key prefix whose keys are
 // deleted at cleanup, [Postgres] a fresh schema (dropped at cleanup),

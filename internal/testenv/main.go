@@ -35,5 +35,4 @@ func stopShared() {
 		sharedS3.Kill()
 		os.RemoveAll(sharedS3.Dir)
 	}
-	terminateContainers()
 }

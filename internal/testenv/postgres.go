@@ -32,13 +32,8 @@ var pgServer resolved
 func postgresBase(tb testing.TB) string {
 	tb.Helper()
 	pgServer.once.Do(func() {
-		u, set := getenv(EnvPostgresURL, DefaultPostgresURL)
+		u, _ := getenv(EnvPostgresURL, DefaultPostgresURL)
 		pgServer.where, pgServer.err = u, pingPostgres(u)
-		if pgServer.err != nil && !set {
-			if cu, cerr := containerPostgres(); cerr == nil {
-				pgServer.where, pgServer.err = cu, nil
-			}
-		}
 	})
 	if pgServer.err != nil {
 		unavailable(tb, "PostgreSQL", redactURL(pgServer.where), EnvPostgresURL, pgServer.err)

@@ -28,13 +28,8 @@ var redisServer resolved
 func Redis(tb testing.TB) *RedisEnv {
 	tb.Helper()
 	redisServer.once.Do(func() {
-		addr, set := getenv(EnvRedisAddr, DefaultRedisAddr)
+		addr, _ := getenv(EnvRedisAddr, DefaultRedisAddr)
 		redisServer.where, redisServer.err = addr, pingRedis(addr)
-		if redisServer.err != nil && !set {
-			if caddr, cerr := containerRedis(); cerr == nil {
-				redisServer.where, redisServer.err = caddr, nil
-			}
-		}
 	})
 	if redisServer.err != nil {
 		unavailable(tb, "Redis", redisServer.where, EnvRedisAddr, redisServer.err)

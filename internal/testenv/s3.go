@@ -68,9 +68,6 @@ func S3(tb testing.TB) *S3Env {
 			return
 		}
 		s3Server.where, s3Server.err = "a versitygw started by the harness", err
-		if ep, access, secret, cerr := containerS3(); cerr == nil {
-			s3Server.where, s3Server.extra, s3Server.err = ep, s3Creds{access, secret}, nil
-		}
 	})
 	if s3Server.err != nil {
 		unavailable(tb, "S3 server", s3Server.where, EnvS3Endpoint, s3Server.err)
