@@ -7,6 +7,8 @@ VERSITYGW := $(GOBIN)/versitygw
 # server module: its go.mod has replace directives, so it is built as a tool).
 ETCD_VERSION := $(shell sed -n 's/^[[:space:]]*go.etcd.io\/etcd\/server\/v3 \(v[0-9.]*\).*/\1/p' tools/etcd/go.mod)
 ETCD      := $(GOBIN)/etcd
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK := $(GOBIN)/staticcheck
 FUZZTIME  ?= 30s
 TESTFLAGS ?=
 
@@ -14,7 +16,7 @@ TESTFLAGS ?=
 export FENCEKIT_VERSITYGW ?= $(VERSITYGW)
 export FENCEKIT_ETCD ?= $(ETCD)
 
-.PHONY: demo tools test vet fmt-check bench bench-issuers bench-short fuzz soak timeline playground serve violation-map playground-screenshot
+.PHONY: demo tools test vet fmt-check lint bench bench-issuers bench-short fuzz soak timeline playground serve violation-map playground-screenshot
 
 ## demo: the simulator replays Kleppmann's GC-pause scenario with and without fencing (no servers needed)
 demo:
@@ -57,6 +59,12 @@ tools:
 		echo "building etcd $(ETCD_VERSION) (a minute or two the first time)"; \
 		cd tools/etcd && $(GO) build -o $(ETCD) go.etcd.io/etcd/server/v3; \
 	fi
+	@if $(GO) version -m $(STATICCHECK) 2>/dev/null | grep -Eq 'mod[[:space:]]+honnef.co/go/tools[[:space:]]+$(STATICCHECK_VERSION)([[:space:]]|$$)'; then \
+		echo "staticcheck $(STATICCHECK_VERSION) already installed at $(STATICCHECK)"; \
+	else \
+		echo "installing staticcheck $(STATICCHECK_VERSION)"; \
+		GOBIN=$(GOBIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION); \
+	fi
 	@if $(GO) version -m $(VERSITYGW) 2>/dev/null | grep -Eq 'mod[[:space:]]+github.com/versity/versitygw[[:space:]]+$(VERSITYGW_VERSION)([[:space:]]|$$)'; then \
 		echo "versitygw $(VERSITYGW_VERSION) already installed at $(VERSITYGW)"; \
 	else \
@@ -64,8 +72,8 @@ tools:
 		GOBIN=$(GOBIN) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION); \
 	fi
 
-## test: vet, gofmt check, and every test with the race detector against real servers
-test: tools vet fmt-check
+## test: vet, gofmt check, staticcheck, and every test with the race detector against real servers
+test: tools vet fmt-check lint
 	FENCEKIT_REQUIRE_SERVERS=1 $(GO) test -race -timeout 20m $(TESTFLAGS) ./...
 	cd lease/etcdlease && FENCEKIT_REQUIRE_SERVERS=1 $(GO) test -race -timeout 10m $(TESTFLAGS) ./...
 
@@ -73,6 +81,12 @@ vet:
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
 	cd lease/etcdlease && $(GO) vet ./...
+
+## lint: staticcheck over every module users import and the benchmarks
+lint:
+	$(STATICCHECK) ./...
+	cd bench && $(STATICCHECK) ./...
+	cd lease/etcdlease && $(STATICCHECK) ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \

@@ -73,8 +73,8 @@ func TestExploreNoFaultsNoViolations(t *testing.T) {
 		t.Fatal(err)
 	}
 	off, on := rep.Tally(sim.StorageOff), rep.Tally(sim.StorageClaim)
-	if off.Violations != 0 || off.StaleRuns != 0 {
-		t.Fatalf("failed for seed=%v: no faults but %d violations, %d stale", off.Seeds, off.Violations, off.StaleRuns)
+	if off.Violations != 0 || off.StaleRuns != 0 || on.Violations != 0 || on.StaleRuns != 0 {
+		t.Fatalf("failed for seed=%v: no faults but %d/%d violations, %d/%d stale (off/on)", off.Seeds, off.Violations, on.Violations, off.StaleRuns, on.StaleRuns)
 	}
 	p = sim.DefaultExploreParams()
 	p.Runs, p.PauseProb = 2000, 0
@@ -82,8 +82,8 @@ func TestExploreNoFaultsNoViolations(t *testing.T) {
 		t.Fatal(err)
 	}
 	off, on = rep.Tally(sim.StorageOff), rep.Tally(sim.StorageClaim)
-	if off.Violations != 0 || off.LostRuns != 0 {
-		t.Fatalf("failed for seed=%v: no pauses but %d violations, %d runs lost a write", off.Seeds, off.Violations, off.LostRuns)
+	if off.Violations != 0 || off.LostRuns != 0 || on.Violations != 0 || on.LostRuns != 0 {
+		t.Fatalf("failed for seed=%v: no pauses but %d/%d violations, %d/%d runs lost a write (off/on)", off.Seeds, off.Violations, on.Violations, off.LostRuns, on.LostRuns)
 	}
 	// Only long pauses, nothing else: still violations without fencing.
 	p.PauseProb, p.PauseMax, p.CrashProb = 1, 40*time.Second, 0
