@@ -47,7 +47,7 @@ import (
 // The Client never reads Grant.Value and never changes a Grant after
 // Acquire returned it.
 type Backend interface {
-	// Name names the store in errors, logs and metrics: "redis",
+	// Name names the store in errors and logs: "redis",
 	// "postgres", "etcd", "zookeeper". It is constant.
 	Name() string
 
