@@ -212,7 +212,7 @@ func TestWatchAcrossRestart(t *testing.T) {
 	srv, pool := privateServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	b := &backend{pool: pool, prefix: "t"}
+	b := &backend{pool: pool, prefix: "t", logger: slog.New(slog.DiscardHandler)}
 	b.listener.b = b
 	w, err := b.Watch(ctx, "w")
 	if err != nil {

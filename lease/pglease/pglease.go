@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -33,7 +35,11 @@ func New(pool *pgxpool.Pool, opts *lease.Options) (*lease.Client, error) {
 	if opts != nil && opts.KeyPrefix != "" {
 		prefix = opts.KeyPrefix
 	}
-	b := &backend{pool: pool, prefix: prefix}
+	logger := slog.Default()
+	if opts != nil && opts.Logger != nil {
+		logger = opts.Logger
+	}
+	b := &backend{pool: pool, prefix: prefix, logger: logger}
 	b.listener.b = b
 	return lease.NewClient(b, opts)
 }
@@ -44,6 +50,8 @@ type backend struct {
 	pool     *pgxpool.Pool
 	prefix   string
 	listener listener // LISTEN connection shared by the Client's waiters (listen.go)
+	logger   *slog.Logger
+	noNotify sync.Once // logs that waiters poll (listen.go)
 }
 
 var _ lease.Backend = (*backend)(nil)

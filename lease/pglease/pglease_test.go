@@ -3,6 +3,7 @@ package pglease
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -27,7 +28,7 @@ func newBackend(t *testing.T) *backend {
 	t.Helper()
 	env := testenv.Postgres(t)
 	Migrate(t, env.Pool)
-	b := &backend{pool: env.Pool, prefix: "t"}
+	b := &backend{pool: env.Pool, prefix: "t", logger: slog.New(slog.DiscardHandler)}
 	b.listener.b = b
 	return b
 }
