@@ -53,6 +53,12 @@ tools:
 		echo "installing Debian's chromium (the playground's browser test)"; \
 		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
 	fi
+	@if [ -x /usr/sbin/pgbouncer ]; then \
+		echo "pgbouncer already installed at /usr/sbin/pgbouncer"; \
+	else \
+		echo "installing Debian's pgbouncer (the PgBouncer tests)"; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y pgbouncer; \
+	fi
 	@if $(ETCD) --version 2>/dev/null | grep -qx 'etcd Version: $(patsubst v%,%,$(ETCD_VERSION))'; then \
 		echo "etcd $(ETCD_VERSION) already installed at $(ETCD)"; \
 	else \

@@ -5,13 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/golang-migrate/migrate/v4"
 	"github.com/golang-migrate/migrate/v4/database"
-	_ "github.com/golang-migrate/migrate/v4/database/pgx/v5" // registers pgx5://
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 	"github.com/jackc/pgx/v5"
 )
@@ -26,32 +23,27 @@ const Table = "fencekit_schema_migrations"
 // migrations). Tables land in the first schema of the connection's
 // search_path (add ?search_path=name to the URL to choose).
 //
-// A database migrated by fencekit before it had its own table (version 1
-// recorded in schema_migrations, fencekit_tokens present) is taken over
-// first, in one transaction: version 1 is recorded in [Table], and
-// schema_migrations is emptied when it holds exactly fencekit's clean
-// version 1, so that the program's own first migration still runs. Any other
-// content of schema_migrations is the program's and is left alone.
+// Up runs on one connection, in one transaction: it commits every pending
+// migration or none, so a failed run leaves no dirty version behind. The
+// transaction holds the advisory lock golang-migrate's PostgreSQL driver
+// uses for [Table], so concurrent runs against one database and schema
+// (every replica at start-up) are serialized and the later finds nothing
+// to do; waiting for the lock, like every statement, ends with ctx. Its
+// statements use no named prepared statements and no startup parameters,
+// so Up works through PgBouncer in transaction pooling mode. Re-running is
+// a no-op.
 //
-// Re-running is a no-op (golang-migrate's ErrNoChange counts as success).
-// Concurrent runs against one database and schema are safe: they are
-// serialized by golang-migrate's PostgreSQL advisory lock, which the
-// take-over takes too, and the later run finds nothing to do.
-// golang-migrate takes no context: Up checks ctx before connecting, bounds
-// every statement (the wait for the advisory lock included) by ctx's
-// deadline through PostgreSQL's statement_timeout unless the URL sets one,
-// and asks golang-migrate to stop between migrations when ctx is done.
-// Without a deadline, the wait for the lock is golang-migrate's default,
-// 15 s, after which Up fails.
+// A database migrated by fencekit before it had its own table (fencekit_tokens
+// present, [Table] absent or empty) is taken over: version 1 is recorded
+// in [Table]. schema_migrations is never changed: its rows may be the
+// program's own (docs/postgres.md says what to do when it held fencekit's
+// version 1).
 //
 // databaseURL is a postgres:// or postgresql:// URL (pgx5:// is accepted
-// too); golang-migrate's x- parameters pass through, except
-// x-migrations-table, which is always [Table].
+// too); golang-migrate's x- parameters are ignored.
 //
 // Errors: an error for another URL form; ctx's error; golang-migrate's and
-// PostgreSQL's errors (a dirty version after a failed migration needs
-// manual repair, as with the migrate CLI; docs/postgres.md says how).
-// Error messages never contain the URL's password.
+// PostgreSQL's errors. Error messages never contain the URL's password.
 func Up(ctx context.Context, databaseURL string) error {
 	return run(ctx, "up", databaseURL, (*migrate.Migrate).Up)
 }
@@ -71,26 +63,37 @@ func run(ctx context.Context, op, databaseURL string, step func(*migrate.Migrate
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("migrations: %s: %w", op, err)
 	}
-	if err := takeOver(ctx, u); err != nil {
-		return fmt.Errorf("migrations: %s: %w", op, errors.Join(err, ctx.Err()))
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("migrations: %s: %w", op, errors.Join(err, ctx.Err()))
+		}
+	}()
+	conn, err := connect(ctx, u)
+	if err != nil {
+		return err
+	}
+	bg := context.WithoutCancel(ctx)
+	defer conn.Close(bg)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(bg) // a no-op after Commit
+	if err := lock(ctx, tx, u); err != nil {
+		return err
+	}
+	if err := takeOver(ctx, tx); err != nil {
+		return err
 	}
 	src, err := iofs.New(FS, ".")
 	if err != nil {
-		return fmt.Errorf("migrations: %s: reading embedded migrations: %w", op, err)
+		return fmt.Errorf("reading embedded migrations: %w", err)
 	}
-	m, err := migrate.NewWithSourceInstance("iofs", src, driverURL(ctx, u))
+	m, err := migrate.NewWithInstance("iofs", src, "postgres", txDriver{ctx: ctx, tx: tx})
 	if err != nil {
-		return fmt.Errorf("migrations: %s: %w", op, err)
+		return err
 	}
-	defer func() {
-		srcErr, dbErr := m.Close()
-		if cerr := errors.Join(srcErr, dbErr); cerr != nil && err == nil {
-			err = fmt.Errorf("migrations: %s: close: %w", op, cerr)
-		}
-	}()
-	if dl, ok := ctx.Deadline(); ok {
-		m.LockTimeout = max(time.Until(dl), time.Millisecond)
-	}
+	defer m.Close()
 	stop := context.AfterFunc(ctx, func() {
 		select {
 		case m.GracefulStop <- true:
@@ -98,15 +101,49 @@ func run(ctx context.Context, op, databaseURL string, step func(*migrate.Migrate
 		}
 	})
 	defer stop()
-	err = step(m)
-	if errors.Is(err, migrate.ErrNoChange) {
-		err = nil
+	if err := step(m); err != nil && !errors.Is(err, migrate.ErrNoChange) {
+		return err
 	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("stopped before finishing, nothing changed: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// connect opens the one connection a run uses. Its statements run in pgx's
+// exec mode (no named prepared statements), which works through PgBouncer.
+func connect(ctx context.Context, u *url.URL) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(pgxURL(u))
 	if err != nil {
-		return fmt.Errorf("migrations: %s: %w", op, errors.Join(err, ctx.Err()))
+		return nil, hidePassword(err, u)
 	}
-	if cerr := ctx.Err(); cerr != nil {
-		return fmt.Errorf("migrations: %s: stopped before finishing: %w", op, cerr)
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeExec
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, hidePassword(err, u)
+	}
+	return conn, nil
+}
+
+// lock takes, in tx, the advisory lock that golang-migrate's PostgreSQL
+// drivers take for Table (same key: runs of older fencekit versions are
+// serialized with this one too), as a transaction-level lock: it is held
+// until tx ends, and waiting for it ends with ctx.
+func lock(ctx context.Context, tx pgx.Tx, u *url.URL) error {
+	var schema string
+	if err := tx.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		return err
+	}
+	// golang-migrate's driver names the database by the URL's path.
+	id, err := database.GenerateAdvisoryLockId(u.Path, schema, Table)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1::bigint)`, id); err != nil {
+		return fmt.Errorf("waiting for the migration lock: %w", err)
 	}
 	return nil
 }
@@ -132,23 +169,6 @@ func parseURL(databaseURL string) (*url.URL, error) {
 	}
 }
 
-// driverURL is u for golang-migrate's pgx v5 driver (scheme pgx5), recording
-// in Table. When ctx has a deadline and the URL sets no statement_timeout, it
-// adds one that ends with ctx, so that waiting for golang-migrate's advisory
-// lock (which it does without a context) is bounded too.
-func driverURL(ctx context.Context, u *url.URL) string {
-	d := *u
-	d.Scheme = "pgx5"
-	q := d.Query()
-	q.Set("x-migrations-table", Table)
-	q.Del("x-migrations-table-quoted")
-	if dl, ok := ctx.Deadline(); ok && q.Get("statement_timeout") == "" {
-		q.Set("statement_timeout", strconv.FormatInt(max(time.Until(dl).Milliseconds(), 1), 10))
-	}
-	d.RawQuery = q.Encode()
-	return d.String()
-}
-
 // pgxURL is u for pgx: scheme postgres, without golang-migrate's x-
 // parameters (pgx would send them to the server as settings).
 func pgxURL(u *url.URL) string {
@@ -164,72 +184,23 @@ func pgxURL(u *url.URL) string {
 	return p.String()
 }
 
-// takeOver records version 1 in Table for a database that fencekit
-// migrated before it had Table: fencekit_tokens exists in the current
-// schema but Table holds no version. When schema_migrations there holds
-// exactly fencekit's clean version 1, it is emptied, so that the program's
-// own migrations start from their first. One transaction, under
-// golang-migrate's advisory lock for Table, so that it never interleaves
-// with a concurrent Up or Down. Costs one connection and five statements;
-// nothing is changed on a database that needs no take-over.
-func takeOver(ctx context.Context, u *url.URL) (err error) {
-	conn, err := pgx.Connect(ctx, pgxURL(u))
-	if err != nil {
-		return hidePassword(err, u)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	tx, err := conn.Begin(ctx)
-	if err != nil {
+// takeOver creates Table and, for a database that fencekit migrated before
+// it had Table (fencekit_tokens exists in the current schema but Table
+// holds no version), records version 1 there. It never changes
+// schema_migrations: a row there may be the program's own (docs/postgres.md
+// says what to do when it was fencekit's). Two or three statements in tx.
+func takeOver(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+Table+` (version bigint NOT NULL PRIMARY KEY, dirty boolean NOT NULL)`); err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
-		}
-	}()
-	var schema string
-	if err := tx.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+	var preMove bool
+	err := tx.QueryRow(ctx, `SELECT to_regclass(quote_ident(current_schema()) || '.fencekit_tokens') IS NOT NULL
+		AND NOT EXISTS (SELECT FROM `+Table+`)`).Scan(&preMove)
+	if err != nil || !preMove {
 		return err
 	}
-	// golang-migrate's driver names the database by the URL's path.
-	id, err := database.GenerateAdvisoryLockId(u.Path, schema, Table)
-	if err != nil {
-		return err
-	}
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1::bigint)`, id); err != nil {
-		return err
-	}
-	var tokens, recorded, theirs bool
-	err = tx.QueryRow(ctx, `SELECT
-		to_regclass(quote_ident(current_schema()) || '.fencekit_tokens') IS NOT NULL,
-		to_regclass(quote_ident(current_schema()) || '.`+Table+`') IS NOT NULL,
-		to_regclass(quote_ident(current_schema()) || '.schema_migrations') IS NOT NULL`).Scan(&tokens, &recorded, &theirs)
-	if err != nil {
-		return err
-	}
-	if recorded {
-		var n int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM `+Table).Scan(&n); err != nil {
-			return err
-		}
-		recorded = n > 0
-	}
-	if !tokens || recorded {
-		return tx.Rollback(ctx)
-	}
-	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+Table+` (version bigint NOT NULL PRIMARY KEY, dirty boolean NOT NULL);
-		INSERT INTO `+Table+` (version, dirty) VALUES (1, false)`); err != nil {
-		return err
-	}
-	if theirs {
-		// fencekit's record is exactly one clean row with version 1; a
-		// row the program's own migrations wrote is left alone.
-		_, err := tx.Exec(ctx, `DELETE FROM schema_migrations WHERE version = 1 AND NOT dirty AND (SELECT count(*) FROM schema_migrations) = 1`)
-		if err != nil {
-			return err
-		}
-	}
-	return tx.Commit(ctx)
+	_, err = tx.Exec(ctx, `INSERT INTO `+Table+` (version, dirty) VALUES (1, false)`)
+	return err
 }
 
 // hidePassword returns err without u's password in its text.

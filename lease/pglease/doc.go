@@ -16,6 +16,11 @@
 // AcquireWait waits on LISTEN/NOTIFY: Release notifies the channel
 // [Channel] at commit, and one LISTEN connection per Client, opened outside
 // the pool by the first waiter and closed with the last, wakes the waiters.
+// The listener first checks that notifications arrive (it sends itself one
+// through the pool): until that one comes back, waiters retry every 200 ms,
+// and if it has not come back after 2 s (LISTEN through a
+// transaction-pooling PgBouncer hears nothing) a warning is logged, once
+// per Client, and the waiters keep polling.
 //
 // Why a table and not session advisory locks (pg_try_advisory_lock): an
 // advisory lock lives in one session, so each held lease would pin a pool

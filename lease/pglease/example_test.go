@@ -43,7 +43,8 @@ func ExampleNew() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("token", l.Token())
+	// Tokens are max(last + 1, the server's time in µs): a big number.
+	fmt.Println("token above 2^50:", l.Token() > 1<<50)
 
 	_, err = leases.Acquire(ctx, "invoices", 10*time.Second)
 	fmt.Println("second worker refused:", errors.Is(err, lease.ErrNotAcquired))
@@ -60,16 +61,16 @@ func ExampleNew() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("next token", l2.Token(), "greater:", l2.Token() > l.Token())
+	fmt.Println("next token greater:", l2.Token() > l.Token())
 	if err := sqlfence.Fence(ctx, env.Pool, "invoices", l2.Token()); err != nil {
 		fmt.Println(err)
 	}
-	// The first worker, paused past its TTL, writes late with token 1.
+	// The first worker, paused past its TTL, writes late with its old token.
 	fmt.Println("late write refused:", errors.Is(sqlfence.Fence(ctx, env.Pool, "invoices", l.Token()), fence.ErrStale))
 	// Output:
-	// token 1
+	// token above 2^50: true
 	// second worker refused: true
 	// fenced write: <nil>
-	// next token 2 greater: true
+	// next token greater: true
 	// late write refused: true
 }

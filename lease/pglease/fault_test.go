@@ -196,8 +196,8 @@ func TestServerRestart(t *testing.T) {
 	}
 	var l4 *lease.Lease
 	err = afterRestart(func() (err error) { l4, err = c.AcquireWait(ctx, "restart", short); return err })
-	if err != nil || l4.Token() != l3.Token()+1 {
-		t.Fatalf("grant after the outage: %v, %v; want token %v", l4, err, l3.Token()+1)
+	if err != nil || l4.Token() <= l3.Token() {
+		t.Fatalf("grant after the outage: %v, %v; want a token above %v", l4, err, l3.Token())
 	}
 	var n int
 	if err := pool.QueryRow(ctx, "SELECT count(*) FROM fencekit_leases", pgx.QueryExecModeSimpleProtocol).Scan(&n); err != nil || n != 1 {
@@ -212,7 +212,7 @@ func TestWatchAcrossRestart(t *testing.T) {
 	srv, pool := privateServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	b := &backend{pool: pool, prefix: "t"}
+	b := &backend{pool: pool, prefix: "t", logger: slog.New(slog.DiscardHandler)}
 	b.listener.b = b
 	w, err := b.Watch(ctx, "w")
 	if err != nil {

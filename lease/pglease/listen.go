@@ -2,12 +2,21 @@ package pglease
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/fencekit/fencekit/lease"
+)
+
+// pollInterval bounds how long a waiter sleeps while notifications are not
+// known to arrive (see [listener.serve]); probeTimeout is how long the
+// listener waits for its probe before it says so.
+const (
+	pollInterval = 200 * time.Millisecond
+	probeTimeout = 2 * time.Second
 )
 
 // reconnectDelay is the pause before the listener connects again after
@@ -134,11 +143,7 @@ func (b *backend) listen(ctx context.Context) (*pgx.Conn, error) {
 func (l *listener) run(ctx context.Context, conn *pgx.Conn, done chan struct{}) {
 	defer close(done)
 	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err == nil {
-			l.wake(n.Payload)
-			continue
-		}
+		l.serve(ctx, conn)
 		conn.Close(context.Background())
 		for {
 			if ctx.Err() != nil {
@@ -150,9 +155,69 @@ func (l *listener) run(ctx context.Context, conn *pgx.Conn, done chan struct{}) 
 				return
 			case <-time.After(reconnectDelay):
 			}
+			var err error
 			if conn, err = l.b.listen(ctx); err == nil {
 				l.wake("") // and again: it may have come before LISTEN
 				break
+			}
+		}
+	}
+}
+
+// serve delivers conn's notifications until conn fails or ctx ends. It
+// first proves that notifications arrive: it sends one (a probe payload,
+// never a row key: keys do not start with '{') through the pool. Until the
+// probe comes back the waiters are woken every pollInterval; if it has not
+// come back after probeTimeout (LISTEN through a transaction-pooling
+// PgBouncer hears nothing), a warning is logged, once per Client, and the
+// polling goes on for as long as conn lives.
+func (l *listener) serve(ctx context.Context, conn *pgx.Conn) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	pctx, stop := context.WithCancel(ctx)
+	defer stop()
+	heard := make(chan struct{})
+	wg.Go(func() { l.poll(pctx, heard) })
+	probe := fmt.Sprintf("{probe}%d", conn.PgConn().PID())
+	if _, err := l.b.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, Channel, probe); err != nil {
+		l.b.logger.Debug("pglease: could not send the LISTEN probe; waiters poll", "err", err)
+	}
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		switch {
+		case err != nil:
+			return
+		case n.Payload == probe:
+			select {
+			case <-heard:
+			default:
+				close(heard)
+			}
+		default:
+			l.wake(n.Payload)
+		}
+	}
+}
+
+// poll wakes every waiter each pollInterval until heard is closed or ctx
+// ends, and logs the fallback once after probeTimeout.
+func (l *listener) poll(ctx context.Context, heard chan struct{}) {
+	t := time.NewTicker(pollInterval)
+	defer t.Stop()
+	start := time.Now()
+	for {
+		select {
+		case <-heard:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			l.wake("")
+			if time.Since(start) >= probeTimeout {
+				l.b.noNotify.Do(func() {
+					l.b.logger.Warn("pglease: LISTEN hears no notifications (a transaction-pooling PgBouncer?); AcquireWait polls instead",
+						"channel", Channel, "interval", pollInterval)
+				})
 			}
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -33,7 +35,11 @@ func New(pool *pgxpool.Pool, opts *lease.Options) (*lease.Client, error) {
 	if opts != nil && opts.KeyPrefix != "" {
 		prefix = opts.KeyPrefix
 	}
-	b := &backend{pool: pool, prefix: prefix}
+	logger := slog.Default()
+	if opts != nil && opts.Logger != nil {
+		logger = opts.Logger
+	}
+	b := &backend{pool: pool, prefix: prefix, logger: logger}
 	b.listener.b = b
 	return lease.NewClient(b, opts)
 }
@@ -44,24 +50,29 @@ type backend struct {
 	pool     *pgxpool.Pool
 	prefix   string
 	listener listener // LISTEN connection shared by the Client's waiters (listen.go)
+	logger   *slog.Logger
+	noNotify sync.Once // logs that waiters poll (listen.go)
 }
 
 var _ lease.Backend = (*backend)(nil)
 
 func (b *backend) key(name string) string { return b.prefix + ":" + name }
 
-// acquireSQL grants the row if it is absent or expired, taking the next
-// token, or else reads the holder, in one statement. ON CONFLICT locks the
-// row, so of two racing grants one waits and then sees the other's. When
-// the refusal races with a grant that committed after the statement
-// started, the holder part may read the row as it was before (expired, or
-// no row): the refusal stands, with Holder 0 (unknown) and Remaining 0.
+// acquireSQL grants the row if it is absent or expired, or else reads the
+// holder, in one statement. The token is max(last token + 1, server time
+// in µs) (nextToken), so tokens keep increasing when the row is lost
+// (deleted, truncated, restored from an older dump) and stay comparable
+// with redislease's, which use the same scheme. ON CONFLICT locks the row,
+// so of two racing grants one waits and then sees the other's. When the
+// refusal races with a grant that committed after the statement started,
+// the holder part may read the row as it was before (expired, or no row):
+// the refusal stands, with Holder 0 (unknown) and Remaining 0.
 const acquireSQL = `
 WITH granted AS (
     INSERT INTO fencekit_leases AS l (name, token, expires_at, identity)
-    VALUES ($1, 1, statement_timestamp() + $2 * interval '1 microsecond', $3)
+    VALUES ($1, ` + nowUS + `, statement_timestamp() + $2 * interval '1 microsecond', $3)
     ON CONFLICT (name) DO UPDATE
-        SET token = l.token + 1, expires_at = EXCLUDED.expires_at, identity = EXCLUDED.identity
+        SET token = greatest(l.token + 1, ` + nowUS + `), expires_at = EXCLUDED.expires_at, identity = EXCLUDED.identity
         WHERE l.expires_at <= statement_timestamp()
     RETURNING token
 )
@@ -71,6 +82,9 @@ SELECT false, CASE WHEN expires_at > statement_timestamp() THEN token ELSE 0 END
        CASE WHEN expires_at > statement_timestamp() THEN identity ELSE '' END
 FROM fencekit_leases WHERE name = $1 AND NOT EXISTS (SELECT FROM granted)`
 
+// nowUS is the server's time in microseconds since the Unix epoch.
+const nowUS = `(extract(epoch FROM statement_timestamp()) * 1e6)::bigint`
+
 // remainingUS is a row's remaining time in microseconds, 0 when expired.
 const remainingUS = `CASE WHEN expires_at > statement_timestamp()
     THEN (extract(epoch FROM expires_at - statement_timestamp()) * 1e6)::bigint ELSE 0 END`
@@ -79,8 +93,8 @@ const remainingUS = `CASE WHEN expires_at > statement_timestamp()
 func (b *backend) Name() string { return "postgres" }
 
 // Acquire grants name, one round trip (two on a connection's first use of
-// the statement, which pgx prepares). The row's token counter makes every
-// grant's token the previous one plus 1, durably (WAL).
+// the statement, which pgx prepares). Every grant's token is greater than
+// the row's last one, durably (WAL), and than the server time in µs.
 func (b *backend) Acquire(ctx context.Context, name string, ttl time.Duration, identity string) (*lease.Grant, error) {
 	rows, err := b.pool.Query(ctx, acquireSQL, b.key(name), ttl.Microseconds(), identity)
 	if err != nil {
