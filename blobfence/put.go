@@ -240,8 +240,15 @@ func (r *envelopeReader) Seek(offset int64, whence int) (int64, error) {
 // md5 hashes the whole envelope and rewinds it.
 func (r *envelopeReader) md5() (sum [md5.Size]byte, err error) {
 	h := md5.New()
-	if _, err = r.Seek(0, io.SeekStart); err == nil {
-		_, err = io.Copy(h, r)
+	h.Write(r.head)
+	if c := r.content; c.r != nil {
+		if _, err = c.r.Seek(c.start, io.SeekStart); err == nil {
+			var n int64
+			n, err = io.Copy(h, io.LimitReader(c.r, c.size)) // a buffer no larger than the body
+			if err == nil && n != c.size {
+				err = io.ErrUnexpectedEOF // the reader shrank since it was measured
+			}
+		}
 	}
 	if _, serr := r.Seek(0, io.SeekStart); err == nil {
 		err = serr
