@@ -116,6 +116,7 @@ soak: tools
 	FENCEKIT_REQUIRE_SERVERS=1 $(GO) test -race -timeout 60m -run 'FlakySeeded' ./lease/redislease/ -args -lease.soak
 	FENCEKIT_REQUIRE_SERVERS=1 $(GO) test -timeout 10m -run 'TestManyLeasesOneClient' -v ./lease/redislease/ -args -lease.many=60s
 	FENCEKIT_REQUIRE_SERVERS=1 $(GO) test -race -timeout 60m -run 'TestRacingWriters' ./blobfence/ -args -race-rounds=200 -same-rounds=200
+	$(GO) test -timeout 60m -run 'TestModelCheck$$' ./blobfence/ -args -model-full
 
 ## fuzz: every fuzz target in the module, FUZZTIME each (default 30s)
 fuzz:

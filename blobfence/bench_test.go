@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/fencekit/fencekit/blobfence"
-	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/testenv"
 )
 
@@ -22,12 +21,12 @@ import (
 //
 //	plain    an unconditional PutObject, no fencing
 //	fenced   Store.Put: HEAD + conditional PUT
-//	known    Store.PutAfter with the version the previous put returned:
-//	         the conditional PUT alone
+//	known    Store.PutReader with After(the version the previous put
+//	         returned): the conditional PUT alone
 //
 // requests/op counts the S3 requests per put through a counting S3API.
-// Each put changes the body's first 8 bytes: a put of the bytes, token and
-// fields the object already has writes nothing (see same.go).
+// Each put changes the body's first 8 bytes, as a workload would (the
+// store's puts cost the same for identical bytes).
 func BenchmarkPut(b *testing.B) {
 	env := testenv.S3(b)
 	client := pooledClient(env, 32)
@@ -92,11 +91,15 @@ func putFunc(b *testing.B, mode string, c *counting, s *blobfence.Store, bucket 
 		default:
 			var last blobfence.Version
 			return func() {
-				res, err := s.PutAfter(ctx, key, bytes.NewReader(next()), 1, last)
+				var opts []blobfence.PutOption
+				if last.ETag() != "" {
+					opts = append(opts, blobfence.After(last))
+				}
+				v, err := s.PutReader(ctx, key, bytes.NewReader(next()), 1, opts...)
 				if err != nil {
 					b.Error(err)
 				}
-				last = res.Version
+				last = v
 			}
 		}
 	}
@@ -109,46 +112,8 @@ func sizeName(n int) string {
 	return fmt.Sprintf("%dKiB", n>>10)
 }
 
-// BenchmarkPutSameBytes: a newer holder writes the bytes the object holds
-// (a one-part multipart upload: HEAD, create, part, complete), and the
-// same holder writes them again (nothing written: one HEAD). Each op uses
-// a fresh key written by an older holder first, outside the timer and
-// outside requests/op.
-func BenchmarkPutSameBytes(b *testing.B) {
-	ctx := context.Background()
-	env := testenv.S3(b)
-	c := &counting{S3API: pooledClient(env, 8)}
-	s := mustNew(b, c, env.Bucket, nil)
-	body := bytes.Repeat([]byte("fencekit"), 128)
-	for _, mode := range []string{"newer-token", "same-token"} {
-		b.Run(mode, func(b *testing.B) {
-			var requests int64
-			n := 0
-			for b.Loop() {
-				b.StopTimer()
-				n++
-				key := fmt.Sprintf("%s/%d", mode, n)
-				first := fence.Token(1)
-				if mode == "same-token" {
-					first = 2
-				}
-				if err := s.Put(ctx, key, body, first); err != nil {
-					b.Fatal(err)
-				}
-				before := c.total()
-				b.StartTimer()
-				if err := s.Put(ctx, key, body, 2); err != nil {
-					b.Fatal(err)
-				}
-				requests += c.total() - before
-			}
-			b.ReportMetric(float64(requests)/float64(b.N), "requests/op")
-		})
-	}
-}
-
-// BenchmarkPutOpaqueETags: Put and PutAfter behind the proxy that gives
-// every write an opaque ETag (as SSE-KMS does), 1 KiB bodies.
+// BenchmarkPutOpaqueETags: Put and Put with After behind the proxy that
+// gives every write an opaque ETag (as SSE-KMS does), 1 KiB bodies.
 func BenchmarkPutOpaqueETags(b *testing.B) {
 	env := testenv.S3(b)
 	_, proxy := newOpaqueETags()
@@ -158,7 +123,7 @@ func BenchmarkPutOpaqueETags(b *testing.B) {
 	for _, mode := range []string{"fenced", "known"} {
 		b.Run(mode, func(b *testing.B) {
 			w := putFunc(b, mode, c, s, env.Bucket, body)("opaque-" + mode)
-			w() // the first put teaches the store that ETags are opaque
+			w() // the first put creates the key
 			before := c.total()
 			for b.Loop() {
 				w()

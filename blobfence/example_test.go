@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -15,20 +18,28 @@ import (
 	"github.com/fencekit/fencekit/internal/testenv"
 )
 
-// The whole set-up for an S3-compatible server: a client for its endpoint
-// with path-style addressing, a store, and Verify once at start-up. For
-// AWS, leave BaseEndpoint and UsePathStyle out (or use s3.NewFromConfig).
+// The set-up docs/s3.md shows: credentials and region from the
+// environment (config.LoadDefaultConfig, with the SDK's default request
+// checksums), a client for the server's endpoint with path-style
+// addressing, a store, and Verify once at start-up. For AWS, leave
+// BaseEndpoint and UsePathStyle out.
 func Example_customEndpoint() {
 	ctx := context.Background()
 	tb, done := testenv.ExampleTB("Example_customEndpoint")
 	defer done()
 	env := testenv.S3(tb) // the test server: endpoint, keys and a fresh bucket
+	os.Setenv("AWS_ACCESS_KEY_ID", env.AccessKey)
+	os.Setenv("AWS_SECRET_ACCESS_KEY", env.SecretKey)
+	os.Setenv("AWS_REGION", "us-east-1")
 
-	client := s3.New(s3.Options{
-		BaseEndpoint: aws.String(env.Endpoint), // such as "http://127.0.0.1:7070"
-		Region:       "us-east-1",
-		Credentials:  credentials.NewStaticCredentialsProvider(env.AccessKey, env.SecretKey, ""),
-		UsePathStyle: true, // http://host/bucket/key
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
+		o.BaseEndpoint = aws.String(env.Endpoint) // such as "http://127.0.0.1:7070"
+		o.UsePathStyle = true                     // http://host/bucket/key
 	})
 	store, err := blobfence.New(client, env.Bucket, nil)
 	if err != nil {
@@ -49,6 +60,29 @@ func Example_customEndpoint() {
 	// verify: <nil>
 	// put: <nil>
 	// text/csv daily 7
+}
+
+// The same with a client built field by field (static credentials).
+func Example_staticCredentials() {
+	ctx := context.Background()
+	tb, done := testenv.ExampleTB("Example_staticCredentials")
+	defer done()
+	env := testenv.S3(tb)
+
+	client := s3.New(s3.Options{
+		BaseEndpoint: aws.String(env.Endpoint),
+		Region:       "us-east-1",
+		Credentials:  credentials.NewStaticCredentialsProvider(env.AccessKey, env.SecretKey, ""),
+		UsePathStyle: true,
+	})
+	store, err := blobfence.New(client, env.Bucket, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("verify:", store.Verify(ctx))
+	// Output:
+	// verify: <nil>
 }
 
 // Kleppmann's scenario on S3: client A holds token 33, pauses past its
@@ -78,26 +112,23 @@ func ExampleStore_Put() {
 
 // A holder that writes the same object repeatedly passes the version its
 // last put returned: each further put is a single conditional PUT.
-func ExampleStore_PutAfter() {
+func ExampleAfter() {
 	ctx := context.Background()
-	store, done := exampleStore("ExampleStore_PutAfter")
+	store, done := exampleStore("ExampleAfter")
 	defer done()
 
-	var last blobfence.Version // zero: the key is absent
-	for i := 1; i <= 3; i++ {
-		res, err := store.PutAfter(ctx, "log", strings.NewReader(fmt.Sprint("entry ", i)), 7, last)
-		if err != nil {
-			fmt.Println(err)
-			return
-		}
-		fmt.Printf("put %d: token %s, %d attempt, replaced the previous version: %v\n",
-			i, res.Token, res.Attempts, res.Replaced == last)
-		last = res.Version
+	last, err := store.PutReader(ctx, "log", strings.NewReader("entry 1"), 7)
+	for i := 2; i <= 3 && err == nil; i++ {
+		last, err = store.PutReader(ctx, "log", strings.NewReader(fmt.Sprint("entry ", i)), 7, blobfence.After(last))
 	}
+	body, tok, _ := store.Get(ctx, "log")
+	fmt.Printf("%q, token %s, %v\n", body, tok, err)
+	// A version names its key: it cannot stand for another key's object.
+	err = store.Put(ctx, "other", []byte("x"), 7, blobfence.After(last))
+	fmt.Println(errors.Is(err, blobfence.ErrInvalidArgument))
 	// Output:
-	// put 1: token 7, 1 attempt, replaced the previous version: true
-	// put 2: token 7, 1 attempt, replaced the previous version: true
-	// put 3: token 7, 1 attempt, replaced the previous version: true
+	// "entry 3", token 7, <nil>
+	// true
 }
 
 // PutReader streams the body from an io.ReadSeeker (a file, a section of
@@ -107,15 +138,17 @@ func ExampleStore_PutReader() {
 	store, done := exampleStore("ExampleStore_PutReader")
 	defer done()
 
-	res, err := store.PutReader(ctx, "big.bin", strings.NewReader(strings.Repeat("x", 1<<20)), 12)
-	fmt.Println(res.Token, res.Attempts, res.Replaced.Exists(), err)
-	v, err := store.Head(ctx, "big.bin")
-	fmt.Println(v == res.Version, err)
+	v, err := store.PutReader(ctx, "big.bin", strings.NewReader(strings.Repeat("x", 1<<20)), 12)
+	fmt.Println(v.Token(), err)
+	head, err := store.Head(ctx, "big.bin")
+	fmt.Println(head == v, err)
 	// Output:
-	// 12 1 false <nil>
+	// 12 <nil>
 	// true <nil>
 }
 
+// A delete keeps the fence: the key reads as absent, and an older holder
+// cannot create it again.
 func ExampleStore_Delete() {
 	ctx := context.Background()
 	store, done := exampleStore("ExampleStore_Delete")
@@ -126,10 +159,49 @@ func ExampleStore_Delete() {
 	fmt.Println("delete:", store.Delete(ctx, "job/42", 50))
 	_, _, err := store.Get(ctx, "job/42")
 	fmt.Println("gone:", errors.Is(err, blobfence.ErrNotFound))
+	err = store.Put(ctx, "job/42", []byte("late"), 49)
+	fmt.Println("older holder after the delete:", errors.Is(err, fence.ErrStale))
 	// Output:
 	// stale delete refused: true
 	// delete: <nil>
 	// gone: true
+	// older holder after the delete: true
+}
+
+// Retire removes a deleted key's fence for good (an operator's step).
+func ExampleStore_Retire() {
+	ctx := context.Background()
+	store, done := exampleStore("ExampleStore_Retire")
+	defer done()
+
+	_ = store.Put(ctx, "tmp/1", []byte("x"), 5)
+	fmt.Println("live:", errors.Is(store.Retire(ctx, "tmp/1"), blobfence.ErrInvalidArgument))
+	_ = store.Delete(ctx, "tmp/1", 5)
+	fmt.Println("retire:", store.Retire(ctx, "tmp/1"))
+	fmt.Println("any token again:", store.Put(ctx, "tmp/1", []byte("y"), 1))
+	// Output:
+	// live: true
+	// retire: <nil>
+	// any token again: <nil>
+}
+
+// A new holder claims the key before it has anything to write: the older
+// holder's late put is refused, and readers still get its predecessor's
+// bytes.
+func ExampleStore_Claim() {
+	ctx := context.Background()
+	store, done := exampleStore("ExampleStore_Claim")
+	defer done()
+
+	_ = store.Put(ctx, "state", []byte("from 8"), 8)
+	fmt.Println("claim 9:", store.Claim(ctx, "state", 9))
+	fmt.Println("8 again:", errors.Is(store.Put(ctx, "state", []byte("late"), 8), fence.ErrStale))
+	body, tok, err := store.Get(ctx, "state")
+	fmt.Printf("%q, token %s, %v\n", body, tok, err)
+	// Output:
+	// claim 9: <nil>
+	// 8 again: true
+	// "from 8", token 9, <nil>
 }
 
 // New does no I/O; bad arguments are an error at once.
@@ -142,27 +214,48 @@ func ExampleNew() {
 	// true
 }
 
-// A put of the bytes the object holds, by a newer holder, still changes
-// the ETag, so an older holder's If-Match cannot pass; a third token
-// writing them is refused with ErrSameBytes.
-func ExampleErrSameBytes() {
+// Another reader of the bucket sees the envelope: a header line, then the
+// body. Decode splits them.
+func ExampleDecode() {
 	ctx := context.Background()
-	store, done := exampleStore("ExampleErrSameBytes")
+	tb, done := testenv.ExampleTB("ExampleDecode")
+	defer done()
+	env := testenv.S3(tb)
+	store, _ := blobfence.New(env.Client, env.Bucket, nil)
+
+	_ = store.Put(ctx, "note", []byte("hello"), 3)
+	out, err := env.Client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(env.Bucket), Key: aws.String("note")})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	stored, _ := io.ReadAll(out.Body)
+	out.Body.Close()
+	fmt.Println(strings.HasPrefix(string(stored), "fencekit-blob 1 put 3 "))
+	e, body, err := blobfence.Decode(stored)
+	fmt.Printf("%s %v %q %v\n", e.Token, e.Deleted, body, err)
+	// Output:
+	// true
+	// 3 false "hello" <nil>
+}
+
+// The same bytes from successive holders are all accepted: every write
+// gets a new ETag, whatever the body.
+func ExampleStore_Put_sameBytes() {
+	ctx := context.Background()
+	store, done := exampleStore("ExampleStore_Put_sameBytes")
 	defer done()
 
 	v1, _ := store.PutReader(ctx, "result", strings.NewReader("42"), 1)
 	v2, _ := store.PutReader(ctx, "result", strings.NewReader("42"), 2)
-	fmt.Println("new ETag for the same bytes:", v1.ETag != v2.ETag)
-	_, err := store.PutAfter(ctx, "result", strings.NewReader("stale"), 1, v1.Version)
+	fmt.Println("new ETag for the same bytes:", v1.ETag() != v2.ETag())
+	fmt.Println("holder 3, same bytes:", store.Put(ctx, "result", []byte("42"), 3))
+	err := store.Put(ctx, "result", []byte("stale"), 1, blobfence.After(v1))
 	fmt.Println("holder 1 on its old version:", errors.Is(err, fence.ErrFencedOut))
-	err = store.Put(ctx, "result", []byte("42"), 3)
-	fmt.Println("holder 3, same bytes:", errors.Is(err, blobfence.ErrSameBytes))
-	fmt.Println("holder 3, token in the body:", store.Put(ctx, "result", []byte("42 (token 3)"), 3))
 	// Output:
 	// new ETag for the same bytes: true
+	// holder 3, same bytes: <nil>
 	// holder 1 on its old version: true
-	// holder 3, same bytes: true
-	// holder 3, token in the body: <nil>
 }
 
 // A holder that restarts reads the object's current version once, and
@@ -174,12 +267,11 @@ func ExampleStore_GetVersion() {
 
 	_ = store.Put(ctx, "state", []byte("step 1"), 21)
 	body, v, err := store.GetVersion(ctx, "state")
-	fmt.Printf("%q, token %s, %v\n", body, v.Token, err)
-	res, err := store.PutAfter(ctx, "state", strings.NewReader("step 2"), 22, v)
-	fmt.Println("attempts:", res.Attempts, "replaced what was read:", res.Replaced == v, err)
+	fmt.Printf("%q, token %s, %v\n", body, v.Token(), err)
+	fmt.Println(store.Put(ctx, "state", []byte("step 2"), 22, blobfence.After(v)))
 	// Output:
 	// "step 1", token 21, <nil>
-	// attempts: 1 replaced what was read: true <nil>
+	// <nil>
 }
 
 func ExampleStore_Head() {
@@ -191,8 +283,8 @@ func ExampleStore_Head() {
 	fmt.Println("absent:", errors.Is(err, blobfence.ErrNotFound))
 	_ = store.Put(ctx, "config.json", []byte("{}"), 3)
 	v, err := store.Head(ctx, "config.json")
-	fmt.Println("token:", v.Token, "exists:", v.Exists(), err)
+	fmt.Println("token:", v.Token(), err)
 	// Output:
 	// absent: true
-	// token: 3 exists: true <nil>
+	// token: 3 <nil>
 }

@@ -185,12 +185,12 @@ func TestLostReplyResolvedByRereading(t *testing.T) {
 			if err != nil {
 				t.Fatalf("a put that landed was reported as %v", err)
 			}
-			if res.Token != 5 || res.Replaced != first.Version || res.Attempts != 1 {
-				t.Fatalf("PutResult = %+v; want token 5 replacing %+v after 1 attempt", res, first.Version)
+			if res.Token() != 5 || res.ETag() == first.ETag() {
+				t.Fatalf("put returned %+v; want token 5 under a new ETag", res)
 			}
 			body, v, err := s.GetVersion(ctx, "k")
-			if err != nil || string(body) != "new" || v != res.Version {
-				t.Fatalf("stored %q %+v %v; want \"new\" %+v", body, v, err, res.Version)
+			if err != nil || string(body) != "new" || v != res {
+				t.Fatalf("stored %q %+v %v; want \"new\" %+v", body, v, err, res)
 			}
 			if f.forwarded != 2 {
 				t.Fatalf("%d PUTs reached the server, want 2 (the store must not write again once it sees its write)", f.forwarded)
@@ -204,9 +204,9 @@ func TestDroppedWriteIsRetried(t *testing.T) {
 	f := newRacer(t)
 	s := mustNew(t, f, f.env.Bucket, nil)
 	f.faults = []fault{faultDropped, faultDropped}
-	res, err := s.PutReader(ctx, "k", strings.NewReader("body"), 3)
-	if err != nil || res.Attempts != 3 {
-		t.Fatalf("put after two dropped attempts: %+v, %v; want success on attempt 3", res, err)
+	err := s.Put(ctx, "k", []byte("body"), 3)
+	if n := len(f.sdkAttempts["PutObject"]); err != nil || n != 3 {
+		t.Fatalf("put after two dropped attempts: %v after %d PUTs; want success on attempt 3", err, n)
 	}
 	wantStored(t, s, "k", "body", 3)
 }
@@ -244,16 +244,18 @@ func TestAllAttemptsUnanswered(t *testing.T) {
 	// bound finds it.
 	f.faults = []fault{faultDropped, faultLostReply}
 	heads := len(f.sdkAttempts["HeadObject"])
-	res, err := s.PutReader(ctx, "k2", strings.NewReader("y"), 1)
-	if err != nil || res.Attempts != 2 || len(f.sdkAttempts["HeadObject"])-heads != 3 {
-		t.Fatalf("put whose last attempt landed unanswered: %+v, %v after %d HEADs; want success after 2 attempts, 3 HEADs",
-			res, err, len(f.sdkAttempts["HeadObject"])-heads)
+	puts := len(f.sdkAttempts["PutObject"])
+	err = s.Put(ctx, "k2", []byte("y"), 1)
+	if err != nil || len(f.sdkAttempts["PutObject"])-puts != 2 || len(f.sdkAttempts["HeadObject"])-heads != 3 {
+		t.Fatalf("put whose last attempt landed unanswered: %v after %d PUTs, %d HEADs; want success after 2 PUTs, 3 HEADs",
+			err, len(f.sdkAttempts["PutObject"])-puts, len(f.sdkAttempts["HeadObject"])-heads)
 	}
 }
 
 // TestCancelledDuringWrite: a context cancelled while the conditional PUT
-// or DELETE is in flight ends the call at once, without another attempt, and the
-// error says both that the outcome is unknown and why.
+// of a put or a delete's tombstone is in flight ends the call at once,
+// without another attempt, and the error says both that the outcome is
+// unknown and why.
 func TestCancelledDuringWrite(t *testing.T) {
 	f := newRacer(t)
 	s := mustNew(t, f, f.env.Bucket, nil)
@@ -272,11 +274,15 @@ func TestCancelledDuringWrite(t *testing.T) {
 	}
 	ctx, cancel = context.WithCancel(context.Background())
 	defer cancel()
-	f.beforeDelete = cancel
+	f.beforePut = cancel
+	puts := len(f.sdkAttempts["PutObject"])
 	err = s.Delete(ctx, "k", 1)
-	if !errors.Is(err, blobfence.ErrOutcomeUnknown) || !errors.Is(err, context.Canceled) || len(f.sdkAttempts["DeleteObject"]) != 1 {
-		t.Fatalf("delete cancelled in flight: %v after %d DELETEs; want ErrOutcomeUnknown and context.Canceled after 1",
-			err, len(f.sdkAttempts["DeleteObject"]))
+	if !errors.Is(err, blobfence.ErrOutcomeUnknown) || !errors.Is(err, context.Canceled) || len(f.sdkAttempts["PutObject"])-puts != 1 {
+		t.Fatalf("delete cancelled in flight: %v after %d PUTs; want ErrOutcomeUnknown and context.Canceled after 1",
+			err, len(f.sdkAttempts["PutObject"])-puts)
+	}
+	if n := len(f.sdkAttempts["DeleteObject"]); n != 0 {
+		t.Fatalf("a delete sent %d DELETEs; it writes a tombstone", n)
 	}
 }
 
@@ -321,37 +327,4 @@ func TestDeleteLostReply(t *testing.T) {
 	if _, err := s.Head(ctx, "k"); !errors.Is(err, blobfence.ErrNotFound) {
 		t.Fatalf("Head after delete: %v", err)
 	}
-}
-
-func (f *faulty) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMultipartUploadInput, o ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error) {
-	f.record("CompleteMultipartUpload", o)
-	mode := f.next()
-	out, err := f.S3API.CompleteMultipartUpload(ctx, in, o...)
-	if mode == faultLostReply {
-		return nil, transportError("CompleteMultipartUpload")
-	}
-	return out, err
-}
-
-// TestLostReplyOnSameBytesRewrite: the rewrite of the same bytes completes
-// its upload, but the reply is lost; the next read finds the store's own
-// write record, and the put succeeds with no second write. The completion
-// is sent with the SDK's retryer off, like a PUT.
-func TestLostReplyOnSameBytesRewrite(t *testing.T) {
-	ctx := context.Background()
-	f := newRacer(t)
-	s := mustNew(t, f, f.env.Bucket, nil)
-	first, err := s.PutReader(ctx, "k", strings.NewReader("same"), 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.faults = []fault{faultLostReply}
-	res, err := s.PutReader(ctx, "k", strings.NewReader("same"), 5)
-	if err != nil || res.Token != 5 || res.Replaced != first.Version || res.Attempts != 1 || res.ETag == first.ETag {
-		t.Fatalf("a rewrite whose completion lost its reply: %+v, %v; want token 5 under a new ETag, replacing %+v", res, err, first.Version)
-	}
-	if got := f.sdkAttempts["CompleteMultipartUpload"]; len(got) != 1 || got[0] != 1 {
-		t.Fatalf("completions sent with SDK attempt limits %v; want one, limited to 1 attempt", got)
-	}
-	wantStored(t, s, "k", "same", 5)
 }

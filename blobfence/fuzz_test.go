@@ -1,7 +1,7 @@
 package blobfence
 
 import (
-	"encoding/hex"
+	"bytes"
 	"errors"
 	"regexp"
 	"strings"
@@ -75,41 +75,28 @@ func FuzzTokenMetadata(f *testing.F) {
 	})
 }
 
-// FuzzWriteRecord: what parses prints back the same, and what a put writes
-// parses back to the same record.
-func FuzzWriteRecord(f *testing.F) {
-	f.Add("34 0cc175b9c0f1b6a831c399e269772661 put ABC.0 - 0123456789abcdef", uint64(34), "0cc175b9c0f1b6a831c399e269772661", "id.1")
-	f.Add("34 0cc175b9c0f1b6a831c399e269772661 mpu ABC.0 7 0123456789abcdef opaque", uint64(0), "", "")
-	f.Add("34  0cc175b9c0f1b6a831c399e269772661 put x - f", uint64(0), "", "")
-	f.Add("1 0CC175B9C0F1B6A831C399E269772661 zip x 0 f", uint64(1<<63), "zz", "a b")
-	f.Fuzz(func(t *testing.T, raw string, tok uint64, md5hex, id string) {
-		if rec, ok := parseWriteRecord(raw); ok {
-			if rec.String() != raw {
-				t.Fatalf("parseWriteRecord(%q) = %+v, prints as %q", raw, rec, rec.String())
+// FuzzDecode: what decodes encodes back to the same bytes, and what a
+// write stores decodes to the same envelope and body.
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte("fencekit-blob 1 put 34 ABCDEFGHIJKLMNOPQRSTUVWXYZ\nbody"), uint64(34), "nonce", []byte("body"))
+	f.Add([]byte("fencekit-blob 1 del 7 x\n"), uint64(0), "", []byte{})
+	f.Add([]byte("fencekit-blob 1 put  34 x\n"), uint64(1<<63), "a b", []byte("\n"))
+	f.Add([]byte("no header"), uint64(1), "n", []byte(nil))
+	f.Fuzz(func(t *testing.T, stored []byte, tok uint64, nonce string, body []byte) {
+		if e, b, err := Decode(stored); err == nil {
+			if got := append(e.header(), b...); !bytes.Equal(got, stored) {
+				t.Fatalf("Decode(%q) = %+v, %q; encodes as %q", stored, e, b, got)
 			}
-			if rec.tok > fence.MaxToken || len(rec.md5) != 32 || rec.id == "" {
-				t.Fatalf("parseWriteRecord(%q) accepted %+v", raw, rec)
-			}
+		} else if !errors.Is(err, ErrBadMetadata) {
+			t.Fatalf("Decode(%q): %v; want ErrBadMetadata", stored, err)
 		}
-		rec := writeRecord{tok: fence.Token(tok), md5: md5hex, id: id, fields: "0123456789abcdef", opaque: tok%3 == 0}
-		if tok%5 == 0 {
-			rec.form = formMultipart
-		}
-		if tok%2 == 0 {
-			rec.alt, rec.hasAlt = fence.Token(tok/2), true
-		}
-		got, ok := parseWriteRecord(rec.String())
-		valid := fence.Token(tok) <= fence.MaxToken && isHex32(md5hex) && strings.ToLower(md5hex) == md5hex &&
-			id != "" && !strings.ContainsFunc(id, isSpace)
-		if valid && (!ok || got != rec) {
-			t.Fatalf("record %+v printed as %q parses as %+v, %v", rec, rec.String(), got, ok)
+		e := Envelope{Deleted: tok%2 == 0, Token: fence.Token(tok), Nonce: nonce}
+		valid := e.Token <= fence.MaxToken && nonce != "" && !strings.ContainsFunc(nonce, isSpace) && len(e.header()) <= maxHeaderLen
+		got, b, err := Decode(append(e.header(), body...))
+		if valid && (err != nil || got != e || !bytes.Equal(b, body)) {
+			t.Fatalf("envelope %+v with body %q decodes as %+v, %q, %v", e, body, got, b, err)
 		}
 	})
-}
-
-func isHex32(s string) bool {
-	_, err := hex.DecodeString(s)
-	return len(s) == 32 && err == nil
 }
 
 func isSpace(r rune) bool { return strings.TrimSpace(string(r)) == "" }

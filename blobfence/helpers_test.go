@@ -3,6 +3,7 @@ package blobfence_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -18,36 +19,14 @@ import (
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
-// counting wraps an S3API and counts the requests per operation; the
-// multipart upload's requests (create, part, complete, abort) count in
-// multipart.
+// counting wraps an S3API and counts the requests per operation.
 type counting struct {
 	blobfence.S3API
-	heads, puts, gets, deletes, multipart atomic.Int64
+	heads, puts, gets, deletes atomic.Int64
 }
 
 func (c *counting) total() int64 {
-	return c.heads.Load() + c.puts.Load() + c.gets.Load() + c.deletes.Load() + c.multipart.Load()
-}
-
-func (c *counting) CreateMultipartUpload(ctx context.Context, in *s3.CreateMultipartUploadInput, o ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error) {
-	c.multipart.Add(1)
-	return c.S3API.CreateMultipartUpload(ctx, in, o...)
-}
-
-func (c *counting) UploadPart(ctx context.Context, in *s3.UploadPartInput, o ...func(*s3.Options)) (*s3.UploadPartOutput, error) {
-	c.multipart.Add(1)
-	return c.S3API.UploadPart(ctx, in, o...)
-}
-
-func (c *counting) CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMultipartUploadInput, o ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error) {
-	c.multipart.Add(1)
-	return c.S3API.CompleteMultipartUpload(ctx, in, o...)
-}
-
-func (c *counting) AbortMultipartUpload(ctx context.Context, in *s3.AbortMultipartUploadInput, o ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error) {
-	c.multipart.Add(1)
-	return c.S3API.AbortMultipartUpload(ctx, in, o...)
+	return c.heads.Load() + c.puts.Load() + c.gets.Load() + c.deletes.Load()
 }
 
 func (c *counting) HeadObject(ctx context.Context, in *s3.HeadObjectInput, o ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {
@@ -120,4 +99,14 @@ func pooledClient(env *testenv.S3Env, conns int) *s3.Client {
 			tr.MaxIdleConns, tr.MaxIdleConnsPerHost = conns, conns
 		}),
 	})
+}
+
+// putV puts body and returns the version written.
+func putV(ctx context.Context, s *blobfence.Store, key, body string, tok fence.Token) (blobfence.Version, error) {
+	return s.PutReader(ctx, key, strings.NewReader(body), tok)
+}
+
+// putAfter puts body after version v.
+func putAfter(ctx context.Context, s *blobfence.Store, key, body string, tok fence.Token, v blobfence.Version) error {
+	return s.Put(ctx, key, []byte(body), tok, blobfence.After(v))
 }

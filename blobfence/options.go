@@ -1,6 +1,7 @@
 package blobfence
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -25,6 +26,23 @@ type objectFields struct {
 	metadata                                                       map[string]string
 	sse                                                            types.ServerSideEncryption
 	kmsKeyID                                                       string
+	after                                                          Version // from After; the zero Version when none
+}
+
+// After tells a put the object's current version, as a Version that this
+// store returned for the same key ([Store.PutReader], [Store.Head],
+// [Store.GetVersion]), so that the put skips its HEAD: one request while v
+// is still current. When v is out of date, the put reads the object and
+// decides as without it. A zero Version or one of another key is an
+// error wrapping [ErrInvalidArgument].
+func After(v Version) PutOption {
+	return func(f *objectFields) error {
+		if v.etag == "" {
+			return errors.New("After: the Version is the zero Version; pass one a Store returned")
+		}
+		f.after = v
+		return nil
+	}
 }
 
 // ContentType sets the object's Content-Type header.
@@ -73,7 +91,7 @@ func Metadata(md map[string]string) PutOption {
 // ServerSideEncryption sets how S3 encrypts the object: AES256 (SSE-S3),
 // aws:kms or aws:kms:dsse (SSE-KMS, with kmsKeyID or "" for the bucket's
 // default key). Objects encrypted with KMS have ETags that are not the
-// MD5 of the body; the store handles them (see the package doc).
+// MD5 of the bytes: puts of them cost one HEAD more (see [Store.PutReader]).
 func ServerSideEncryption(sse types.ServerSideEncryption, kmsKeyID string) PutOption {
 	return func(f *objectFields) error {
 		switch sse {
@@ -126,7 +144,7 @@ func metadataNameProblem(name string) string {
 
 // objectFields applies opts and checks them against the store's own
 // metadata names.
-func (s *Store) objectFields(opts []PutOption) (objectFields, error) {
+func (s *Store) objectFields(key string, opts []PutOption) (objectFields, error) {
 	var f objectFields
 	for _, o := range opts {
 		if o == nil {
@@ -141,11 +159,15 @@ func (s *Store) objectFields(opts []PutOption) (objectFields, error) {
 			return f, fmt.Errorf("%w: put: Metadata: %q is the store's own name for the token; the token is the put's argument", ErrInvalidArgument, name)
 		}
 	}
+	if f.after.etag != "" && f.after.key != key {
+		return f, fmt.Errorf("%w: put: After: the Version is of the key %q, not %q", ErrInvalidArgument, f.after.key, key)
+	}
 	return f, nil
 }
 
 // userMetadata is the object's metadata: the caller's, the token and the
-// write record. It fails when the whole exceeds S3's 2 KB.
+// write record. It fails when the whole exceeds S3's 2 KB (with the
+// longest record, so that no attempt of a put can fail on it).
 func (s *Store) userMetadata(f objectFields, tok, record string) (map[string]string, error) {
 	md := make(map[string]string, len(f.metadata)+2)
 	maps.Copy(md, f.metadata)
@@ -161,12 +183,6 @@ func (s *Store) userMetadata(f objectFields, tok, record string) (map[string]str
 }
 
 func (f objectFields) putInput(in *s3.PutObjectInput) {
-	in.ContentType, in.CacheControl = optString(f.contentType), optString(f.cacheControl)
-	in.ContentDisposition, in.ContentEncoding = optString(f.contentDisposition), optString(f.contentEncoding)
-	in.ServerSideEncryption, in.SSEKMSKeyId = f.sse, optString(f.kmsKeyID)
-}
-
-func (f objectFields) createInput(in *s3.CreateMultipartUploadInput) {
 	in.ContentType, in.CacheControl = optString(f.contentType), optString(f.cacheControl)
 	in.ContentDisposition, in.ContentEncoding = optString(f.contentDisposition), optString(f.contentEncoding)
 	in.ServerSideEncryption, in.SSEKMSKeyId = f.sse, optString(f.kmsKeyID)

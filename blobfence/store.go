@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -18,17 +17,13 @@ import (
 
 // S3API is the part of an S3 client that a [Store] calls. *s3.Client from
 // aws-sdk-go-v2 satisfies it; tests wrap it to count requests or inject
-// faults. The multipart calls serve only the rewrite of identical bytes
-// (see the package doc).
+// faults. DeleteObject serves only [Store.Retire] and the clean-up of
+// [Store.Verify].
 type S3API interface {
 	HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
 	PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
 	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
 	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
-	CreateMultipartUpload(ctx context.Context, in *s3.CreateMultipartUploadInput, optFns ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error)
-	UploadPart(ctx context.Context, in *s3.UploadPartInput, optFns ...func(*s3.Options)) (*s3.UploadPartOutput, error)
-	CompleteMultipartUpload(ctx context.Context, in *s3.CompleteMultipartUploadInput, optFns ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error)
-	AbortMultipartUpload(ctx context.Context, in *s3.AbortMultipartUploadInput, optFns ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error)
 }
 
 var _ S3API = (*s3.Client)(nil)
@@ -64,10 +59,8 @@ var (
 	// object on every one of its attempts: each time it read the object and
 	// decided its token was not stale, another writer changed the object
 	// before the conditional write arrived. It is also returned when no
-	// read of the object could be trusted (the object kept changing while
-	// being read; for [Store.GetVersion], every read paired the body with
-	// another version's ETag). It is not a staleness verdict; the caller may
-	// try again.
+	// read of the object could be proven (the object kept changing while
+	// being read). It is not a staleness verdict; the caller may try again.
 	ErrContention = errors.New("blobfence: lost the race for the object on every attempt")
 
 	// ErrOutcomeUnknown is wrapped, together with the error that ended the
@@ -77,12 +70,12 @@ var (
 	ErrOutcomeUnknown = errors.New("blobfence: outcome of a write is unknown")
 
 	// ErrNotFound is returned (wrapped) by [Store.Get] and [Store.Head] when
-	// the object does not exist.
+	// the key is absent or deleted.
 	ErrNotFound = errors.New("blobfence: object not found")
 
-	// ErrBadMetadata is returned (wrapped, with [fence.ErrInvalidToken]) when
-	// an object's token metadata does not parse. Put and Delete refuse to
-	// touch such an object.
+	// ErrBadMetadata is returned (wrapped) when an object's token metadata
+	// (with [fence.ErrInvalidToken]) or its envelope does not parse. Writes
+	// refuse to touch such an object.
 	ErrBadMetadata = errors.New("blobfence: malformed token metadata")
 )
 
@@ -93,30 +86,26 @@ type Options struct {
 	// header x-amz-meta-<MetadataKey>; default [DefaultMetadataKey]. It must
 	// be 1 to 128 characters of lower-case letters, digits and '-', starting
 	// with a letter or digit (S3 lower-cases metadata names, so upper case
-	// would not round-trip). Each put's write record (token, MD5 of the
-	// body, write id) is stored next to it as <MetadataKey>-write.
+	// would not round-trip). Each write's record (state, nonce, MD5 of the
+	// stored bytes) is stored next to it as <MetadataKey>-write.
 	MetadataKey string
 
-	// MaxAttempts bounds the read-decide-write rounds of one Put or Delete;
-	// default [DefaultMaxAttempts]. After that many lost races the call
-	// returns [ErrContention]. It also bounds the reads of one decision
-	// (MaxAttempts+1) when reads cannot be trusted at once (see the package
-	// doc). Must not be negative.
+	// MaxAttempts bounds the read-decide-write rounds of one Put, Delete
+	// or Claim; default [DefaultMaxAttempts]. After that many lost races
+	// the call returns [ErrContention]. It also bounds the reads of one
+	// decision (MaxAttempts+1) when one read cannot be proven (see
+	// [Store.PutReader]). Must not be negative.
 	MaxAttempts int
 }
 
 // Store writes objects of one bucket, fenced by tokens kept in each
-// object's metadata. It is safe for concurrent use.
+// object. It is safe for concurrent use.
 type Store struct {
 	client      S3API
 	bucket      string
 	tokenKey    string
 	writeKey    string
 	maxAttempts int
-	// opaque is set once a put of this store got an ETag that is not the
-	// MD5 the body predicts: the server's ETags are not content hashes
-	// (SSE-KMS, some S3-compatible servers), see consistent.go.
-	opaque atomic.Bool
 }
 
 // New returns a Store writing to bucket through client. A nil opts means
@@ -220,12 +209,34 @@ func (s *Store) check(op, key string) error {
 	return nil
 }
 
-// checkToken validates a token presented with a write.
-func (s *Store) checkToken(op, key string, tok fence.Token) error {
+// checkWrite validates the store, key and token of a write.
+func (s *Store) checkWrite(op, key string, tok fence.Token) error {
+	if err := s.check(op, key); err != nil {
+		return err
+	}
 	if err := tok.Validate(); err != nil {
 		return fmt.Errorf("%w: %s %s: %w", ErrInvalidArgument, op, s.resource(key), err)
 	}
 	return nil
+}
+
+func (s *Store) resource(key string) string { return s.bucket + "/" + key }
+
+// wrap names the object once in err: "blobfence: put bucket/key: ...",
+// or "blobfence: put: ..." around a stale error, which names it already.
+// When ctx has ended, the error also wraps context.Cause(ctx) (a lost
+// lease's ErrLost, say), not only ctx.Err().
+func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
+		err = fmt.Errorf("%w (%w)", err, cause)
+	}
+	if errors.Is(err, fence.ErrStale) {
+		return fmt.Errorf("blobfence: %s: %w", op, err)
+	}
+	return fmt.Errorf("blobfence: %s %s: %w", op, s.resource(key), err)
 }
 
 // parseToken reads the token from an object's metadata: 0 when the object
@@ -275,7 +286,7 @@ func equalFoldASCII(a, b string) bool {
 
 // noSDKRetry turns the SDK's retryer off for one operation: a conditional
 // write is retried only by the store's own read-decide-write loop, which
-// re-reads the object (and its write id) before deciding again.
+// reads the key (and recognizes its own nonces) before deciding again.
 func noSDKRetry(o *s3.Options) {
 	if o.Retryer == nil {
 		o.Retryer = aws.NopRetryer{}

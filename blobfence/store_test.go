@@ -3,9 +3,13 @@ package blobfence_test
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -93,7 +97,7 @@ func TestBodyAndMetadataRoundTrip(t *testing.T) {
 			t.Fatalf("put %d: %v", i, err)
 		}
 		got, v, err := s.GetVersion(ctx, "rt")
-		if err != nil || !bytes.Equal(got, b) || v.Token != tok || v.ETag == "" {
+		if err != nil || !bytes.Equal(got, b) || v.Token() != tok || v.ETag() == "" {
 			t.Fatalf("round trip %d: %d bytes, %+v, %v; want %d bytes, token %d", i, len(got), v, err, len(b), tok)
 		}
 	}
@@ -117,50 +121,81 @@ func TestPutReaderFromOffset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Token != 5 || res.Attempts != 1 || res.Replaced.Exists() || res.ETag == "" {
-		t.Fatalf("PutResult = %+v; want token 5, 1 attempt, replacing nothing", res)
+	if res.Token() != 5 || res.ETag() == "" || res.Key() != "off" {
+		t.Fatalf("PutReader returned %+v; want token 5 of key off", res)
 	}
 	if body, _ := mustGet(t, s, "off"); string(body) != "payload" {
 		t.Fatalf("body = %q, want the reader's bytes from its offset, \"payload\"", body)
 	}
 }
 
-func TestPutAfterOneRequest(t *testing.T) {
+func TestAfterOneRequest(t *testing.T) {
 	ctx := context.Background()
 	s, c, _ := newStore(t, nil)
-	res, err := s.PutAfter(ctx, "chain", strings.NewReader("v1"), 3, blobfence.Version{})
-	if err != nil || c.total() != 1 {
-		t.Fatalf("PutAfter on an absent key: %v, %d requests; want nil, 1", err, c.total())
+	v, err := s.PutReader(ctx, "chain", strings.NewReader("v1"), 3)
+	if err != nil || c.total() != 2 {
+		t.Fatalf("put on an absent key: %v, %d requests; want nil, 2", err, c.total())
 	}
 	for i := 2; i <= 5; i++ {
-		prev := res.Version
-		res, err = s.PutAfter(ctx, "chain", strings.NewReader("v"+string(rune('0'+i))), 3, prev)
-		if err != nil || res.Replaced != prev {
-			t.Fatalf("PutAfter %d: %+v, %v; want it to replace %+v", i, res, err, prev)
+		if v, err = s.PutReader(ctx, "chain", strings.NewReader(fmt.Sprint("v", i)), 3, blobfence.After(v)); err != nil {
+			t.Fatalf("put %d: %v", i, err)
 		}
 	}
-	if c.total() != 5 {
-		t.Fatalf("5 PutAfter with the current version sent %d requests, want 5", c.total())
+	if c.total() != 6 {
+		t.Fatalf("4 puts with After the current version sent %d requests, want 4", c.total()-2)
 	}
 	// An out-of-date version falls back to read-decide-write.
 	if err := s.Put(ctx, "chain", []byte("other"), 4); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.PutAfter(ctx, "chain", strings.NewReader("late"), 3, res.Version)
+	err = s.Put(ctx, "chain", []byte("late"), 3, blobfence.After(v))
 	if !errors.Is(err, fence.ErrStale) {
-		t.Fatalf("PutAfter with an old version and an older token: %v, want ErrStale", err)
+		t.Fatalf("put after an old version with an older token: %v, want ErrStale", err)
 	}
-	got, err := s.PutAfter(ctx, "chain", strings.NewReader("newest"), 9, res.Version)
-	if err != nil || got.Attempts != 2 || got.Replaced.Token != 4 {
-		t.Fatalf("PutAfter with an old version: %+v, %v; want 2 attempts replacing token 4", got, err)
+	before := c.total()
+	newest, err := s.PutReader(ctx, "chain", strings.NewReader("newest"), 9, blobfence.After(v))
+	if err != nil || c.total()-before != 3 {
+		t.Fatalf("put after an old version: %v after %d requests; want success after 3 (PUT, HEAD, PUT)", err, c.total()-before)
 	}
-	// A known version with a newer token than ours is confirmed by a HEAD.
-	before, heads := c.total(), c.heads.Load()
-	_, err = s.PutAfter(ctx, "chain", strings.NewReader("x"), 8, got.Version)
-	if !errors.Is(err, fence.ErrStale) || c.total()-before != 1 || c.heads.Load()-heads != 1 {
-		t.Fatalf("PutAfter older than the known version: %v after %d requests; want ErrStale after 1 HEAD",
-			err, c.total()-before)
+	// A known version with a newer token than ours: stale, nothing sent.
+	before = c.total()
+	err = s.Put(ctx, "chain", []byte("x"), 8, blobfence.After(newest))
+	if !errors.Is(err, fence.ErrStale) || c.total() != before {
+		t.Fatalf("put older than the known version: %v after %d requests; want ErrStale after none", err, c.total()-before)
 	}
+	// A version names its key: another key's is refused, nothing sent.
+	if err := s.Put(ctx, "other", []byte("x"), 9, blobfence.After(newest)); !errors.Is(err, blobfence.ErrInvalidArgument) || c.total() != before {
+		t.Fatalf("put after another key's version: %v; want ErrInvalidArgument, nothing sent", err)
+	}
+	if err := s.Put(ctx, "other", []byte("x"), 9, blobfence.After(blobfence.Version{})); !errors.Is(err, blobfence.ErrInvalidArgument) || c.total() != before {
+		t.Fatalf("put after the zero Version: %v; want ErrInvalidArgument, nothing sent", err)
+	}
+}
+
+// TestSecondReleaseObjects: an object the second release wrote (the body
+// as it is, the token and its write record in the metadata) reads as it
+// was, and its next fenced write, at the usual two requests, upgrades it
+// to an envelope.
+func TestSecondReleaseObjects(t *testing.T) {
+	ctx := context.Background()
+	s, c, env := newStore(t, nil)
+	body := "written by the second release"
+	sum := md5.Sum([]byte(body))
+	record := "4 " + hex.EncodeToString(sum[:]) + " put ABC.0 - 0123456789abcdef"
+	_, err := env.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: &env.Bucket, Key: aws.String("old"), Body: strings.NewReader(body),
+		Metadata: map[string]string{"fencekit-token": "4", "fencekit-token-write": record}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStored(t, s, "old", body, 4)
+	if err := s.Put(ctx, "old", []byte("x"), 3); !errors.Is(err, fence.ErrStale) {
+		t.Fatalf("put of token 3 over the second release's token 4: %v; want ErrStale", err)
+	}
+	before := c.total()
+	if err := s.Put(ctx, "old", []byte("upgraded"), 5); err != nil || c.total()-before != 2 {
+		t.Fatalf("put over the second release's object: %v after %d requests; want nil after 2", err, c.total()-before)
+	}
+	wantStored(t, s, "old", "upgraded", 5)
 }
 
 func TestObjectWithoutTokenIsZero(t *testing.T) {
@@ -207,7 +242,7 @@ func TestMalformedTokenMetadata(t *testing.T) {
 
 func TestFencedDelete(t *testing.T) {
 	ctx := context.Background()
-	s, c, _ := newStore(t, nil)
+	s, c, env := newStore(t, nil)
 	if err := s.Put(ctx, "d", []byte("keep me"), 20); err != nil {
 		t.Fatal(err)
 	}
@@ -221,8 +256,8 @@ func TestFencedDelete(t *testing.T) {
 	if err := s.Delete(ctx, "d", 20); err != nil {
 		t.Fatalf("delete with the current token: %v", err)
 	}
-	if n := c.total() - before; n != 2 {
-		t.Fatalf("uncontended delete sent %d requests, want 2", n)
+	if n := c.total() - before; n != 2 || c.deletes.Load() != 0 {
+		t.Fatalf("uncontended delete sent %d requests (%d DELETEs), want 2 (HEAD, PUT of the tombstone)", n, c.deletes.Load())
 	}
 	if _, _, err := s.Get(ctx, "d"); !errors.Is(err, blobfence.ErrNotFound) {
 		t.Fatalf("Get after delete: %v, want ErrNotFound", err)
@@ -230,9 +265,37 @@ func TestFencedDelete(t *testing.T) {
 	if _, err := s.Head(ctx, "d"); !errors.Is(err, blobfence.ErrNotFound) {
 		t.Fatalf("Head after delete: %v, want ErrNotFound", err)
 	}
+	var se2 *fence.StaleError
+	if err := s.Put(ctx, "d", []byte("late"), 19); !errors.As(err, &se2) || se2.Current != 20 {
+		t.Fatalf("put of token 19 after token 20's delete: %v; want StaleError current 20", err)
+	}
 	before = c.total()
-	if err := s.Delete(ctx, "d", 21); err != nil || c.total()-before != 1 {
-		t.Fatalf("delete of an absent key: %v after %d requests; want nil after 1 HEAD", err, c.total()-before)
+	if err := s.Delete(ctx, "d", 20); err != nil || c.total()-before != 1 {
+		t.Fatalf("delete of a key deleted under the same token: %v after %d requests; want nil after 1 HEAD", err, c.total()-before)
+	}
+	// The tombstone is an object other tools see: the envelope, no body.
+	out, err := env.Client.GetObject(ctx, &s3.GetObjectInput{Bucket: &env.Bucket, Key: aws.String("d")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, _ := io.ReadAll(out.Body)
+	out.Body.Close()
+	if e, b, err := blobfence.Decode(stored); err != nil || !e.Deleted || e.Token != 20 || len(b) != 0 {
+		t.Fatalf("the tombstone decodes as %+v, %q, %v; want deleted under token 20, no body", e, b, err)
+	}
+	// Deleting a key never written leaves a tombstone too.
+	if err := s.Delete(ctx, "never", 30); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, "never", []byte("late"), 29); !errors.Is(err, fence.ErrStale) {
+		t.Fatalf("put of token 29 after token 30's delete of an absent key: %v; want ErrStale", err)
+	}
+	// Retire removes the fence, with a DELETE.
+	if err := s.Retire(ctx, "never"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, "never", []byte("any token"), 1); err != nil {
+		t.Fatalf("put after Retire: %v", err)
 	}
 }
 
@@ -243,12 +306,16 @@ func TestDeleteLosesRaceThenDecidesAgain(t *testing.T) {
 	if err := s.Put(ctx, "k", []byte("v1"), 5); err != nil {
 		t.Fatal(err)
 	}
-	// Between Delete's HEAD and its DELETE, a writer with token 6 replaces
-	// the object: the DELETE gets 412, the second round sees token 6.
-	env.beforeDelete = func() {
-		if err := mustNew(t, env.env.Client, env.env.Bucket, nil).Put(ctx, "k", []byte("v2"), 6); err != nil {
-			t.Error(err)
-		}
+	// Between Delete's HEAD and its tombstone, a writer with token 6
+	// replaces the object: the tombstone gets 412, the second round sees
+	// token 6.
+	var once sync.Once
+	env.beforePut = func() {
+		once.Do(func() {
+			if err := mustNew(t, env.env.Client, env.env.Bucket, nil).Put(ctx, "k", []byte("v2"), 6); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 	err := s.Delete(ctx, "k", 5)
 	var se *fence.StaleError
@@ -260,12 +327,48 @@ func TestDeleteLosesRaceThenDecidesAgain(t *testing.T) {
 	}
 }
 
-// TestSameBytesChangeTheETag: a newer holder that writes the very bytes
-// the object holds must change its ETag, or a writer that read the older
-// version and paused would pass its If-Match over the newer token. Before
-// the fix, the stale PutAfter below was accepted. Writing the same bytes
-// under the same token and fields is a no-op; a third token gets
-// ErrSameBytes, with nothing written.
+// TestClaim: a claim records its token without changing what readers get
+// (body, Content-Type, user metadata), so an older holder's put is refused
+// from then on; on an absent key it leaves a tombstone.
+func TestClaim(t *testing.T) {
+	ctx := context.Background()
+	s, c, env := newStore(t, nil)
+	if err := s.Put(ctx, "k", []byte("from 8"), 8, blobfence.ContentType("text/plain"), blobfence.Metadata(map[string]string{"job": "j"})); err != nil {
+		t.Fatal(err)
+	}
+	before := c.total()
+	if err := s.Claim(ctx, "k", 9); err != nil || c.total()-before != 3 {
+		t.Fatalf("claim: %v after %d requests; want nil after 3 (HEAD, GET, PUT)", err, c.total()-before)
+	}
+	wantStored(t, s, "k", "from 8", 9)
+	h, err := env.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &env.Bucket, Key: aws.String("k")})
+	if err != nil || aws.ToString(h.ContentType) != "text/plain" || h.Metadata["job"] != "j" {
+		t.Fatalf("after the claim: %v, Content-Type %q, metadata %v; want the put's", err, aws.ToString(h.ContentType), h.Metadata)
+	}
+	wantStale(t, "put of token 8 after claim 9", s.Put(ctx, "k", []byte("late"), 8))
+	wantStale(t, "claim of token 8 after claim 9", s.Claim(ctx, "k", 8))
+	before = c.total()
+	if err := s.Claim(ctx, "k", 9); err != nil || c.total()-before != 1 {
+		t.Fatalf("claim of the token the key has: %v after %d requests; want nil after 1 HEAD", err, c.total()-before)
+	}
+
+	before = c.total()
+	if err := s.Claim(ctx, "absent", 5); err != nil || c.total()-before != 2 {
+		t.Fatalf("claim of an absent key: %v after %d requests; want nil after 2", err, c.total()-before)
+	}
+	if _, _, err := s.Get(ctx, "absent"); !errors.Is(err, blobfence.ErrNotFound) {
+		t.Fatalf("Get after a claim of an absent key: %v; want ErrNotFound", err)
+	}
+	wantStale(t, "put of token 4 after claim 5", s.Put(ctx, "absent", []byte("late"), 4))
+	if err := s.Put(ctx, "absent", []byte("mine"), 5); err != nil {
+		t.Fatal(err)
+	}
+	wantStored(t, s, "absent", "mine", 5)
+}
+
+// TestSameBytesChangeTheETag: every write of the same bytes gets a new
+// ETag, so a writer holding an older version's ETag is refused, at the
+// usual two requests per put.
 func TestSameBytesChangeTheETag(t *testing.T) {
 	ctx := context.Background()
 	s, c, _ := newStore(t, nil)
@@ -274,52 +377,15 @@ func TestSameBytesChangeTheETag(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := c.total()
-	// PutAfter with the current version reads it all the same: the
-	// rewrite needs its write record.
-	v9, err := s.PutAfter(ctx, "k", strings.NewReader("same bytes"), 9, v5.Version)
-	if err != nil || v9.ETag == v5.ETag || v9.Replaced != v5.Version {
-		t.Fatalf("the same bytes under token 9: %+v, %v; want a new ETag, replacing %+v", v9, err, v5.Version)
+	v9, err := s.PutReader(ctx, "k", strings.NewReader("same bytes"), 9)
+	if err != nil || v9.ETag() == v5.ETag() || c.total()-before != 2 {
+		t.Fatalf("the same bytes under token 9: %+v, %v after %d requests; want a new ETag after 2", v9, err, c.total()-before)
 	}
-	if n, mp := c.total()-before, c.multipart.Load(); n != 4 || mp != 3 {
-		t.Fatalf("the rewrite sent %d requests (%d multipart); want 4: HEAD, create, part, complete", n, mp)
-	}
-	// The stale writer (token 7) read version 5 before it paused.
-	_, err = s.PutAfter(ctx, "k", strings.NewReader("stale"), 7, v5.Version)
 	var se *fence.StaleError
-	if !errors.As(err, &se) || se.Current != 9 {
-		t.Fatalf("PutAfter with token 7 on version 5's ETag: %v; want StaleError current 9", err)
+	if err := s.Put(ctx, "k", []byte("stale"), 7, blobfence.After(v5)); !errors.As(err, &se) || se.Current != 9 {
+		t.Fatalf("put of token 7 after version 5: %v; want StaleError current 9", err)
 	}
 	wantStored(t, s, "k", "same bytes", 9)
-	if _, v, err := s.GetVersion(ctx, "k"); err != nil || v != v9.Version {
-		t.Fatalf("GetVersion of the multipart version: %+v, %v; want %+v", v, err, v9.Version)
-	}
-
-	before = c.total()
-	again, err := s.PutReader(ctx, "k", strings.NewReader("same bytes"), 9)
-	if err != nil || again.Version != v9.Version || again.Replaced != v9.Version || c.total()-before != 1 {
-		t.Fatalf("the same bytes, token and fields again: %+v, %v after %d requests; want no write after 1 HEAD", again, err, c.total()-before)
-	}
-	before = c.total()
-	for _, w := range []struct {
-		tok fence.Token
-		opt []blobfence.PutOption
-	}{{12, nil}, {9, []blobfence.PutOption{blobfence.ContentType("text/plain")}}} {
-		err = s.Put(ctx, "k", []byte("same bytes"), w.tok, w.opt...)
-		if !errors.Is(err, blobfence.ErrSameBytes) || errors.Is(err, fence.ErrStale) {
-			t.Fatalf("the same bytes under token %d after tokens 5 and 9: %v; want ErrSameBytes", w.tok, err)
-		}
-	}
-	if n := c.total() - before; n != 2 {
-		t.Fatalf("refusing twice sent %d requests; want 2 HEADs", n)
-	}
-	if _, v, err := s.GetVersion(ctx, "k"); err != nil || v != v9.Version {
-		t.Fatalf("after ErrSameBytes: %+v, %v; want %+v unchanged", v, err, v9.Version)
-	}
-	// Other bytes start a new run.
-	if err := s.Put(ctx, "k", []byte("other bytes"), 12); err != nil {
-		t.Fatal(err)
-	}
-	wantStored(t, s, "k", "other bytes", 12)
 }
 
 func TestMissingBucket(t *testing.T) {

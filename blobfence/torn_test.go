@@ -78,11 +78,11 @@ func TestTornHeadsNeverAgree(t *testing.T) {
 	wantStored(t, s, "k", "v1", 5)
 }
 
-// TestTornGet: GetVersion must not return an ETag that the write record
-// shows belongs to another version than the body, since PutAfter would
-// write If-Match on it trusting the body's token. It reads again until two
-// reads agree, and gives up with ErrContention when none do; Get, which
-// returns no ETag, reads once.
+// TestTornGet: GetVersion must not return an ETag that is not proven to
+// be the body's, since a put with After would write If-Match on it trusting
+// the body's token. It reads again until a read is proven (the ETag is the
+// MD5 of the bytes, or a HEAD shows the same write), and gives up with
+// ErrContention when none is; Get, which returns no ETag, reads once.
 func TestTornGet(t *testing.T) {
 	ctx := context.Background()
 	f := newRacer(t)
@@ -97,28 +97,28 @@ func TestTornGet(t *testing.T) {
 	}
 	gets := func() int { return len(f.sdkAttempts["GetObject"]) }
 
-	f.tornGets = []string{v1.ETag}
+	f.tornGets = []string{v1.ETag()}
 	n := gets()
 	body, v, err := s.GetVersion(ctx, "k")
-	if err != nil || string(body) != "v2" || v != v2.Version || gets()-n != 2 {
-		t.Fatalf("GetVersion after one torn read: %q %+v %v after %d GETs; want v2 %+v after 2", body, v, err, gets()-n, v2.Version)
+	if err != nil || string(body) != "v2" || v != v2 || gets()-n != 2 {
+		t.Fatalf("GetVersion after one torn read: %q %+v %v after %d GETs; want v2 %+v after 2", body, v, err, gets()-n, v2)
 	}
 
 	// Reads torn in different ways never agree: ErrContention.
-	f.tornGets = []string{v1.ETag, `"00000000000000000000000000000000"`, v1.ETag}
+	f.tornGets = []string{v1.ETag(), `"00000000000000000000000000000000"`, v1.ETag()}
 	n = gets()
 	if _, v, err := s.GetVersion(ctx, "k"); !errors.Is(err, blobfence.ErrContention) || v != (blobfence.Version{}) || gets()-n != 3 {
 		t.Fatalf("GetVersion when every read is torn: %+v, %v after %d GETs; want ErrContention after 3 (MaxAttempts+1)", v, err, gets()-n)
 	}
-	// Two reads in a row that agree are the object's (an ETag that is not
-	// a content hash, as with SSE-KMS, reads the same way twice).
-	f.tornGets = slices.Repeat([]string{v1.ETag}, 2)
+	// Two reads torn the same way are refused all the same: the HEAD shows
+	// another write.
+	f.tornGets = slices.Repeat([]string{v1.ETag()}, 2)
 	n = gets()
-	if _, v, err := s.GetVersion(ctx, "k"); err != nil || v.ETag != v1.ETag || gets()-n != 2 {
-		t.Fatalf("GetVersion over two agreeing reads: %+v, %v after %d GETs; want them accepted after 2", v, err, gets()-n)
+	if _, v, err := s.GetVersion(ctx, "k"); err != nil || v != v2 || gets()-n != 3 {
+		t.Fatalf("GetVersion over two reads torn alike: %+v, %v after %d GETs; want %+v after 3", v, err, gets()-n, v2)
 	}
 
-	f.tornGets = []string{v1.ETag}
+	f.tornGets = []string{v1.ETag()}
 	n = gets()
 	if body, tok, err := s.Get(ctx, "k"); err != nil || string(body) != "v2" || tok != 9 || gets()-n != 1 {
 		t.Fatalf("Get over a torn read: %q, %d, %v after %d GETs; want v2, 9 after 1", body, tok, err, gets()-n)
@@ -126,10 +126,8 @@ func TestTornGet(t *testing.T) {
 }
 
 // TestTornHeadAcrossSameBytes: after the same bytes were written under
-// token 5 (a PUT) and 9 (a one-part upload), a HEAD that pairs the upload's
-// ETag with the PUT's metadata must not be trusted: both ETags are content
-// hashes of the same MD5, and only the form in the write record tells them
-// apart. A writer with token 7 deciding on that pair would land over 9.
+// tokens 5 and 9, a HEAD that pairs 9's ETag with 5's metadata must not be
+// trusted: a writer with token 7 deciding on that pair would land over 9.
 func TestTornHeadAcrossSameBytes(t *testing.T) {
 	ctx := context.Background()
 	f := newRacer(t)

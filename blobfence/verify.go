@@ -3,11 +3,11 @@ package blobfence
 import (
 	"bytes"
 	"context"
-	"crypto/md5"
 	"crypto/rand"
-	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -20,16 +20,23 @@ const VerifyKeyPrefix = "fencekit-verify/"
 // noMatch is an ETag no object has.
 const noMatch = `"00000000000000000000000000000000"`
 
-// Verify checks, on a scratch key of the bucket, that the server honours
-// what fencing needs: If-None-Match: * and If-Match on PUT, If-Match on
-// CompleteMultipartUpload (the rewrite of identical bytes), If-Match on
-// DELETE, and user metadata kept with the object. Run it once at start-up
-// against a server you have not tested: a server or proxy that ignores a
-// condition lets stale writes through silently.
+// cleanupTimeout bounds Verify's removal of its scratch key.
+const cleanupTimeout = 10 * time.Second
+
+// Verify checks, on a scratch key of the bucket and through the store's
+// own client, what fencing relies on: PUT honours If-None-Match: * and
+// If-Match, comparing with the object's current ETag (an ETag that was
+// current before is refused); a write of other bytes gets another ETag;
+// the ETag a PUT's reply gives is the one a HEAD then shows (puts with
+// [After] condition the next write on it); user metadata and the bytes
+// come back as written. Run it once at start-up against a server or
+// client set-up you have not tested: one that ignores a condition lets
+// stale writes through silently. DELETE's conditions are not needed
+// (deletes write tombstones) and not checked.
 //
-// It costs about fifteen requests and deletes the scratch key
-// ([VerifyKeyPrefix] and a random suffix) before it returns; it needs the
-// permissions a Store needs on that key. Errors: one wrapping
+// It costs nine requests and deletes the scratch key ([VerifyKeyPrefix]
+// and a random suffix) before it returns; it needs the permissions a Store
+// needs on that key, and s3:DeleteObject. Errors: one wrapping
 // [ErrUnsupported] that names everything missing ("If-Match on PUT is
 // ignored", ...); the S3 error of a request that failed otherwise (a
 // missing bucket, denied access); the context's cause.
@@ -39,139 +46,119 @@ func (s *Store) Verify(ctx context.Context) error {
 	}
 	key := VerifyKeyPrefix + rand.Text()
 	defer func() { // whatever happened, leave nothing behind
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
 		_, _ = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
 	}()
-	missing, err := s.probe(ctx, key)
-	if err != nil {
+	p := &probe{s: s, key: key}
+	if err := p.run(ctx); err != nil {
 		return s.wrap(ctx, "verify", key, err)
 	}
-	if len(missing) > 0 {
-		return fmt.Errorf("%w: bucket %s: %s", ErrUnsupported, s.bucket, strings.Join(missing, "; "))
+	if len(p.missing) > 0 {
+		return fmt.Errorf("%w: bucket %s: %s", ErrUnsupported, s.bucket, strings.Join(p.missing, "; "))
 	}
 	return nil
 }
 
 // probe runs Verify's requests on key and lists what the server does not
-// honour. An error means a request failed in a way that says nothing about
-// conditions.
-func (s *Store) probe(ctx context.Context, key string) (missing []string, err error) {
-	body := []byte("fencekit verify")
-	put := func(ifMatch, ifNoneMatch *string) (string, error) {
-		out, err := s.client.PutObject(ctx, &s3.PutObjectInput{
-			Bucket: aws.String(s.bucket), Key: aws.String(key), Body: bytes.NewReader(body),
-			Metadata: map[string]string{s.tokenKey: "1"}, IfMatch: ifMatch, IfNoneMatch: ifNoneMatch,
-		}, noSDKRetry)
-		if err != nil {
-			return "", err
-		}
-		return aws.ToString(out.ETag), nil
-	}
-	// refused runs a write that must be refused with 412 or 409 and says
-	// what is missing when it was not.
-	refused := func(what string, err error) {
-		switch {
-		case err == nil:
-			missing = append(missing, what+" is ignored (a write that had to be refused was accepted)")
-		case classify(err) != outcomeRace:
-			missing = append(missing, fmt.Sprintf("%s is not supported (%v)", what, err))
-		}
-	}
-	accepted := func(what string, err error) error {
-		if err == nil {
-			return nil
-		}
-		if st := httpStatus(err); st == 400 || st == 412 || st == 501 {
-			missing = append(missing, fmt.Sprintf("%s is not supported (%v)", what, err))
-			return nil
-		}
-		return err
-	}
-
-	etag, err := put(nil, aws.String("*"))
-	if err != nil {
-		return missing, accepted("If-None-Match: * on PUT", err) // nothing more to probe
-	}
-	_, err = put(nil, aws.String("*"))
-	refused("If-None-Match: * on PUT", err)
-	head, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
-	if err != nil {
-		return missing, err
-	}
-	if v, _ := lookupMeta(head.Metadata, s.tokenKey); v != "1" {
-		missing = append(missing, fmt.Sprintf("user metadata is not kept (x-amz-meta-%s came back as %q)", s.tokenKey, v))
-	}
-	etag = aws.ToString(head.ETag)
-	_, err = put(aws.String(noMatch), nil)
-	refused("If-Match on PUT", err)
-	if etag, err = put(aws.String(etag), nil); err != nil {
-		return missing, accepted("If-Match on PUT", err)
-	}
-	if etag, err = s.probeMultipart(ctx, key, body, etag, &missing); err != nil {
-		return missing, err
-	}
-	_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key), IfMatch: aws.String(noMatch)}, noSDKRetry)
-	refused("If-Match on DELETE", err)
-	_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key), IfMatch: aws.String(etag)}, noSDKRetry)
-	if err := accepted("If-Match on DELETE", err); err != nil && !isNotFound(err) {
-		return missing, err
-	}
-	return missing, nil
+// honour.
+type probe struct {
+	s       *Store
+	key     string
+	missing []string
 }
 
-// probeMultipart checks, on key holding body with ETag etag, that a
-// CompleteMultipartUpload with a wrong If-Match is refused, and that one
-// with the right If-Match writes the same bytes under a new ETag. It
-// returns the key's ETag afterwards.
-func (s *Store) probeMultipart(ctx context.Context, key string, body []byte, etag string, missing *[]string) (string, error) {
-	complete := func(ifMatch string) (string, error) {
-		up, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
-		if err != nil {
-			return "", errRefused(err)
-		}
-		completed := false
-		defer func() {
-			if !completed {
-				s.abort(ctx, key, up.UploadId)
-			}
-		}()
-		part, err := s.client.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String(s.bucket), Key: aws.String(key),
-			UploadId: up.UploadId, PartNumber: aws.Int32(1), Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body)))})
-		if err != nil {
-			return "", errRefused(err)
-		}
-		out, err := s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
-			Bucket: aws.String(s.bucket), Key: aws.String(key), UploadId: up.UploadId, IfMatch: aws.String(ifMatch),
-			MultipartUpload: onePart(part),
-		}, noSDKRetry)
-		if err != nil {
-			return "", err
-		}
-		completed = true
-		return aws.ToString(out.ETag), nil
+func (p *probe) miss(format string, args ...any) {
+	p.missing = append(p.missing, fmt.Sprintf(format, args...))
+}
+
+// put writes body with the given condition and returns the reply's ETag.
+func (p *probe) put(ctx context.Context, body string, ifMatch, ifNoneMatch *string) (string, error) {
+	out, err := p.s.client.PutObject(ctx, &s3.PutObjectInput{
+		Bucket: aws.String(p.s.bucket), Key: aws.String(p.key), Body: strings.NewReader(body),
+		Metadata: map[string]string{p.s.tokenKey: "1"}, IfMatch: ifMatch, IfNoneMatch: ifNoneMatch,
+	}, noSDKRetry)
+	if err != nil {
+		return "", err
 	}
-	const what = "If-Match on CompleteMultipartUpload"
-	wrong, err := complete(noMatch)
-	if errors.As(err, new(refusedError)) {
-		*missing = append(*missing, fmt.Sprintf("multipart uploads are not supported (%v)", err))
-		return etag, nil
-	}
+	return aws.ToString(out.ETag), nil
+}
+
+// refused takes the error of a write that had to be refused with 412 or
+// 409 and notes what is missing when it was not.
+func (p *probe) refused(what string, err error) {
 	switch {
 	case err == nil:
-		*missing = append(*missing, what+" is ignored (a write that had to be refused was accepted)")
-		etag = wrong
+		p.miss("%s is ignored (a write that had to be refused was accepted)", what)
 	case classify(err) != outcomeRace:
-		*missing = append(*missing, fmt.Sprintf("%s is not supported (%v)", what, err))
-		return etag, nil
+		p.miss("%s is not supported (%v)", what, err)
 	}
-	next, err := complete(etag)
+}
+
+// accepted takes the error of a write that had to be accepted; it returns
+// the error when it says nothing about conditions.
+func (p *probe) accepted(what string, err error) error {
+	if st := httpStatus(err); st == 400 || st == 412 || st == 501 {
+		p.miss("%s is not supported (%v)", what, err)
+		return nil
+	}
+	return err
+}
+
+// shows checks that a HEAD shows the ETag a PUT's reply gave, and the
+// metadata.
+func (p *probe) shows(ctx context.Context, what, etag string) error {
+	head, err := p.s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(p.s.bucket), Key: aws.String(p.key)})
 	if err != nil {
-		*missing = append(*missing, fmt.Sprintf("%s is not supported (a matching ETag was refused: %v)", what, err))
-		return etag, nil
+		return err
 	}
-	if next == etag && etag == plainETag(md5.Sum(body)) {
-		*missing = append(*missing, "a multipart upload of the same bytes keeps the ETag of a PUT")
+	if got := aws.ToString(head.ETag); got != etag {
+		p.miss("the reply to %s gave the ETag %s, but a HEAD then shows %s", what, etag, got)
 	}
-	return next, nil
+	if v, _ := lookupMeta(head.Metadata, p.s.tokenKey); v != "1" {
+		p.miss("user metadata is not kept (x-amz-meta-%s came back as %q)", p.s.tokenKey, v)
+	}
+	return nil
+}
+
+func (p *probe) run(ctx context.Context) error {
+	const create = "If-None-Match: * on PUT"
+	first, err := p.put(ctx, "fencekit verify 1", nil, aws.String("*"))
+	if err != nil {
+		return p.accepted(create, err) // nothing more to probe
+	}
+	_, err = p.put(ctx, "fencekit verify 2", nil, aws.String("*"))
+	p.refused(create, err)
+	if err := p.shows(ctx, "a PUT", first); err != nil {
+		return err
+	}
+	_, err = p.put(ctx, "fencekit verify 3", aws.String(noMatch), nil)
+	p.refused("If-Match on PUT", err)
+	second, err := p.put(ctx, "fencekit verify 4", aws.String(first), nil)
+	if err != nil {
+		return p.accepted("If-Match on PUT", err)
+	}
+	if second == first {
+		p.miss("two writes of different bytes got the same ETag %s", first)
+	}
+	if err := p.shows(ctx, "a conditional PUT", second); err != nil {
+		return err
+	}
+	if second != first {
+		_, err = p.put(ctx, "fencekit verify 5", aws.String(first), nil)
+		p.refused("If-Match on PUT with the ETag the object had before", err)
+	}
+	out, err := p.s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(p.s.bucket), Key: aws.String(p.key)})
+	if err != nil {
+		return err
+	}
+	defer out.Body.Close()
+	body, err := io.ReadAll(out.Body)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(body, []byte("fencekit verify 4")) {
+		p.miss("a GET returned %q, not the bytes last written", body)
+	}
+	return nil
 }

@@ -74,5 +74,17 @@ func TestS3Check(t *testing.T) {
 
 	runWant(t, creds(srv.Endpoint), exitFailed, "s3-check", "-bucket", "no-such-bucket")
 	runWant(t, creds(srv.Endpoint), exitUsage, "s3-check")
-	runWant(t, []string{envS3AccessKey + "=", envS3SecretKey + "=", "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY="}, exitUsage, "s3-check", "-bucket", bucket)
+
+	// The SDK's default credential chain: AWS_* variables, no fencekit ones.
+	chain := []string{envS3Endpoint + "=" + srv.Endpoint, envS3AccessKey + "=", envS3SecretKey + "=",
+		"AWS_ACCESS_KEY_ID=" + srv.AccessKey, "AWS_SECRET_ACCESS_KEY=" + srv.SecretKey, "AWS_REGION=us-east-1",
+		"AWS_CONFIG_FILE=/nonexistent", "AWS_SHARED_CREDENTIALS_FILE=/nonexistent"}
+	if r := runWant(t, chain, 0, "s3-check", "-bucket", bucket); !strings.HasPrefix(r.stdout, "ok: ") {
+		t.Errorf("s3-check with the default credential chain: %q", r.stdout)
+	}
+	none := []string{envS3Endpoint + "=" + srv.Endpoint, envS3AccessKey + "=", envS3SecretKey + "=", "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=",
+		"AWS_CONFIG_FILE=/nonexistent", "AWS_SHARED_CREDENTIALS_FILE=/nonexistent", "AWS_EC2_METADATA_DISABLED=true"}
+	if r := runWant(t, none, exitUsage, "s3-check", "-bucket", bucket); !strings.Contains(r.stderr, "no credentials") {
+		t.Errorf("s3-check without credentials: %s", r.stderr)
+	}
 }

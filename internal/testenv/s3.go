@@ -80,10 +80,11 @@ func S3(tb testing.TB) *S3Env {
 }
 
 // StartS3Server starts a private versitygw for fault tests (a test may stop
-// and restart it); it is killed at cleanup.
-func StartS3Server(tb testing.TB) *S3Server {
+// and restart it); it is killed at cleanup. posixFlags go to its posix
+// backend (such as --data-integrity-etag).
+func StartS3Server(tb testing.TB, posixFlags ...string) *S3Server {
 	tb.Helper()
-	srv, err := launchS3Server(tb.TempDir())
+	srv, err := launchS3Server(tb.TempDir(), posixFlags...)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func (s *S3Server) Client() *s3.Client { return NewS3Client(s.Endpoint, s.Access
 // sharedS3 is the versitygw that S3 started, stopped by Main.
 var sharedS3 *S3Server
 
-func launchS3Server(dir string) (*S3Server, error) {
+func launchS3Server(dir string, posixFlags ...string) (*S3Server, error) {
 	bin, err := toolPath("versitygw", EnvVersitygw)
 	if err != nil {
 		return nil, err
@@ -111,8 +112,8 @@ func launchS3Server(dir string) (*S3Server, error) {
 		return nil, fmt.Errorf("testenv: versitygw data dir: %w", err)
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	s := newServer("versitygw", bin, port, dir,
-		[]string{"--port", addr, "--access", versitygwAccess, "--secret", versitygwSecret, "posix", data})
+	args := append([]string{"--port", addr, "--access", versitygwAccess, "--secret", versitygwSecret, "posix"}, posixFlags...)
+	s := newServer("versitygw", bin, port, dir, append(args, data))
 	endpoint := "http://" + addr
 	s.ready = func(ctx context.Context) error { return probeHTTPCtx(ctx, endpoint) }
 	if err := s.Start(context.Background()); err != nil {

@@ -1,0 +1,63 @@
+package blobfence
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/fencekit/fencekit/fence"
+)
+
+// Delete makes the key read as absent ([Store.Get] and [Store.Head] return
+// [ErrNotFound]) and keeps its fence: it writes a tombstone, an envelope
+// with no body and the token tok, so a later put with an older token is
+// still refused. It never sends a DELETE (S3-compatible servers check, or
+// ignore, DELETE's If-Match in ways that let a stale delete through). It
+// costs what a put costs: a HEAD and a conditional PUT of a few bytes; one
+// HEAD when the key is already deleted under tok. Deleting an absent key
+// writes a tombstone too. Removing the tombstone for good is an operator's
+// step: [Store.Retire].
+//
+// Errors: as for [Store.PutReader].
+func (s *Store) Delete(ctx context.Context, key string, tok fence.Token) error {
+	if err := s.checkWrite("delete", key, tok); err != nil {
+		return err
+	}
+	tomb := &content{}
+	decide := func(_ context.Context, cur state) (*content, error) {
+		if cur.deleted && cur.token == tok {
+			return nil, nil
+		}
+		return tomb, nil
+	}
+	_, err := s.write(ctx, "delete", key, tok, Version{}, decide)
+	return s.wrap(ctx, "delete", key, err)
+}
+
+// Retire removes a deleted key's tombstone, and with it the key's fence:
+// afterwards a put with any token may create the key. It is an operator's
+// step, for keys that will not be written again or whose writers have all
+// stopped: run it only when no holder of an older token can still be
+// running. It refuses a key that readers still see (delete it first). It
+// costs a HEAD and an unconditional DELETE; a tombstone rewritten between
+// the two (by a Delete under a newer token) is removed too. Errors:
+// [ErrInvalidArgument], [ErrContention] (no two reads agreed), an error
+// naming a live object, the context's cause, S3 errors.
+func (s *Store) Retire(ctx context.Context, key string) error {
+	if err := s.check("retire", key); err != nil {
+		return err
+	}
+	st, err := s.read(ctx, key)
+	switch {
+	case err != nil:
+	case !st.exists():
+		return nil
+	case !st.deleted:
+		err = fmt.Errorf("%w: readers still see the object (token %d); Delete it first", ErrInvalidArgument, st.token)
+	default:
+		_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
+	}
+	return s.wrap(ctx, "retire", key, err)
+}

@@ -1,0 +1,156 @@
+package blobfence
+
+import (
+	"bytes"
+	"crypto/md5"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/fencekit/fencekit/fence"
+)
+
+// The stored object is an envelope: one header line, then the caller's
+// bytes.
+//
+//	fencekit-blob 1 <state> <token> <nonce>\n<body>
+//
+// state is "put" (the object holds body) or "del" (a tombstone: the key
+// reads as absent, the body is empty, the token still fences it). nonce is
+// random and new for every write, so every write's bytes, and hence its
+// ETag, differ from every earlier state of the key, whatever the body: an
+// If-Match on an ETag the writer read passes only while that very write
+// is current. The token is also in the object's metadata, with a write
+// record, so that one HEAD tells a writer the state:
+//
+//	x-amz-meta-fencekit-token:       <token>
+//	x-amz-meta-fencekit-token-write: 2 <state> <nonce> <md5 of the stored bytes, hex>
+//
+// The record's MD5 is the ETag the object has on a server whose ETags are
+// the MD5 of the bytes (AWS without SSE-KMS, versitygw, MinIO): a HEAD
+// whose ETag equals it read the ETag and metadata of the same write. An
+// object whose record does not start with "2 " was written by the second
+// release (its bytes are the body as is) or by another tool.
+
+// headerMagic starts every envelope.
+const headerMagic = "fencekit-blob 1 "
+
+// recordFormat starts the write record of an envelope.
+const recordFormat = "2"
+
+// maxHeaderLen bounds the header line a decoder looks for: the magic, the
+// state, a token of 19 digits and a nonce of 26 characters fit well.
+const maxHeaderLen = 128
+
+const (
+	statePut = "put"
+	stateDel = "del"
+)
+
+// Envelope is the decoded header of a stored object.
+type Envelope struct {
+	Deleted bool        // a tombstone: the key reads as absent
+	Token   fence.Token // the token of the write
+	Nonce   string      // unique per write
+}
+
+// header returns the header line of e.
+func (e Envelope) header() []byte {
+	return []byte(headerMagic + e.state() + " " + e.Token.String() + " " + e.Nonce + "\n")
+}
+
+func (e Envelope) state() string {
+	if e.Deleted {
+		return stateDel
+	}
+	return statePut
+}
+
+// record returns the write record of e stored with sum, the MD5 of the
+// stored bytes.
+func (e Envelope) record(sum [md5.Size]byte) string {
+	return recordFormat + " " + e.state() + " " + e.Nonce + " " + hex.EncodeToString(sum[:])
+}
+
+// Decode splits the bytes of an object a [Store] wrote into its envelope
+// and the caller's body. Other readers of the bucket (other languages,
+// the aws CLI) do the same: the body starts after the first '\n'; the line
+// before it is "fencekit-blob 1 <put|del> <token> <nonce>". Errors wrap
+// [ErrBadMetadata].
+func Decode(stored []byte) (Envelope, []byte, error) {
+	line, body, ok := bytes.Cut(stored[:min(len(stored), maxHeaderLen)], []byte("\n"))
+	if !ok {
+		return Envelope{}, nil, fmt.Errorf("%w: the object has no fencekit header line", ErrBadMetadata)
+	}
+	body = stored[len(line)+1:]
+	f := strings.Fields(string(line))
+	if len(f) != 5 || f[0]+" "+f[1]+" " != headerMagic || f[2] != statePut && f[2] != stateDel || f[4] == "" {
+		return Envelope{}, nil, fmt.Errorf("%w: the fencekit header %q is not %q<put|del> <token> <nonce>", ErrBadMetadata, line, headerMagic)
+	}
+	tok, err := fence.ParseToken(f[3])
+	if err != nil {
+		return Envelope{}, nil, fmt.Errorf("%w: the fencekit header: %w", ErrBadMetadata, err)
+	}
+	e := Envelope{Deleted: f[2] == stateDel, Token: tok, Nonce: f[4]}
+	if !bytes.Equal(e.header(), stored[:len(line)+1]) {
+		return Envelope{}, nil, fmt.Errorf("%w: the fencekit header %q is not in its one canonical spelling", ErrBadMetadata, line)
+	}
+	return e, body, nil
+}
+
+// writeRecord is what a HEAD tells of the write that produced an object.
+type writeRecord struct {
+	envelope bool // written by this release: the stored bytes are an envelope
+	deleted  bool
+	nonce    string
+	etag     string // the ETag the record predicts for an MD5 server; "" when none
+}
+
+// parseRecord parses the <MetadataKey>-write entry: this release's form,
+// or the second release's (<token> <md5> <put|mpu> <id> <alt> <fields>[
+// opaque]), whose MD5 and form still predict the ETag. ok is false for
+// anything else (another tool wrote the entry).
+func parseRecord(raw string, tok fence.Token) (writeRecord, bool) {
+	f := strings.Fields(raw)
+	switch {
+	case len(f) == 4 && f[0] == recordFormat && (f[1] == statePut || f[1] == stateDel):
+		sum, ok := md5Hex(f[3])
+		if !ok {
+			return writeRecord{}, false
+		}
+		return writeRecord{envelope: true, deleted: f[1] == stateDel, nonce: f[2], etag: plainETag(sum)}, true
+	case len(f) == 6 || len(f) == 7 && f[6] == "opaque":
+		sum, ok := md5Hex(f[1])
+		if !ok || f[0] != tok.String() {
+			return writeRecord{}, false
+		}
+		switch f[2] {
+		case "put":
+			return writeRecord{etag: plainETag(sum)}, true
+		case "mpu":
+			return writeRecord{etag: multipartETag(sum)}, true
+		}
+	}
+	return writeRecord{}, false
+}
+
+func md5Hex(s string) (sum [md5.Size]byte, ok bool) {
+	if len(s) != 2*md5.Size {
+		return sum, false
+	}
+	if _, err := hex.Decode(sum[:], []byte(s)); err != nil || hex.EncodeToString(sum[:]) != s {
+		return sum, false
+	}
+	return sum, true
+}
+
+// plainETag is the ETag S3 gives a single PUT of bytes with MD5 sum.
+func plainETag(sum [md5.Size]byte) string { return strconv.Quote(hex.EncodeToString(sum[:])) }
+
+// multipartETag is the ETag S3 gives a one-part multipart upload of bytes
+// with MD5 sum (objects the second release wrote): md5(sum), then "-1".
+func multipartETag(sum [md5.Size]byte) string {
+	m := md5.Sum(sum[:])
+	return strconv.Quote(hex.EncodeToString(m[:]) + "-1")
+}
