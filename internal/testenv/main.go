@@ -35,5 +35,6 @@ func stopShared() {
 		sharedS3.Kill()
 		os.RemoveAll(sharedS3.Dir)
 	}
+	stopSharedZooKeeper()
 	terminateContainers()
 }
