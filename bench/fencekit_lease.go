@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencekit/fencekit/lease"
+	"github.com/fencekit/fencekit/lease/redislease"
 )
 
 func init() {
@@ -31,7 +32,7 @@ type Fencekit struct{ C *lease.Client }
 
 // NewFencekit returns the fencekit adapter; opts nil means the defaults.
 func NewFencekit(c redis.UniversalClient, opts *lease.Options) (Fencekit, error) {
-	lc, err := lease.New(c, opts)
+	lc, err := redislease.New(c, opts)
 	return Fencekit{C: lc}, err
 }
 

@@ -18,7 +18,7 @@ import (
 	"github.com/fencekit/fencekit/lease"
 	"github.com/fencekit/fencekit/lease/etcdlease"
 	"github.com/fencekit/fencekit/lease/pglease"
-	"github.com/fencekit/fencekit/migrations"
+	"github.com/fencekit/fencekit/lease/redislease"
 )
 
 // BenchmarkIssuer compares the three stores behind one *lease.Client:
@@ -103,7 +103,7 @@ func newIssuer(b *testing.B, name string, p *probe) *lease.Client {
 	case "redis":
 		env := newRedis(b, opts.KeyPrefix)
 		env.Client.AddHook(probeHook{p})
-		c, err = lease.New(env.Client, opts)
+		c, err = redislease.New(env.Client, opts)
 	case "postgres":
 		c, err = pglease.New(benchPool(b, p), opts)
 	case "etcd":
@@ -134,13 +134,10 @@ func benchPool(b *testing.B, p *probe) *pgxpool.Pool {
 	if err != nil {
 		b.Fatal(err)
 	}
-	up, err := migrations.FS.ReadFile("000002_fencekit_leases.up.sql")
-	if err != nil {
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+schema+"; "+string(up)); err != nil {
-		b.Fatal(err)
-	}
+	testenv.MigrateLeases(b, pool)
 	b.Cleanup(func() {
 		pool.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
 		pool.Close()

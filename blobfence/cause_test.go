@@ -13,6 +13,7 @@ import (
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
+	"github.com/fencekit/fencekit/lease/redislease"
 )
 
 // stalled is an S3 client whose PUT waits until its context ends, then
@@ -35,7 +36,7 @@ func (s stalled) PutObject(ctx context.Context, in *s3.PutObjectInput, o ...func
 func TestLostLeaseCause(t *testing.T) {
 	ctx := context.Background()
 	rdb := testenv.Redis(t)
-	leases, err := lease.New(rdb.Client, nil)
+	leases, err := redislease.New(rdb.Client, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,11 +7,12 @@ import (
 	"github.com/fencekit/fencekit/fence"
 )
 
-// Backend is a store of leases that issues fencing tokens: Redis (this
-// package, [New]), etcd (lease/etcdlease) or PostgreSQL (lease/pglease).
-// A [Client] made by [NewClient] keeps everything else above it, once: name
-// and TTL checks, deadlines, the heartbeat, retries, Context and loss
-// signalling, metrics, logs, AcquireWait's loop, Close.
+// Backend is a store of leases that issues fencing tokens: Redis
+// (lease/redislease), PostgreSQL (lease/pglease), etcd (lease/etcdlease),
+// ZooKeeper (lease/zklease). A [Client] made by [NewClient] keeps
+// everything else above it, once: name, TTL and identity checks,
+// deadlines, the heartbeat, retries, Context and loss signalling, metrics,
+// logs, AcquireWait's loop, Close.
 //
 // The contract every Backend keeps:
 //
@@ -28,8 +29,9 @@ import (
 //     Renew succeeded.
 //   - Loss is definite: Renew and Release report a grant that is no longer
 //     the caller's as a [*LostError] with Cause [CauseMissing] (the store no
-//     longer has it) or [CauseStolen] (someone else holds the name), Name and
-//     Token filled in from the Grant. The Client ends the lease at once.
+//     longer has it) or [CauseStolen] (someone else holds the name), and
+//     optionally Err. The Client fills in Name, Token, Identity and Backend
+//     and ends the lease at once.
 //   - Any other error is transient and may have taken effect or not: the
 //     Client retries renewals until the local deadline and never assumes a
 //     failed Acquire granted nothing (an unanswered grant expires at its TTL).
@@ -45,21 +47,27 @@ import (
 // The Client never reads Grant.Value and never changes a Grant after
 // Acquire returned it.
 type Backend interface {
-	// Acquire grants name for ttl if nobody holds it, in one round trip
+	// Name names the store in errors and logs: "redis",
+	// "postgres", "etcd", "zookeeper". It is constant.
+	Name() string
+
+	// Acquire grants name for ttl to identity (Options.Identity, stored
+	// with the grant for Inspect) if nobody holds it, in one round trip
 	// when the store allows. When someone holds it, it returns a
-	// [*NotAcquiredError] with the holder's token (0 when unknown) and
-	// remaining TTL, read in the same step as the refusal. The Client has
-	// validated name and ttl (whole milliseconds, at least [MinTTL]).
-	Acquire(ctx context.Context, name string, ttl time.Duration) (*Grant, error)
+	// [*NotAcquiredError] with the holder's token (0 when unknown),
+	// identity ("" when unknown) and remaining TTL, read in the same step
+	// as the refusal. The Client has validated name, ttl (whole
+	// milliseconds, at least [MinTTL]) and identity.
+	Acquire(ctx context.Context, name string, ttl time.Duration, identity string) (*Grant, error)
 
 	// Renew extends each grant of batch by its TTL, counted from now, and
-	// sets errs[i] (len(errs) == len(batch)) to nil when batch[i] was
-	// extended, to a [*LostError] when it is definitely lost, to another
-	// error when its outcome is unknown. The grants of a batch are the
-	// renewals that fell due together: send them in as few round trips as
-	// the store allows (Redis: one pipeline per node). Renew must not keep
-	// batch or errs after it returns: the Client reuses them.
-	Renew(ctx context.Context, batch []*Grant, errs []error)
+	// returns one error per grant (len(batch) of them, or nil when all
+	// were extended): nil when batch[i] was extended, a [*LostError] when
+	// it is definitely lost, another error when its outcome is unknown.
+	// The grants of a batch are the renewals that fell due together: send
+	// them in as few round trips as the store allows (Redis: one pipeline
+	// per node). Renew must not keep batch after it returns.
+	Renew(ctx context.Context, batch []*Grant) []error
 
 	// Release deletes g if it is still the holder and wakes the name's
 	// waiters (see Watch). It returns nil when deleted, a [*LostError] when
@@ -103,6 +111,7 @@ type Watch interface {
 type Info struct {
 	Held      bool          // someone holds the lease now
 	Holder    fence.Token   // the holder's token (0 when not held or not written by fencekit)
+	Identity  string        // the holder's Options.Identity ("" when not held or unknown)
 	Remaining time.Duration // the holder's remaining TTL (0 when not held, negative when the key has no expiry)
 	Last      fence.Token   // the last token issued for the name (0 when none)
 }

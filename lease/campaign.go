@@ -33,7 +33,7 @@ import (
 // died.
 //
 // Cost: per term, the round trips of AcquireWait, the heartbeat, and one
-// for the release. A failed attempt (Redis unreachable) is logged and
+// for the release. A failed attempt (store unreachable) is logged and
 // retried after a backoff (10ms doubling up to ttl, with jitter).
 //
 // Campaign returns an error wrapping ctx.Err() (joined to the last failed

@@ -9,7 +9,8 @@ import (
 	"time"
 )
 
-// Client grants leases from a [Backend] (Redis with [New]) and keeps them:
+// Client grants leases from a [Backend] (lease/redislease, lease/pglease,
+// lease/etcdlease, lease/zklease make one) and keeps them:
 // it renews them, ends them at their local deadline, and signals their
 // loss. It is safe for concurrent use.
 type Client struct {
@@ -22,27 +23,10 @@ type Client struct {
 // ErrClosed is returned by every call of a [Client] after [Client.Close].
 var ErrClosed = errors.New("lease: client closed")
 
-// New returns a client that stores leases in Redis through client: a
-// *redis.Client (also a failover/Sentinel client), a *redis.ClusterClient,
-// a *redis.Ring, or any [RedisClient]. opts may be nil for the defaults.
-// New sends nothing to Redis.
-//
-// Errors: an error wrapping [ErrInvalid] for a nil client (typed nil
-// included) or an invalid option.
-func New(client RedisClient, opts *Options) (*Client, error) {
-	if isNil(client) {
-		return nil, fmt.Errorf("%w: nil Redis client passed to lease.New", ErrInvalid)
-	}
-	cfg, err := newConfig(opts)
-	if err != nil {
-		return nil, err
-	}
-	return newClient(&redisBackend{rdb: client, scripts: client, prefix: cfg.prefix}, cfg), nil
-}
-
-// NewClient returns a client that stores leases in b; lease/etcdlease and
-// lease/pglease make theirs with it. opts may be nil for the defaults (the
-// backend reads KeyPrefix itself, if it uses one). NewClient sends nothing.
+// NewClient returns a client that stores leases in b; every issuer's New
+// (lease/redislease, lease/pglease, ...) makes its client with it. opts may
+// be nil for the defaults (the backend reads KeyPrefix itself, if it uses
+// one). NewClient sends nothing.
 //
 // Errors: an error wrapping [ErrInvalid] for a nil backend or an invalid
 // option.
@@ -81,15 +65,13 @@ func isNil(v any) bool {
 // [Lease.Release] or until it is lost; its token is greater than the token
 // of every earlier grant of name. When the reply arrives after the lease's
 // local deadline (sent + ttl - drift margin) the returned lease has already
-// ended: its Err is a [*LostError] with CauseExpired. When go-redis resends
-// the request after losing a reply (it retries timeouts and EOFs), the
-// resent copy recognises the first copy's grant as its own and returns it.
+// ended: its Err is a [*LostError] with CauseExpired.
 //
 // Errors: a [*NotAcquiredError] (errors.Is ErrNotAcquired) carrying the
 // holder's remaining TTL when someone else holds it; an error wrapping
 // [ErrInvalid] for a bad name or ttl (nothing is sent); the context's or
-// Redis's error otherwise. After a network or context error the grant may
-// still have happened in Redis without its reply arriving: the key then
+// the store's error otherwise. After a network or context error the grant
+// may still have happened in the store without its reply arriving: it then
 // expires ttl after the request, unrenewed.
 func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration) (*Lease, error) {
 	t, err := c.check(name, ttl)
@@ -99,7 +81,7 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration) (*
 	return c.acquire(ctx, name, t)
 }
 
-// check validates everything that needs no Redis.
+// check validates everything that needs no store.
 func (c *Client) check(name string, ttl time.Duration) (timing, error) {
 	if c == nil {
 		return timing{}, fmt.Errorf("%w: nil *lease.Client", ErrInvalid)
@@ -118,7 +100,7 @@ func (c *Client) acquire(ctx context.Context, name string, t timing) (*Lease, er
 		return nil, fmt.Errorf("lease: acquire %q: nothing sent: %w", name, ErrClosed)
 	}
 	sent := time.Now()
-	g, err := c.b.Acquire(ctx, name, t.ttl)
+	g, err := c.b.Acquire(ctx, name, t.ttl, c.cfg.identity)
 	if err != nil && errors.Is(err, ErrNotAcquired) {
 		c.m.acquireLatency(ctx, time.Since(sent), nil)
 		return nil, err
@@ -198,7 +180,7 @@ func (c *Client) closed() bool {
 // cancelled with [ErrReleased]), waits for the renewals in flight to
 // return, then releases the leases in the store with ctx, one round trip
 // each. Afterwards every call of c returns an error wrapping [ErrClosed],
-// and c leaves no goroutine behind. It does not close the Redis client.
+// and c leaves no goroutine behind. It does not close the store's client.
 //
 // Errors: those of [Lease.Release] for leases found lost, joined; when ctx
 // ends first, an error wrapping ctx.Err() that counts the leases left to

@@ -68,7 +68,7 @@ func runUnder(ctx context.Context, l *Lease, fn func(ctx context.Context, tok fe
 
 // releaseBounded releases l with ctx's values but not its cancellation (ctx
 // may have ended: the lease must be released all the same), for at most
-// ttl, after which Redis has expired the key anyway.
+// ttl, after which the store has expired the grant anyway.
 func releaseBounded(ctx context.Context, l *Lease, ttl time.Duration) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl)
 	defer cancel()

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
-	"github.com/fencekit/fencekit/lease"
+	"github.com/fencekit/fencekit/lease/redislease"
 )
 
 // Do is the whole pattern in one call: wait for the lease, run the work
@@ -17,7 +17,7 @@ import (
 func ExampleClient_Do() {
 	rdb, name, done := exampleRedis("ExampleClient_Do", "nightly-report")
 	defer done()
-	leases, err := lease.New(rdb, nil)
+	leases, err := redislease.New(rdb, nil)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -48,7 +48,7 @@ func ExampleClient_Campaign() {
 		wg    sync.WaitGroup
 	)
 	for range 3 {
-		leases, err := lease.New(rdb, nil)
+		leases, err := redislease.New(rdb, nil)
 		if err != nil {
 			fmt.Println(err)
 			return

@@ -21,7 +21,7 @@ var (
 	ErrLost error = &subError{msg: "lease: lost", parent: fence.ErrFencedOut}
 
 	// ErrReleased is the cause of a lease's end after a successful
-	// [Lease.Release] (or a Release that failed to reach Redis).
+	// [Lease.Release] (or a Release that failed to reach the store).
 	ErrReleased = errors.New("lease: released")
 )
 
@@ -38,22 +38,29 @@ func (e *subError) Unwrap() error { return e.parent }
 // lease. It unwraps to [ErrNotAcquired].
 type NotAcquiredError struct {
 	Name string
-	// Remaining is the holder's remaining TTL as Redis reported it in the
+	// Remaining is the holder's remaining TTL as the store reported it in the
 	// same round trip; negative when the key has no expiry (someone set it
 	// outside fencekit).
 	Remaining time.Duration
-	// Holder is the current holder's token, 0 when the key was not written
-	// by fencekit.
+	// Holder is the current holder's token, 0 when unknown (not written by
+	// fencekit).
 	Holder fence.Token
+	// Identity is the holder's Options.Identity, "" when unknown.
+	Identity string
 }
 
-// Error names the lease, the holder's token and its remaining TTL.
+// Error names the lease, the holder's token and identity and its remaining
+// TTL.
 func (e *NotAcquiredError) Error() string {
 	rem := "with no expiry"
 	if e.Remaining >= 0 {
 		rem = "for " + e.Remaining.String()
 	}
-	return "lease: " + strconv.Quote(e.Name) + " is held by token " + e.Holder.String() + " " + rem
+	who := ""
+	if e.Identity != "" {
+		who = " of " + strconv.Quote(e.Identity)
+	}
+	return "lease: " + strconv.Quote(e.Name) + " is held by token " + e.Holder.String() + who + " " + rem
 }
 
 // Unwrap returns [ErrNotAcquired].
@@ -63,29 +70,40 @@ func (e *NotAcquiredError) Unwrap() error { return ErrNotAcquired }
 // "cause" attribute.
 const (
 	CauseExpired = "expired" // the local deadline passed without a confirmed renewal
-	CauseMissing = "missing" // Redis no longer has the key (expired, deleted, data lost)
-	CauseStolen  = "stolen"  // the key holds another owner's value
+	CauseMissing = "missing" // the store no longer has the grant (expired, deleted, data lost)
+	CauseStolen  = "stolen"  // the store shows another holder
 )
 
 // LostError describes why a lease was lost. It unwraps to [ErrLost] and, for
-// CauseExpired, to the last renewal error.
+// CauseExpired, to the last renewal error. A [Backend] sets Cause (and
+// maybe Err); the [Client] fills in the rest.
 type LostError struct {
-	Name  string
-	Token fence.Token
-	Cause string // CauseExpired, CauseMissing or CauseStolen
-	Err   error  // CauseExpired: the last renewal error, or why the deadline passed unrenewed; may be nil
+	Name     string
+	Token    fence.Token
+	Identity string // the lost holder's Options.Identity
+	Backend  string // the store that lost it ([Backend.Name]): "redis", "postgres", ...
+	Cause    string // CauseExpired, CauseMissing or CauseStolen
+	Err      error  // CauseExpired: the last renewal error, or why the deadline passed unrenewed; may be nil
 }
 
-// Error names the lease, its token and why it was lost.
+// Error names the lease, its token, holder and store, and why it was lost.
 func (e *LostError) Error() string {
-	msg := "lease: " + strconv.Quote(e.Name) + " with token " + e.Token.String() + " lost: "
+	msg := "lease: " + strconv.Quote(e.Name) + " with token " + e.Token.String()
+	if e.Identity != "" {
+		msg += " held by " + strconv.Quote(e.Identity)
+	}
+	store := e.Backend
+	if store == "" {
+		store = "the store"
+	}
+	msg += " lost: "
 	switch e.Cause {
 	case CauseExpired:
-		msg += "no renewal confirmed before the local deadline"
+		msg += "no renewal confirmed by " + store + " before the local deadline"
 	case CauseMissing:
-		msg += "the key is gone from Redis"
+		msg += store + " no longer has the grant"
 	case CauseStolen:
-		msg += "the key belongs to another owner"
+		msg += store + " shows another holder"
 	default:
 		msg += e.Cause
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
+	"github.com/fencekit/fencekit/lease/redislease"
 )
 
 // exampleRedis gives an example the test Redis (FENCEKIT_REDIS_ADDR, default
@@ -28,7 +29,7 @@ func exampleRedis(example, suffix string) (rdb *redis.Client, name string, done 
 func ExampleClient_Acquire() {
 	rdb, name, done := exampleRedis("ExampleClient_Acquire", "invoices")
 	defer done()
-	leases, err := lease.New(rdb, nil)
+	leases, err := redislease.New(rdb, nil)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -76,7 +77,7 @@ func ExampleClient_Acquire() {
 func ExampleClient_AcquireWait() {
 	rdb, name, done := exampleRedis("ExampleClient_AcquireWait", "reports")
 	defer done()
-	leases, err := lease.New(rdb, nil)
+	leases, err := redislease.New(rdb, nil)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -112,7 +113,7 @@ func ExampleClient_AcquireWait() {
 func ExampleLease_Context() {
 	rdb, name, done := exampleRedis("ExampleLease_Context", "lost")
 	defer done()
-	leases, err := lease.New(rdb, &lease.Options{RenewInterval: 20 * time.Millisecond})
+	leases, err := redislease.New(rdb, &lease.Options{RenewInterval: 20 * time.Millisecond})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -12,15 +12,15 @@ import (
 )
 
 // fakeRedis is a Backend in memory, with time.Now as its clock, so that
-// testing/synctest can drive the timing logic without a network. It keeps
-// the Redis keys' names and values (lock key "<token>:<owner>"), so tests
-// read it as they would read Redis. Its faults are switched on and off by
-// the test. A batch of renewals is one request, as a pipeline is.
+// testing/synctest can drive the timing logic without a network. It works
+// as Redis does: per name, a holder value "<token>:<owner>" with an expiry
+// and a token counter. Its faults are switched on and off by the test. A
+// batch of renewals is one request, as a pipeline is.
 type fakeRedis struct {
 	mu      sync.Mutex
-	value   map[string]string
-	expires map[string]time.Time
-	counter map[string]int64
+	value   map[string]string    // name -> holder "<token>:<owner>"
+	expires map[string]time.Time // name -> expiry of value
+	counter map[string]int64     // name -> last token
 	owners  int64
 	dead    map[string]bool // lock values whose holder "crashed": its renewals never arrive
 
@@ -34,7 +34,7 @@ type fakeRedis struct {
 
 type fakeCall struct {
 	script   string // acquire, renew, release, inspect
-	key      string // the lock key
+	key      string // the lease name
 	sent     time.Time
 	deadline time.Time // the request context's deadline, zero if none
 	returned time.Time // when the request returned, zero while in flight
@@ -48,11 +48,13 @@ func newFakeRedis() *fakeRedis {
 
 var _ Backend = (*fakeRedis)(nil)
 
-func fakeKeys(name string) *keys {
-	k := new(keys)
-	makeKeys(k, DefaultKeyPrefix, name)
-	return k
-}
+// fakeGrant is a fake grant's Value: the holder value it wrote.
+type fakeGrant struct{ value string }
+
+// lockValueOf returns the holder value that l's grant wrote.
+func lockValueOf(l *Lease) string { return l.g.Value.(fakeGrant).value }
+
+func (f *fakeRedis) Name() string { return "fake" }
 
 func (f *fakeRedis) renewCalls() []fakeCall {
 	f.mu.Lock()
@@ -109,75 +111,76 @@ func (f *fakeRedis) request(ctx context.Context, script string, lockKeys ...stri
 	return done, nil
 }
 
-func (f *fakeRedis) Acquire(ctx context.Context, name string, ttl time.Duration) (*Grant, error) {
-	k := fakeKeys(name)
-	done, err := f.request(ctx, "acquire", k.lock)
+func (f *fakeRedis) Acquire(ctx context.Context, name string, ttl time.Duration, identity string) (*Grant, error) {
+	done, err := f.request(ctx, "acquire", name)
 	defer done()
 	if err != nil {
 		return nil, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.expire(k.lock)
-	if v, held := f.value[k.lock]; held {
-		holder, _ := parseHolder(v)
-		return nil, &NotAcquiredError{Name: name, Remaining: time.Until(f.expires[k.lock]).Truncate(time.Millisecond), Holder: holder}
+	f.expire(name)
+	if v, held := f.value[name]; held {
+		return nil, &NotAcquiredError{Name: name, Remaining: time.Until(f.expires[name]).Truncate(time.Millisecond), Holder: holderToken(v)}
 	}
-	tok := max(f.counter[k.token]+1, time.Now().UnixMicro())
-	f.counter[k.token] = tok
+	tok := max(f.counter[name]+1, time.Now().UnixMicro())
+	f.counter[name] = tok
 	f.owners++
-	v := lockValue(fence.Token(tok), "owner"+strconv.FormatInt(f.owners, 10))
-	f.value[k.lock] = v
-	f.expires[k.lock] = time.Now().Add(ttl)
-	rg := &redisGrant{keys: *k, value: v}
-	rg.Grant = Grant{Name: name, Token: fence.Token(tok), TTL: ttl, Value: rg}
-	return &rg.Grant, nil
+	v := strconv.FormatInt(tok, 10) + ":" + identity + "#" + strconv.FormatInt(f.owners, 10)
+	f.value[name] = v
+	f.expires[name] = time.Now().Add(ttl)
+	return &Grant{Name: name, Token: fence.Token(tok), TTL: ttl, Value: fakeGrant{v}}, nil
 }
 
-func (f *fakeRedis) Renew(ctx context.Context, batch []*Grant, errs []error) {
-	lockKeys := make([]string, len(batch))
+// holderToken is the token of a holder value, 0 for one the fake did not write.
+func holderToken(v string) fence.Token {
+	tok, _ := fence.ParseToken(strings.SplitN(v, ":", 2)[0])
+	return tok
+}
+
+func (f *fakeRedis) Renew(ctx context.Context, batch []*Grant) []error {
+	names := make([]string, len(batch))
 	for i, g := range batch {
-		lockKeys[i] = g.Value.(*redisGrant).lock
+		names[i] = g.Name
 	}
-	done, err := f.request(ctx, "renew", lockKeys...)
+	done, err := f.request(ctx, "renew", names...)
 	defer done()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	errs := make([]error, len(batch))
 	for i, g := range batch {
-		rg := g.Value.(*redisGrant)
 		switch {
 		case err != nil:
 			errs[i] = err
 		case f.failNext > 0:
 			f.failNext--
 			errs[i] = errFake
-		case f.dead[rg.value]:
+		case f.dead[g.Value.(fakeGrant).value]:
 			errs[i] = errFake // never arrived
 		default:
-			errs[i] = f.compare(g, func() { f.expires[rg.lock] = time.Now().Add(g.TTL) })
+			errs[i] = f.compare(g, func() { f.expires[g.Name] = time.Now().Add(g.TTL) })
 		}
 	}
+	return errs
 }
 
-// compare runs fn if g still holds its key (callers hold f.mu), and
+// compare runs fn if g still holds its name (callers hold f.mu), and
 // returns what renew.lua and release.lua would.
 func (f *fakeRedis) compare(g *Grant, fn func()) error {
-	rg := g.Value.(*redisGrant)
-	f.expire(rg.lock)
-	v, held := f.value[rg.lock]
+	f.expire(g.Name)
+	v, held := f.value[g.Name]
 	switch {
 	case !held:
-		return &LostError{Name: g.Name, Token: g.Token, Cause: CauseMissing}
-	case v != rg.value:
-		return &LostError{Name: g.Name, Token: g.Token, Cause: CauseStolen}
+		return &LostError{Cause: CauseMissing}
+	case v != g.Value.(fakeGrant).value:
+		return &LostError{Cause: CauseStolen}
 	}
 	fn()
 	return nil
 }
 
 func (f *fakeRedis) Release(ctx context.Context, g *Grant) error {
-	rg := g.Value.(*redisGrant)
-	done, err := f.request(ctx, "release", rg.lock)
+	done, err := f.request(ctx, "release", g.Name)
 	defer done()
 	if err != nil {
 		return err
@@ -188,31 +191,29 @@ func (f *fakeRedis) Release(ctx context.Context, g *Grant) error {
 		f.failRel--
 		return errFake
 	}
-	return f.compare(g, func() { delete(f.value, rg.lock); delete(f.expires, rg.lock) })
+	return f.compare(g, func() { delete(f.value, g.Name); delete(f.expires, g.Name) })
 }
 
 func (f *fakeRedis) Watch(ctx context.Context, name string) (Watch, error) { return noWatch{}, nil }
 
 func (f *fakeRedis) Inspect(ctx context.Context, name string) (Info, error) {
-	k := fakeKeys(name)
-	done, err := f.request(ctx, "inspect", k.lock)
+	done, err := f.request(ctx, "inspect", name)
 	defer done()
 	if err != nil {
 		return Info{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.expire(k.lock)
+	f.expire(name)
 	var info Info
-	if v, held := f.value[k.lock]; held {
-		info = Info{Held: true, Remaining: time.Until(f.expires[k.lock])}
-		info.Holder, _ = parseHolder(v)
+	if v, held := f.value[name]; held {
+		info = Info{Held: true, Holder: holderToken(v), Remaining: time.Until(f.expires[name])}
 	}
-	info.Last = fence.Token(f.counter[k.token])
+	info.Last = fence.Token(f.counter[name])
 	return info, nil
 }
 
-// expire drops key if its TTL passed (callers hold f.mu).
+// expire drops name's holder if its TTL passed (callers hold f.mu).
 func (f *fakeRedis) expire(key string) {
 	if e, ok := f.expires[key]; ok && !time.Now().Before(e) {
 		delete(f.value, key)
@@ -220,19 +221,17 @@ func (f *fakeRedis) expire(key string) {
 	}
 }
 
-// steal gives key to another owner.
+// steal gives name to another owner.
 func (f *fakeRedis) steal(name string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for k := range f.value {
-		if strings.Contains(k, "{"+name+"}") {
-			f.value[k] = "1:thief"
-		}
+	if _, ok := f.value[name]; ok {
+		f.value[name] = "1:thief"
 	}
 }
 
 // crash makes l's process "die": its renewals never reach the store, so
-// the key expires at its TTL while l, unaware, ends at its deadline.
+// the grant expires at its TTL while l, unaware, ends at its deadline.
 func (f *fakeRedis) crash(l *Lease) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

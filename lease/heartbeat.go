@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -130,7 +131,6 @@ func (c *Client) beat() {
 type beatBufs struct {
 	due, leases []*Lease
 	grants      []*Grant
-	errs        []error
 }
 
 // beatOnce is one round of beat. It reports whether it sent a batch: the
@@ -194,7 +194,7 @@ func (c *Client) beatOnce(bufs *beatBufs) bool {
 }
 
 // batch is the context of a renewal request in flight: it carries the
-// earliest deadline of its leases, which go-redis turns into socket
+// earliest deadline of its leases, which clients turn into socket
 // deadlines, and is cancelled by Close, by the heartbeat when it finds that
 // deadline passed, or when every lease of the batch has ended (released).
 // It needs no timer of its own: the heartbeat wakes at those deadlines.
@@ -218,16 +218,23 @@ func (b *batch) leave() {
 // renew sends the renewals of leases, marked in flight since sent, in one
 // call of the Backend, and records each outcome.
 func (c *Client) renew(ctx context.Context, leases []*Lease, sent time.Time, bufs *beatBufs) {
-	grants, errs := bufs.grants[:0], bufs.errs[:0]
+	grants := bufs.grants[:0]
 	for _, l := range leases {
 		grants = append(grants, l.g)
-		errs = append(errs, nil)
 	}
-	bufs.grants, bufs.errs = grants, errs
-	c.b.Renew(ctx, grants, errs)
+	bufs.grants = grants
+	errs := c.b.Renew(ctx, grants)
 	latency := time.Since(sent)
 	for i, l := range leases {
-		l.renewed(sent, latency, errs[i])
+		var err error
+		switch {
+		case errs == nil:
+		case len(errs) != len(leases):
+			err = fmt.Errorf("%s backend answered %d renewals of %d", c.b.Name(), len(errs), len(leases))
+		default:
+			err = errs[i]
+		}
+		l.renewed(sent, latency, err)
 	}
 }
 
@@ -264,7 +271,7 @@ func (l *Lease) renewed(sent time.Time, latency time.Duration, err error) {
 	now := time.Now()
 	switch {
 	case isLost:
-		l.endLocked(&LostError{Name: l.g.Name, Token: l.g.Token, Cause: lost.Cause, Err: lost.Err})
+		l.endLocked(l.lostErr(lost.Cause, lost.Err))
 		return
 	case err != nil:
 		l.hbErr = err
@@ -287,7 +294,7 @@ func (l *Lease) renewed(sent time.Time, latency time.Duration, err error) {
 
 // expiredLocked is the cause of a lease whose deadline passed unrenewed.
 func (l *Lease) expiredLocked() *LostError {
-	return &LostError{Name: l.g.Name, Token: l.g.Token, Cause: CauseExpired, Err: l.lastErrLocked()}
+	return l.lostErr(CauseExpired, l.lastErrLocked())
 }
 
 func (h *heartbeat) removeAt(i int) {

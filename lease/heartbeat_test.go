@@ -1,7 +1,6 @@
 package lease
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -10,10 +9,12 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/fencekit/fencekit/internal/testenv"
 )
 
 // fakeClient returns a client whose scripts run on f, logging into buf.
-func fakeClient(f *fakeRedis, opts Options, buf *syncBuffer) *Client {
+func fakeClient(f *fakeRedis, opts Options, buf *testenv.SyncBuffer) *Client {
 	if buf != nil {
 		opts.Logger = slog.New(slog.NewTextHandler(buf, nil))
 	} else if opts.Logger == nil {
@@ -24,23 +25,6 @@ func fakeClient(f *fakeRedis, opts Options, buf *syncBuffer) *Client {
 		panic(err)
 	}
 	return c
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestSynctestRenewalCadence(t *testing.T) {
@@ -165,7 +149,7 @@ func TestSynctestTransientErrorsRetried(t *testing.T) {
 func TestSynctestStolenEndsAtNextHeartbeat(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFakeRedis()
-		buf := new(syncBuffer)
+		buf := new(testenv.SyncBuffer)
 		c := fakeClient(f, Options{RenewInterval: 50 * time.Millisecond}, buf)
 		start := time.Now()
 		l := mustAcquire(t, c, "stolen", time.Second)
@@ -227,7 +211,7 @@ func TestSynctestP99Warning(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFakeRedis()
 		f.latency = 40 * time.Millisecond // above TTL/10 = 30ms
-		buf := new(syncBuffer)
+		buf := new(testenv.SyncBuffer)
 		c := fakeClient(f, Options{}, buf)
 		l := mustAcquire(t, c, "slow", 300*time.Millisecond)
 		time.Sleep(450 * time.Millisecond) // 4 heartbeats: not enough samples
@@ -245,7 +229,7 @@ func TestSynctestP99Warning(t *testing.T) {
 
 		f2 := newFakeRedis()
 		f2.latency = 20 * time.Millisecond // below TTL/10
-		buf2 := new(syncBuffer)
+		buf2 := new(testenv.SyncBuffer)
 		c2 := fakeClient(f2, Options{}, buf2)
 		l2 := mustAcquire(t, c2, "fast", 300*time.Millisecond)
 		time.Sleep(2 * time.Second)

@@ -56,8 +56,8 @@ func (c *Client) start(ctx context.Context, g *Grant, t timing, sent time.Time) 
 	if now := time.Now(); !now.Before(l.deadline) {
 		// The reply came too late: the store may expire the grant any
 		// moment. End the lease before the caller sees it.
-		l.endLocked(&LostError{Name: g.Name, Token: g.Token, Cause: CauseExpired,
-			Err: fmt.Errorf("the acquire reply came %v after the request, more than the TTL minus the drift margin", now.Sub(sent))})
+		l.endLocked(l.lostErr(CauseExpired,
+			fmt.Errorf("the acquire reply came %v after the request, more than the TTL minus the drift margin", now.Sub(sent))))
 		return l, true
 	}
 	if !c.hb.add(l, l.nextBeat) { // before the deadline: interval < TTL - margin
@@ -78,7 +78,7 @@ func (l *Lease) Name() string { return l.g.Name }
 // cause wrapping [ErrLost] when it is lost, [ErrReleased] when released
 // (see context.Cause). It carries the values of Acquire's context but not
 // its cancellation or deadline. It is cancelled at the local deadline
-// (request sent + TTL - drift margin) at the latest, before Redis can grant
+// (request sent + TTL - drift margin) at the latest, before the store can grant
 // the lease to anyone else, provided this process is running: a paused
 // process cannot notice, which is why writes carry the token.
 func (l *Lease) Context() context.Context { return l.ctx }
@@ -130,9 +130,16 @@ func (l *Lease) endLocked(cause error) bool {
 	}
 	l.cancel(cause)
 	if isLost {
-		go l.c.cfg.logger.Warn("lease lost", "name", l.g.Name, "token", uint64(l.g.Token), "cause", lost.Cause, "err", lost.Error())
+		go l.c.cfg.logger.Warn("lease lost", "name", l.g.Name, "token", uint64(l.g.Token), "identity", lost.Identity,
+			"backend", lost.Backend, "cause", lost.Cause, "err", lost.Error())
 	}
 	return true
+}
+
+// lostErr is the cause of l's loss: cause, err (may be nil) and who lost
+// it where.
+func (l *Lease) lostErr(cause string, err error) *LostError {
+	return &LostError{Name: l.g.Name, Token: l.g.Token, Identity: l.c.cfg.identity, Backend: l.c.b.Name(), Cause: cause, Err: err}
 }
 
 // lastErrLocked explains a missed deadline: the last renewal error, or the
@@ -154,8 +161,8 @@ func (l *Lease) lastErrLocked() error {
 // result and sends nothing. When ctx is done, or the request fails
 // (network), nothing is deleted and the key expires at its TTL; calling
 // Release again retries the delete. A delete whose reply was lost and that
-// go-redis resent finds the key gone and reports CauseMissing, though this
-// lease deleted it.
+// the driver resent finds the grant gone and reports CauseMissing, though
+// this lease deleted it.
 func (l *Lease) Release(ctx context.Context) error {
 	l.end(ErrReleased)
 	select {
@@ -180,7 +187,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		if !ok {
 			return errScript("release", l.g.Name, err)
 		}
-		err = &LostError{Name: l.g.Name, Token: l.g.Token, Cause: lost.Cause, Err: lost.Err}
+		err = l.lostErr(lost.Cause, lost.Err)
 	}
 	l.relDone = true
 	l.relErr = err

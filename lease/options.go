@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"strconv"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -13,7 +15,7 @@ import (
 )
 
 // MinTTL is the shortest TTL a lease may have. Below it the renew interval,
-// the drift margin and the latency of one round trip to Redis leave no room
+// the drift margin and the latency of one round trip to the store leave no room
 // for a heartbeat to arrive in time.
 const MinTTL = 10 * time.Millisecond
 
@@ -22,18 +24,17 @@ const DefaultKeyPrefix = "fencekit"
 
 // ErrInvalid is wrapped by every error about bad input: an invalid name,
 // TTL or option, or a nil client. Such errors are returned before anything
-// is sent to Redis.
+// is sent to the store.
 var ErrInvalid = errors.New("lease: invalid argument")
 
 // Options configures a [Client]. The zero value (or a nil *Options) gives the
 // defaults. Durations that depend on the TTL are checked against each
-// Acquire's TTL; the rest is checked by [New], and a bad value makes every
-// call of the client return an error wrapping [ErrInvalid].
+// Acquire's TTL; the rest is checked by [NewClient], which refuses a bad
+// value with an error wrapping [ErrInvalid].
 type Options struct {
-	// KeyPrefix starts every key: <KeyPrefix>:{<name>}:lock and
-	// <KeyPrefix>:{<name>}:token, and the release channel
-	// <KeyPrefix>:{<name>}:released. Default "fencekit". It is at most 64
-	// bytes of UTF-8 without '{', '}', whitespace or control characters.
+	// KeyPrefix namespaces the backend's keys, rows or nodes (each
+	// backend's doc says how). Default "fencekit". It is at most 64 bytes
+	// of UTF-8 without '{', '}', whitespace or control characters.
 	KeyPrefix string
 
 	// RenewInterval is the time between heartbeats, counted from when the
@@ -42,7 +43,7 @@ type Options struct {
 	RenewInterval time.Duration
 
 	// DriftMargin is taken off the TTL to get the local deadline, so that
-	// the lease's Context ends before Redis can expire the key and grant it to
+	// the lease's Context ends before the store can expire the grant and give it to
 	// someone else, despite clock rate differences and expiry granularity.
 	// Default TTL/100 + 2ms (as Redlock). It must be shorter than the TTL.
 	DriftMargin time.Duration
@@ -64,7 +65,17 @@ type Options struct {
 	// MeterProvider creates the instruments (see the package doc). Default
 	// otel.GetMeterProvider(), a no-op unless the program installs one.
 	MeterProvider metric.MeterProvider
+
+	// Identity names this client's process to operators: every backend
+	// stores it with each grant, and Inspect, fencectl, the loss log line
+	// and [LostError] show it. Default "<hostname>/<pid>". It is at most
+	// [MaxIdentityLen] bytes of UTF-8 without whitespace or control
+	// characters.
+	Identity string
 }
+
+// MaxIdentityLen is the longest Options.Identity, in bytes.
+const MaxIdentityLen = 128
 
 // config is Options with defaults filled in and validated.
 type config struct {
@@ -75,6 +86,7 @@ type config struct {
 	waitJitter    time.Duration
 	logger        *slog.Logger
 	meters        metric.MeterProvider
+	identity      string
 }
 
 func newConfig(o *Options) (config, error) {
@@ -89,6 +101,7 @@ func newConfig(o *Options) (config, error) {
 		waitJitter:    o.WaitJitter,
 		logger:        o.Logger,
 		meters:        o.MeterProvider,
+		identity:      o.Identity,
 	}
 	if c.prefix == "" {
 		c.prefix = DefaultKeyPrefix
@@ -99,6 +112,9 @@ func newConfig(o *Options) (config, error) {
 	if c.meters == nil {
 		c.meters = otel.GetMeterProvider()
 	}
+	if c.identity == "" {
+		c.identity = defaultIdentity()
+	}
 	switch {
 	case c.waitJitter == 0:
 		c.waitJitter = 10 * time.Millisecond
@@ -106,6 +122,9 @@ func newConfig(o *Options) (config, error) {
 		c.waitJitter = 0
 	}
 	if err := checkKeyPart("Options.KeyPrefix", c.prefix, 64); err != nil {
+		return c, err
+	}
+	if err := checkIdentity(c.identity); err != nil {
 		return c, err
 	}
 	if c.renewInterval < 0 {
@@ -120,9 +139,38 @@ func newConfig(o *Options) (config, error) {
 	return c, nil
 }
 
+// defaultIdentity is "<hostname>/<pid>", cut to MaxIdentityLen.
+func defaultIdentity() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	id := host + "/" + strconv.Itoa(os.Getpid())
+	if len(id) > MaxIdentityLen {
+		id = id[len(id)-MaxIdentityLen:]
+	}
+	return id
+}
+
+// checkIdentity validates Options.Identity.
+func checkIdentity(id string) error {
+	if len(id) > MaxIdentityLen {
+		return fmt.Errorf("%w: Options.Identity is %d bytes long, the maximum is %d", ErrInvalid, len(id), MaxIdentityLen)
+	}
+	for i, r := range id {
+		switch {
+		case r == utf8.RuneError:
+			return fmt.Errorf("%w: Options.Identity %q is not valid UTF-8 at byte %d", ErrInvalid, id, i)
+		case unicode.IsSpace(r) || unicode.IsControl(r):
+			return fmt.Errorf("%w: Options.Identity %q has whitespace or control character %U at byte %d", ErrInvalid, id, r, i)
+		}
+	}
+	return nil
+}
+
 // timing is the per-lease schedule derived from the TTL and the options.
 type timing struct {
-	ttl      time.Duration // whole milliseconds, as sent to Redis
+	ttl      time.Duration // whole milliseconds, as sent to the store
 	interval time.Duration // between heartbeats
 	margin   time.Duration // drift margin
 	retry    time.Duration // between retries of a failed renewal
@@ -139,7 +187,7 @@ func (c *config) timingFor(ttl time.Duration) (timing, error) {
 		return timing{}, fmt.Errorf("%w: TTL %v is below the minimum %v", ErrInvalid, ttl, MinTTL)
 	}
 	if ttl%time.Millisecond != 0 {
-		return timing{}, fmt.Errorf("%w: TTL %v is not a whole number of milliseconds (Redis PX precision)", ErrInvalid, ttl)
+		return timing{}, fmt.Errorf("%w: TTL %v is not a whole number of milliseconds (the finest precision every store keeps)", ErrInvalid, ttl)
 	}
 	t := timing{ttl: ttl, interval: c.renewInterval, margin: c.driftMargin, retry: c.retryDelay}
 	if t.margin == 0 {

@@ -32,7 +32,7 @@ func (c *Client) AcquireWait(ctx context.Context, name string, ttl time.Duration
 		return nil, fmt.Errorf("lease: wait for %q: nothing sent: %w", name, ErrClosed)
 	}
 	// Listen first, so that a release after the first attempt cannot be
-	// missed. If that fails (Redis down), the attempt below reports the
+	// missed. If that fails (store down), the attempt below reports the
 	// error or the wait falls back to the holder's TTL.
 	w, werr := c.b.Watch(ctx, name)
 	if werr != nil || w == nil {
@@ -68,3 +68,9 @@ func (c *Client) AcquireWait(ctx context.Context, name string, ttl time.Duration
 		}
 	}
 }
+
+// noWatch never sees a release: AcquireWait retries at the holder's TTL.
+type noWatch struct{}
+
+func (noWatch) Wait(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+func (noWatch) Close() error                   { return nil }

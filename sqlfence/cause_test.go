@@ -16,13 +16,14 @@ import (
 	"github.com/fencekit/fencekit/internal/obs/obstest"
 	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
+	"github.com/fencekit/fencekit/lease/redislease"
 	"github.com/fencekit/fencekit/sqlfence"
 )
 
 // newLeases returns a lease client on the test's Redis.
 func newLeases(t *testing.T, r *testenv.RedisEnv) *lease.Client {
 	t.Helper()
-	c, err := lease.New(r.Client, &lease.Options{RenewInterval: 50 * time.Millisecond})
+	c, err := redislease.New(r.Client, &lease.Options{RenewInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

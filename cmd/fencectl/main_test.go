@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/lease"
+	"github.com/fencekit/fencekit/lease/redislease"
+	"github.com/redis/go-redis/v9"
 )
 
 // The fencectl binary the tests run, built on first use (fuzz targets
@@ -141,9 +143,9 @@ func lines(t *testing.T, env []string, args ...string) (<-chan string, *exec.Cmd
 }
 
 // newLeases returns a lease client on rdb with the default prefix.
-func newLeases(t *testing.T, rdb lease.RedisClient, opts *lease.Options) *lease.Client {
+func newLeases(t *testing.T, rdb redis.UniversalClient, opts *lease.Options) *lease.Client {
 	t.Helper()
-	c, err := lease.New(rdb, opts)
+	c, err := redislease.New(rdb, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

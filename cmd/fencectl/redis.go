@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencekit/fencekit/lease"
+	"github.com/fencekit/fencekit/lease/redislease"
 )
 
 // redisFlags are the connection flags of the Redis commands.
@@ -77,7 +78,7 @@ func (f *redisFlags) connect() (*redisConn, error) {
 		rdb = redis.NewClient(&redis.Options{Addr: f.addr, ContextTimeoutEnabled: true,
 			DialTimeout: *f.timeout, ReadTimeout: *f.timeout, WriteTimeout: *f.timeout})
 	}
-	leases, err := lease.New(rdb, &lease.Options{KeyPrefix: f.prefix, Logger: slog.New(slog.DiscardHandler)})
+	leases, err := redislease.New(rdb, &lease.Options{KeyPrefix: f.prefix, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		rdb.Close()
 		if errors.Is(err, lease.ErrInvalid) {

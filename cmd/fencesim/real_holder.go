@@ -11,7 +11,7 @@ import (
 
 	"github.com/fencekit/fencekit/blobfence"
 	"github.com/fencekit/fencekit/fence"
-	"github.com/fencekit/fencekit/lease"
+	"github.com/fencekit/fencekit/lease/redislease"
 	"github.com/fencekit/fencekit/sqlfence"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -142,7 +142,7 @@ func holderMain() int {
 		return fail("%v", err)
 	}
 	defer s.close()
-	lc, err := lease.New(s.rdb, nil)
+	lc, err := redislease.New(s.rdb, nil)
 	if err != nil {
 		return fail("lease client: %v", err)
 	}

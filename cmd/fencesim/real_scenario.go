@@ -12,6 +12,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/lease"
+	"github.com/fencekit/fencekit/lease/redislease"
 	"github.com/fencekit/fencekit/sim"
 	"github.com/fencekit/fencekit/sqlfence"
 )
@@ -150,7 +151,7 @@ func (x *realExec) pauseA(ctx context.Context) error {
 // it expires (on a very slow machine A's lease may already be gone: then
 // B gets it at once). B fences the guard row and writes to every store.
 func (x *realExec) takeOverB(ctx context.Context) (*lease.Lease, error) {
-	lc, err := lease.New(x.s.rdb, nil)
+	lc, err := redislease.New(x.s.rdb, nil)
 	if err != nil {
 		return nil, err
 	}

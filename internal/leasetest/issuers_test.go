@@ -15,7 +15,7 @@ import (
 	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
 	"github.com/fencekit/fencekit/lease/pglease"
-	"github.com/fencekit/fencekit/migrations"
+	"github.com/fencekit/fencekit/lease/redislease"
 )
 
 const (
@@ -30,7 +30,7 @@ var redisIssuer = leasetest.Issuer{
 	Open: func(t testing.TB) leasetest.Namespace { return redisNS{testenv.Redis(t)} },
 	FromEnv: func(context.Context) (*lease.Client, error) {
 		rdb := redis.NewClient(&redis.Options{Addr: os.Getenv(envRedisAddr)})
-		return lease.New(rdb, &lease.Options{KeyPrefix: os.Getenv(envRedisPrefix)})
+		return redislease.New(rdb, &lease.Options{KeyPrefix: os.Getenv(envRedisPrefix)})
 	},
 }
 
@@ -39,13 +39,7 @@ var postgresIssuer = leasetest.Issuer{
 	TTL:  time.Second,
 	Open: func(t testing.TB) leasetest.Namespace {
 		env := testenv.Postgres(t)
-		up, err := migrations.FS.ReadFile("000002_fencekit_leases.up.sql")
-		if err == nil {
-			_, err = env.Pool.Exec(context.Background(), string(up))
-		}
-		if err != nil {
-			t.Fatalf("create fencekit_leases: %v", err)
-		}
+		testenv.MigrateLeases(t, env.Pool)
 		return pgNS{env}
 	},
 	FromEnv: func(ctx context.Context) (*lease.Client, error) {
@@ -87,7 +81,7 @@ func (ns redisNS) Client(t testing.TB, opts *lease.Options) *leasetest.Conn {
 		o = *opts
 	}
 	o.KeyPrefix = ns.env.Prefix
-	c, err := lease.New(rdb, &o)
+	c, err := redislease.New(rdb, &o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -92,6 +94,7 @@ func Run(t *testing.T, iss Issuer) {
 		{"KilledHolderTakenOver", testKilledHolder},
 		{"PausedHolderFenced", testPausedHolder},
 		{"BadInputSendsNothing", testBadInput},
+		{"IdentityStoredWithGrant", testIdentity},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, iss) })
 	}
@@ -204,6 +207,11 @@ func testContextEndsFirst(t *testing.T, iss Issuer) {
 			if !errors.Is(l.Err(), lease.ErrLost) || l2.Token() <= l.Token() {
 				t.Fatalf("holder ended with %v; new token %v after %v", l.Err(), l2.Token(), l.Token())
 			}
+			var lost *lease.LostError
+			if !errors.As(l.Err(), &lost) || lost.Backend == "" || lost.Identity == "" ||
+				!strings.Contains(lost.Error(), lost.Backend) || !strings.Contains(lost.Error(), lost.Identity) {
+				t.Fatalf("holder's loss %q does not name its store and identity", l.Err())
+			}
 			return
 		}
 		if !errors.Is(err, lease.ErrNotAcquired) {
@@ -258,6 +266,45 @@ func testReleaseWakesWaiter(t *testing.T, iss Issuer) {
 	t.Logf("release to waiter's grant: %v on average over %d rounds", total/rounds, rounds)
 }
 
+// testIdentity checks that the store keeps each grant's Options.Identity:
+// Inspect and another client's refusal name the holder, nobody once it is
+// released, and a client without the option shows "<hostname>/<pid>".
+func testIdentity(t *testing.T, iss Issuer) {
+	ns := iss.Open(t)
+	ctx := context.Background()
+	const who = "worker-3/417:blue" // a ':' too, which a key layout might split on
+	holder := ns.Client(t, &lease.Options{Logger: quiet.Logger, Identity: who})
+	other := ns.Client(t, quiet)
+	l, err := holder.Acquire(ctx, "who", 10*iss.TTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := other.Inspect(ctx, "who"); err != nil || !info.Held || info.Identity != who {
+		t.Fatalf("Inspect of a held lease: %+v, %v; want held by %q", info, err, who)
+	}
+	_, err = other.Acquire(ctx, "who", iss.TTL)
+	var na *lease.NotAcquiredError
+	if !errors.As(err, &na) || na.Identity != who || !strings.Contains(err.Error(), who) {
+		t.Fatalf("refusal %v; want it to name %q", err, who)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := other.Inspect(ctx, "who"); err != nil || info.Held || info.Identity != "" {
+		t.Fatalf("Inspect after release: %+v, %v; want no holder", info, err)
+	}
+	l2, err := other.Acquire(ctx, "who", 10*iss.TTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Release(ctx)
+	host, _ := os.Hostname()
+	want := host + "/" + strconv.Itoa(os.Getpid())
+	if info, err := holder.Inspect(ctx, "who"); err != nil || info.Identity != want {
+		t.Fatalf("Inspect of a default identity's grant: %+v, %v; want %q", info, err, want)
+	}
+}
+
 // testBadInput checks that invalid names and TTLs are refused with
 // ErrInvalid before anything is sent.
 func testBadInput(t *testing.T, iss Issuer) {
@@ -297,16 +344,23 @@ func testBadInput(t *testing.T, iss Issuer) {
 }
 
 // CheckRenew checks the results of one Backend.Renew batch: errs[i] is nil
-// where want[i] is "", else a *lease.LostError with cause want[i] and
-// batch[i]'s token.
+// where want[i] is "" (errs may be nil when every grant was extended), else
+// a *lease.LostError with cause want[i].
 func CheckRenew(t *testing.T, batch []*lease.Grant, errs []error, want []string) {
 	t.Helper()
-	for i, err := range errs {
+	if errs != nil && len(errs) != len(batch) {
+		t.Fatalf("Renew of %d grants returned %d errors", len(batch), len(errs))
+	}
+	for i := range batch {
+		var err error
+		if errs != nil {
+			err = errs[i]
+		}
 		var lost *lease.LostError
 		switch {
 		case want[i] == "" && err != nil:
 			t.Errorf("renew %d: %v, want nil", i, err)
-		case want[i] != "" && (!errors.As(err, &lost) || lost.Cause != want[i] || lost.Token != batch[i].Token):
+		case want[i] != "" && (!errors.As(err, &lost) || lost.Cause != want[i]):
 			t.Errorf("renew %d: %v, want %s", i, err, want[i])
 		}
 	}

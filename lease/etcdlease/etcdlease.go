@@ -57,10 +57,14 @@ type grant struct {
 func (b *backend) holderKey(name string) string { return b.prefix + "/lease/" + name }
 func (b *backend) tokenKey(name string) string  { return b.prefix + "/token/" + name }
 
+// Name is "etcd".
+func (b *backend) Name() string { return "etcd" }
+
 // Acquire grants an etcd lease, then creates the holder key on it if the
-// key is absent, two round trips. When held, it reads the holder's TTL and
-// revokes the unused lease (in parallel, one more round trip).
-func (b *backend) Acquire(ctx context.Context, name string, ttl time.Duration) (*lease.Grant, error) {
+// key is absent, two round trips; the key's value is identity. When held,
+// it reads the holder's TTL and revokes the unused lease (in parallel, one
+// more round trip).
+func (b *backend) Acquire(ctx context.Context, name string, ttl time.Duration, identity string) (*lease.Grant, error) {
 	if ttl%time.Second != 0 {
 		return nil, fmt.Errorf("%w: TTL %v: etcd lease TTLs are whole seconds", lease.ErrInvalid, ttl)
 	}
@@ -71,7 +75,7 @@ func (b *backend) Acquire(ctx context.Context, name string, ttl time.Duration) (
 	key := b.holderKey(name)
 	resp, err := b.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, "", clientv3.WithLease(lg.ID)), clientv3.OpPut(b.tokenKey(name), "")).
+		Then(clientv3.OpPut(key, identity, clientv3.WithLease(lg.ID)), clientv3.OpPut(b.tokenKey(name), "")).
 		Else(clientv3.OpGet(key)).
 		Commit()
 	if err != nil {
@@ -84,7 +88,7 @@ func (b *backend) Acquire(ctx context.Context, name string, ttl time.Duration) (
 	var wg sync.WaitGroup
 	wg.Go(func() { b.cli.Revoke(ctx, lg.ID) }) // else it expires at its TTL
 	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 1 {
-		na.Holder = fence.Token(kvs[0].CreateRevision)
+		na.Holder, na.Identity = fence.Token(kvs[0].CreateRevision), string(kvs[0].Value)
 		if kvs[0].Lease != 0 {
 			na.Remaining = b.remaining(ctx, clientv3.LeaseID(kvs[0].Lease))
 		}
@@ -106,11 +110,12 @@ func (b *backend) remaining(ctx context.Context, id clientv3.LeaseID) time.Durat
 
 // Renew sends the batch's keepalives on one stream, then checks every
 // holder key in one transaction (per maxTxnOps keys): two round trips.
-func (b *backend) Renew(ctx context.Context, batch []*lease.Grant, errs []error) {
+func (b *backend) Renew(ctx context.Context, batch []*lease.Grant) []error {
+	errs := make([]error, len(batch))
 	ttls, err := b.keepAlive(ctx, batch)
 	if err != nil {
 		fill(errs, err)
-		return
+		return errs
 	}
 	for lo := 0; lo < len(batch); lo += maxTxnOps {
 		hi := min(lo+maxTxnOps, len(batch))
@@ -121,13 +126,14 @@ func (b *backend) Renew(ctx context.Context, batch []*lease.Grant, errs []error)
 		resp, err := b.cli.Txn(ctx).Then(ops...).Commit()
 		if err != nil {
 			fill(errs[lo:], err)
-			return
+			return errs
 		}
 		for i, r := range resp.Responses {
 			g := batch[lo+i]
 			errs[lo+i] = check(g, ttls[g.Value.(grant).id], r.GetResponseRange().Kvs)
 		}
 	}
+	return errs
 }
 
 // check turns a keepalive's TTL and a read of the holder key into the
@@ -136,9 +142,9 @@ func check(g *lease.Grant, ttl int64, kvs []*mvccpb.KeyValue) error {
 	id := g.Value.(grant).id
 	switch {
 	case len(kvs) == 0 || ttl <= 0:
-		return &lease.LostError{Name: g.Name, Token: g.Token, Cause: lease.CauseMissing}
+		return &lease.LostError{Cause: lease.CauseMissing}
 	case kvs[0].Lease != int64(id) || kvs[0].CreateRevision != int64(g.Token):
-		return &lease.LostError{Name: g.Name, Token: g.Token, Cause: lease.CauseStolen}
+		return &lease.LostError{Cause: lease.CauseStolen}
 	}
 	return nil
 }
@@ -191,7 +197,7 @@ func fill(errs []error, err error) {
 func (b *backend) Release(ctx context.Context, g *lease.Grant) error {
 	_, err := b.cli.Revoke(ctx, g.Value.(grant).id)
 	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-		return &lease.LostError{Name: g.Name, Token: g.Token, Cause: lease.CauseMissing}
+		return &lease.LostError{Cause: lease.CauseMissing}
 	}
 	return err
 }
@@ -208,7 +214,7 @@ func (b *backend) Inspect(ctx context.Context, name string) (lease.Info, error) 
 		info.Last = fence.Token(kvs[0].ModRevision)
 	}
 	if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 1 {
-		info.Held, info.Holder, info.Remaining = true, fence.Token(kvs[0].CreateRevision), -1
+		info.Held, info.Holder, info.Identity, info.Remaining = true, fence.Token(kvs[0].CreateRevision), string(kvs[0].Value), -1
 		if kvs[0].Lease != 0 {
 			r, err := b.cli.TimeToLive(ctx, clientv3.LeaseID(kvs[0].Lease))
 			if err != nil {

@@ -37,14 +37,14 @@ func newBackend(t *testing.T) (*backend, *testenv.EtcdEnv) {
 func TestBackendAcquireRenewRelease(t *testing.T) {
 	b, _ := newBackend(t)
 	ctx := context.Background()
-	if _, err := b.Acquire(ctx, "a", 1500*time.Millisecond); !errors.Is(err, lease.ErrInvalid) {
+	if _, err := b.Acquire(ctx, "a", 1500*time.Millisecond, "me"); !errors.Is(err, lease.ErrInvalid) {
 		t.Fatalf("TTL 1.5s: %v, want ErrInvalid", err)
 	}
-	g1, err := b.Acquire(ctx, "a", 10*time.Second)
+	g1, err := b.Acquire(ctx, "a", 10*time.Second, "me")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.Acquire(ctx, "a", time.Second)
+	_, err = b.Acquire(ctx, "a", time.Second, "me")
 	var na *lease.NotAcquiredError
 	if !errors.As(err, &na) || na.Holder != g1.Token || na.Remaining < 8*time.Second || na.Remaining > 10*time.Second {
 		t.Fatalf("held: %v, want held by %v for about 10s", err, g1.Token)
@@ -52,8 +52,7 @@ func TestBackendAcquireRenewRelease(t *testing.T) {
 	if info, err := b.Inspect(ctx, "a"); err != nil || !info.Held || info.Holder != g1.Token || info.Last != g1.Token {
 		t.Fatalf("Inspect: %+v, %v", info, err)
 	}
-	errs := make([]error, 1)
-	if b.Renew(ctx, []*lease.Grant{g1}, errs); errs[0] != nil {
+	if errs := b.Renew(ctx, []*lease.Grant{g1}); errs != nil && errs[0] != nil {
 		t.Fatalf("Renew: %v", errs[0])
 	}
 	if err := b.Release(ctx, g1); err != nil {
@@ -66,7 +65,7 @@ func TestBackendAcquireRenewRelease(t *testing.T) {
 	if err := b.Release(ctx, g1); !errors.As(err, &lost) || lost.Cause != lease.CauseMissing {
 		t.Fatalf("second Release: %v, want CauseMissing", err)
 	}
-	g2, err := b.Acquire(ctx, "a", 10*time.Second)
+	g2, err := b.Acquire(ctx, "a", 10*time.Second, "me")
 	if err != nil || g2.Token <= g1.Token {
 		t.Fatalf("grant after release: %+v, %v; want a token above %v", g2, err, g1.Token)
 	}
@@ -74,26 +73,25 @@ func TestBackendAcquireRenewRelease(t *testing.T) {
 	// A batch: one renewed, one released (its lease is gone: missing), one
 	// whose key was deleted by hand and created again by another lease
 	// (stolen), one whose key was deleted by hand (missing).
-	g3, err := b.Acquire(ctx, "c", 10*time.Second)
+	g3, err := b.Acquire(ctx, "c", 10*time.Second, "me")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.cli.Delete(ctx, b.holderKey("c")); err != nil {
 		t.Fatal(err)
 	}
-	g4, err := b.Acquire(ctx, "d", 10*time.Second)
+	g4, err := b.Acquire(ctx, "d", 10*time.Second, "me")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.cli.Delete(ctx, b.holderKey("d")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Acquire(ctx, "d", 10*time.Second); err != nil {
+	if _, err := b.Acquire(ctx, "d", 10*time.Second, "me"); err != nil {
 		t.Fatal(err)
 	}
 	batch := []*lease.Grant{g2, g1, g4, g3}
-	errs = make([]error, len(batch))
-	b.Renew(ctx, batch, errs)
+	errs := b.Renew(ctx, batch)
 	want := []string{"", lease.CauseMissing, lease.CauseStolen, lease.CauseMissing}
 	leasetest.CheckRenew(t, batch, errs, want)
 }
@@ -108,7 +106,7 @@ func TestBackendWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	g, err := b.Acquire(ctx, "w", 10*time.Second)
+	g, err := b.Acquire(ctx, "w", 10*time.Second, "me")
 	if err != nil {
 		t.Fatal(err)
 	}

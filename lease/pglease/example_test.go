@@ -24,7 +24,7 @@ func ExampleNew() {
 	defer done()
 	env := testenv.Postgres(tb) // a fresh schema of FENCEKIT_POSTGRES_URL
 	ctx := context.Background()
-	for _, f := range []string{"000001_fencekit_tokens.up.sql", "000002_fencekit_leases.up.sql"} {
+	for _, f := range []string{"000001_fencekit_tokens.up.sql", "000002_fencekit_leases.up.sql", "000003_fencekit_leases_identity.up.sql"} {
 		sql, _ := migrations.FS.ReadFile(f) // or migrations.Up(ctx, url)
 		if _, err := env.Pool.Exec(ctx, string(sql)); err != nil {
 			fmt.Println(err)

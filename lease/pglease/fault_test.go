@@ -241,7 +241,7 @@ func TestWatchAcrossRestart(t *testing.T) {
 	w.Wait(drain) // a second reconnect wake-up, if any
 	stop()
 	var g *lease.Grant
-	if err := afterRestart(func() (err error) { g, err = b.Acquire(ctx, "w", 10*time.Second); return err }); err != nil {
+	if err := afterRestart(func() (err error) { g, err = b.Acquire(ctx, "w", 10*time.Second, "me"); return err }); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Release(ctx, g); err != nil {

@@ -18,7 +18,7 @@ import (
 const Channel = "fencekit_lease_released"
 
 // New returns a lease client whose leases are rows of the table
-// fencekit_leases (migrations/000002_fencekit_leases.up.sql, applied by
+// fencekit_leases (migrations/00000N_fencekit_leases*.up.sql, applied by
 // fencekit's migrations) in the first schema of the pool's search_path.
 // opts may be nil for the defaults; its KeyPrefix namespaces the rows
 // ("<KeyPrefix>:<name>"). New sends nothing.
@@ -58,40 +58,44 @@ func (b *backend) key(name string) string { return b.prefix + ":" + name }
 // no row): the refusal stands, with Holder 0 (unknown) and Remaining 0.
 const acquireSQL = `
 WITH granted AS (
-    INSERT INTO fencekit_leases AS l (name, token, expires_at)
-    VALUES ($1, 1, statement_timestamp() + $2 * interval '1 microsecond')
+    INSERT INTO fencekit_leases AS l (name, token, expires_at, identity)
+    VALUES ($1, 1, statement_timestamp() + $2 * interval '1 microsecond', $3)
     ON CONFLICT (name) DO UPDATE
-        SET token = l.token + 1, expires_at = EXCLUDED.expires_at
+        SET token = l.token + 1, expires_at = EXCLUDED.expires_at, identity = EXCLUDED.identity
         WHERE l.expires_at <= statement_timestamp()
     RETURNING token
 )
-SELECT true, token, 0::bigint FROM granted
+SELECT true, token, 0::bigint, ''::text FROM granted
 UNION ALL
-SELECT false, CASE WHEN expires_at > statement_timestamp() THEN token ELSE 0 END, ` + remainingUS + `
+SELECT false, CASE WHEN expires_at > statement_timestamp() THEN token ELSE 0 END, ` + remainingUS + `,
+       CASE WHEN expires_at > statement_timestamp() THEN identity ELSE '' END
 FROM fencekit_leases WHERE name = $1 AND NOT EXISTS (SELECT FROM granted)`
 
 // remainingUS is a row's remaining time in microseconds, 0 when expired.
 const remainingUS = `CASE WHEN expires_at > statement_timestamp()
     THEN (extract(epoch FROM expires_at - statement_timestamp()) * 1e6)::bigint ELSE 0 END`
 
+// Name is "postgres".
+func (b *backend) Name() string { return "postgres" }
+
 // Acquire grants name, one round trip (two on a connection's first use of
 // the statement, which pgx prepares). The row's token counter makes every
 // grant's token the previous one plus 1, durably (WAL).
-func (b *backend) Acquire(ctx context.Context, name string, ttl time.Duration) (*lease.Grant, error) {
-	rows, err := b.pool.Query(ctx, acquireSQL, b.key(name), ttl.Microseconds())
+func (b *backend) Acquire(ctx context.Context, name string, ttl time.Duration, identity string) (*lease.Grant, error) {
+	rows, err := b.pool.Query(ctx, acquireSQL, b.key(name), ttl.Microseconds(), identity)
 	if err != nil {
 		return nil, err
 	}
-	granted, tok, remaining := false, int64(0), int64(0)
+	granted, tok, remaining, holder := false, int64(0), int64(0), ""
 	n := 0
-	_, err = pgx.ForEachRow(rows, []any{&granted, &tok, &remaining}, func() error { n++; return nil })
+	_, err = pgx.ForEachRow(rows, []any{&granted, &tok, &remaining, &holder}, func() error { n++; return nil })
 	switch {
 	case err != nil:
 		return nil, err
 	case n == 0: // refused, the holder's row not visible yet (see acquireSQL)
 		return nil, &lease.NotAcquiredError{Name: name}
 	case !granted:
-		return nil, &lease.NotAcquiredError{Name: name, Holder: fence.Token(tok), Remaining: time.Duration(remaining) * time.Microsecond}
+		return nil, &lease.NotAcquiredError{Name: name, Holder: fence.Token(tok), Identity: holder, Remaining: time.Duration(remaining) * time.Microsecond}
 	}
 	return &lease.Grant{Name: name, Token: fence.Token(tok), TTL: ttl}, nil
 }
@@ -114,7 +118,8 @@ SELECT req.i, EXISTS (SELECT FROM renewed WHERE renewed.i = req.i),
 FROM req LEFT JOIN fencekit_leases l ON l.name = req.name`
 
 // Renew extends the whole batch in one statement, one round trip.
-func (b *backend) Renew(ctx context.Context, batch []*lease.Grant, errs []error) {
+func (b *backend) Renew(ctx context.Context, batch []*lease.Grant) []error {
+	errs := make([]error, len(batch))
 	names := make([]string, len(batch))
 	toks := make([]int64, len(batch))
 	ttls := make([]int64, len(batch))
@@ -125,7 +130,7 @@ func (b *backend) Renew(ctx context.Context, batch []*lease.Grant, errs []error)
 	rows, err := b.pool.Query(ctx, renewSQL, names, toks, ttls)
 	if err != nil {
 		fill(errs, err)
-		return
+		return errs
 	}
 	var (
 		i           int64
@@ -142,15 +147,16 @@ func (b *backend) Renew(ctx context.Context, batch []*lease.Grant, errs []error)
 		case ok:
 			errs[i-1] = nil
 		case current != int64(g.Token) && live:
-			errs[i-1] = &lease.LostError{Name: g.Name, Token: g.Token, Cause: lease.CauseStolen}
+			errs[i-1] = &lease.LostError{Cause: lease.CauseStolen}
 		default: // expired, released, or the row is gone
-			errs[i-1] = &lease.LostError{Name: g.Name, Token: g.Token, Cause: lease.CauseMissing}
+			errs[i-1] = &lease.LostError{Cause: lease.CauseMissing}
 		}
 		return nil
 	})
 	if err != nil {
 		fill(errs, err)
 	}
+	return errs
 }
 
 var errNoAnswer = errors.New("pglease: renew: no answer for this lease")
@@ -188,20 +194,21 @@ func (b *backend) Release(ctx context.Context, g *lease.Grant) error {
 	case released:
 		return nil
 	case current != int64(g.Token) && live:
-		return &lease.LostError{Name: g.Name, Token: g.Token, Cause: lease.CauseStolen}
+		return &lease.LostError{Cause: lease.CauseStolen}
 	default:
-		return &lease.LostError{Name: g.Name, Token: g.Token, Cause: lease.CauseMissing}
+		return &lease.LostError{Cause: lease.CauseMissing}
 	}
 }
 
-const inspectSQL = `SELECT token, expires_at > statement_timestamp(), ` + remainingUS + `
+const inspectSQL = `SELECT token, expires_at > statement_timestamp(), ` + remainingUS + `, identity
 FROM fencekit_leases WHERE name = $1`
 
 // Inspect reads name's row, one round trip.
 func (b *backend) Inspect(ctx context.Context, name string) (lease.Info, error) {
 	var tok, remaining int64
 	var held bool
-	err := b.pool.QueryRow(ctx, inspectSQL, b.key(name)).Scan(&tok, &held, &remaining)
+	var identity string
+	err := b.pool.QueryRow(ctx, inspectSQL, b.key(name)).Scan(&tok, &held, &remaining, &identity)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return lease.Info{}, nil
 	}
@@ -210,7 +217,8 @@ func (b *backend) Inspect(ctx context.Context, name string) (lease.Info, error) 
 	}
 	info := lease.Info{Last: fence.Token(tok)}
 	if held {
-		info.Held, info.Holder, info.Remaining = true, fence.Token(tok), time.Duration(remaining)*time.Microsecond
+		info.Held, info.Holder, info.Identity = true, fence.Token(tok), identity
+		info.Remaining = time.Duration(remaining) * time.Microsecond
 	}
 	return info, nil
 }

@@ -14,23 +14,13 @@ import (
 	"github.com/fencekit/fencekit/internal/leasetest"
 	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
-	"github.com/fencekit/fencekit/migrations"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
 // Migrate creates fencekit_leases in the schema of pool's search_path, from
-// the migration file itself.
-func Migrate(t testing.TB, pool *pgxpool.Pool) {
-	t.Helper()
-	sql, err := migrations.FS.ReadFile("000002_fencekit_leases.up.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pool.Exec(context.Background(), string(sql)); err != nil {
-		t.Fatalf("create fencekit_leases: %v", err)
-	}
-}
+// the migration files themselves.
+func Migrate(t testing.TB, pool *pgxpool.Pool) { testenv.MigrateLeases(t, pool) }
 
 // newBackend returns a backend on a fresh schema.
 func newBackend(t *testing.T) *backend {
@@ -45,17 +35,17 @@ func newBackend(t *testing.T) *backend {
 func TestBackendAcquireRenewRelease(t *testing.T) {
 	b := newBackend(t)
 	ctx := context.Background()
-	g1, err := b.Acquire(ctx, "a", 10*time.Second)
+	g1, err := b.Acquire(ctx, "a", 10*time.Second, "me")
 	if err != nil || g1.Token != 1 {
 		t.Fatalf("first grant: %+v, %v; want token 1", g1, err)
 	}
-	_, err = b.Acquire(ctx, "a", time.Second)
+	_, err = b.Acquire(ctx, "a", time.Second, "me")
 	var na *lease.NotAcquiredError
 	var lost *lease.LostError
-	if !errors.As(err, &na) || na.Holder != 1 || na.Remaining <= 9*time.Second || na.Remaining > 10*time.Second {
+	if !errors.As(err, &na) || na.Holder != 1 || na.Identity != "me" || na.Remaining <= 9*time.Second || na.Remaining > 10*time.Second {
 		t.Fatalf("held: err %v, want held by token 1 for about 10s", err)
 	}
-	if info, err := b.Inspect(ctx, "a"); err != nil || info != (lease.Info{Held: true, Holder: 1, Remaining: info.Remaining, Last: 1}) {
+	if info, err := b.Inspect(ctx, "a"); err != nil || info != (lease.Info{Held: true, Holder: 1, Identity: "me", Remaining: info.Remaining, Last: 1}) {
 		t.Fatalf("Inspect: %+v, %v", info, err)
 	}
 	if err := b.Release(ctx, g1); err != nil {
@@ -67,7 +57,7 @@ func TestBackendAcquireRenewRelease(t *testing.T) {
 	if err := b.Release(ctx, g1); !errors.As(err, &lost) || lost.Cause != lease.CauseMissing {
 		t.Fatalf("second Release: %v, want CauseMissing", err)
 	}
-	g2, err := b.Acquire(ctx, "a", 10*time.Second)
+	g2, err := b.Acquire(ctx, "a", 10*time.Second, "me")
 	if err != nil || g2.Token != 2 {
 		t.Fatalf("grant after release: %+v, %v; want token 2", g2, err)
 	}
@@ -75,21 +65,19 @@ func TestBackendAcquireRenewRelease(t *testing.T) {
 	// A batch: one renewed, one released and granted again (stolen), one
 	// expired and taken over (stolen), one never granted (missing), in one
 	// statement.
-	short, err := b.Acquire(ctx, "b", 20*time.Millisecond)
+	short, err := b.Acquire(ctx, "b", 20*time.Millisecond, "me")
 	if err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(50 * time.Millisecond)
-	errs := []error{nil}
-	if b.Renew(ctx, []*lease.Grant{short}, errs); !errors.As(errs[0], &lost) || lost.Cause != lease.CauseMissing {
-		t.Fatalf("renew of an expired grant: %v, want CauseMissing", errs[0])
+	if errs := b.Renew(ctx, []*lease.Grant{short}); len(errs) != 1 || !errors.As(errs[0], &lost) || lost.Cause != lease.CauseMissing {
+		t.Fatalf("renew of an expired grant: %v, want CauseMissing", errs)
 	}
-	if _, err := b.Acquire(ctx, "b", 10*time.Second); err != nil {
+	if _, err := b.Acquire(ctx, "b", 10*time.Second, "me"); err != nil {
 		t.Fatalf("grant after expiry: %v", err)
 	}
 	batch := []*lease.Grant{g2, g1, short, {Name: "never", Token: 7, TTL: time.Second}}
-	errs = make([]error, len(batch))
-	b.Renew(ctx, batch, errs)
+	errs := b.Renew(ctx, batch)
 	want := []string{"", lease.CauseStolen, lease.CauseStolen, lease.CauseMissing}
 	leasetest.CheckRenew(t, batch, errs, want)
 	if err := b.Release(ctx, short); !errors.As(err, &lost) || lost.Cause != lease.CauseStolen {
@@ -110,7 +98,7 @@ func TestBackendRacingAcquires(t *testing.T) {
 		var holders []fence.Token
 		for range 12 {
 			wg.Go(func() {
-				g, err := b.Acquire(ctx, "race", 10*time.Second)
+				g, err := b.Acquire(ctx, "race", 10*time.Second, "me")
 				var na *lease.NotAcquiredError
 				switch {
 				case err == nil:
@@ -154,7 +142,7 @@ func TestWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := b.Acquire(ctx, "a", 10*time.Second)
+	g, err := b.Acquire(ctx, "a", 10*time.Second, "me")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package lease
+package redislease
 
 import (
 	"context"
@@ -15,7 +15,7 @@ func TestReleasePublishesOnlyWhenSomeoneWaits(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	name := env.Name("notify")
-	k := c.keys(name)
+	k := keysOf(name)
 	sub := env.Client.Subscribe(ctx, k.channel)
 	defer sub.Close()
 	if _, err := sub.Receive(ctx); err != nil {
@@ -71,9 +71,9 @@ func TestWaiterMarksOnlyFencekitValues(t *testing.T) {
 	// else wrote is left as it is.
 	c, env := newTestClient(t, nil)
 	bg := context.Background()
-	for _, value := range []string{"abc", "", "12:not-hex", "12:abc+", "12:0123456789abcdef"} {
+	for _, value := range []string{"abc", "", "12:not-hex", "12:abc+", "12:0123456789abcdef", "12:web-1/7:0123456789abcdef", "12:web-1/7:0123456789abcdef+"} {
 		name := env.Name("mark")
-		lock := c.keys(name).lock
+		lock := keysOf(name).lock
 		if err := env.Client.Set(bg, lock, value, time.Minute).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -85,7 +85,7 @@ func TestWaiterMarksOnlyFencekitValues(t *testing.T) {
 			cancel()
 		}
 		want := value
-		if value == "12:0123456789abcdef" {
+		if value == "12:0123456789abcdef" || value == "12:web-1/7:0123456789abcdef" {
 			want += "+"
 		}
 		if got, _ := env.Client.Get(bg, lock).Result(); got != want {

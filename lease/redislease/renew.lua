@@ -2,7 +2,7 @@
 -- and extend, one round trip).
 --
 -- KEYS[1]  lock key  <prefix>:{<name>}:lock
--- ARGV[1]  the holder's value "<token>:<owner>" written by acquire.lua (a
+-- ARGV[1]  the holder's value "<token>:<identity>:<owner>" written by acquire.lua (a
 --          waiter may have appended '+': see acquire.lua)
 -- ARGV[2]  new TTL in milliseconds (integer > 0)
 --

@@ -1,4 +1,4 @@
-package lease
+package redislease
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencekit/fencekit/lease"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -83,7 +84,7 @@ func TestFlakyRenewalsRetriedThenLost(t *testing.T) {
 	env := testenvRedisCounting(t)
 	fl := newFlaky(env.client, 1)
 	// A wide drift margin: the key outlives the local loss by about 100ms.
-	c := newScripted(nil, fl, &Options{RenewInterval: 30 * time.Millisecond, RetryDelay: 10 * time.Millisecond,
+	c := newScripted(nil, fl, &lease.Options{RenewInterval: 30 * time.Millisecond, RetryDelay: 10 * time.Millisecond,
 		DriftMargin: 100 * time.Millisecond})
 	ctx := context.Background()
 	name := env.Name("flaky")
@@ -101,10 +102,10 @@ func TestFlakyRenewalsRetriedThenLost(t *testing.T) {
 	// the key, with the last error in the cause.
 	fl.setFail("renew", 1)
 	err := waitDone(t, l, 5*time.Second)
-	if !isLost(err, CauseExpired) || !errors.Is(err, errInjected) {
+	if !isLost(err, lease.CauseExpired) || !errors.Is(err, errInjected) {
 		t.Fatalf("Err = %v, want expired carrying the injected error", err)
 	}
-	pttl, _ := env.client.PTTL(ctx, c.keys(name).lock).Result()
+	pttl, _ := env.client.PTTL(ctx, keysOf(name).lock).Result()
 	if pttl <= 0 {
 		t.Fatalf("lost locally with the key's PTTL at %v: the deadline came too late", pttl)
 	}
@@ -114,10 +115,10 @@ func TestFlakyRenewalsRetriedThenLost(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatalf("Release of a key still ours after a local loss = %v (PTTL was %v)", err, pttl)
 	}
-	if n, _ := env.client.Exists(ctx, c.keys(name).lock).Result(); n != 0 {
+	if n, _ := env.client.Exists(ctx, keysOf(name).lock).Result(); n != 0 {
 		t.Fatal("Release left the key")
 	}
-	if !isLost(l.Err(), CauseExpired) {
+	if !isLost(l.Err(), lease.CauseExpired) {
 		t.Fatalf("Err after Release = %v, want the loss to stay the cause", l.Err())
 	}
 }
@@ -134,17 +135,17 @@ func TestFlakyReleaseRetried(t *testing.T) {
 		t.Fatalf("Release = %v, want the injected error", err)
 	}
 	// Ended locally: the work must stop even though the key is still there.
-	if !errors.Is(l.Err(), ErrReleased) {
+	if !errors.Is(l.Err(), lease.ErrReleased) {
 		t.Fatalf("Err after a failed Release = %v", l.Err())
 	}
-	if n, _ := env.client.Exists(ctx, c.keys(name).lock).Result(); n != 1 {
+	if n, _ := env.client.Exists(ctx, keysOf(name).lock).Result(); n != 1 {
 		t.Fatal("key gone after a failed Release")
 	}
 	fl.setFail("release", 0)
 	if err := l.Release(ctx); err != nil {
 		t.Fatalf("second Release = %v", err)
 	}
-	if n, _ := env.client.Exists(ctx, c.keys(name).lock).Result(); n != 0 {
+	if n, _ := env.client.Exists(ctx, keysOf(name).lock).Result(); n != 0 {
 		t.Fatal("key left after the retried Release")
 	}
 	fl.setFail("acquire", 1)
@@ -170,7 +171,7 @@ func TestFlakySeededDeadlineBeforeExpiry(t *testing.T) {
 		fl.delay = time.Duration(seed%4) * 10 * time.Millisecond
 		p := float64(seed%6) / 5 // seed 5: every renewal fails
 		fl.setFail("renew", p)
-		c := newScripted(nil, fl, &Options{RenewInterval: 25 * time.Millisecond, DriftMargin: 10 * time.Millisecond,
+		c := newScripted(nil, fl, &lease.Options{RenewInterval: 25 * time.Millisecond, DriftMargin: 10 * time.Millisecond,
 			RetryDelay: 5 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 		name := env.Name("seeded")
 		l, err := c.Acquire(ctx, name, 100*time.Millisecond)
@@ -179,7 +180,7 @@ func TestFlakySeededDeadlineBeforeExpiry(t *testing.T) {
 		}
 		end := time.Now().Add(run)
 		for time.Now().Before(end) {
-			v, err := env.client.Get(ctx, c.keys(name).lock).Result()
+			v, err := env.client.Get(ctx, keysOf(name).lock).Result()
 			if err != nil && !errors.Is(err, redis.Nil) {
 				t.Fatalf("seed %d: %v", seed, err)
 			}
@@ -230,12 +231,12 @@ func TestAcquireResentFindsItsOwnGrant(t *testing.T) {
 	if err != nil {
 		t.Fatalf("resent acquire = %v, want the grant its first copy made", err)
 	}
-	v, err := env.client.Get(ctx, c.keys(name).lock).Result()
+	v, err := env.client.Get(ctx, keysOf(name).lock).Result()
 	if err != nil || v != lockValueOf(l) || !strings.HasPrefix(v, l.Token().String()+":") {
 		t.Fatalf("lock key %q (%v), lease value %q token %v", v, err, lockValueOf(l), l.Token())
 	}
 	release(t, l)
-	if n, _ := env.client.Exists(ctx, c.keys(name).lock).Result(); n != 0 {
+	if n, _ := env.client.Exists(ctx, keysOf(name).lock).Result(); n != 0 {
 		t.Fatal("lock key left after Release")
 	}
 	// Someone else's grant is still refused.

@@ -1,4 +1,4 @@
-package lease
+package redislease
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencekit/fencekit/internal/testenv"
+	"github.com/fencekit/fencekit/lease"
 )
 
 // baselineRelease is the hand-written compare-and-delete of the baseline.
@@ -104,14 +105,18 @@ func BenchmarkLease(b *testing.B) {
 			}
 		})
 	})
-	b.Run("Renew", func(b *testing.B) {
-		l := mustAcquire(b, c, "renew", time.Minute) // heartbeat every 20s: idle here
-		defer release(b, l)
+	b.Run("Renew", func(b *testing.B) { // the backend's renewal alone, without the heartbeat
+		be := &backend{rdb: e.rdb, scripts: e.rdb, prefix: lease.DefaultKeyPrefix}
+		g, err := be.Acquire(ctx, "renew", time.Minute, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer be.Release(ctx, g)
+		batch := []*lease.Grant{g}
 		e.measure(b, func(b *testing.B) {
 			for b.Loop() {
-				c.renew(context.Background(), []*Lease{l}, time.Now(), &beatBufs{})
-				if err := l.renewErr(); err != nil || l.Err() != nil {
-					b.Fatal("renewal failed", err, l.Err())
+				if errs := be.Renew(ctx, batch); errs[0] != nil {
+					b.Fatal("renewal failed", errs[0])
 				}
 			}
 		})
@@ -123,7 +128,7 @@ func BenchmarkLease(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					l, err := c.Acquire(ctx, "contended", time.Minute)
-					if errors.Is(err, ErrNotAcquired) {
+					if errors.Is(err, lease.ErrNotAcquired) {
 						continue
 					}
 					if err != nil {
@@ -169,7 +174,7 @@ func BenchmarkRawScripts(b *testing.B) {
 	e := newBenchEnv(b)
 	ctx := context.Background()
 	c := mustNew(b, e.rdb, nil)
-	k := c.keys("raw")
+	k := keysOf("raw")
 	release(b, mustAcquire(b, c, "raw", time.Second))
 	b.Run("scripts", func(b *testing.B) {
 		e.measure(b, func(b *testing.B) {
@@ -224,7 +229,7 @@ func BenchmarkClientSide(b *testing.B) {
 }
 
 // acquireReleaseLoop is the body of the Acquire+Release benchmarks.
-func acquireReleaseLoop(b *testing.B, c *Client, name string) {
+func acquireReleaseLoop(b *testing.B, c *lease.Client, name string) {
 	ctx := context.Background()
 	for b.Loop() {
 		l, err := c.Acquire(ctx, name, time.Minute)
@@ -242,7 +247,7 @@ func acquireReleaseLoop(b *testing.B, c *Client, name string) {
 // comes): the scheduling around Renew, not only the request.
 func BenchmarkHeartbeat(b *testing.B) {
 	e := newBenchEnv(b)
-	c := mustNew(b, e.rdb, &Options{RenewInterval: time.Nanosecond})
+	c := mustNew(b, e.rdb, &lease.Options{RenewInterval: time.Nanosecond})
 	release(b, mustAcquire(b, c, "heartbeat", time.Minute))
 	e.measure(b, func(b *testing.B) {
 		start := e.sent.Load()

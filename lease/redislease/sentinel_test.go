@@ -1,4 +1,4 @@
-package lease
+package redislease
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencekit/fencekit/internal/testenv"
+	"github.com/fencekit/fencekit/lease"
 )
 
 // TestSentinelFailover runs leases through a Sentinel failover client: the
@@ -29,7 +30,7 @@ func TestSentinelFailover(t *testing.T) {
 	const name = "sentinel"
 	synced := grants(t, c, name, 10)
 	rc := replica.Client(t)
-	waitValue(t, rc, c.keys(name).token, synced.String())
+	waitValue(t, rc, keysOf(name).token, synced.String())
 
 	// Cut the replica off, grant more on the master, kill the master.
 	if err := replica.Pause(); err != nil {
@@ -46,10 +47,10 @@ func TestSentinelFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The replica really missed the last grants.
-	waitValue(t, rc, c.keys(name).token, synced.String())
+	waitValue(t, rc, keysOf(name).token, synced.String())
 
 	// The same client reaches the promoted replica once Sentinel is done.
-	var l *Lease
+	var l *lease.Lease
 	var err error
 	for range 300 { // bounded: 300 × 50ms
 		if l, err = c.Acquire(ctx, name, time.Minute); err == nil {
@@ -64,7 +65,7 @@ func TestSentinelFailover(t *testing.T) {
 	if role, _ := rc.Do(ctx, "ROLE").Slice(); len(role) == 0 || role[0] != "master" {
 		t.Fatalf("replica role after failover = %v", role)
 	}
-	if v, _ := rc.Get(ctx, c.keys(name).token).Result(); v == "" {
+	if v, _ := rc.Get(ctx, keysOf(name).token).Result(); v == "" {
 		t.Fatal("counter missing on the promoted replica")
 	}
 	if l.Token() <= last {

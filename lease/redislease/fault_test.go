@@ -1,4 +1,4 @@
-package lease
+package redislease
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/testenv"
+	"github.com/fencekit/fencekit/lease"
 )
 
 func init() { testenv.RegisterChild("lease-holder", childHolder) }
@@ -75,7 +76,7 @@ func TestFaultKilledHolderTakenOverWithinTTL(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	type result struct {
-		l  *Lease
+		l  *lease.Lease
 		at time.Time
 	}
 	got := make(chan result, 1)
@@ -163,7 +164,7 @@ func fenceIsStale(err error) bool {
 }
 
 // grants acquires and releases name n times on c and returns the last token.
-func grants(t *testing.T, c *Client, name string, n int) fence.Token {
+func grants(t *testing.T, c *lease.Client, name string, n int) fence.Token {
 	t.Helper()
 	var last fence.Token
 	for i := range n {
@@ -196,7 +197,7 @@ func TestFaultRestartWithoutPersistence(t *testing.T) {
 		if err := waitPing(ctx, rdb); err != nil {
 			t.Fatal(err)
 		}
-		if n, err := rdb.Exists(ctx, c.keys(name).token).Result(); err != nil || n != 0 {
+		if n, err := rdb.Exists(ctx, keysOf(name).token).Result(); err != nil || n != 0 {
 			t.Fatalf("after %s: counter exists=%d err=%v", how, n, err)
 		}
 		l := mustAcquire(t, c, name, time.Minute)
@@ -230,7 +231,7 @@ func TestFaultFailoverToLaggingReplica(t *testing.T) {
 	synced := grants(t, c, name, 20)
 	var v string
 	for range 500 { // the replica's first sync may take a moment
-		if v, _ = rc.Get(ctx, c.keys(name).token).Result(); v == synced.String() {
+		if v, _ = rc.Get(ctx, keysOf(name).token).Result(); v == synced.String() {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -259,7 +260,7 @@ func TestFaultFailoverToLaggingReplica(t *testing.T) {
 	if err := rc.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
 		t.Fatal(err)
 	}
-	v, _ = rc.Get(ctx, c.keys(name).token).Result()
+	v, _ = rc.Get(ctx, keysOf(name).token).Result()
 	if v != synced.String() {
 		t.Fatalf("promoted replica's counter %q, want the lagging %v (last grant %v)", v, synced, last)
 	}
@@ -278,7 +279,7 @@ func TestFaultHolderAcrossRestart(t *testing.T) {
 	// also goes through the NOSCRIPT fallback and keeps it alive.
 	srv := testenv.StartRedisServer(t)
 	rdb := srv.Client(t)
-	c := mustNew(t, rdb, &Options{RenewInterval: 50 * time.Millisecond})
+	c := mustNew(t, rdb, &lease.Options{RenewInterval: 50 * time.Millisecond})
 	ctx := context.Background()
 	l := mustAcquire(t, c, "across-restart", 2*time.Second)
 	if err := srv.Restart(ctx); err != nil {
@@ -288,7 +289,7 @@ func TestFaultHolderAcrossRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := waitDone(t, l, 5*time.Second)
-	if !isLost(err, CauseMissing) && !isLost(err, CauseExpired) {
+	if !isLost(err, lease.CauseMissing) && !isLost(err, lease.CauseExpired) {
 		t.Fatalf("holder across a restart: Err = %v, want lost (missing or expired)", err)
 	}
 	t.Logf("holder across a restart: %v", err)

@@ -2,7 +2,7 @@
 -- someone waits for it, tell them (compare, delete, publish: one round trip).
 --
 -- KEYS[1]  lock key  <prefix>:{<name>}:lock
--- ARGV[1]  the holder's value "<token>:<owner>" written by acquire.lua
+-- ARGV[1]  the holder's value "<token>:<identity>:<owner>" written by acquire.lua
 -- ARGV[2]  release channel <prefix>:{<name>}:released
 --
 -- Returns 1 when deleted, 0 when the key is missing (expired or deleted), -1

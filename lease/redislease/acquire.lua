@@ -4,11 +4,12 @@
 -- KEYS[1]  lock key     <prefix>:{<name>}:lock   (same hash tag as KEYS[2])
 -- KEYS[2]  counter key  <prefix>:{<name>}:token  (never expires)
 -- ARGV[1]  TTL in milliseconds (integer > 0)
--- ARGV[2]  owner id (random hex, unique per grant)
+-- ARGV[2]  '<identity>:<owner>': the holder's Options.Identity and a random
+--          hex id unique per grant
 -- ARGV[3]  optional: 'w' when the caller waits for a release (AcquireWait)
 --
 -- Returns the token (a decimal string) when granted: the lock key now holds
--- "<token>:<owner>" with the TTL, and the counter holds the token. Returns
+-- "<token>:<identity>:<owner>" with the TTL, and the counter holds the token. Returns
 -- {pttl, holder} when the key is held: pttl is the holder's remaining TTL in
 -- ms (-1: no expiry) and holder the key's value ('' for a key of another
 -- type than string). A refused caller that waits marks the holder's value
@@ -38,7 +39,7 @@ local pttl = redis.call('PTTL', KEYS[1])
 if pttl ~= -2 then
   local holder = redis.pcall('GET', KEYS[1]) -- WRONGTYPE for a hash, a list...
   if type(holder) ~= 'string' then holder = '' end
-  if ARGV[3] and string.byte(holder, -1) ~= 43 and string.find(holder, '^%d+:%x+$') then
+  if ARGV[3] and string.byte(holder, -1) ~= 43 and string.find(holder, '^%d+:.*%x$') then
     redis.call('APPEND', KEYS[1], '+') -- keeps the TTL
   end
   return {pttl, holder}

@@ -1,10 +1,12 @@
-package lease
+package redislease
 
 import (
 	"context"
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/fencekit/fencekit/lease"
 )
 
 func TestInspect(t *testing.T) {
@@ -16,7 +18,7 @@ func TestInspect(t *testing.T) {
 	if _, err := c.Inspect(ctx, name); err != nil { // loads the script, dials
 		t.Fatal(err)
 	}
-	read := func() Info {
+	read := func() lease.Info {
 		t.Helper()
 		before := env.sent.Load()
 		info, err := c.Inspect(ctx, name)
@@ -28,7 +30,7 @@ func TestInspect(t *testing.T) {
 		}
 		return info
 	}
-	if info := read(); info != (Info{}) {
+	if info := read(); info != (lease.Info{}) {
 		t.Fatalf("never granted: %+v, want zero", info)
 	}
 	l := mustAcquire(t, c, name, 10*time.Second)
@@ -36,7 +38,7 @@ func TestInspect(t *testing.T) {
 	if !info.Held || info.Holder != l.Token() || info.Last != l.Token() || info.Remaining <= 9*time.Second || info.Remaining > 10*time.Second {
 		t.Fatalf("held: %+v, want held by %v for about 10s", info, l.Token())
 	}
-	lock := c.keys(name).lock
+	lock := keysOf(name).lock
 	v1, _ := env.client.Get(ctx, lock).Result()
 	pttl1, _ := env.client.PTTL(ctx, lock).Result()
 	read()
@@ -56,12 +58,12 @@ func TestInspect(t *testing.T) {
 	if info := read(); !info.Held || info.Holder != 0 || info.Remaining >= 0 {
 		t.Fatalf("foreign key: %+v, want held by 0 with no expiry", info)
 	}
-	env.client.Set(ctx, c.keys(name).token, "junk", 0)
+	env.client.Set(ctx, keysOf(name).token, "junk", 0)
 	if _, err := c.Inspect(ctx, name); err == nil {
 		t.Fatal("Inspect of a counter holding junk: no error")
 	}
 	before := env.sent.Load()
-	if _, err := c.Inspect(ctx, "a{b}"); !errors.Is(err, ErrInvalid) {
+	if _, err := c.Inspect(ctx, "a{b}"); !errors.Is(err, lease.ErrInvalid) {
 		t.Fatalf("Inspect(bad name) = %v, want ErrInvalid", err)
 	}
 	if n := env.sent.Load() - before; n != 0 {

@@ -1,4 +1,4 @@
-package lease
+package redislease
 
 import (
 	"context"
@@ -10,19 +10,20 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencekit/fencekit/internal/testenv"
+	"github.com/fencekit/fencekit/lease"
 )
 
 func TestCluster(t *testing.T) {
 	rc := testenv.StartRedisCluster(t, 3)
 	cc := rc.Client(t)
-	c := mustNew(t, cc, &Options{RenewInterval: 50 * time.Millisecond})
+	c := mustNew(t, cc, &lease.Options{RenewInterval: 50 * time.Millisecond})
 	ctx := context.Background()
 
 	// Names whose keys live on each of the three masters.
 	byNode := map[string]string{}
 	for i := 0; len(byNode) < 3 && i < 1000; i++ {
 		name := fmt.Sprintf("job-%d", i)
-		k := c.keys(name)
+		k := keysOf(name)
 		lockSlot, _ := cc.ClusterKeySlot(ctx, k.lock).Result()
 		tokenSlot, _ := cc.ClusterKeySlot(ctx, k.token).Result()
 		if lockSlot != tokenSlot {
@@ -49,7 +50,7 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("%s on %s: lost while renewing: %v", name, addr, l.Err())
 		}
 		// A waiter is woken by the release published from the key's node.
-		got := make(chan *Lease, 1)
+		got := make(chan *lease.Lease, 1)
 		go func() {
 			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()

@@ -1,4 +1,4 @@
-package lease
+package redislease
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/lease"
 )
 
 var (
@@ -34,29 +36,57 @@ var (
 	inspectScript = redis.NewScript(inspectSrc)
 )
 
-// RedisClient is what [New] needs from a go-redis client: the scripts,
-// pipelines (renewals that fall due together) and pub/sub (AcquireWait).
-// *redis.Client (also from redis.NewFailoverClient), *redis.ClusterClient,
-// *redis.Ring and every redis.UniversalClient satisfy it.
-type RedisClient interface {
-	redis.Scripter
-	Pipeline() redis.Pipeliner
-	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
+// New returns a lease client that stores leases in Redis through client: a
+// *redis.Client (also a failover/Sentinel client), a *redis.ClusterClient
+// or a *redis.Ring. opts may be nil for the defaults; its KeyPrefix starts
+// every key (see [Keys]). New sends nothing to Redis.
+//
+// Errors: an error wrapping [lease.ErrInvalid] for a nil client (typed nil
+// included) or an invalid option.
+func New(client redis.UniversalClient, opts *lease.Options) (*lease.Client, error) {
+	if isNil(client) {
+		return nil, fmt.Errorf("%w: nil Redis client passed to redislease.New", lease.ErrInvalid)
+	}
+	return lease.NewClient(&backend{rdb: client, scripts: client, prefix: prefixOf(opts)}, opts)
+}
+
+// prefixOf is opts' KeyPrefix or the default (lease.NewClient validates it).
+func prefixOf(opts *lease.Options) string {
+	if opts != nil && opts.KeyPrefix != "" {
+		return opts.KeyPrefix
+	}
+	return lease.DefaultKeyPrefix
+}
+
+// isNil reports whether v is nil or a nil pointer in an interface, which
+// would panic on first use.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
 // The clients New accepts.
 var (
-	_ RedisClient = (*redis.Client)(nil)
-	_ RedisClient = (*redis.ClusterClient)(nil)
-	_ RedisClient = (*redis.Ring)(nil)
-	_ RedisClient = (redis.UniversalClient)(nil)
-	_ Backend     = (*redisBackend)(nil)
+	_ redis.UniversalClient = (*redis.Client)(nil)
+	_ redis.UniversalClient = (*redis.ClusterClient)(nil)
+	_ redis.UniversalClient = (*redis.Ring)(nil)
+	_ lease.Backend         = (*backend)(nil)
 )
 
-// redisBackend is the Backend of [New]: four Lua scripts, one round trip
+// rdb is what the backend uses of a go-redis client: pipelines (renewals
+// that fall due together) and pub/sub (AcquireWait).
+type rdb interface {
+	Pipeline() redis.Pipeliner
+	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
+}
+
+// backend is the Backend of [New]: four Lua scripts, one round trip
 // each, and a pub/sub channel per name for AcquireWait.
-type redisBackend struct {
-	rdb     RedisClient    // pipelines and pub/sub; nil in tests that fake the scripts
+type backend struct {
+	rdb     rdb            // pipelines and pub/sub; nil in tests that fake the scripts
 	scripts redis.Scripter // rdb, or a test's wrapper
 	prefix  string
 
@@ -70,9 +100,9 @@ type redisBackend struct {
 // redisGrant is a Redis grant: its Grant, whose Value points back to it,
 // and its keys, in one allocation.
 type redisGrant struct {
-	Grant
+	lease.Grant
 	keys
-	value string // "<token>:<owner>", the lock key's value
+	value string // "<token>:<identity>:<owner>", the lock key's value
 }
 
 // keys of one lease; all share the hash tag {name}. The three names are
@@ -102,15 +132,19 @@ func makeKeys(k *keys, prefix, name string) {
 	k.both = [2]string{k.lock, k.token}
 }
 
+// Name is "redis".
+func (b *backend) Name() string { return "redis" }
+
 // Acquire runs acquire.lua. When go-redis resends the request after losing
 // a reply (it retries timeouts and EOFs), the resent copy recognises the
 // first copy's grant as its own (same owner id) and returns it: that grant
 // happened after the request was sent, so the Client's deadline holds.
-func (b *redisBackend) Acquire(ctx context.Context, name string, ttl time.Duration) (*Grant, error) {
-	owner, err := newOwner()
+func (b *backend) Acquire(ctx context.Context, name string, ttl time.Duration, identity string) (*lease.Grant, error) {
+	id, err := newOwner()
 	if err != nil {
 		return nil, err
 	}
+	owner := identity + ":" + id
 	rg := &redisGrant{}
 	makeKeys(&rg.keys, b.prefix, name)
 	var res any
@@ -127,28 +161,39 @@ func (b *redisBackend) Acquire(ctx context.Context, name string, ttl time.Durati
 		return nil, err
 	}
 	if held {
-		htoken, hOwner := parseHolder(holder)
-		if hOwner != owner || htoken == 0 {
-			return nil, &NotAcquiredError{Name: name, Remaining: remaining, Holder: htoken}
+		h := parseHolder(holder)
+		if h.owner != id || h.token == 0 {
+			return nil, &lease.NotAcquiredError{Name: name, Remaining: remaining, Holder: h.token, Identity: h.identity}
 		}
-		tok = htoken // the holder is this call, resent
+		tok = h.token // the holder is this call, resent
 	}
 	rg.value = lockValue(tok, owner)
-	rg.Grant = Grant{Name: name, Token: tok, TTL: ttl, Value: rg}
+	rg.Grant = lease.Grant{Name: name, Token: tok, TTL: ttl, Value: rg}
 	return &rg.Grant, nil
 }
 
-// parseHolder splits a lock key's value "<token>:<owner>", or
-// "<token>:<owner>+" once a waiter was refused (acquire.lua); the token is 0
-// for a value fencekit did not write.
-func parseHolder(v string) (fence.Token, string) {
-	htok, owner, ok := strings.Cut(v, ":")
-	owner = strings.TrimSuffix(owner, "+")
+// holder is a lock key's value, parsed.
+type holder struct {
+	token    fence.Token // 0 for a value fencekit did not write
+	identity string      // the holder's Options.Identity
+	owner    string      // the grant's random id
+}
+
+// parseHolder splits a lock key's value "<token>:<identity>:<owner>", or
+// "<token>:<identity>:<owner>+" once a waiter was refused (acquire.lua);
+// the owner is hex, so the last ':' ends the identity. A value of fencekit
+// before identities, "<token>:<owner>", has identity "".
+func parseHolder(v string) holder {
+	htok, rest, ok := strings.Cut(v, ":")
 	tok, err := fence.ParseToken(htok)
 	if !ok || err != nil {
-		return 0, owner
+		return holder{}
 	}
-	return tok, owner
+	h := holder{token: tok, owner: strings.TrimSuffix(rest, "+")}
+	if i := strings.LastIndexByte(h.owner, ':'); i >= 0 {
+		h.identity, h.owner = h.owner[:i], h.owner[i+1:]
+	}
+	return h
 }
 
 // parseAcquire decodes acquire.lua's reply: the token (a decimal string)
@@ -182,18 +227,19 @@ func parseAcquire(res any) (tok fence.Token, held bool, remaining time.Duration,
 // per node, concurrently). Grants whose script Redis no longer has cached
 // (SCRIPT FLUSH, a restart, a failover) are sent again with EVAL, which
 // caches it.
-func (b *redisBackend) Renew(ctx context.Context, batch []*Grant, errs []error) {
+func (b *backend) Renew(ctx context.Context, batch []*lease.Grant) []error {
+	errs := make([]error, len(batch))
 	if len(batch) == 1 || b.rdb == nil {
 		for i, g := range batch {
 			rg := g.Value.(*redisGrant)
 			res, err := renewScript.Run(ctx, b.scripts, rg.both[:1], rg.value, g.TTL.Milliseconds()).Int64()
-			errs[i] = renewResult(g, res, err)
+			errs[i] = renewResult(res, err)
 		}
-		return
+		return errs
 	}
 	cmds := make([]*redis.Cmd, len(batch))
 	b.pipeline(ctx, batch, cmds, (*redis.Script).EvalSha)
-	var missed []*Grant // NOSCRIPT
+	var missed []*lease.Grant // NOSCRIPT
 	for i, cmd := range cmds {
 		if isNoScript(cmd.Err()) {
 			missed = append(missed, batch[i])
@@ -212,13 +258,14 @@ func (b *redisBackend) Renew(ctx context.Context, batch []*Grant, errs []error) 
 	}
 	for i, cmd := range cmds {
 		res, err := cmd.Int64()
-		errs[i] = renewResult(batch[i], res, err)
+		errs[i] = renewResult(res, err)
 	}
+	return errs
 }
 
 // pipeline queues run(renew.lua) for each grant and sends them, filling
 // cmds. Exec's own error is the first failed command's, read from cmds.
-func (b *redisBackend) pipeline(ctx context.Context, batch []*Grant, cmds []*redis.Cmd,
+func (b *backend) pipeline(ctx context.Context, batch []*lease.Grant, cmds []*redis.Cmd,
 	run func(*redis.Script, context.Context, redis.Scripter, []string, ...any) *redis.Cmd) {
 	pipe := b.rdb.Pipeline()
 	for i, g := range batch {
@@ -234,53 +281,53 @@ func isNoScript(err error) bool {
 
 // renewResult turns renew.lua's or release.lua's reply into the Backend's
 // error: nil (1), a *LostError (0: missing, -1: someone else's) or err.
-func renewResult(g *Grant, res int64, err error) error {
+func renewResult(res int64, err error) error {
 	switch {
 	case err != nil:
 		return err
 	case res == 1:
 		return nil
 	case res == 0:
-		return &LostError{Name: g.Name, Token: g.Token, Cause: CauseMissing}
+		return &lease.LostError{Cause: lease.CauseMissing}
 	default:
-		return &LostError{Name: g.Name, Token: g.Token, Cause: CauseStolen}
+		return &lease.LostError{Cause: lease.CauseStolen}
 	}
 }
 
 // Release runs release.lua: compare, delete and publish, one round trip.
-func (b *redisBackend) Release(ctx context.Context, g *Grant) error {
+func (b *backend) Release(ctx context.Context, g *lease.Grant) error {
 	rg := g.Value.(*redisGrant)
 	res, err := releaseScript.Run(ctx, b.scripts, rg.both[:1], rg.value, rg.channel).Int64()
-	return renewResult(g, res, err)
+	return renewResult(res, err)
 }
 
 // Inspect runs inspect.lua: PTTL and GET of the lock key, GET of the
 // counter, atomically, one round trip.
-func (b *redisBackend) Inspect(ctx context.Context, name string) (Info, error) {
+func (b *backend) Inspect(ctx context.Context, name string) (lease.Info, error) {
 	var k keys
 	makeKeys(&k, b.prefix, name)
 	res, err := inspectScript.Run(ctx, b.scripts, k.both[:]).Slice()
 	if err != nil {
-		return Info{}, err
+		return lease.Info{}, err
 	}
 	if len(res) != 3 {
-		return Info{}, fmt.Errorf("unexpected inspect reply %v", res)
+		return lease.Info{}, fmt.Errorf("unexpected inspect reply %v", res)
 	}
 	pttl, ok1 := res[0].(int64)
 	holder, ok2 := res[1].(string)
 	last, ok3 := res[2].(string)
 	if !ok1 || !ok2 || !ok3 {
-		return Info{}, fmt.Errorf("unexpected inspect reply %v", res)
+		return lease.Info{}, fmt.Errorf("unexpected inspect reply %v", res)
 	}
-	var info Info
+	var info lease.Info
 	if pttl != -2 {
-		info.Held = true
-		info.Holder, _ = parseHolder(holder)
+		h := parseHolder(holder)
+		info.Held, info.Holder, info.Identity = true, h.token, h.identity
 		info.Remaining = time.Duration(pttl) * time.Millisecond
 	}
 	if last != "" {
 		if info.Last, err = fence.ParseToken(last); err != nil {
-			return Info{}, fmt.Errorf("token counter %s holds %q, not a token", k.token, last)
+			return lease.Info{}, fmt.Errorf("token counter %s holds %q, not a token", k.token, last)
 		}
 	}
 	return info, nil
@@ -291,7 +338,7 @@ func (b *redisBackend) Inspect(ctx context.Context, name string) (Info, error) {
 // cannot be missed. Until it is closed, this backend's refused attempts on
 // name ask the holder's release to publish (a release publishes nothing when
 // nobody waits).
-func (b *redisBackend) Watch(ctx context.Context, name string) (Watch, error) {
+func (b *backend) Watch(ctx context.Context, name string) (lease.Watch, error) {
 	if b.rdb == nil {
 		return noWatch{}, nil
 	}
@@ -307,7 +354,7 @@ func (b *redisBackend) Watch(ctx context.Context, name string) (Watch, error) {
 }
 
 // watch counts the open Watches of name (delta +1 or -1).
-func (b *redisBackend) watch(name string, delta int) {
+func (b *backend) watch(name string, delta int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.watching == nil {
@@ -321,7 +368,7 @@ func (b *redisBackend) watch(name string, delta int) {
 	b.nwatch.Store(int64(len(b.watching)))
 }
 
-func (b *redisBackend) watched(name string) bool {
+func (b *backend) watched(name string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.watching[name] > 0
@@ -330,7 +377,7 @@ func (b *redisBackend) watched(name string) bool {
 type redisWatch struct {
 	ps   *redis.PubSub
 	ch   <-chan *redis.Message
-	b    *redisBackend
+	b    *backend
 	name string
 	once sync.Once
 }
@@ -360,15 +407,15 @@ func (noWatch) Close() error                   { return nil }
 func newOwner() (string, error) {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("lease: random owner id: %w", err)
+		return "", fmt.Errorf("redislease: random owner id: %w", err)
 	}
 	var h [2 * len(b)]byte
 	hex.Encode(h[:], b[:])
 	return string(h[:]), nil
 }
 
-// lockValue returns the lock key's value "<token>:<owner>", as acquire.lua
-// writes it.
+// lockValue returns the lock key's value "<token>:<identity>:<owner>", as
+// acquire.lua writes it (owner is "<identity>:<owner>").
 func lockValue(tok fence.Token, owner string) string {
 	var b [64]byte
 	v := strconv.AppendUint(b[:0], uint64(tok), 10)

@@ -1,4 +1,4 @@
-package lease
+package redislease
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencekit/fencekit/internal/testenv"
+	"github.com/fencekit/fencekit/lease"
 )
 
 var manyFor = flag.Duration("lease.many", 0,
@@ -32,17 +33,14 @@ func TestManyLeasesOneClient(t *testing.T) {
 	t.Cleanup(func() { rdb.Close() })
 	rt := &roundTrips{}
 	rdb.AddHook(rt)
-	c := mustNew(t, rdb, &Options{Logger: slog.New(slog.DiscardHandler)})
+	c := mustNew(t, rdb, &lease.Options{Logger: slog.New(slog.DiscardHandler)})
 	release(t, mustAcquire(t, c, env.Name("warm"), time.Second))
-	tm, err := c.cfg.timingFor(ttl)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tm := struct{ ttl, margin, interval time.Duration }{ttl, ttl/100 + 2*time.Millisecond, ttl / 3} // the defaults
 
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	leases := make([]*Lease, n)
+	leases := make([]*lease.Lease, n)
 	for i := range leases {
 		leases[i] = mustAcquire(t, c, env.Name(fmt.Sprint("many-", i)), ttl)
 	}

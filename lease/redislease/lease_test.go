@@ -1,4 +1,4 @@
-package lease
+package redislease
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/testenv"
+	"github.com/fencekit/fencekit/lease"
 )
 
 func TestAcquireTwoClientsOneWins(t *testing.T) {
@@ -22,7 +24,7 @@ func TestAcquireTwoClientsOneWins(t *testing.T) {
 
 	const racers = 8
 	var wg sync.WaitGroup
-	leases := make([]*Lease, racers)
+	leases := make([]*lease.Lease, racers)
 	errs := make([]error, racers)
 	for i := range racers {
 		c := c1
@@ -32,7 +34,7 @@ func TestAcquireTwoClientsOneWins(t *testing.T) {
 		wg.Go(func() { leases[i], errs[i] = c.Acquire(ctx, name, 5*time.Second) })
 	}
 	wg.Wait()
-	var winner *Lease
+	var winner *lease.Lease
 	for i, err := range errs {
 		switch {
 		case err == nil && winner != nil:
@@ -40,8 +42,8 @@ func TestAcquireTwoClientsOneWins(t *testing.T) {
 		case err == nil:
 			winner = leases[i]
 		default:
-			var na *NotAcquiredError
-			if !errors.Is(err, ErrNotAcquired) || !errors.As(err, &na) {
+			var na *lease.NotAcquiredError
+			if !errors.Is(err, lease.ErrNotAcquired) || !errors.As(err, &na) {
 				t.Fatalf("loser %d: %v, want a *NotAcquiredError", i, err)
 			}
 			if na.Remaining <= 0 || na.Remaining > 5*time.Second {
@@ -56,7 +58,7 @@ func TestAcquireTwoClientsOneWins(t *testing.T) {
 		t.Fatal("nobody won")
 	}
 	for i, err := range errs {
-		var na *NotAcquiredError
+		var na *lease.NotAcquiredError
 		if errors.As(err, &na) && na.Holder != winner.Token() {
 			t.Errorf("loser %d saw holder token %v, winner has %v", i, na.Holder, winner.Token())
 		}
@@ -65,7 +67,7 @@ func TestAcquireTwoClientsOneWins(t *testing.T) {
 		t.Fatalf("winner's Err while held: %v", winner.Err())
 	}
 	release(t, winner)
-	if !errors.Is(winner.Err(), ErrReleased) || !errors.Is(context.Cause(winner.Context()), ErrReleased) {
+	if !errors.Is(winner.Err(), lease.ErrReleased) || !errors.Is(context.Cause(winner.Context()), lease.ErrReleased) {
 		t.Fatalf("after release Err = %v, cause = %v; want ErrReleased", winner.Err(), context.Cause(winner.Context()))
 	}
 	l := mustAcquire(t, c2, name, time.Second)
@@ -102,7 +104,7 @@ func TestTokensStrictlyIncrease(t *testing.T) {
 		}
 	}
 	// The counter is stored exactly (no float formatting).
-	got, err := env.Client.Get(ctx, c.keys(names[1]).token).Result()
+	got, err := env.Client.Get(ctx, keysOf(names[1]).token).Result()
 	if err != nil || got != last[names[1]].String() {
 		t.Fatalf("counter = %q, %v; want %v", got, err, last[names[1]])
 	}
@@ -115,7 +117,7 @@ func TestCounterAheadOfClock(t *testing.T) {
 	c, env := newTestClient(t, nil)
 	ctx := context.Background()
 	name := env.Name("ahead")
-	k := c.keys(name)
+	k := keysOf(name)
 	const ahead = 5_000_000_000_000_000 // about 2.7x today's time in µs
 	env.Client.Set(ctx, k.token, ahead, 0)
 	l := mustAcquire(t, c, name, time.Second)
@@ -193,27 +195,30 @@ func TestAcquireRefusedByAnyValue(t *testing.T) {
 	c, env := newTestClient(t, nil)
 	ctx := context.Background()
 	name := env.Name("refused")
-	lock := c.keys(name).lock
+	lock := keysOf(name).lock
 	for _, tc := range []struct {
-		value  string
-		ttl    time.Duration
-		holder fence.Token
+		value    string
+		ttl      time.Duration
+		holder   fence.Token
+		identity string
 	}{
-		{"999:other", 5 * time.Second, 999},
-		{"garbage", 5 * time.Second, 0},
-		{"42", 5 * time.Second, 0}, // a number, but not "<token>:<owner>"
-		{"", 5 * time.Second, 0},
-		{"7:x", 0, 7},
+		{"999:other", 5 * time.Second, 999, ""}, // fencekit before identities
+		{"998:web-1/7:0123456789abcdef", 5 * time.Second, 998, "web-1/7"},
+		{"997:a:b:0123456789abcdef+", 5 * time.Second, 997, "a:b"},
+		{"garbage", 5 * time.Second, 0, ""},
+		{"42", 5 * time.Second, 0, ""}, // a number, but not "<token>:<owner>"
+		{"", 5 * time.Second, 0, ""},
+		{"7:x", 0, 7, ""},
 	} {
 		env.Client.Set(ctx, lock, tc.value, tc.ttl)
 		_, err := c.Acquire(ctx, name, time.Second)
-		var na *NotAcquiredError
-		if !errors.As(err, &na) || !errors.Is(err, ErrNotAcquired) {
+		var na *lease.NotAcquiredError
+		if !errors.As(err, &na) || !errors.Is(err, lease.ErrNotAcquired) {
 			t.Errorf("lock %q: Acquire = %v, want a *NotAcquiredError", tc.value, err)
 			continue
 		}
-		if na.Holder != tc.holder {
-			t.Errorf("lock %q: holder %v, want %v", tc.value, na.Holder, tc.holder)
+		if na.Holder != tc.holder || na.Identity != tc.identity {
+			t.Errorf("lock %q: holder %v of %q, want %v of %q", tc.value, na.Holder, na.Identity, tc.holder, tc.identity)
 		}
 		if tc.ttl > 0 && (na.Remaining <= 0 || na.Remaining > tc.ttl) || tc.ttl == 0 && na.Remaining >= 0 {
 			t.Errorf("lock %q, TTL %v: remaining %v", tc.value, tc.ttl, na.Remaining)
@@ -230,14 +235,14 @@ func TestAcquireRefusedByAKeyOfAnotherType(t *testing.T) {
 	c, env := newTestClient(t, nil)
 	ctx := context.Background()
 	name := env.Name("hash")
-	lock := c.keys(name).lock
+	lock := keysOf(name).lock
 	if err := env.Client.HSet(ctx, lock, "f", "v").Err(); err != nil {
 		t.Fatal(err)
 	}
 	env.Client.PExpire(ctx, lock, 300*time.Millisecond)
 	_, err := c.Acquire(ctx, name, time.Second)
-	var na *NotAcquiredError
-	if !errors.As(err, &na) || !errors.Is(err, ErrNotAcquired) || na.Holder != 0 || na.Remaining <= 0 || na.Remaining > 300*time.Millisecond {
+	var na *lease.NotAcquiredError
+	if !errors.As(err, &na) || !errors.Is(err, lease.ErrNotAcquired) || na.Holder != 0 || na.Remaining <= 0 || na.Remaining > 300*time.Millisecond {
 		t.Fatalf("Acquire = %v (%+v), want a *NotAcquiredError with holder 0 and the key's TTL", err, na)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -254,13 +259,13 @@ func TestReleaseByNonOwnerFails(t *testing.T) {
 	ctx := context.Background()
 	name := env.Name("non-owner")
 	a := mustAcquire(t, c, name, 2*time.Second)
-	k := c.keys(name)
+	k := keysOf(name)
 	// Someone else takes the key (as after an expiry and a new grant).
 	if err := env.Client.Set(ctx, k.lock, "999:other", 2*time.Second).Err(); err != nil {
 		t.Fatal(err)
 	}
 	err := a.Release(ctx)
-	if !isLost(err, CauseStolen) {
+	if !isLost(err, lease.CauseStolen) {
 		t.Fatalf("Release by non-owner = %v, want LostError stolen", err)
 	}
 	if v, _ := env.Client.Get(ctx, k.lock).Result(); v != "999:other" {
@@ -271,8 +276,8 @@ func TestReleaseByNonOwnerFails(t *testing.T) {
 	}
 	// Missing key.
 	b := mustAcquire(t, c, env.Name("non-owner-2"), 2*time.Second)
-	env.Client.Del(ctx, c.keys(b.Name()).lock)
-	if err := b.Release(ctx); !isLost(err, CauseMissing) {
+	env.Client.Del(ctx, keysOf(b.Name()).lock)
+	if err := b.Release(ctx); !isLost(err, lease.CauseMissing) {
 		t.Fatalf("Release of deleted key = %v, want LostError missing", err)
 	}
 }
@@ -293,7 +298,7 @@ func TestReleaseTwiceAndCancelledContext(t *testing.T) {
 	if err == nil || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "ended locally") {
 		t.Fatalf("Release(cancelled) = %v", err)
 	}
-	if l.Err() != ErrReleased {
+	if l.Err() != lease.ErrReleased {
 		t.Fatalf("after Release(cancelled): Err = %v, want ErrReleased", l.Err())
 	}
 	select {
@@ -302,7 +307,7 @@ func TestReleaseTwiceAndCancelledContext(t *testing.T) {
 		t.Fatal("Done not closed by Release(cancelled)")
 	}
 	time.Sleep(450 * time.Millisecond) // past the TTL: alive only if renewed
-	if n, _ := env.Client.Exists(ctx, c.keys(name).lock).Result(); n != 0 {
+	if n, _ := env.Client.Exists(ctx, keysOf(name).lock).Result(); n != 0 {
 		t.Fatal("key renewed after Release(cancelled)")
 	}
 	if _, err := mustNew(t, env.Client, nil).Acquire(ctx, name, time.Second); err != nil {
@@ -317,10 +322,10 @@ func TestReleaseTwiceAndCancelledContext(t *testing.T) {
 	}
 	release(t, l2)
 	release(t, l2)
-	if n, _ := env.Client.Exists(ctx, c.keys(name2).lock).Result(); n != 0 {
+	if n, _ := env.Client.Exists(ctx, keysOf(name2).lock).Result(); n != 0 {
 		t.Fatal("key still there after Release")
 	}
-	checkGoroutines(t, base)
+	testenv.CheckGoroutines(t, base)
 }
 
 func TestRenewKeepsShortLeaseAlive(t *testing.T) {
@@ -337,12 +342,12 @@ func TestRenewKeepsShortLeaseAlive(t *testing.T) {
 			t.Fatalf("lease lost while renewing: %v", l.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
-		pttl, err := env.Client.PTTL(ctx, c.keys(name).lock).Result()
+		pttl, err := env.Client.PTTL(ctx, keysOf(name).lock).Result()
 		if err != nil || pttl <= 0 {
 			t.Fatalf("PTTL = %v, %v; want the key alive", pttl, err)
 		}
 	}
-	if _, err := c.Acquire(ctx, name, time.Second); !errors.Is(err, ErrNotAcquired) {
+	if _, err := c.Acquire(ctx, name, time.Second); !errors.Is(err, lease.ErrNotAcquired) {
 		t.Fatalf("second Acquire while renewed = %v", err)
 	}
 	if p := c.HeartbeatP99(); p <= 0 {
@@ -352,31 +357,31 @@ func TestRenewKeepsShortLeaseAlive(t *testing.T) {
 }
 
 func TestDeletedKeyEndsLeaseWithinOneInterval(t *testing.T) {
-	c, env := newTestClient(t, &Options{RenewInterval: 100 * time.Millisecond})
+	c, env := newTestClient(t, &lease.Options{RenewInterval: 100 * time.Millisecond})
 	name := env.Name("deleted")
 	base := warmBase(t, c, name)
 	l := mustAcquire(t, c, name, 5*time.Second)
-	if err := env.Client.Del(context.Background(), c.keys(name).lock).Err(); err != nil {
+	if err := env.Client.Del(context.Background(), keysOf(name).lock).Err(); err != nil {
 		t.Fatal(err)
 	}
 	// Within one renew interval (plus scheduling slack on a busy machine),
 	// far before the 5s TTL.
 	err := waitDone(t, l, 100*time.Millisecond+time.Second)
-	if !isLost(err, CauseMissing) || !isLost(context.Cause(l.Context()), CauseMissing) {
+	if !isLost(err, lease.CauseMissing) || !isLost(context.Cause(l.Context()), lease.CauseMissing) {
 		t.Fatalf("Err = %v, want LostError missing", err)
 	}
-	if err := l.Release(context.Background()); !isLost(err, CauseMissing) {
+	if err := l.Release(context.Background()); !isLost(err, lease.CauseMissing) {
 		t.Fatalf("Release after loss = %v", err)
 	}
-	checkGoroutines(t, base)
+	testenv.CheckGoroutines(t, base)
 }
 
 func TestStolenKeyEndsLease(t *testing.T) {
-	c, env := newTestClient(t, &Options{RenewInterval: 50 * time.Millisecond})
+	c, env := newTestClient(t, &lease.Options{RenewInterval: 50 * time.Millisecond})
 	name := env.Name("stolen")
 	l := mustAcquire(t, c, name, 5*time.Second)
-	env.Client.Set(context.Background(), c.keys(name).lock, "1:x", 5*time.Second)
-	if err := waitDone(t, l, 2*time.Second); !isLost(err, CauseStolen) {
+	env.Client.Set(context.Background(), keysOf(name).lock, "1:x", 5*time.Second)
+	if err := waitDone(t, l, 2*time.Second); !isLost(err, lease.CauseStolen) {
 		t.Fatalf("Err = %v, want LostError stolen", err)
 	}
 	if !strings.Contains(l.Err().Error(), strconv.Quote(name)) {
@@ -389,7 +394,7 @@ func TestBadInputSendsNothing(t *testing.T) {
 	ctx := context.Background()
 	good := mustNew(t, env.client, nil)
 	cases := []struct {
-		c    *Client
+		c    *lease.Client
 		name string
 		ttl  time.Duration
 		want string
@@ -405,16 +410,16 @@ func TestBadInputSendsNothing(t *testing.T) {
 		{good, "ok", 9 * time.Millisecond, "below the minimum"},
 		{good, "ok", 10*time.Millisecond + time.Microsecond, "whole number of milliseconds"},
 		{nil, "ok", time.Second, "nil *lease.Client"},
-		{mustNew(t, env.client, &Options{RenewInterval: time.Second}), "ok", time.Second, "RenewInterval"},
-		{mustNew(t, env.client, &Options{DriftMargin: time.Second}), "ok", time.Second, "DriftMargin"},
+		{mustNew(t, env.client, &lease.Options{RenewInterval: time.Second}), "ok", time.Second, "RenewInterval"},
+		{mustNew(t, env.client, &lease.Options{DriftMargin: time.Second}), "ok", time.Second, "DriftMargin"},
 	}
 	for _, tc := range cases {
 		_, err := tc.c.Acquire(ctx, tc.name, tc.ttl)
-		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "lease: ") {
+		if !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "lease: ") {
 			t.Errorf("Acquire(%.20q, %v) = %v, want ErrInvalid mentioning %q", tc.name, tc.ttl, err, tc.want)
 		}
 		_, err = tc.c.AcquireWait(ctx, tc.name, tc.ttl)
-		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+		if !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("AcquireWait(%.20q, %v) = %v, want ErrInvalid mentioning %q", tc.name, tc.ttl, err, tc.want)
 		}
 	}
@@ -426,27 +431,27 @@ func TestBadInputSendsNothing(t *testing.T) {
 func TestNewRefusesBadClientAndOptions(t *testing.T) {
 	env := testenvRedisCounting(t)
 	cases := []struct {
-		rdb  RedisClient
-		opts *Options
+		rdb  redis.UniversalClient
+		opts *lease.Options
 		want string
 	}{
 		{nil, nil, "nil Redis client"},
 		{(*redis.Client)(nil), nil, "nil Redis client"},
 		{(*redis.ClusterClient)(nil), nil, "nil Redis client"},
-		{env.client, &Options{KeyPrefix: "a{"}, "KeyPrefix"},
-		{env.client, &Options{KeyPrefix: "a b"}, "KeyPrefix"},
-		{env.client, &Options{RenewInterval: -1}, "RenewInterval"},
-		{env.client, &Options{DriftMargin: -1}, "DriftMargin"},
-		{env.client, &Options{RetryDelay: -1}, "RetryDelay"},
+		{env.client, &lease.Options{KeyPrefix: "a{"}, "KeyPrefix"},
+		{env.client, &lease.Options{KeyPrefix: "a b"}, "KeyPrefix"},
+		{env.client, &lease.Options{RenewInterval: -1}, "RenewInterval"},
+		{env.client, &lease.Options{DriftMargin: -1}, "DriftMargin"},
+		{env.client, &lease.Options{RetryDelay: -1}, "RetryDelay"},
 	}
 	for _, tc := range cases {
 		c, err := New(tc.rdb, tc.opts)
-		if c != nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "lease: ") {
+		if c != nil || !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "lease: ") {
 			t.Errorf("New(%T, %+v) = %v, %v; want ErrInvalid mentioning %q", tc.rdb, tc.opts, c, err, tc.want)
 		}
 	}
-	for _, b := range []Backend{nil, (*redisBackend)(nil)} {
-		if c, err := NewClient(b, nil); c != nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "nil Backend") {
+	for _, b := range []lease.Backend{nil, (*backend)(nil)} {
+		if c, err := lease.NewClient(b, nil); c != nil || !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), "nil Backend") {
 			t.Errorf("NewClient(%T) = %v, %v; want ErrInvalid", b, c, err)
 		}
 	}
@@ -474,7 +479,7 @@ func (h countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 
 func TestOneRoundTripEach(t *testing.T) {
 	env := testenvRedisCounting(t)
-	c := mustNew(t, env.client, &Options{RenewInterval: 40 * time.Millisecond})
+	c := mustNew(t, env.client, &lease.Options{RenewInterval: 40 * time.Millisecond})
 	ctx := context.Background()
 	name := env.Name("rtt")
 	// Load the scripts once so EVALSHA hits (a first-ever call adds the
@@ -485,7 +490,7 @@ func TestOneRoundTripEach(t *testing.T) {
 	if n := env.sent.Load(); n != 1 {
 		t.Errorf("Acquire sent %d commands, want 1", n)
 	}
-	if _, err := c.Acquire(ctx, name, time.Second); !errors.Is(err, ErrNotAcquired) {
+	if _, err := c.Acquire(ctx, name, time.Second); !errors.Is(err, lease.ErrNotAcquired) {
 		t.Fatal(err)
 	}
 	if n := env.sent.Load(); n != 2 {

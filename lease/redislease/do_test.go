@@ -1,4 +1,4 @@
-package lease
+package redislease
 
 import (
 	"context"
@@ -7,14 +7,15 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/lease"
 )
 
 // lockKeyOf is the Redis key holding name's lease on c (one place for the
 // tests of Do and Campaign to follow the key layout).
-func lockKeyOf(c *Client, name string) string { return c.keys(name).lock }
+func lockKeyOf(c *lease.Client, name string) string { return keysOf(name).lock }
 
 // freeNow reports whether name can be acquired at once (and releases it).
-func freeNow(t *testing.T, c *Client, name string) (fence.Token, bool) {
+func freeNow(t *testing.T, c *lease.Client, name string) (fence.Token, bool) {
 	t.Helper()
 	l, err := c.Acquire(context.Background(), name, time.Second)
 	if isNotAcquired(err) {
@@ -62,7 +63,7 @@ func TestDoReturnsFnErrorAndReleases(t *testing.T) {
 	name := env.Name("do-err")
 	boom := errors.New("boom")
 	err := c.Do(context.Background(), name, 5*time.Second, func(context.Context, fence.Token) error { return boom })
-	if !errors.Is(err, boom) || errors.Is(err, ErrLost) {
+	if !errors.Is(err, boom) || errors.Is(err, lease.ErrLost) {
 		t.Fatalf("Do = %v, want fn's error only", err)
 	}
 	if _, free := freeNow(t, c, name); !free {
@@ -71,7 +72,7 @@ func TestDoReturnsFnErrorAndReleases(t *testing.T) {
 }
 
 func TestDoLeaseLostWhileFnRuns(t *testing.T) {
-	c, env := newTestClient(t, &Options{RenewInterval: 20 * time.Millisecond})
+	c, env := newTestClient(t, &lease.Options{RenewInterval: 20 * time.Millisecond})
 	name := env.Name("do-lost")
 	var cause error
 	err := c.Do(context.Background(), name, 5*time.Second, func(ctx context.Context, tok fence.Token) error {
@@ -86,10 +87,10 @@ func TestDoLeaseLostWhileFnRuns(t *testing.T) {
 		}
 		return nil // fn did not notice: Do must still say the lease was lost
 	})
-	if !isLost(err, CauseMissing) || !errors.Is(err, fence.ErrFencedOut) {
+	if !isLost(err, lease.CauseMissing) || !errors.Is(err, fence.ErrFencedOut) {
 		t.Fatalf("Do = %v, want a lost lease (missing) matching ErrLost and fence.ErrFencedOut", err)
 	}
-	if !isLost(cause, CauseMissing) {
+	if !isLost(cause, lease.CauseMissing) {
 		t.Errorf("fn's context cause = %v, want the lost lease", cause)
 	}
 }
@@ -103,7 +104,7 @@ func TestDoLossFoundAtRelease(t *testing.T) {
 	err := c.Do(context.Background(), name, 10*time.Second, func(ctx context.Context, tok fence.Token) error {
 		return errors.Join(boom, env.Client.Set(context.Background(), lockKeyOf(c, name), "1:someone-else", time.Minute).Err())
 	})
-	if !isLost(err, CauseStolen) || !errors.Is(err, fence.ErrFencedOut) || !errors.Is(err, boom) {
+	if !isLost(err, lease.CauseStolen) || !errors.Is(err, fence.ErrFencedOut) || !errors.Is(err, boom) {
 		t.Fatalf("Do = %v, want fn's error and a lost lease (stolen)", err)
 	}
 }
@@ -118,7 +119,7 @@ func TestDoContextEndsWhileFnRuns(t *testing.T) {
 		<-ctx.Done()
 		return context.Cause(ctx)
 	})
-	if !errors.Is(err, stop) || errors.Is(err, ErrLost) {
+	if !errors.Is(err, stop) || errors.Is(err, lease.ErrLost) {
 		t.Fatalf("Do = %v, want the caller's cause and no loss", err)
 	}
 	if _, free := freeNow(t, c, name); !free {
@@ -168,9 +169,9 @@ func TestDoBadInputRunsNothing(t *testing.T) {
 		fn   func(context.Context, fence.Token) error
 		want error
 	}{
-		{"nil fn", context.Background(), env.Name("a"), time.Second, nil, ErrInvalid},
-		{"bad ttl", context.Background(), env.Name("a"), time.Microsecond, fn, ErrInvalid},
-		{"bad name", context.Background(), "a b", time.Second, fn, ErrInvalid},
+		{"nil fn", context.Background(), env.Name("a"), time.Second, nil, lease.ErrInvalid},
+		{"bad ttl", context.Background(), env.Name("a"), time.Microsecond, fn, lease.ErrInvalid},
+		{"bad name", context.Background(), "a b", time.Second, fn, lease.ErrInvalid},
 		{"done context", done, env.Name("a"), time.Second, fn, context.Canceled},
 	} {
 		if err := c.Do(tc.ctx, tc.name, tc.ttl, tc.fn); !errors.Is(err, tc.want) {
