@@ -10,6 +10,7 @@ require (
 	github.com/fencekit/fencekit v0.0.0-00010101000000-000000000000
 	github.com/fencekit/fencekit/lease/etcdlease v0.0.0-00010101000000-000000000000
 	github.com/go-redsync/redsync/v4 v4.18.1
+	github.com/go-zookeeper/zk v1.0.4
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/redis/go-redis/v9 v9.23.0
 	go.etcd.io/etcd/client/v3 v3.6.16
