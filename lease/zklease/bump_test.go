@@ -58,3 +58,42 @@ func TestBump(t *testing.T) {
 		t.Fatalf("Bump to 0: %v, want ErrInvalid", err)
 	}
 }
+
+// TestNamesAndForceRelease lists the names granted and ends a held lease
+// from outside: its holder sees it lost, and another client is granted it.
+func TestNamesAndForceRelease(t *testing.T) {
+	env := testenv.ZooKeeper(t)
+	ctx := context.Background()
+	a, conn := newClient(t, env, env.Servers, time.Second, "a")
+	b, _ := newClient(t, env, env.Servers, time.Second, "b")
+	prefix := prefixOf(env)
+	if names, err := Names(ctx, conn, prefix); err != nil || len(names) != 0 {
+		t.Fatalf("Names before any grant: %q, %v", names, err)
+	}
+	l, err := a.Acquire(ctx, "stuck/job", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Acquire(ctx, "other", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if names, err := Names(ctx, conn, prefix); err != nil || len(names) != 2 || names[0] != "other" || names[1] != "stuck/job" {
+		t.Fatalf("Names: %q, %v; want [other stuck/job]", names, err)
+	}
+	tok, err := ForceRelease(ctx, conn, prefix, "stuck/job")
+	if err != nil || tok != l.Token() {
+		t.Fatalf("ForceRelease: %v, %v; want the holder's token %v", tok, err, l.Token())
+	}
+	select {
+	case <-l.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the holder's lease still live after the forced release")
+	}
+	l2, err := b.Acquire(ctx, "stuck/job", time.Second)
+	if err != nil || l2.Token() <= l.Token() {
+		t.Fatalf("grant after the forced release: %v, %v", l2, err)
+	}
+	if tok, err := ForceRelease(ctx, conn, prefix, "never"); err != nil || tok != 0 {
+		t.Fatalf("ForceRelease of a name never granted: %v, %v", tok, err)
+	}
+}
