@@ -32,17 +32,19 @@
 //
 // # Nodes and tokens
 //
-// /<KeyPrefix>/lease/<name> (the name %-escaped) is persistent. A grant is one
-// transaction that sets its data to the holder's identity and creates its
-// only child, the holder node lock-<random>-<sequence>, ephemeral, and that
-// commits only if the data version is still the one Acquire read with no
-// child, so that two grants cannot both commit. The token is the
+// /<KeyPrefix>/lease/<name> (the name %-escaped) is persistent; its data is
+// the token base and the last holder's identity. A grant is one
+// transaction that sets its identity and creates its only child, the
+// holder node lock-<random>-<sequence>, ephemeral, and that commits only
+// if the data version is still the one Acquire read with no child, so that
+// two grants cannot both commit. The token is the base (0 until [Bump]
+// raises it, for a switch from an issuer with greater tokens) plus the
 // transaction's zxid (the name node's Mzxid, the holder node's Czxid): the
 // ensemble orders every transaction by zxid, and a new leader starts a new,
 // greater epoch, so tokens grow across session expiries, leader changes
 // and deleted nodes, with no clock involved. Restoring an old snapshot into
-// a new ensemble could reissue zxids: after a restore, raise the fences
-// (docs/leases.md, "Switching issuers").
+// a new ensemble could reissue zxids: Bump the names past the last tokens
+// the storage saw (docs/leases.md, "Switching issuers").
 //
 // Waiting: AcquireWait queues an ephemeral sequential ticket under
 // /<KeyPrefix>/wait/<name> and watches only the ticket before its own; the
@@ -54,4 +56,7 @@
 // checks are sent together); Release one; Inspect one. A create whose reply
 // was lost, or that completed after its ctx ended, is deleted in the
 // background so that it cannot hold the name for nobody.
+//
+// Operators: [Bump], [Names] and [ForceRelease] (fencectl -backend
+// zookeeper); a lease is read with the Client's Inspect.
 package zklease
