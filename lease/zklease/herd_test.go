@@ -107,6 +107,9 @@ func watched(t *testing.T, env *testenv.ZooKeeperEnv, part string) map[string]in
 	if err != nil {
 		t.Fatal(err)
 	}
+	if strings.Contains(out, "not in the whitelist") {
+		t.Fatalf("ZooKeeper at %s refuses the wchp command: add it to 4lw.commands.whitelist (the servers testenv starts allow it)", env.Servers[0])
+	}
 	m := map[string]int{}
 	var path string
 	for _, line := range strings.Split(out, "\n") {
