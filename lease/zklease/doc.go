@@ -52,7 +52,7 @@
 // wakes one waiter, not all of them.
 //
 // Round trips: Acquire two (read, transaction), a refusal one, a name's
-// first grant two more (create its node); a batch of renewals one (the
+// first grant a few more (it creates the name's node); a batch of renewals one (the
 // checks are sent together); Release one; Inspect one. A create whose reply
 // was lost, or that completed after its ctx ended, is deleted in the
 // background so that it cannot hold the name for nobody.

@@ -79,9 +79,9 @@ type grant struct{ path string }
 
 func (b *backend) Name() string { return "zookeeper" }
 
-// lockDir is the name's node: its data is the identity of the last grant
-// and its Mzxid that grant's token; its one child, while held, is the
-// holder node.
+// lockDir is the name's node: its data is the token base and the identity
+// of the last grant, base + Mzxid that grant's token; its one child, while
+// held, is the holder node.
 func (b *backend) lockDir(name string) string { return b.root + "/lease/" + escape(name) }
 
 // waitDir holds the tickets of the name's waiters (see watch.go).
@@ -102,9 +102,10 @@ func escape(name string) string {
 // Acquire reads the name's node and, when it has no holder, sets its data
 // and creates the holder node in one transaction that only commits if the
 // node's data version is still the one read (no grant in between): two
-// round trips (four for a name's first grant, which creates its node). A
-// refusal takes one. The token is the transaction's zxid, read back as the
-// name's node's Mzxid, which is also the holder node's Czxid.
+// round trips, a few more for a name's first grant (it creates the node and
+// its missing ancestors). A refusal takes one. The token is the base plus
+// the transaction's zxid, read back as the name's node's Mzxid, which is
+// also the holder node's Czxid.
 func (b *backend) Acquire(ctx context.Context, name string, ttl time.Duration, identity string) (*lease.Grant, error) {
 	dir := b.lockDir(name)
 	for attempt := 0; ; attempt++ {
@@ -123,6 +124,7 @@ func (b *backend) Acquire(ctx context.Context, name string, ttl time.Duration, i
 			return nil, err
 		}
 		if st.NumChildren > 0 {
+			// Remaining -1: the holder's node lasts as long as its session.
 			return nil, &lease.NotAcquiredError{Name: name, Holder: base + fence.Token(st.Mzxid), Identity: holder, Remaining: -1}
 		}
 		token, path, err := b.grant(ctx, dir, st.Version, base, identity)
