@@ -45,7 +45,7 @@ playground-screenshot: tools
 	FENCEKIT_REQUIRE_SERVERS=1 $(GO) test -count=1 -run 'TestBrowserMovesPause' ./internal/playground/ -args -playground.screenshot=$(CURDIR)/docs/img/playground.png
 
 ## tools: install versitygw $(VERSITYGW_VERSION) (the S3 server the tests start) and etcd $(ETCD_VERSION) unless installed,
-## and Debian's chromium (the playground's browser test) when it is missing
+## and Debian's chromium (the playground's browser test) and zookeeper (lease/zklease's tests) when missing
 tools:
 	@if command -v chromium >/dev/null 2>&1; then \
 		echo "chromium already installed at $$(command -v chromium)"; \
@@ -58,6 +58,12 @@ tools:
 	else \
 		echo "installing Debian's pgbouncer (the PgBouncer tests)"; \
 		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y pgbouncer; \
+	fi
+	@if [ -f /usr/share/java/zookeeper.jar ] && command -v java >/dev/null 2>&1; then \
+		echo "zookeeper already installed at /usr/share/java/zookeeper.jar"; \
+	else \
+		echo "installing Debian's zookeeper (the zklease tests start it)"; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y zookeeper; \
 	fi
 	@if $(ETCD) --version 2>/dev/null | grep -qx 'etcd Version: $(patsubst v%,%,$(ETCD_VERSION))'; then \
 		echo "etcd $(ETCD_VERSION) already installed at $(ETCD)"; \
@@ -103,7 +109,7 @@ bench: tools
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	bash bench/run.sh
 
-## bench-issuers: Acquire+Release and renewal per lease issuer (Redis, PostgreSQL, etcd), 5 rounds (about a minute)
+## bench-issuers: Acquire+Release, renewal and hand-off per lease issuer (Redis, PostgreSQL, etcd, ZooKeeper), 5 rounds (about 6 minutes)
 bench-issuers: tools
 	cd bench && for r in 1 2 3 4 5; do BENCH_ROUND=$$r $(GO) test -run '^$$' -bench '^BenchmarkIssuer$$' -benchtime 300x . || exit 1; done
 

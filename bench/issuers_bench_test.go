@@ -21,16 +21,20 @@ import (
 	"github.com/fencekit/fencekit/lease/redislease"
 )
 
-// BenchmarkIssuer compares the three stores behind one *lease.Client:
+// BenchmarkIssuer compares the stores behind one *lease.Client:
 //
 //	op=acquire-release  Acquire then Release of one name, timed together
 //	op=renew            heartbeat renewals of one held lease, back to back
 //	                    (RenewInterval 1ns), each timed from the previous
 //	                    one's completion
+//	op=handoff          Release of a held name to the grant of a waiter
+//	                    (AcquireWait, waiting 10ms already): the wake-up
+//	                    path (pub/sub, LISTEN/NOTIFY, a watch)
 //
 // issuer=redis is a private redis-server (no persistence), postgres the
 // server of FENCEKIT_POSTGRES_URL (synchronous_commit on: a WAL flush per
-// grant), etcd a private one-member etcd that fsyncs. Metrics: p50-ns and
+// grant), etcd a private one-member etcd that fsyncs, zookeeper a private
+// standalone ZooKeeper that fsyncs (session timeout = TTL). Metrics: p50-ns and
 // p99-ns, and rtt/op, the requests the client sent per operation.
 func BenchmarkIssuer(b *testing.B) {
 	for _, op := range []struct {
@@ -39,12 +43,17 @@ func BenchmarkIssuer(b *testing.B) {
 	}{
 		{"acquire-release", benchIssuerAcquireRelease},
 		{"renew", benchIssuerRenew},
+		{"handoff", benchIssuerHandoff},
 	} {
 		b.Run("op="+op.name, func(b *testing.B) {
-			for _, name := range rotated([]string{"redis", "postgres", "etcd"}) {
+			for _, name := range rotated([]string{"redis", "postgres", "etcd", "zookeeper"}) {
 				b.Run("issuer="+name, func(b *testing.B) {
 					p := &probe{}
-					c := newIssuer(b, name, p)
+					interval := time.Nanosecond // renewals back to back
+					if op.name == "handoff" {
+						interval = 0 // the default, TTL/3
+					}
+					c := newIssuer(b, name, p, interval)
 					op.fn(b, p, c)
 				})
 			}
@@ -95,8 +104,8 @@ func (p *probe) gaps() []time.Duration {
 	return g
 }
 
-func newIssuer(b *testing.B, name string, p *probe) *lease.Client {
-	opts := &lease.Options{KeyPrefix: uniqueKey(name), RenewInterval: time.Nanosecond}
+func newIssuer(b *testing.B, name string, p *probe, interval time.Duration) *lease.Client {
+	opts := &lease.Options{KeyPrefix: uniqueKey(name), RenewInterval: interval}
 	var c *lease.Client
 	var err error
 	switch name {
@@ -108,6 +117,8 @@ func newIssuer(b *testing.B, name string, p *probe) *lease.Client {
 		c, err = pglease.New(benchPool(b, p), opts)
 	case "etcd":
 		c, err = etcdlease.New(benchEtcd(b, p), opts)
+	case "zookeeper":
+		c, err = newZooKeeperIssuer(b, p, opts)
 	}
 	if err != nil {
 		b.Fatal(err)
@@ -251,4 +262,43 @@ func benchIssuerRenew(b *testing.B, p *probe, c *lease.Client) {
 		b.Fatal(err)
 	}
 	reportPercentiles(b, p.gaps())
+}
+
+func benchIssuerHandoff(b *testing.B, p *probe, c *lease.Client) {
+	ctx := context.Background()
+	lat := make([]time.Duration, b.N)
+	b.ResetTimer()
+	for i := range b.N + 3 { // 3 warm-up hand-offs
+		b.StopTimer()
+		l, err := c.Acquire(ctx, "handoff", issuerTTL)
+		if err != nil {
+			b.Fatal(err)
+		}
+		got := make(chan *lease.Lease, 1)
+		go func() {
+			l2, err := c.AcquireWait(ctx, "handoff", issuerTTL)
+			if err != nil {
+				b.Error(err)
+			}
+			got <- l2
+		}()
+		time.Sleep(10 * time.Millisecond) // refused, and waiting
+		b.StartTimer()
+		start := time.Now()
+		if err := l.Release(ctx); err != nil {
+			b.Fatal(err)
+		}
+		l2 := <-got
+		if i >= 3 {
+			lat[i-3] = time.Since(start)
+		}
+		b.StopTimer()
+		if l2 == nil {
+			return
+		}
+		if err := l2.Release(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportPercentiles(b, lat)
 }

@@ -18,6 +18,9 @@
 //	                         harness starts one etcd member on free loopback
 //	                         ports for the test binary's lifetime
 //	FENCEKIT_ETCD            path of the etcd binary (default: PATH, then $GOPATH/bin)
+//	FENCEKIT_ZOOKEEPER       ZooKeeper client addresses, comma-separated; when
+//	                         unset, the harness starts one server (Debian's
+//	                         zookeeper package) for the test binary's lifetime
 //	FENCEKIT_REQUIRE_SERVERS set to 1 to fail, not skip, when a server is missing
 //
 // When a server is unreachable, the test fails naming the server and the

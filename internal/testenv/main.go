@@ -35,4 +35,5 @@ func stopShared() {
 		sharedS3.Kill()
 		os.RemoveAll(sharedS3.Dir)
 	}
+	stopSharedZooKeeper()
 }

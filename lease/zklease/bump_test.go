@@ -1,0 +1,99 @@
+package zklease
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/testenv"
+	"github.com/fencekit/fencekit/lease"
+)
+
+// TestBump raises a name's tokens past a token far above its zxids, on a
+// name never granted and on one granted before; a lower target changes
+// nothing, and a held name is refused.
+func TestBump(t *testing.T) {
+	env := testenv.ZooKeeper(t)
+	ctx := context.Background()
+	c, conn := newClient(t, env, env.Servers, 10*time.Second, "w")
+	const far = fence.Token(1_800_000_000_000_000) // a Redis or PostgreSQL token: µs since 1970
+	prefix := prefixOf(env)
+	for _, name := range []string{"fresh", "used"} {
+		if name == "used" {
+			l, err := c.Acquire(ctx, name, 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before, after, err := Bump(ctx, conn, prefix, name, far)
+		if err != nil || after <= far {
+			t.Fatalf("Bump %s: %v -> %v, %v; want above %v", name, before, after, err, far)
+		}
+		if b2, a2, err := Bump(ctx, conn, prefix, name, far-1); err != nil || b2 != after || a2 != after {
+			t.Fatalf("Bump %s lower: %v -> %v, %v; want unchanged at %v", name, b2, a2, err, after)
+		}
+		l, err := c.Acquire(ctx, name, 10*time.Second)
+		if err != nil || l.Token() <= after {
+			t.Fatalf("grant of %s after the bump: %v, %v; want a token above %v", name, l, err, after)
+		}
+		if info, err := c.Inspect(ctx, name); err != nil || info.Holder != l.Token() || info.Last != l.Token() {
+			t.Fatalf("Inspect %s: %+v, %v; want holder and last %v", name, info, err, l.Token())
+		}
+		if _, _, err := Bump(ctx, conn, prefix, name, 2*far); err == nil {
+			t.Fatalf("Bump of held %s: no error", name)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := Bump(ctx, conn, prefix, "a b", far); !errors.Is(err, lease.ErrInvalid) {
+		t.Fatalf("Bump of a bad name: %v, want ErrInvalid", err)
+	}
+	if _, _, err := Bump(ctx, conn, prefix, "x", 0); !errors.Is(err, lease.ErrInvalid) {
+		t.Fatalf("Bump to 0: %v, want ErrInvalid", err)
+	}
+}
+
+// TestNamesAndForceRelease lists the names granted and ends a held lease
+// from outside: its holder sees it lost, and another client is granted it.
+func TestNamesAndForceRelease(t *testing.T) {
+	env := testenv.ZooKeeper(t)
+	ctx := context.Background()
+	a, conn := newClient(t, env, env.Servers, time.Second, "a")
+	b, _ := newClient(t, env, env.Servers, time.Second, "b")
+	prefix := prefixOf(env)
+	if names, err := Names(ctx, conn, prefix); err != nil || len(names) != 0 {
+		t.Fatalf("Names before any grant: %q, %v", names, err)
+	}
+	l, err := a.Acquire(ctx, "stuck/job", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Acquire(ctx, "other", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if names, err := Names(ctx, conn, prefix); err != nil || len(names) != 2 || names[0] != "other" || names[1] != "stuck/job" {
+		t.Fatalf("Names: %q, %v; want [other stuck/job]", names, err)
+	}
+	tok, err := ForceRelease(ctx, conn, prefix, "stuck/job")
+	if err != nil || tok != l.Token() {
+		t.Fatalf("ForceRelease: %v, %v; want the holder's token %v", tok, err, l.Token())
+	}
+	select {
+	case <-l.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the holder's lease still live after the forced release")
+	}
+	l2, err := b.Acquire(ctx, "stuck/job", time.Second)
+	if err != nil || l2.Token() <= l.Token() {
+		t.Fatalf("grant after the forced release: %v, %v", l2, err)
+	}
+	if tok, err := ForceRelease(ctx, conn, prefix, "never"); err != nil || tok != 0 {
+		t.Fatalf("ForceRelease of a name never granted: %v, %v", tok, err)
+	}
+}

@@ -1,0 +1,62 @@
+// Package zklease issues fencekit leases from ZooKeeper: the same
+// *lease.Client as the other issuers' (Do, TryDo, Campaign, Inspect,
+// metrics, loss signalling), made with [New] on a go-zookeeper connection.
+//
+//	conn, _, err := zk.Connect([]string{"127.0.0.1:2181"}, 10*time.Second)
+//	c, err := zklease.New(conn, nil)
+//	l, err := c.Acquire(ctx, "invoices", 10*time.Second) // at most the session timeout
+//
+// # TTL and session timeout
+//
+// Use a TTL equal to the session timeout passed to zk.Connect, and keep
+// that timeout within the server's bounds (minSessionTimeout and
+// maxSessionTimeout: 2 and 20 ticks, 4s and 40s with the default 2s tick).
+// Why: every lease of a Client is an ephemeral node of conn's one session,
+// and the server deletes them when it has heard nothing from the session for
+// the session timeout. A TTL longer than the timeout would let the Context
+// outlive the node: another process could take the lease first. A TTL
+// shorter is safe but slow: the lease ends locally at its TTL, while a
+// crashed holder's node stays until the session expires. The server grants
+// a timeout outside its bounds as the nearest bound without saying so, and
+// go-zookeeper does not report the granted timeout, so zklease cannot check
+// the rule: a timeout raised to the minimum is safe, one cut to the maximum
+// is not.
+//
+// Deadlines: the lease.Client counts a lease's local deadline from just
+// before the grant or renewal request is sent, minus the drift margin. The
+// server restarts the session's timer on every request it receives, later,
+// so it keeps the node at least until the local deadline plus the margin.
+// A renewal is a transaction (a version check of the holder node): it goes
+// through the leader, which refuses it once the session has expired, while a
+// read could be answered by a follower that has not yet seen the expiry.
+//
+// # Nodes and tokens
+//
+// /<KeyPrefix>/lease/<name> (the name %-escaped) is persistent; its data is
+// the token base and the last holder's identity. A grant is one
+// transaction that sets its identity and creates its only child, the
+// holder node lock-<random>-<sequence>, ephemeral, and that commits only
+// if the data version is still the one Acquire read with no child, so that
+// two grants cannot both commit. The token is the base (0 until [Bump]
+// raises it, for a switch from an issuer with greater tokens) plus the
+// transaction's zxid (the name node's Mzxid, the holder node's Czxid): the
+// ensemble orders every transaction by zxid, and a new leader starts a new,
+// greater epoch, so tokens grow across session expiries, leader changes
+// and deleted nodes, with no clock involved. Restoring an old snapshot into
+// a new ensemble could reissue zxids: Bump the names past the last tokens
+// the storage saw (docs/leases.md, "Switching issuers").
+//
+// Waiting: AcquireWait queues an ephemeral sequential ticket under
+// /<KeyPrefix>/wait/<name> and watches only the ticket before its own; the
+// first in line watches the holder node. A release or a holder's expiry
+// wakes one waiter, not all of them.
+//
+// Round trips: Acquire two (read, transaction), a refusal one, a name's
+// first grant a few more (it creates the name's node); a batch of renewals one (the
+// checks are sent together); Release one; Inspect one. A create whose reply
+// was lost, or that completed after its ctx ended, is deleted in the
+// background so that it cannot hold the name for nobody.
+//
+// Operators: [Bump], [Names] and [ForceRelease] (fencectl -backend
+// zookeeper); a lease is read with the Client's Inspect.
+package zklease

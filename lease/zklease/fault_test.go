@@ -1,0 +1,174 @@
+package zklease
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/fencekit/fencekit/internal/testenv"
+	"github.com/fencekit/fencekit/lease"
+)
+
+// holders records grants as their replies arrive and fails the test when
+// one arrives while an earlier lease's Context is live, or when its token
+// does not exceed the one before.
+type holders struct {
+	t    *testing.T
+	mu   sync.Mutex
+	prev *lease.Lease
+	n    int
+}
+
+func (h *holders) granted(l *lease.Lease) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if p := h.prev; p != nil {
+		if p.Err() == nil {
+			h.t.Errorf("token %v granted while token %v's Context is live", l.Token(), p.Token())
+		}
+		if l.Token() <= p.Token() {
+			h.t.Errorf("token %v after %v", l.Token(), p.Token())
+		}
+	}
+	h.prev = l
+	h.n++
+}
+
+func (h *holders) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n
+}
+
+// TestLeaderKilledDuringGrants runs grants from three clients on one name
+// of a 3-server ensemble while the leader is killed (the other two elect a
+// new one) and later restarted. Tokens must keep increasing and no grant
+// may arrive while another holder's Context is live.
+func TestLeaderKilledDuringGrants(t *testing.T) {
+	e := testenv.StartZooKeeperEnsemble(t, 3)
+	env := &testenv.ZooKeeperEnv{Servers: e.Servers, Root: "/leader"}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	h := &holders{t: t}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 3 {
+		c, _ := newClient(t, env, e.Servers, zkTTL, "")
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				actx, acancel := context.WithTimeout(ctx, 5*time.Second)
+				l, err := c.AcquireWait(actx, "failover", zkTTL)
+				acancel()
+				if err != nil {
+					continue // no quorum for a moment: try again
+				}
+				h.granted(l)
+				time.Sleep(5 * time.Millisecond) // work
+				rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+				l.Release(rctx) // a lost lease's release fails: fine
+				rcancel()
+			}
+		})
+	}
+	time.Sleep(time.Second)
+	leader, err := e.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := h.count()
+	if err := e.Members[leader].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("leader %d killed after %d grants", leader, before)
+	time.Sleep(2 * time.Second)
+	if next, err := e.Leader(ctx); err != nil || next == leader {
+		t.Fatalf("no new leader 2s after the kill: %d, %v", next, err)
+	}
+	if err := e.Members[leader].Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	during := h.count()
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+	t.Logf("%d grants in all (%d while the old leader was down), tokens increasing, never two live holders", h.count(), during-before)
+	if during == before || h.count() == during {
+		t.Fatalf("grants stopped: %d before the kill, %d before the restart, %d at the end", before, during, h.count())
+	}
+}
+
+// TestSessionExpired cuts the holder's connection until the server expires
+// its session: the lease's Context ends before another client is granted
+// the name; once the connection is back, go-zookeeper opens a new session,
+// the old lease's Release reports it lost, and the same client is granted
+// the name again with a greater token.
+func TestSessionExpired(t *testing.T) {
+	env := testenv.ZooKeeper(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p := startProxy(t, env.Servers[0])
+	a, conn := newClient(t, env, []string{p.Addr()}, zkTTL, "a")
+	b, _ := newClient(t, env, env.Servers, zkTTL, "b")
+	la, err := a.Acquire(ctx, "exp", zkTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	session := conn.SessionID()
+	p.Cut()
+	lb, err := b.AcquireWait(ctx, "exp", zkTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if la.Err() == nil || lb.Token() <= la.Token() {
+		t.Fatalf("b granted %v while a's lease (%v) ended with %v", lb.Token(), la.Token(), la.Err())
+	}
+	p.Heal()
+	waitFor(t, ctx, func() bool { return conn.State() == zk.StateHasSession && conn.SessionID() != session })
+	if err := la.Release(ctx); !errors.Is(err, lease.ErrLost) {
+		t.Fatalf("Release of the expired session's lease: %v, want ErrLost", err)
+	}
+	if err := lb.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	la2, err := a.Acquire(ctx, "exp", zkTTL)
+	if err != nil || la2.Token() <= lb.Token() {
+		t.Fatalf("a's grant on its new session: %v, %v; want a token above %v", la2, err, lb.Token())
+	}
+}
+
+// TestConnectionCutBriefly cuts the holder's connection for less than the
+// TTL: go-zookeeper reconnects within the session, the renewals that failed
+// meanwhile are retried, and the lease survives; nobody else is granted it.
+func TestConnectionCutBriefly(t *testing.T) {
+	env := testenv.ZooKeeper(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const ttl = 4 * time.Second // go-zookeeper reconnects a second after a failure
+	p := startProxy(t, env.Servers[0])
+	a, _ := newClient(t, env, []string{p.Addr()}, ttl, "a")
+	b, _ := newClient(t, env, env.Servers, ttl, "b")
+	l, err := a.Acquire(ctx, "cut", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Cut()
+	time.Sleep(300 * time.Millisecond)
+	p.Heal()
+	for end := time.Now().Add(ttl + time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if lb, err := b.Acquire(ctx, "cut", ttl); !errors.Is(err, lease.ErrNotAcquired) {
+			t.Fatalf("b's Acquire while a holds the lease: %v, %v", lb, err)
+		}
+	}
+	if l.Err() != nil {
+		t.Fatalf("lease ended after a 300ms cut: %v", l.Err())
+	}
+}

@@ -1,0 +1,359 @@
+package zklease
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/lease"
+)
+
+// New returns a lease client whose leases are ephemeral znodes of conn's
+// session, under /<KeyPrefix>/lease/<name> (waiters' tickets under
+// /<KeyPrefix>/wait/<name>). opts may be nil for the defaults. New sends
+// nothing.
+//
+// Every TTL passed to the client's Acquire must be at most the session
+// timeout the server granted conn (see the package doc): zklease cannot
+// check it, go-zookeeper does not report the granted timeout.
+//
+// Errors: an error wrapping [lease.ErrInvalid] for a nil conn, a KeyPrefix
+// that is not a ZooKeeper path, or an invalid option.
+func New(conn *zk.Conn, opts *lease.Options) (*lease.Client, error) {
+	var prefix string
+	if opts != nil {
+		prefix = opts.KeyPrefix
+	}
+	b, err := newBackend(conn, prefix)
+	if err != nil {
+		return nil, err
+	}
+	return lease.NewClient(b, opts)
+}
+
+// newBackend checks conn and prefix ("" for the default).
+func newBackend(conn *zk.Conn, prefix string) (*backend, error) {
+	if conn == nil {
+		return nil, fmt.Errorf("%w: nil *zk.Conn passed to zklease", lease.ErrInvalid)
+	}
+	if prefix == "" {
+		prefix = lease.DefaultKeyPrefix
+	}
+	for _, part := range strings.Split(prefix, "/") {
+		if part == "" || part == "." || part == ".." {
+			return nil, fmt.Errorf("%w: Options.KeyPrefix %q is not a ZooKeeper path without its leading slash (an empty, . or .. part)", lease.ErrInvalid, prefix)
+		}
+	}
+	if prefix == "zookeeper" || strings.HasPrefix(prefix, "zookeeper/") {
+		return nil, fmt.Errorf("%w: Options.KeyPrefix %q is under ZooKeeper's own /zookeeper tree", lease.ErrInvalid, prefix)
+	}
+	return &backend{conn: conn, root: "/" + prefix}, nil
+}
+
+// sweepFor bounds how long zklease looks for a node whose create reply was
+// lost, to delete it. A session whose connection stays down longer than
+// its timeout ends anyway, and its nodes with it.
+const sweepFor = 2 * time.Minute
+
+var acl = zk.WorldACL(zk.PermAll)
+
+type backend struct {
+	conn *zk.Conn
+	root string
+}
+
+var _ lease.Backend = (*backend)(nil)
+
+// grant is a Grant's Value: the holder node's path.
+type grant struct{ path string }
+
+func (b *backend) Name() string { return "zookeeper" }
+
+// lockDir is the name's node: its data is the token base and the identity
+// of the last grant, base + Mzxid that grant's token; its one child, while
+// held, is the holder node.
+func (b *backend) lockDir(name string) string { return b.root + "/lease/" + escape(name) }
+
+// waitDir holds the tickets of the name's waiters (see watch.go).
+func (b *backend) waitDir(name string) string { return b.root + "/wait/" + escape(name) }
+
+// escape makes a lease name one znode name: '/' and every byte outside
+// [A-Za-z0-9-._~] are %-escaped, and "." and ".." (not znode names) too.
+func escape(name string) string {
+	switch name {
+	case ".":
+		return "%2E"
+	case "..":
+		return "%2E%2E"
+	}
+	return url.PathEscape(name)
+}
+
+// Acquire reads the name's node and, when it has no holder, sets its data
+// and creates the holder node in one transaction that only commits if the
+// node's data version is still the one read (no grant in between): two
+// round trips, a few more for a name's first grant (it creates the node and
+// its missing ancestors). A refusal takes one. The token is the base plus
+// the transaction's zxid, read back as the name's node's Mzxid, which is
+// also the holder node's Czxid.
+func (b *backend) Acquire(ctx context.Context, name string, ttl time.Duration, identity string) (*lease.Grant, error) {
+	dir := b.lockDir(name)
+	for attempt := 0; ; attempt++ {
+		st, data, err := b.get(ctx, dir)
+		if errors.Is(err, zk.ErrNoNode) && attempt == 0 {
+			if err := b.makeDirs(ctx, dir); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		base, holder, err := parseDir(dir, data)
+		if err != nil {
+			return nil, err
+		}
+		if st.NumChildren > 0 {
+			// Remaining -1: the holder's node lasts as long as its session.
+			return nil, &lease.NotAcquiredError{Name: name, Holder: base + fence.Token(st.Mzxid), Identity: holder, Remaining: -1}
+		}
+		token, path, err := b.grant(ctx, dir, st.Version, base, identity)
+		if errors.Is(err, zk.ErrBadVersion) && attempt < 3 {
+			continue // granted to someone else since the read: read again
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &lease.Grant{Name: name, Token: token, TTL: ttl, Value: grant{path: path}}, nil
+	}
+}
+
+// get reads a node's data and Stat.
+func (b *backend) get(ctx context.Context, path string) (*zk.Stat, []byte, error) {
+	type res struct {
+		st   *zk.Stat
+		data []byte
+	}
+	r, err := call(ctx, func() (res, error) {
+		data, st, err := b.conn.Get(path)
+		return res{st, data}, err
+	}, nil)
+	return r.st, r.data, err
+}
+
+// makeDirs creates path's missing ancestors and path, empty and persistent.
+func (b *backend) makeDirs(ctx context.Context, path string) error {
+	for i := 1; i <= len(path); i++ {
+		if i < len(path) && path[i] != '/' {
+			continue
+		}
+		p := path[:i]
+		_, err := call(ctx, func() (string, error) { return b.conn.Create(p, nil, zk.FlagPersistent, acl) }, nil)
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("zklease: create %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// grant runs the grant transaction on dir, read at data version version
+// with token base base. A holder node created after ctx ended, or whose
+// reply was lost, is deleted in the background: nobody would release it.
+func (b *backend) grant(ctx context.Context, dir string, version int32, base fence.Token, identity string) (fence.Token, string, error) {
+	nonce, err := newNonce()
+	if err != nil {
+		return 0, "", err
+	}
+	node := dir + "/lock-" + nonce + "-"
+	type res struct {
+		token fence.Token
+		path  string
+	}
+	r, err := call(ctx, func() (res, error) {
+		rs, err := b.conn.Multi(
+			&zk.SetDataRequest{Path: dir, Data: dirData(base, identity), Version: version},
+			&zk.CreateRequest{Path: node, Data: []byte(identity), Acl: acl, Flags: zk.FlagEphemeralSequential})
+		if err != nil {
+			return res{}, err
+		}
+		return res{base + fence.Token(rs[0].Stat.Mzxid), rs[1].String}, nil
+	}, func(r res, err error) {
+		switch {
+		case err == nil:
+			b.conn.Delete(r.path, -1) // failing, the node ends with the session
+		case unknownOutcome(err):
+			go b.sweep(dir, nonce)
+		}
+	})
+	if err != nil && unknownOutcome(err) {
+		go b.sweep(dir, nonce)
+	}
+	return r.token, r.path, err
+}
+
+// unknownOutcome reports whether a request that failed with err may have
+// been carried out: the connection broke after it was sent.
+func unknownOutcome(err error) bool {
+	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrClosing)
+}
+
+// sweep deletes the holder node of dir whose name carries nonce, if it
+// exists, retrying for up to sweepFor.
+func (b *backend) sweep(dir, nonce string) {
+	for wait, until := 100*time.Millisecond, time.Now().Add(sweepFor); time.Now().Before(until); wait = min(2*wait, 5*time.Second) {
+		kids, _, err := b.conn.Children(dir)
+		if err == nil {
+			for _, k := range kids {
+				if strings.Contains(k, nonce) {
+					err = b.conn.Delete(dir+"/"+k, -1)
+				}
+			}
+		}
+		if err == nil || errors.Is(err, zk.ErrNoNode) {
+			return
+		}
+		time.Sleep(wait)
+	}
+}
+
+func newNonce() (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("zklease: random node name: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// Renew checks each holder node with a transaction of one version check,
+// all sent at once (one round trip). A transaction goes through the
+// leader, which refuses it when the session has expired; a read could be
+// answered by a follower that has not yet seen the expiry. Reaching the
+// server also restarts the session's timer.
+func (b *backend) Renew(ctx context.Context, batch []*lease.Grant) []error {
+	errs := make([]error, len(batch))
+	var wg sync.WaitGroup
+	for i, g := range batch {
+		path := g.Value.(grant).path
+		wg.Go(func() {
+			_, err := call(ctx, func() ([]zk.MultiResponse, error) {
+				return b.conn.Multi(&zk.CheckVersionRequest{Path: path, Version: -1})
+			}, nil)
+			errs[i] = lost(err)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return errs
+		}
+	}
+	return nil
+}
+
+// lost turns the error of a request on a holder node into a
+// [*lease.LostError] when the node is definitely gone.
+func lost(err error) error {
+	if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrSessionExpired) {
+		return &lease.LostError{Cause: lease.CauseMissing, Err: err}
+	}
+	return err
+}
+
+// Release deletes the holder node, one round trip; the first waiter,
+// watching it, wakes.
+func (b *backend) Release(ctx context.Context, g *lease.Grant) error {
+	path := g.Value.(grant).path
+	_, err := call(ctx, func() (struct{}, error) { return struct{}{}, b.conn.Delete(path, -1) }, nil)
+	return lost(err)
+}
+
+// Inspect reads the name's node, one round trip: held while it has a
+// child; the last token is its base plus its Mzxid (none while its data
+// version is 0).
+func (b *backend) Inspect(ctx context.Context, name string) (lease.Info, error) {
+	dir := b.lockDir(name)
+	st, data, err := b.get(ctx, dir)
+	if errors.Is(err, zk.ErrNoNode) {
+		return lease.Info{}, nil
+	}
+	if err != nil {
+		return lease.Info{}, err
+	}
+	base, identity, err := parseDir(dir, data)
+	if err != nil {
+		return lease.Info{}, err
+	}
+	var info lease.Info
+	if st.Version > 0 {
+		info.Last = base + fence.Token(st.Mzxid)
+	}
+	if st.NumChildren > 0 {
+		info.Held, info.Holder, info.Identity, info.Remaining = true, info.Last, identity, -1
+	}
+	return info, nil
+}
+
+// dirData is a name node's data: the token base, a newline, and the
+// identity of the last grant.
+func dirData(base fence.Token, identity string) []byte {
+	return []byte(strconv.FormatUint(uint64(base), 10) + "\n" + identity)
+}
+
+// parseDir reads a name node's data (empty: base 0, no grant yet).
+func parseDir(dir string, data []byte) (base fence.Token, identity string, err error) {
+	if len(data) == 0 {
+		return 0, "", nil
+	}
+	b, identity, ok := strings.Cut(string(data), "\n")
+	n, perr := strconv.ParseUint(b, 10, 63)
+	if !ok || perr != nil {
+		return 0, "", fmt.Errorf("zklease: %s holds %q, not a token base and an identity: not written by zklease", dir, short(data))
+	}
+	return fence.Token(n), identity, nil
+}
+
+func short(b []byte) []byte {
+	if len(b) > 64 {
+		return b[:64]
+	}
+	return b
+}
+
+// call runs fn, a go-zookeeper request (they take no context and return
+// when the reply comes or the connection breaks), and returns its result,
+// or ctx's error when ctx ends first. A result that arrives after that is
+// passed to late, when not nil, to undo what the request did.
+func call[T any](ctx context.Context, fn func() (T, error), late func(T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := fn()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		if late != nil {
+			go func() {
+				r := <-ch
+				late(r.v, r.err)
+			}()
+		}
+		var zero T
+		return zero, ctx.Err()
+	}
+}
