@@ -3,12 +3,12 @@
 // PostgreSQL users (docs/leases.md, "Choosing an issuer").
 module github.com/fencekit/fencekit/lease/etcdlease
 
-go 1.26.8
+go 1.26.0
 
 replace github.com/fencekit/fencekit => ../..
 
 require (
-	github.com/fencekit/fencekit v0.0.0-00010101000000-000000000000
+	github.com/fencekit/fencekit v0.3.0
 	go.etcd.io/etcd/api/v3 v3.6.16
 	go.etcd.io/etcd/client/v3 v3.6.16
 	go.uber.org/zap v1.27.0

@@ -1,4 +1,4 @@
-package playground
+package browser
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/fencekit/fencekit/internal/playground"
 	"github.com/fencekit/fencekit/internal/testenv"
 )
 
@@ -51,7 +52,7 @@ func playgroundDir(t *testing.T) string {
 		if built.err == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			built.err = Build(ctx, built.dir)
+			built.err = playground.Build(ctx, built.dir)
 		}
 	})
 	if built.err != nil {
@@ -168,12 +169,12 @@ func readPage(t *testing.T, tab context.Context) (query string, runs [2]shown) {
 
 // expect runs query natively at the page's width (pageWidth) and checks
 // the page shows the same runs.
-func expect(t *testing.T, got [2]shown, query string) *Response {
+func expect(t *testing.T, got [2]shown, query string) *playground.Response {
 	t.Helper()
 	width := pageWidth
-	resp, err := Run(query, width)
+	resp, err := playground.Run(query, width)
 	if err != nil {
-		t.Fatalf("Run(%q, %d): %v", query, width, err)
+		t.Fatalf("playground.Run(%q, %d): %v", query, width, err)
 	}
 	for i, o := range resp.Runs {
 		want := shown{Heading: o.Heading, What: o.What, Verdict: o.Verdict, Accepted: fmt.Sprint(o.Accepted),
@@ -363,7 +364,7 @@ func TestBrowserScenarioSwitch(t *testing.T) {
 		t.Errorf("a bad link shows %q, want %q...", msg, want)
 	}
 	expect(t, runs, q)
-	if def, _ := Run("", 0); q != def.Query {
+	if def, _ := playground.Run("", 0); q != def.Query {
 		t.Errorf("a bad link runs %q, want the defaults %q", q, def.Query)
 	}
 }
@@ -395,7 +396,7 @@ func TestBrowserRedrawsTheMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := Map(q)
+	want, err := playground.Map(q)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package playground
+package browser
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/fencekit/fencekit/internal/playground"
 )
 
 // openPage starts Chromium with a w x h window on the built playground at
@@ -139,13 +141,17 @@ func TestBrowserPresets(t *testing.T) {
 		"scenario=kleppmann&work=8s&storage=writes": {"lost", "lost"},
 		"scenario=check-then-write":                 {"backwards", "safe"},
 	}
-	for i, p := range presets {
+	def, err := playground.Run("", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range def.Presets {
 		if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(fmt.Sprintf(`#presets button:nth-child(%d)`, i+1)))); err != nil {
 			t.Fatal(err)
 		}
 		q, runs := readPage(t, tab)
 		resp := expect(t, runs, q)
-		canon, err := Run(p.Query, 0)
+		canon, err := playground.Run(p.Query, 0)
 		if err != nil {
 			t.Fatalf("preset %q: %v", p.Title, err)
 		}
@@ -163,7 +169,7 @@ func TestBrowserPresets(t *testing.T) {
 // moment in both figures, and the late write's step tells both outcomes.
 func TestBrowserTour(t *testing.T) {
 	tab := openPage(t, 1280, 900, "scenario=kleppmann")
-	resp, err := Run("scenario=kleppmann", pageWidth)
+	resp, err := playground.Run("scenario=kleppmann", pageWidth)
 	if err != nil {
 		t.Fatal(err)
 	}
