@@ -126,6 +126,7 @@ soak: tools
 	FENCEKIT_REQUIRE_SERVERS=1 $(GO) test -timeout 10m -run 'TestManyLeasesOneClient' -v ./lease/redislease/ -args -lease.many=60s
 	FENCEKIT_REQUIRE_SERVERS=1 $(GO) test -race -timeout 60m -run 'TestRacingWriters' ./blobfence/ -args -race-rounds=200 -same-rounds=200
 	$(GO) test -timeout 60m -run 'TestModelCheck$$' ./blobfence/ -args -model-full
+	cd bench && $(GO) test -race -timeout 30m -run 'TestS3Linearizable' . -args -s3-linearize-rounds=100
 
 ## fuzz: every fuzz target in the module, FUZZTIME each (default 30s)
 fuzz:

@@ -134,7 +134,7 @@ func (c countingHTTP) Do(r *http.Request) (*http.Response, error) {
 
 // newS3Env creates a bucket on the S3 server (emptied and deleted at
 // cleanup) and a path-style client counting its requests.
-func newS3Env(b *testing.B) *s3Env {
+func newS3Env(b testing.TB) *s3Env {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -41,10 +41,12 @@ func (s *Store) Delete(ctx context.Context, key string, tok fence.Token) error {
 // step, for keys that will not be written again or whose writers have all
 // stopped: run it only when no holder of an older token can still be
 // running. It refuses a key that readers still see (delete it first). It
-// costs a HEAD and an unconditional DELETE; a tombstone rewritten between
-// the two (by a Delete under a newer token) is removed too. Errors:
-// [ErrInvalidArgument], [ErrContention] (no two reads agreed), an error
-// naming a live object, the context's cause, S3 errors.
+// costs a HEAD and a DELETE with If-Match on the tombstone's ETag (a server
+// that checks DELETE's condition late or ignores it could remove a put that
+// raced the retirement: retire only keys nobody writes). Errors:
+// [ErrInvalidArgument] (also for a live object), [ErrContention] (no two
+// reads agreed), the context's cause, S3 errors (412 when the key changed
+// since the HEAD).
 func (s *Store) Retire(ctx context.Context, key string) error {
 	if err := s.check("retire", key); err != nil {
 		return err
@@ -57,7 +59,7 @@ func (s *Store) Retire(ctx context.Context, key string) error {
 	case !st.deleted:
 		err = fmt.Errorf("%w: readers still see the object (token %d); Delete it first", ErrInvalidArgument, st.token)
 	default:
-		_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
+		_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key), IfMatch: aws.String(st.etag)})
 	}
 	return s.wrap(ctx, "retire", key, err)
 }

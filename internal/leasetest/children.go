@@ -89,6 +89,9 @@ func childHold() int {
 	return 1
 }
 
+// sameReport is what every holder of the paused-holder test writes to S3.
+const sameReport = "the daily report"
+
 // childPause takes the lease, checks it is live and prints its token, as a
 // worker does before a write; then (the parent pauses it meanwhile) it
 // writes with that token to PostgreSQL through sqlfence and to S3 through
@@ -128,7 +131,7 @@ func childPause() int {
 		time.Sleep(time.Millisecond)
 	}
 	fmt.Println("sql", outcome(sqlfence.Fence(ctx, pool, "paused", l.Token())))
-	fmt.Println("blob", outcome(store.Put(ctx, "paused", []byte("late write"), l.Token())))
+	fmt.Println("blob", outcome(store.Put(ctx, "paused", []byte(sameReport), l.Token())))
 	return 0
 }
 
@@ -247,7 +250,9 @@ func testPausedHolder(t *testing.T, iss Issuer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.Put(ctx, "paused", []byte("new holder"), l.Token()); err != nil {
+	// The same bytes as the paused holder's (an idempotent job): accepted
+	// from the new holder, refused from the old one by its token alone.
+	if err := store.Put(ctx, "paused", []byte(sameReport), l.Token()); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(trigger, nil, 0o644); err != nil {
@@ -264,5 +269,8 @@ func testPausedHolder(t *testing.T, iss Issuer) {
 		if line != store+" stale" {
 			t.Errorf("paused holder's late write with token %v (new holder %v): %q, want %q", old, l.Token(), line, store+" stale")
 		}
+	}
+	if body, tok, err := store.Get(ctx, "paused"); err != nil || tok != l.Token() || string(body) != sameReport {
+		t.Errorf("after the paused holder's late write: %q, token %v, %v; want the new holder's %v", body, tok, err, l.Token())
 	}
 }
