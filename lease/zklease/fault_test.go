@@ -172,3 +172,40 @@ func TestConnectionCutBriefly(t *testing.T) {
 		t.Fatalf("lease ended after a 300ms cut: %v", l.Err())
 	}
 }
+
+// TestLostGrantReplyDeleted loses the reply of a grant: the transaction
+// commits, and the connection breaks before the reply reaches the client.
+// Acquire fails; the holder node, which nobody would release, must be
+// found by its random name and deleted once go-zookeeper has reconnected,
+// within the same session (not by the session's end).
+func TestLostGrantReplyDeleted(t *testing.T) {
+	env := testenv.ZooKeeper(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p := startProxy(t, env.Servers[0])
+	a, conn := newClient(t, env, []string{p.Addr()}, 10*time.Second, "a")
+	b, _ := newClient(t, env, env.Servers, 10*time.Second, "b")
+	if _, err := a.Inspect(ctx, "lost-reply"); err != nil { // connected
+		t.Fatal(err)
+	}
+	session := conn.SessionID()
+	const opMulti = 14 // the grant transaction
+	p.BreakOnReply(opMulti)
+	if l, err := a.Acquire(ctx, "lost-reply", 10*time.Second); err == nil {
+		t.Fatalf("Acquire got its reply (token %v) through a broken connection", l.Token())
+	}
+	if info, err := b.Inspect(ctx, "lost-reply"); err != nil || !info.Held || info.Identity != "a" {
+		t.Fatalf("after the lost reply: %+v, %v; want held by a (the transaction committed)", info, err)
+	}
+	start := time.Now()
+	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second) // the session would last 10s
+	defer dcancel()
+	waitFor(t, dctx, func() bool {
+		info, err := b.Inspect(ctx, "lost-reply")
+		return err == nil && !info.Held
+	})
+	t.Logf("the unanswered grant's node deleted %v after Acquire failed", time.Since(start))
+	if conn.SessionID() != session {
+		t.Fatalf("the session changed (%x to %x): the node went with its session, not deleted", session, conn.SessionID())
+	}
+}

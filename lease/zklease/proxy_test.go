@@ -1,16 +1,18 @@
 package zklease
 
 import (
+	"encoding/binary"
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
-// proxy forwards TCP connections on a loopback port to a ZooKeeper server.
-// Cut closes every connection and refuses new ones until Heal: to the
-// client, the server is gone; to the server, the session's connection
-// closed, and the session lives until its timeout.
+// proxy forwards TCP connections on a loopback port to a ZooKeeper server,
+// packet by packet. Cut closes every connection and refuses new ones until
+// Heal: to the client, the server is gone; to the server, the session's
+// connection closed, and the session lives until its timeout.
 type proxy struct {
 	ln     net.Listener
 	target string
@@ -18,6 +20,10 @@ type proxy struct {
 	mu    sync.Mutex
 	cut   bool
 	conns []net.Conn
+
+	// breakOn, when not 0, is a request opcode: the connection carrying the
+	// next reply to such a request is closed instead of forwarding it.
+	breakOn atomic.Int32
 }
 
 // startProxy listens on a free loopback port; it stops at cleanup.
@@ -58,16 +64,46 @@ func (p *proxy) serve() {
 		}
 		p.conns = append(p.conns, c, s)
 		p.mu.Unlock()
-		go pipe(c, s)
-		go pipe(s, c)
+		var ops sync.Map // xid -> opcode of the requests in flight
+		go p.forward(s, c, func(pkt []byte) bool {
+			ops.Store(int32(binary.BigEndian.Uint32(pkt[0:4])), int32(binary.BigEndian.Uint32(pkt[4:8])))
+			return true
+		})
+		go p.forward(c, s, func(pkt []byte) bool {
+			op, _ := ops.LoadAndDelete(int32(binary.BigEndian.Uint32(pkt[0:4])))
+			return op == nil || op.(int32) != p.breakOn.Load() || !p.breakOn.CompareAndSwap(op.(int32), 0)
+		})
 	}
 }
 
-func pipe(dst, src net.Conn) {
-	io.Copy(dst, src)
-	dst.Close()
-	src.Close()
+// forward copies length-prefixed packets from src to dst while pass
+// accepts them; the first packet (the session handshake) and packets too
+// short to carry an xid pass unseen. It closes both ends when done.
+func (p *proxy) forward(dst, src net.Conn, pass func(pkt []byte) bool) {
+	defer dst.Close()
+	defer src.Close()
+	var hdr [4]byte
+	for first := true; ; first = false {
+		if _, err := io.ReadFull(src, hdr[:]); err != nil {
+			return
+		}
+		pkt := make([]byte, binary.BigEndian.Uint32(hdr[:]))
+		if _, err := io.ReadFull(src, pkt); err != nil {
+			return
+		}
+		if !first && len(pkt) >= 8 && !pass(pkt) {
+			return
+		}
+		if _, err := dst.Write(append(hdr[:], pkt...)); err != nil {
+			return
+		}
+	}
 }
+
+// BreakOnReply closes the connection that carries the next reply to a
+// request with opcode op, instead of forwarding that reply: the request
+// took effect, and the client cannot know.
+func (p *proxy) BreakOnReply(op int32) { p.breakOn.Store(op) }
 
 // Cut closes the proxied connections and refuses new ones.
 func (p *proxy) Cut() {
