@@ -42,8 +42,8 @@ func metricsRegistry(t *testing.T) *prometheus.Registry {
 
 // TestStaleRejectedMetric: every put and delete refused as stale adds one
 // to fencekit_stale_rejected_total{store="s3"}, read through the
-// Prometheus exporter as a user would scrape it; accepted writes and
-// refusals of other kinds (ErrSameBytes) add nothing.
+// Prometheus exporter as a user would scrape it; accepted writes add
+// nothing.
 func TestStaleRejectedMetric(t *testing.T) {
 	reg := metricsRegistry(t)
 	staleS3 := func() float64 {
