@@ -79,11 +79,11 @@ func (e Envelope) record(sum [md5.Size]byte) string {
 // before it is "fencekit-blob 1 <put|del> <token> <nonce>". Errors wrap
 // [ErrBadMetadata].
 func Decode(stored []byte) (Envelope, []byte, error) {
-	line, body, ok := bytes.Cut(stored[:min(len(stored), maxHeaderLen)], []byte("\n"))
+	line, _, ok := bytes.Cut(stored[:min(len(stored), maxHeaderLen)], []byte("\n"))
 	if !ok {
 		return Envelope{}, nil, fmt.Errorf("%w: the object has no fencekit header line", ErrBadMetadata)
 	}
-	body = stored[len(line)+1:]
+	body := stored[len(line)+1:]
 	f := strings.Fields(string(line))
 	if len(f) != 5 || f[0]+" "+f[1]+" " != headerMagic || f[2] != statePut && f[2] != stateDel || f[4] == "" {
 		return Envelope{}, nil, fmt.Errorf("%w: the fencekit header %q is not %q<put|del> <token> <nonce>", ErrBadMetadata, line, headerMagic)

@@ -39,7 +39,8 @@ func (p *s3Proxy) client(t testing.TB, env *testenv.S3Env) *s3.Client {
 	signer := v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true })
 	creds := aws.Credentials{AccessKeyID: env.AccessKey, SecretAccessKey: env.SecretKey}
 	rp := &httputil.ReverseProxy{
-		Director: func(r *http.Request) {
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			r := pr.Out
 			r.URL.Scheme, r.URL.Host, r.Host = target.Scheme, target.Host, target.Host
 			if p.request != nil {
 				p.request(r)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -27,7 +26,8 @@ func dropIfMatch(t *testing.T, srv *testenv.S3Server) string {
 	}
 	signer := v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true })
 	creds := aws.Credentials{AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey}
-	rp := &httputil.ReverseProxy{Director: func(r *http.Request) {
+	rp := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		r := pr.Out
 		r.URL.Scheme, r.URL.Host, r.Host = target.Scheme, target.Host, target.Host
 		r.Header.Del("If-Match")
 		r.Header.Del("Authorization")
