@@ -189,5 +189,8 @@ func TestErrorsNameTheObjectOnce(t *testing.T) {
 		if strings.Count(msg, leaf) != 1 || !strings.Contains(msg, "/"+tc.key) || !strings.HasPrefix(msg, "blobfence: ") {
 			t.Errorf("%s: %q; want a blobfence error naming %s/%s once", name, msg, env.Bucket, tc.key)
 		}
+		if strings.Count(msg, "blobfence:") != 1 || strings.Contains(msg, "fence: ") && !strings.HasPrefix(msg, "blobfence: ") {
+			t.Errorf("%s: %q names a package twice", name, msg)
+		}
 	}
 }

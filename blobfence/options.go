@@ -60,11 +60,6 @@ func ContentDisposition(v string) PutOption {
 	return func(f *objectFields) error { return header("ContentDisposition", v, &f.contentDisposition) }
 }
 
-// ContentEncoding sets the object's Content-Encoding header.
-func ContentEncoding(v string) PutOption {
-	return func(f *objectFields) error { return header("ContentEncoding", v, &f.contentEncoding) }
-}
-
 // Metadata adds user metadata (x-amz-meta-<name>) to the object. Names are
 // lower-case letters, digits, '-', '_' and '.' (S3 lower-cases names, so
 // others would not read back the same); values are printable ASCII. The

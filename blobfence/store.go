@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -234,10 +235,32 @@ func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
 		err = fmt.Errorf("%w (%w)", err, cause)
 	}
 	if errors.Is(err, fence.ErrStale) {
-		return fmt.Errorf("blobfence: %s: %w", op, err)
+		return &opError{op: op, err: err} // a *fence.StaleError names the bucket/key itself
 	}
-	return fmt.Errorf("blobfence: %s %s: %w", op, s.resource(key), err)
+	return &opError{op: op, resource: s.resource(key), err: err}
 }
+
+// opError is an error of one call on one object, "blobfence: op
+// bucket/key: what went wrong", naming the package and the object once
+// even when err is a sentinel or a [*fence.StaleError] (which names the
+// object: then resource is "").
+type opError struct {
+	op, resource string
+	err          error
+}
+
+func (e *opError) Error() string {
+	where := e.op
+	if e.resource != "" {
+		where += " " + e.resource
+	}
+	// Sentinels deeper in the chain carry their package's name too; it is
+	// said once, here.
+	msg := strings.NewReplacer(": blobfence: ", ": ", ": fence: ", ": ").Replace(": " + e.err.Error())
+	return "blobfence: " + where + msg
+}
+
+func (e *opError) Unwrap() error { return e.err }
 
 // parseToken reads the token from an object's metadata: 0 when the object
 // carries none (written by another tool), an error wrapping
