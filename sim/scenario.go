@@ -172,7 +172,7 @@ func kleppmannBuild(p Params) Config {
 var scenarios = []Scenario{
 	{
 		Name:  "kleppmann",
-		Title: "Kleppmann's GC pause: A pauses past its lease, B takes over, A writes anyway",
+		Title: "Kleppmann's GC pause: A is paused just before its write while B waits for the lease",
 		story: func(p Params) string {
 			return pauseStory(p, 2*time.Second, whereInStep(p.PauseAt, 2*time.Second)) + writeDelayStory(p)
 		},

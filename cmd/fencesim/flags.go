@@ -81,7 +81,7 @@ func (m fencingMode) storages(def []sim.Storage) ([]sim.Storage, error) {
 	for _, name := range strings.Split(string(m), ",") {
 		s, err := sim.ParseStorage(strings.TrimSpace(name))
 		if err != nil {
-			return nil, fmt.Errorf("%q: %s; or both", name, strings.TrimPrefix(err.Error(), "sim: "))
+			return nil, fmt.Errorf("%q is not a storage mode: use off, writes, claim (or on), check-then-write, or both", name)
 		}
 		if slices.Contains(out, s) {
 			return nil, fmt.Errorf("storage %s listed twice", s)

@@ -228,8 +228,9 @@ func runScenario(args []string, stdout, stderr io.Writer) int {
 	title := fmt.Sprintf("fencesim %s: %s", sc.Name, sc.Title)
 	if !out.json {
 		story := sc.Story(q)
-		if tip := sc.Tip(); tip != "" {
-			story += " " + tip
+		if tip, d := sc.Tip(), sc.Defaults; tip != "" && q.TTL == d.TTL && q.Heartbeat == d.Heartbeat && q.Pause == d.Pause &&
+			q.PauseAt == d.PauseAt && q.Work == d.Work && q.Delay == d.Delay && q.WriteDelay == d.WriteDelay && q.Drift == d.Drift {
+			story += " " + tip // only on the scenario's own numbers: the tip's runs are not those
 		}
 		fmt.Fprintln(stdout, wrap(story, 100))
 		fmt.Fprintln(stdout)

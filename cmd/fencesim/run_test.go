@@ -88,7 +88,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-ttl", "ten"}, "not a duration"},
 		{[]string{"nosuch"}, `unknown scenario "nosuch"`},
 		{[]string{"kleppmann", "crash"}, "unexpected argument"},
-		{[]string{"-fencing", "maybe"}, `unknown storage "maybe" (known: off, writes, claim, check-then-write); or both`},
+		{[]string{"-fencing", "maybe"}, `"maybe" is not a storage mode: use off, writes, claim (or on), check-then-write, or both`},
 		{[]string{"-fencing", "claim,on"}, "storage claim listed twice"},
 		{[]string{"drift", "-drift", "-2"}, "drift -2 outside"},
 		{[]string{"crash", "-pause", "20s"}, "scenario crash has no -pause (-pause applies to kleppmann, check-then-write, pause-heartbeat)"},

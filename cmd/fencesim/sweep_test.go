@@ -38,7 +38,7 @@ func TestSweepRefusesBadFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"-format", "xml"}, `-format "xml"`},
-		{[]string{"-fencing", "maybe"}, `unknown storage "maybe"`},
+		{[]string{"-fencing", "maybe"}, `"maybe" is not a storage mode`},
 		{[]string{"-pause", "2:1:0.1"}, "LO <= HI"},
 		{[]string{"-pause", "0:2"}, "LO:HI:STEP"},
 		{[]string{"-heartbeat", "1/0"}, "not a fraction"},

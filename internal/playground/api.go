@@ -65,7 +65,7 @@ var knobs = []knob{
 // storageChoices are the fenced storage modes, in the order the page
 // lists them, each with the page's short label.
 var storageChoices = func() []Choice {
-	labels := map[sim.Storage]string{sim.StorageWrites: "write rule only", sim.StorageClaim: "write + claim",
+	labels := map[sim.Storage]string{sim.StorageWrites: "write check only", sim.StorageClaim: "write + claim",
 		sim.StorageCheckThenWrite: "check, then write"}
 	var out []Choice
 	for _, s := range sim.Storages() {

@@ -24,7 +24,7 @@ var presets = []Preset{
 		"A 5 s pause under a 10 s TTL: both runs are safe."},
 	{"A shorter TTL makes it worse", "scenario=kleppmann&ttl=4s&pause=5s",
 		"The same 5 s pause, now longer than the lease."},
-	{"B still working: the write rule alone loses", "scenario=kleppmann&work=8s&storage=writes",
+	{"B still working: the write check alone loses", "scenario=kleppmann&work=8s&storage=writes",
 		"A's late write lands first, then B's, based on an older read, replaces it."},
 	{"Paused mid-work: the heartbeat warns A", "scenario=kleppmann&pause-at=1s",
 		"A learns it lost the lease before its work is done, and writes nothing."},

@@ -43,9 +43,9 @@ func storageTitle(s string) string {
 	case "off":
 		return "Fencing off: leases alone"
 	case "writes":
-		return "Write rule only (Kleppmann's check)"
+		return "Write check only (Kleppmann's rule)"
 	case "claim":
-		return "Write rule + claim at read (fencekit)"
+		return "Write check + claim at read (fencekit)"
 	case "check-then-write":
 		return "Check, then write: not atomic"
 	}

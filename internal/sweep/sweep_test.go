@@ -187,7 +187,7 @@ func TestSVGIsWellFormedWithOneLinePerOutcome(t *testing.T) {
 		t.Errorf("%d polylines, want %d (4 outcomes, 4 storage modes)", lines, 4*len(outcomes))
 	}
 	all := strings.Join(texts, "|")
-	for _, want := range []string{"Fencing off", "Write rule only", "claim at read", "Check, then write", "pause / TTL", "150 schedules per point",
+	for _, want := range []string{"Fencing off", "Write check only", "claim at read", "Check, then write", "pause / TTL", "150 schedules per point",
 		"heartbeat every 1/3 TTL", "lost update and tokens went backwards: 0 at every point"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("the plot lacks %q", want)

@@ -22,10 +22,10 @@ func ExampleText() {
 	//
 	//          │ fencing ON
 	// time     │ lease A
-	// ─────────┼─────────────────────
+	// ─────────┼────────────────────────
 	//       0s │ A:1
 	//          │ A:1   acquired 1
-	//          │ A:1   read ""
+	//          │ A:1   read "" claims 1
 	//       1s │ A:1   write A1/1 ok
 	//          │ -     released
 	//

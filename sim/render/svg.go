@@ -668,7 +668,7 @@ func (p *svgPlot) messages() {
 			near(c, e.At, fmt.Sprintf("acquired %d", e.Token), col)
 		case sim.KindRefused:
 			p.line(seg{p.x(e.Sent), toward(p.leaseY, cy), p.x(e.At), toward(cy, p.leaseY)}, grey, 1, "4 3", 0)
-			near(c, e.At, fmt.Sprintf("refused (%d held)", e.Other), grey)
+			near(c, e.At, fmt.Sprintf("lease held by %d", e.Other), grey)
 		case sim.KindRenewed:
 			p.line(seg{p.x(e.Sent), toward(cy, p.leaseY), p.x(e.At), toward(p.leaseY, cy)}, "#9ab", 1, "2 2", -1)
 		case sim.KindRenewDenied:

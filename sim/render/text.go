@@ -94,10 +94,10 @@ func (rb *rowBuilder) refused(e sim.Event) {
 	c := e.Client
 	if i := rb.refusals[c]; i >= 0 && rb.refusedTok[c] == e.Other {
 		rb.refusedCount[c]++
-		rb.rows[i].cells[c+1] = fmt.Sprintf("refused x%d (%d held)", rb.refusedCount[c], e.Other)
+		rb.rows[i].cells[c+1] = fmt.Sprintf("lease held by %d x%d", e.Other, rb.refusedCount[c])
 		return
 	}
-	rb.emit(e.At, c, fmt.Sprintf("refused (%d held)", e.Other))
+	rb.emit(e.At, c, fmt.Sprintf("lease held by %d", e.Other))
 	rb.refusals[c], rb.refusedCount[c], rb.refusedTok[c] = len(rb.rows)-1, 1, e.Other
 }
 
@@ -123,9 +123,16 @@ func (rb *rowBuilder) event(e sim.Event) {
 		rb.emit(e.At, c, "heartbeat: LOST")
 	case sim.KindRead:
 		ids := readAt(rb.r, e)
+		claim := ""
+		if claims(rb.r.Storage) {
+			claim = fmt.Sprintf(" claims %d", e.Token) // the storage records the reader's token
+		}
 		text := "read " + rb.r.ValueString(ids)
-		if utf8.RuneCountInString(text) > laneWidth {
+		if utf8.RuneCountInString(text+claim) > laneWidth {
 			text = fmt.Sprintf("read (%d writes)", len(ids))
+		}
+		if utf8.RuneCountInString(text+claim) <= laneWidth {
+			text += claim
 		}
 		rb.emit(e.At, c, text)
 	case sim.KindReadRejected:

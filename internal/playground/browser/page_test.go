@@ -20,6 +20,11 @@ import (
 func openPage(t *testing.T, w, h int, query string) context.Context {
 	t.Helper()
 	tab := browserSized(t, w, h) // first: no build when Chromium is missing
+	// Headless Chromium's window is at least 500 px wide: emulate a phone's
+	// screen as its devtools do.
+	if err := chromedp.Do(tab, chromedp.EmulateViewport(int64(w), int64(h))); err != nil {
+		t.Fatal(err)
+	}
 	dir := playgroundDir(t)
 	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
 	t.Cleanup(srv.Close)
@@ -290,4 +295,26 @@ func TestBrowserMapMarksThisRun(t *testing.T) {
 	}
 	readPage(t, tab)
 	check(0.5)
+}
+
+// TestBrowserPhoneHasNoSidewaysPage: on a 400 px screen only the figures
+// scroll sideways, never the page itself.
+func TestBrowserPhoneHasNoSidewaysPage(t *testing.T) {
+	tab := openPage(t, 400, 860, "")
+	type widths struct {
+		Page, Screen float64
+		Widest       string
+	}
+	w := eval[widths](t, tab, `(() => {
+  let widest = "", max = 0;
+  for (const el of document.querySelectorAll("body *")) {
+    if (el.closest(".timeline, .scroll")) continue;
+    const r = el.getBoundingClientRect();
+    if (r.right > max) { max = r.right; widest = el.tagName + "." + el.className + "#" + el.id; }
+  }
+  return {Page: document.documentElement.scrollWidth, Screen: innerWidth, Widest: widest + " " + max};
+})()`)
+	if w.Page > w.Screen {
+		t.Errorf("the page is %.0f px wide on a %.0f px screen (widest: %s)", w.Page, w.Screen, w.Widest)
+	}
 }
