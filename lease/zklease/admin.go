@@ -76,7 +76,7 @@ func ForceRelease(ctx context.Context, conn *zk.Conn, keyPrefix, name string) (f
 		return 0, err
 	}
 	for _, k := range kids {
-		err := b.Release(ctx, &lease.Grant{Value: grant{path: dir + "/" + k}})
+		err := b.deleteNode(ctx, dir+"/"+k)
 		if err != nil && !errors.Is(err, lease.ErrLost) {
 			return 0, fmt.Errorf("zklease: force release %q: %w", name, err)
 		}
