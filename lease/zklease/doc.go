@@ -29,6 +29,10 @@
 // A renewal is a transaction (a version check of the holder node): it goes
 // through the leader, which refuses it once the session has expired, while a
 // read could be answered by a follower that has not yet seen the expiry.
+// A lease that ends without a Release (lost locally while the session
+// lived on) has its node deleted TTL after the last request sent for it,
+// as a Redis key would expire; a crashed process's nodes go with its
+// session.
 //
 // # Nodes and tokens
 //
