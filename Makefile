@@ -99,8 +99,8 @@ bench-short: tools
 
 ## soak: the long versions of the seeded fault and race tests (tens of minutes)
 soak: tools
-	FENCEKIT_REQUIRE_SERVERS=1 $(GO) test -race -timeout 60m -run 'FlakySeeded' ./lease/ -args -lease.soak
-	FENCEKIT_REQUIRE_SERVERS=1 $(GO) test -timeout 10m -run 'TestManyLeasesOneClient' -v ./lease/ -args -lease.many=60s
+	FENCEKIT_REQUIRE_SERVERS=1 $(GO) test -race -timeout 60m -run 'FlakySeeded' ./lease/redislease/ -args -lease.soak
+	FENCEKIT_REQUIRE_SERVERS=1 $(GO) test -timeout 10m -run 'TestManyLeasesOneClient' -v ./lease/redislease/ -args -lease.many=60s
 	FENCEKIT_REQUIRE_SERVERS=1 $(GO) test -race -timeout 60m -run 'TestRacingWriters' ./blobfence/ -args -race-rounds=200 -same-rounds=200
 
 ## fuzz: every fuzz target in the module, FUZZTIME each (default 30s)

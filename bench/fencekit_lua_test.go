@@ -27,10 +27,10 @@ type FencekitLua struct {
 // luaDiag is the name of the diagnostic in BenchmarkLease.
 const luaDiag = "fencekit-lua"
 
-// NewFencekitLua loads the scripts from the lease package's directory.
+// NewFencekitLua loads the scripts from the redislease package's directory.
 func NewFencekitLua(c redis.UniversalClient) (*FencekitLua, error) {
 	read := func(name string) (*redis.Script, error) {
-		b, err := os.ReadFile(filepath.Join("..", "lease", name))
+		b, err := os.ReadFile(filepath.Join("..", "lease", "redislease", name))
 		if err != nil {
 			return nil, fmt.Errorf("bench: fencekit's scripts: %w", err)
 		}

@@ -112,7 +112,7 @@ func (c *Client) acquire(ctx context.Context, name string, t timing) (*Lease, er
 	if err != nil {
 		return nil, errScript("acquire", name, err)
 	}
-	c.m.acquired(ctx)
+	c.m.acquired()
 	l, ok := c.start(ctx, g, t, sent)
 	if !ok { // Close ran meanwhile: give the grant back
 		l.Release(ctx)
