@@ -156,13 +156,15 @@ func TestSessionExpired(t *testing.T) {
 }
 
 // TestConnectionCutBriefly cuts the holder's connection for less than the
-// TTL: go-zookeeper reconnects within the session, the renewals that failed
-// meanwhile are retried, and the lease survives; nobody else is granted it.
+// TTL but longer than the renew interval: renewals fail meanwhile (the
+// connection is closed, then no server answers), are retried, and succeed
+// once go-zookeeper reconnects within the session; the lease survives and
+// nobody else is granted it.
 func TestConnectionCutBriefly(t *testing.T) {
 	env := testenv.ZooKeeper(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	const ttl = 4 * time.Second // go-zookeeper reconnects a second after a failure
+	const ttl = 8 * time.Second // renewals every 2.7s; go-zookeeper reconnects a second after a failure
 	p := startProxy(t, env.Servers[0])
 	a, _ := newClient(t, env, []string{p.Addr()}, ttl, "a")
 	b, _ := newClient(t, env, env.Servers, ttl, "b")
@@ -170,16 +172,22 @@ func TestConnectionCutBriefly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Cut()
-	time.Sleep(300 * time.Millisecond)
-	p.Heal()
-	for end := time.Now().Add(ttl + time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		if lb, err := b.Acquire(ctx, "cut", ttl); !errors.Is(err, lease.ErrNotAcquired) {
-			t.Fatalf("b's Acquire while a holds the lease: %v, %v", lb, err)
+	refused := func(d time.Duration) {
+		t.Helper()
+		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			if lb, err := b.Acquire(ctx, "cut", ttl); err == nil {
+				t.Fatalf("b granted token %v while a holds the lease (token %v, ended with %v)", lb.Token(), l.Token(), l.Err())
+			} else if !errors.Is(err, lease.ErrNotAcquired) {
+				t.Fatal(err)
+			}
 		}
 	}
+	p.Cut()
+	refused(3 * time.Second) // at least one renewal falls due
+	p.Heal()
+	refused(ttl)
 	if l.Err() != nil {
-		t.Fatalf("lease ended after a 300ms cut: %v", l.Err())
+		t.Fatalf("lease ended after a 3s cut: %v", l.Err())
 	}
 }
 
