@@ -45,7 +45,7 @@ func (w *watch) enqueue(ctx context.Context) error {
 			return w.b.conn.Create(w.dir+"/w-", nil, zk.FlagEphemeralSequential, acl)
 		}, func(path string, err error) {
 			if err == nil {
-				w.b.conn.Delete(path, -1)
+				w.b.retry(func() error { return w.b.conn.Delete(path, -1) })
 			}
 		})
 		if errors.Is(err, zk.ErrNoNode) && attempt == 0 {
@@ -157,11 +157,11 @@ func seq(name string) string {
 	return name[len(name)-10:]
 }
 
-// Close deletes the ticket, in the background: the next waiter moves up
-// when it is gone, and the session's end removes it if the delete fails.
+// Close deletes the ticket, in the background (retried while the
+// connection is down): the next waiter moves up when it is gone.
 func (w *watch) Close() error {
-	if w.ticket != "" {
-		go w.b.conn.Delete(w.ticket, -1)
+	if ticket := w.ticket; ticket != "" {
+		go w.b.retry(func() error { return w.b.conn.Delete(ticket, -1) })
 	}
 	return nil
 }
