@@ -82,8 +82,8 @@ func (e *expiry) fire() {
 	e.b.retry(func() error { return e.b.conn.Delete(e.path, -1) })
 }
 
-// sweep deletes the holder node of dir whose name carries nonce, if it
-// exists: a grant whose reply was lost.
+// sweep deletes the child of dir whose name carries nonce, if it exists:
+// a holder node or ticket whose create reply was lost.
 func (b *backend) sweep(dir, nonce string) {
 	b.retry(func() error {
 		kids, _, err := b.conn.Children(dir)

@@ -38,16 +38,28 @@ type watch struct {
 	onHolder bool // pending watches the holder node, not a ticket
 }
 
-// enqueue creates the ticket (and the wait node, the first time).
+// enqueue creates the ticket (and the wait node, the first time). A
+// ticket whose create reply was lost is found by its random name and
+// deleted: it would stall the line behind it.
 func (w *watch) enqueue(ctx context.Context) error {
+	nonce, err := newNonce()
+	if err != nil {
+		return err
+	}
 	for attempt := 0; ; attempt++ {
 		path, err := call(ctx, func() (string, error) {
-			return w.b.conn.Create(w.dir+"/w-", nil, zk.FlagEphemeralSequential, acl)
+			return w.b.conn.Create(w.dir+"/w-"+nonce+"-", nil, zk.FlagEphemeralSequential, acl)
 		}, func(path string, err error) {
-			if err == nil {
+			switch {
+			case err == nil:
 				w.b.retry(func() error { return w.b.conn.Delete(path, -1) })
+			case unknownOutcome(err):
+				w.b.sweep(w.dir, nonce)
 			}
 		})
+		if unknownOutcome(err) {
+			go w.b.sweep(w.dir, nonce)
+		}
 		if errors.Is(err, zk.ErrNoNode) && attempt == 0 {
 			if err := w.b.makeDirs(ctx, w.dir); err != nil {
 				return err
