@@ -46,12 +46,27 @@ func TestPostgresBackend(t *testing.T) {
 		t.Errorf("list invoices%%: %+v, want '%%' literal", ls)
 	}
 
-	ch, cmd := lines(t, e, "watch", "-json", "-backend", "postgres", "-count", "2", "orders/eu")
-	if ev := readEvent(t, ch); ev.Event != evHeld || ev.Identity != "pg-worker/7" {
-		t.Errorf("watch: %+v, want held by pg-worker/7", ev)
+	args := func(a ...string) []string { return append(a, "-backend", "postgres") }
+	checkForcedRelease(t, e, args, "orders/eu", "pg-worker/7", held)
+	runWant(t, e, 0, "release", "--force", "-backend", "postgres", "orders/eu") // not held: nothing to do
+	r := runWant(t, e, exitFailed, "bump", "-backend", "postgres", "orders/eu", "--to", "5")
+	if !strings.Contains(r.stderr, "not supported") {
+		t.Errorf("bump on postgres: %s", r.stderr)
 	}
-	r := runWant(t, e, 0, "release", "--force", "-backend", "postgres", "orders/eu")
-	if !strings.Contains(r.stdout, "pg-worker/7") {
+	runWant(t, e, exitUsage, "status", "-backend", "nosuch", "x")
+}
+
+// checkForcedRelease watches name, held by held of identity, and forces
+// its release (args adds the backend's flags): the watch prints held, then
+// release; the holder's Context ends with ErrLost.
+func checkForcedRelease(t *testing.T, e []string, args func(...string) []string, name, identity string, held *lease.Lease) {
+	t.Helper()
+	ch, cmd := lines(t, e, args("watch", "-json", "-count", "2", name)...)
+	if ev := readEvent(t, ch); ev.Event != evHeld || ev.Identity != identity {
+		t.Errorf("watch: %+v, want held by %s", ev, identity)
+	}
+	r := runWant(t, e, 0, args("release", "--force", name)...)
+	if !strings.Contains(r.stdout, identity) {
 		t.Errorf("release --force: %s", r.stdout)
 	}
 	if ev := readEvent(t, ch); ev.Event != evRelease || ev.Token != uint64(held.Token()) {
@@ -68,10 +83,4 @@ func TestPostgresBackend(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Error("the holder did not see its lease gone")
 	}
-	runWant(t, e, 0, "release", "--force", "-backend", "postgres", "orders/eu") // not held: nothing to do
-	r = runWant(t, e, exitFailed, "bump", "-backend", "postgres", "orders/eu", "--to", "5")
-	if !strings.Contains(r.stderr, "not supported") {
-		t.Errorf("bump on postgres: %s", r.stderr)
-	}
-	runWant(t, e, exitUsage, "status", "-backend", "nosuch", "x")
 }
