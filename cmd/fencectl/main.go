@@ -15,7 +15,8 @@
 // The lease commands take -backend (redis, postgres, ...; one file per
 // backend, reading leases through its issuer package). Every command takes -json. Connection flags default to the variables the
 // tests use: FENCEKIT_REDIS_ADDR, FENCEKIT_POSTGRES_URL,
-// FENCEKIT_S3_ENDPOINT, FENCEKIT_S3_ACCESS_KEY, FENCEKIT_S3_SECRET_KEY.
+// FENCEKIT_S3_ENDPOINT, FENCEKIT_S3_ACCESS_KEY, FENCEKIT_S3_SECRET_KEY,
+// FENCEKIT_ZOOKEEPER.
 //
 // Exit status: 0 done, 1 failed, 2 usage error (nothing was sent).
 package main

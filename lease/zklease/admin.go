@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/go-zookeeper/zk"
 
@@ -13,16 +15,19 @@ import (
 	"github.com/fencekit/fencekit/lease"
 )
 
-// The operator's calls (fencectl -backend zookeeper). Read a lease with the
-// Client's Inspect; these list names and end a stuck lease.
+// What operators' tools (cmd/fencectl -backend zookeeper) need beyond a
+// *lease.Client: a listing, a forced release and Bump. keyPrefix is
+// lease.Options.KeyPrefix ("" for [lease.DefaultKeyPrefix]).
 
-// Names returns the names of every lease ever granted or bumped under
-// keyPrefix ("" for [lease.DefaultKeyPrefix]), sorted: one round trip.
-func Names(ctx context.Context, conn *zk.Conn, keyPrefix string) ([]string, error) {
+// Names returns, sorted, the names of the leases under keyPrefix (granted
+// or bumped once, held or not) that match the glob pattern: '*' any run of
+// characters, '?' one, everything else literal. One round trip.
+func Names(ctx context.Context, conn *zk.Conn, keyPrefix, pattern string) ([]string, error) {
 	b, err := newBackend(conn, keyPrefix)
 	if err != nil {
 		return nil, err
 	}
+	match := globRegexp(pattern)
 	dir := b.root + "/lease"
 	kids, err := call(ctx, func() ([]string, error) {
 		kids, _, err := b.conn.Children(dir)
@@ -34,9 +39,10 @@ func Names(ctx context.Context, conn *zk.Conn, keyPrefix string) ([]string, erro
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(kids))
+	var names []string
 	for _, k := range kids {
-		if n, err := url.PathUnescape(k); err == nil && lease.ValidateName(n) == nil {
+		n, err := url.PathUnescape(k)
+		if err == nil && lease.ValidateName(n) == nil && match.MatchString(n) {
 			names = append(names, n)
 		}
 	}
@@ -44,42 +50,72 @@ func Names(ctx context.Context, conn *zk.Conn, keyPrefix string) ([]string, erro
 	return names, nil
 }
 
-// ForceRelease deletes name's holder node, so that the name can be granted
-// again at once; the holder sees its lease lost at its next renewal. It
-// returns the holder's token, 0 when nobody held it. Three round trips:
-// the name's node (the token), its child, the delete.
-func ForceRelease(ctx context.Context, conn *zk.Conn, keyPrefix, name string) (fence.Token, error) {
+// globRegexp compiles a glob of '*' and '?' to an anchored regexp.
+func globRegexp(glob string) *regexp.Regexp {
+	var b strings.Builder
+	b.WriteString(`\A`)
+	for _, r := range glob {
+		switch r {
+		case '*':
+			b.WriteString(`.*`)
+		case '?':
+			b.WriteString(`.`)
+		default:
+			b.WriteString(regexp.QuoteMeta(string(r)))
+		}
+	}
+	b.WriteString(`\z`)
+	return regexp.MustCompile(b.String())
+}
+
+// ForceReleased is what [ForceRelease] found and did.
+type ForceReleased struct {
+	Released bool        // the holder node was deleted
+	Held     bool        // the lease was held
+	Holder   fence.Token // the holder's token
+	Identity string      // the holder's lease.Options.Identity
+}
+
+// ForceRelease deletes name's holder node, whoever holds it, or only if
+// its token is only (when not 0), so that the name can be granted again at
+// once; the holder sees its lease lost at its next renewal. Three round
+// trips: the name's node (token and identity), its child, the delete.
+func ForceRelease(ctx context.Context, conn *zk.Conn, keyPrefix, name string, only fence.Token) (ForceReleased, error) {
 	if err := lease.ValidateName(name); err != nil {
-		return 0, err
+		return ForceReleased{}, err
 	}
 	b, err := newBackend(conn, keyPrefix)
 	if err != nil {
-		return 0, err
+		return ForceReleased{}, err
 	}
 	dir := b.lockDir(name)
 	st, data, err := b.get(ctx, dir)
 	if errors.Is(err, zk.ErrNoNode) {
-		return 0, nil
+		return ForceReleased{}, nil
 	}
 	if err != nil {
-		return 0, err
+		return ForceReleased{}, err
 	}
-	base, _, err := parseDir(dir, data)
-	if err != nil {
-		return 0, err
+	base, identity, err := parseDir(dir, data)
+	if err != nil || st.NumChildren == 0 {
+		return ForceReleased{}, err
+	}
+	r := ForceReleased{Held: true, Holder: base + fence.Token(st.Mzxid), Identity: identity}
+	if only != 0 && only != r.Holder {
+		return r, nil
 	}
 	kids, err := call(ctx, func() ([]string, error) {
 		kids, _, err := b.conn.Children(dir)
 		return kids, err
 	}, nil)
-	if err != nil || len(kids) == 0 {
-		return 0, err
+	if err != nil {
+		return r, err
 	}
 	for _, k := range kids {
-		err := b.Release(ctx, &lease.Grant{Value: grant{path: dir + "/" + k}})
-		if err != nil && !errors.Is(err, lease.ErrLost) {
-			return 0, fmt.Errorf("zklease: force release %q: %w", name, err)
+		if err := b.deleteNode(ctx, dir+"/"+k); err != nil && !errors.Is(err, lease.ErrLost) {
+			return r, fmt.Errorf("zklease: force release %q: %w", name, err)
 		}
 	}
-	return base + fence.Token(st.Mzxid), nil
+	r.Released = len(kids) > 0
+	return r, nil
 }

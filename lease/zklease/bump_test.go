@@ -3,6 +3,7 @@ package zklease
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,22 +68,30 @@ func TestNamesAndForceRelease(t *testing.T) {
 	a, conn := newClient(t, env, env.Servers, time.Second, "a")
 	b, _ := newClient(t, env, env.Servers, time.Second, "b")
 	prefix := prefixOf(env)
-	if names, err := Names(ctx, conn, prefix); err != nil || len(names) != 0 {
+	if names, err := Names(ctx, conn, prefix, "*"); err != nil || len(names) != 0 {
 		t.Fatalf("Names before any grant: %q, %v", names, err)
 	}
 	l, err := a.Acquire(ctx, "stuck/job", time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Acquire(ctx, "other", time.Second); err != nil {
-		t.Fatal(err)
+	for _, n := range []string{"other", "st.ck"} {
+		if _, err := a.Acquire(ctx, n, time.Second); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if names, err := Names(ctx, conn, prefix); err != nil || len(names) != 2 || names[0] != "other" || names[1] != "stuck/job" {
-		t.Fatalf("Names: %q, %v; want [other stuck/job]", names, err)
+	for pattern, want := range map[string]string{"*": "other st.ck stuck/job", "st*": "st.ck stuck/job", "st?ck*": "st.ck stuck/job", "st.*": "st.ck", "x*": ""} {
+		names, err := Names(ctx, conn, prefix, pattern)
+		if err != nil || strings.Join(names, " ") != want {
+			t.Errorf("Names %q: %q, %v; want %q", pattern, names, err, want)
+		}
 	}
-	tok, err := ForceRelease(ctx, conn, prefix, "stuck/job")
-	if err != nil || tok != l.Token() {
-		t.Fatalf("ForceRelease: %v, %v; want the holder's token %v", tok, err, l.Token())
+	if r, err := ForceRelease(ctx, conn, prefix, "stuck/job", l.Token()+1); err != nil || r.Released || !r.Held || r.Holder != l.Token() {
+		t.Fatalf("ForceRelease of another token: %+v, %v; want held by %v, not released", r, err, l.Token())
+	}
+	r, err := ForceRelease(ctx, conn, prefix, "stuck/job", 0)
+	if err != nil || !r.Released || r.Holder != l.Token() || r.Identity != "a" {
+		t.Fatalf("ForceRelease: %+v, %v; want released, the holder's token %v and identity a", r, err, l.Token())
 	}
 	select {
 	case <-l.Done():
@@ -93,7 +102,7 @@ func TestNamesAndForceRelease(t *testing.T) {
 	if err != nil || l2.Token() <= l.Token() {
 		t.Fatalf("grant after the forced release: %v, %v", l2, err)
 	}
-	if tok, err := ForceRelease(ctx, conn, prefix, "never"); err != nil || tok != 0 {
-		t.Fatalf("ForceRelease of a name never granted: %v, %v", tok, err)
+	if r, err := ForceRelease(ctx, conn, prefix, "never", 0); err != nil || r != (ForceReleased{}) {
+		t.Fatalf("ForceRelease of a name never granted: %+v, %v", r, err)
 	}
 }

@@ -8,27 +8,24 @@
 //
 // # TTL and session timeout
 //
-// Use a TTL equal to the session timeout passed to zk.Connect, and keep
-// that timeout within the server's bounds (minSessionTimeout and
-// maxSessionTimeout: 2 and 20 ticks, 4s and 40s with the default 2s tick).
-// Why: every lease of a Client is an ephemeral node of conn's one session,
-// and the server deletes them when it has heard nothing from the session for
-// the session timeout. A TTL longer than the timeout would let the Context
-// outlive the node: another process could take the lease first. A TTL
-// shorter is safe but slow: the lease ends locally at its TTL, while a
-// crashed holder's node stays until the session expires. The server grants
-// a timeout outside its bounds as the nearest bound without saying so, and
-// go-zookeeper does not report the granted timeout, so zklease cannot check
-// the rule: a timeout raised to the minimum is safe, one cut to the maximum
-// is not.
+// Use a TTL equal to the session timeout passed to zk.Connect, within the
+// server's minSessionTimeout and maxSessionTimeout (4s and 40s with the
+// default 2s tick). Every lease of a Client is an ephemeral node of conn's
+// one session, deleted by the server when it has heard nothing from the
+// session for the timeout: a longer TTL would let the Context outlive the
+// node; a shorter one is safe, but a crashed holder is taken over only when
+// its session expires. A timeout outside the bounds is granted as the
+// nearest bound, silently, and go-zookeeper does not report it, so zklease
+// cannot check the rule (docs/leases.md, "Choosing an issuer").
 //
 // Deadlines: the lease.Client counts a lease's local deadline from just
-// before the grant or renewal request is sent, minus the drift margin. The
-// server restarts the session's timer on every request it receives, later,
-// so it keeps the node at least until the local deadline plus the margin.
-// A renewal is a transaction (a version check of the holder node): it goes
-// through the leader, which refuses it once the session has expired, while a
-// read could be answered by a follower that has not yet seen the expiry.
+// before the grant or renewal request is sent, minus the drift margin; the
+// server restarts the session's timer on every request it receives, later.
+// A renewal is a transaction (a version check of the holder node), so the
+// leader confirms the session: a follower's read may not know yet that it
+// expired. A lease that ends without a Release (lost locally while the
+// session lived on) has its node deleted TTL after the last request sent
+// for it, as a Redis key would expire.
 //
 // # Nodes and tokens
 //
@@ -52,10 +49,10 @@
 // wakes one waiter, not all of them.
 //
 // Round trips: Acquire two (read, transaction), a refusal one, a name's
-// first grant a few more (it creates the name's node); a batch of renewals one (the
-// checks are sent together); Release one; Inspect one. A create whose reply
-// was lost, or that completed after its ctx ended, is deleted in the
-// background so that it cannot hold the name for nobody.
+// first grant a few more (it creates the name's node); a batch of renewals
+// one (the checks are sent together); Release one; Inspect one. A grant
+// whose reply was lost, or came after its ctx ended, is deleted in the
+// background: nobody would release it.
 //
 // Operators: [Bump], [Names] and [ForceRelease] (fencectl -backend
 // zookeeper); a lease is read with the Client's Inspect.

@@ -38,16 +38,28 @@ type watch struct {
 	onHolder bool // pending watches the holder node, not a ticket
 }
 
-// enqueue creates the ticket (and the wait node, the first time).
+// enqueue creates the ticket (and the wait node, the first time). A
+// ticket whose create reply was lost is found by its random name and
+// deleted: it would stall the line behind it.
 func (w *watch) enqueue(ctx context.Context) error {
+	nonce, err := newNonce()
+	if err != nil {
+		return err
+	}
 	for attempt := 0; ; attempt++ {
 		path, err := call(ctx, func() (string, error) {
-			return w.b.conn.Create(w.dir+"/w-", nil, zk.FlagEphemeralSequential, acl)
+			return w.b.conn.Create(w.dir+"/w-"+nonce+"-", nil, zk.FlagEphemeralSequential, acl)
 		}, func(path string, err error) {
-			if err == nil {
-				w.b.conn.Delete(path, -1)
+			switch {
+			case err == nil:
+				w.b.retry(func() error { return w.b.conn.Delete(path, -1) })
+			case unknownOutcome(err):
+				w.b.sweep(w.dir, nonce)
 			}
 		})
+		if unknownOutcome(err) {
+			go w.b.sweep(w.dir, nonce)
+		}
 		if errors.Is(err, zk.ErrNoNode) && attempt == 0 {
 			if err := w.b.makeDirs(ctx, w.dir); err != nil {
 				return err
@@ -157,11 +169,11 @@ func seq(name string) string {
 	return name[len(name)-10:]
 }
 
-// Close deletes the ticket, in the background: the next waiter moves up
-// when it is gone, and the session's end removes it if the delete fails.
+// Close deletes the ticket, in the background (retried while the
+// connection is down): the next waiter moves up when it is gone.
 func (w *watch) Close() error {
-	if w.ticket != "" {
-		go w.b.conn.Delete(w.ticket, -1)
+	if ticket := w.ticket; ticket != "" {
+		go w.b.retry(func() error { return w.b.conn.Delete(ticket, -1) })
 	}
 	return nil
 }

@@ -60,11 +60,6 @@ func newBackend(conn *zk.Conn, prefix string) (*backend, error) {
 	return &backend{conn: conn, root: "/" + prefix}, nil
 }
 
-// sweepFor bounds how long zklease looks for a node whose create reply was
-// lost, to delete it. A session whose connection stays down longer than
-// its timeout ends anyway, and its nodes with it.
-const sweepFor = 2 * time.Minute
-
 var acl = zk.WorldACL(zk.PermAll)
 
 type backend struct {
@@ -74,8 +69,11 @@ type backend struct {
 
 var _ lease.Backend = (*backend)(nil)
 
-// grant is a Grant's Value: the holder node's path.
-type grant struct{ path string }
+// grant is a Grant's Value: the holder node's path and its expiry.
+type grant struct {
+	path string
+	exp  *expiry
+}
 
 func (b *backend) Name() string { return "zookeeper" }
 
@@ -127,6 +125,7 @@ func (b *backend) Acquire(ctx context.Context, name string, ttl time.Duration, i
 			// Remaining -1: the holder's node lasts as long as its session.
 			return nil, &lease.NotAcquiredError{Name: name, Holder: base + fence.Token(st.Mzxid), Identity: holder, Remaining: -1}
 		}
+		sent := time.Now()
 		token, path, err := b.grant(ctx, dir, st.Version, base, identity)
 		if errors.Is(err, zk.ErrBadVersion) && attempt < 3 {
 			continue // granted to someone else since the read: read again
@@ -134,7 +133,7 @@ func (b *backend) Acquire(ctx context.Context, name string, ttl time.Duration, i
 		if err != nil {
 			return nil, err
 		}
-		return &lease.Grant{Name: name, Token: token, TTL: ttl, Value: grant{path: path}}, nil
+		return &lease.Grant{Name: name, Token: token, TTL: ttl, Value: grant{path, b.newExpiry(path, ttl, sent)}}, nil
 	}
 }
 
@@ -190,12 +189,12 @@ func (b *backend) grant(ctx context.Context, dir string, version int32, base fen
 	}, func(r res, err error) {
 		switch {
 		case err == nil:
-			b.conn.Delete(r.path, -1) // failing, the node ends with the session
+			b.retry(func() error { return b.conn.Delete(r.path, -1) })
 		case unknownOutcome(err):
-			go b.sweep(dir, nonce)
+			b.sweep(dir, nonce)
 		}
 	})
-	if err != nil && unknownOutcome(err) {
+	if unknownOutcome(err) {
 		go b.sweep(dir, nonce)
 	}
 	return r.token, r.path, err
@@ -205,25 +204,6 @@ func (b *backend) grant(ctx context.Context, dir string, version int32, base fen
 // been carried out: the connection broke after it was sent.
 func unknownOutcome(err error) bool {
 	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrClosing)
-}
-
-// sweep deletes the holder node of dir whose name carries nonce, if it
-// exists, retrying for up to sweepFor.
-func (b *backend) sweep(dir, nonce string) {
-	for wait, until := 100*time.Millisecond, time.Now().Add(sweepFor); time.Now().Before(until); wait = min(2*wait, 5*time.Second) {
-		kids, _, err := b.conn.Children(dir)
-		if err == nil {
-			for _, k := range kids {
-				if strings.Contains(k, nonce) {
-					err = b.conn.Delete(dir+"/"+k, -1)
-				}
-			}
-		}
-		if err == nil || errors.Is(err, zk.ErrNoNode) {
-			return
-		}
-		time.Sleep(wait)
-	}
 }
 
 func newNonce() (string, error) {
@@ -243,7 +223,12 @@ func (b *backend) Renew(ctx context.Context, batch []*lease.Grant) []error {
 	errs := make([]error, len(batch))
 	var wg sync.WaitGroup
 	for i, g := range batch {
-		path := g.Value.(grant).path
+		gr := g.Value.(grant)
+		if !gr.exp.touch() {
+			errs[i] = &lease.LostError{Cause: lease.CauseMissing, Err: errExpired}
+			continue
+		}
+		path := gr.path
 		wg.Go(func() {
 			_, err := call(ctx, func() ([]zk.MultiResponse, error) {
 				return b.conn.Multi(&zk.CheckVersionRequest{Path: path, Version: -1})
@@ -270,10 +255,27 @@ func lost(err error) error {
 }
 
 // Release deletes the holder node, one round trip; the first waiter,
-// watching it, wakes.
+// watching it, wakes. When the outcome is unknown (the connection broke,
+// ctx ended), the delete is retried in the background: the lease has
+// ended, and its node must not hold the name for the session's life.
 func (b *backend) Release(ctx context.Context, g *lease.Grant) error {
-	path := g.Value.(grant).path
-	_, err := call(ctx, func() (struct{}, error) { return struct{}{}, b.conn.Delete(path, -1) }, nil)
+	gr := g.Value.(grant)
+	gr.exp.end()
+	return b.deleteNode(ctx, gr.path)
+}
+
+// deleteNode deletes path, retrying in the background when the outcome is
+// unknown.
+func (b *backend) deleteNode(ctx context.Context, path string) error {
+	del := func() error { return b.conn.Delete(path, -1) }
+	_, err := call(ctx, func() (struct{}, error) { return struct{}{}, del() }, func(_ struct{}, err error) {
+		if unknownOutcome(err) {
+			b.retry(del)
+		}
+	})
+	if unknownOutcome(err) {
+		go b.retry(del)
+	}
 	return lost(err)
 }
 
