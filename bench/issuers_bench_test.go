@@ -30,7 +30,8 @@ import (
 //
 // issuer=redis is a private redis-server (no persistence), postgres the
 // server of FENCEKIT_POSTGRES_URL (synchronous_commit on: a WAL flush per
-// grant), etcd a private one-member etcd that fsyncs. Metrics: p50-ns and
+// grant), postgres-advisory the same server with pglease.NewAdvisory (renew
+// is an empty statement on the lease's connection), etcd a private one-member etcd that fsyncs. Metrics: p50-ns and
 // p99-ns, and rtt/op, the requests the client sent per operation.
 func BenchmarkIssuer(b *testing.B) {
 	for _, op := range []struct {
@@ -41,7 +42,7 @@ func BenchmarkIssuer(b *testing.B) {
 		{"renew", benchIssuerRenew},
 	} {
 		b.Run("op="+op.name, func(b *testing.B) {
-			for _, name := range rotated([]string{"redis", "postgres", "etcd"}) {
+			for _, name := range rotated([]string{"redis", "postgres", "postgres-advisory", "etcd"}) {
 				b.Run("issuer="+name, func(b *testing.B) {
 					p := &probe{}
 					c := newIssuer(b, name, p)
@@ -106,6 +107,8 @@ func newIssuer(b *testing.B, name string, p *probe) *lease.Client {
 		c, err = redislease.New(env.Client, opts)
 	case "postgres":
 		c, err = pglease.New(benchPool(b, p), opts)
+	case "postgres-advisory":
+		c, err = pglease.NewAdvisory(benchPool(b, p), opts)
 	case "etcd":
 		c, err = etcdlease.New(benchEtcd(b, p), opts)
 	}
