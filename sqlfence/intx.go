@@ -180,7 +180,7 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fe
 // refusal as a row (pgx's BeginTx reads no rows): a refused claim sets the
 // token to NULL, which the NOT NULL column rejects with SQLSTATE 23502,
 // and beginClaimFailed turns that into the stale error. resource is sent
-// as an E” literal with its backslashes and quotes escaped (InTx refuses
+// as an E'...' string literal with its backslashes and quotes escaped (InTx refuses
 // NUL bytes), tok as a decimal number.
 func beginClaim(level pgx.TxIsoLevel, resource string, tok fence.Token) string {
 	var b strings.Builder
