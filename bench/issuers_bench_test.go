@@ -33,8 +33,10 @@ import (
 //
 // issuer=redis is a private redis-server (no persistence), postgres the
 // server of FENCEKIT_POSTGRES_URL (synchronous_commit on: a WAL flush per
-// grant), etcd a private one-member etcd that fsyncs, zookeeper a private
-// standalone ZooKeeper that fsyncs (session timeout = TTL). Metrics: p50-ns and
+// grant), postgres-advisory the same server with pglease.NewAdvisory (renew
+// is an empty statement on the lease's connection), etcd a private one-member
+// etcd that fsyncs, zookeeper a private standalone ZooKeeper that fsyncs
+// (session timeout = TTL). Metrics: p50-ns and
 // p99-ns, and rtt/op, the requests the client sent per operation.
 func BenchmarkIssuer(b *testing.B) {
 	for _, op := range []struct {
@@ -46,7 +48,7 @@ func BenchmarkIssuer(b *testing.B) {
 		{"handoff", benchIssuerHandoff},
 	} {
 		b.Run("op="+op.name, func(b *testing.B) {
-			for _, name := range rotated([]string{"redis", "postgres", "etcd", "zookeeper"}) {
+			for _, name := range rotated([]string{"redis", "postgres", "postgres-advisory", "etcd", "zookeeper"}) {
 				b.Run("issuer="+name, func(b *testing.B) {
 					p := &probe{}
 					interval := time.Nanosecond // renewals back to back
@@ -115,6 +117,8 @@ func newIssuer(b *testing.B, name string, p *probe, interval time.Duration) *lea
 		c, err = redislease.New(env.Client, opts)
 	case "postgres":
 		c, err = pglease.New(benchPool(b, p), opts)
+	case "postgres-advisory":
+		c, err = pglease.NewAdvisory(benchPool(b, p), opts)
 	case "etcd":
 		c, err = etcdlease.New(benchEtcd(b, p), opts)
 	case "zookeeper":

@@ -6,6 +6,9 @@
 //
 // # Set-up
 //
+// Through PgBouncer in transaction pooling mode, give the pool
+// default_query_exec_mode=exec in its URL (docs/postgres.md, "PgBouncer").
+//
 // Guard-row mode needs the fencekit_tokens table: apply it at start-up with
 // migrations.Up (package github.com/fencekit/fencekit/migrations), which
 // records its version in fencekit_schema_migrations and leaves the
@@ -28,8 +31,9 @@
 // of one resource run one after the other: a newer holder's claim waits
 // for an older holder's open transaction to commit or fail, and an older
 // holder's claim waits and then fails. The data written may be anything,
-// in any tables. Cost: one statement more than the same transaction
-// unfenced. [Claim] is the same claim on a transaction the caller manages,
+// in any tables. Cost: the round trips of the same transaction unfenced
+// (on a pool or connection the claim travels in the BEGIN's message).
+// [Claim] is the same claim on a transaction the caller manages,
 // and [Fence] makes it alone right after a lease is acquired, which shuts
 // out the previous holder before the new one has written anything.
 //

@@ -204,8 +204,9 @@ func TestClaimAndFence(t *testing.T) {
 	}
 }
 
-// Guard mode costs exactly one statement more than the same transaction
-// unfenced; row mode costs no statement more than a plain UPDATE.
+// InTx on a pool costs the same round trips as the same transaction
+// unfenced (the claim travels with BEGIN); row mode costs no statement more
+// than a plain UPDATE.
 func TestStatementCounts(t *testing.T) {
 	env := setup(t)
 	ctx := testCtx(t)
@@ -248,11 +249,39 @@ func TestStatementCounts(t *testing.T) {
 	}
 	p, f, u, pu := count(plainTx), count(fenced), count(update), count(plainUpdate)
 	t.Logf("statements: plain tx %d, InTx %d, Table.Update %d, plain UPDATE %d", p, f, u, pu)
-	if f != p+1 {
-		t.Errorf("InTx sent %d statements, plain tx %d: want exactly one more", f, p)
+	if f != p {
+		t.Errorf("InTx sent %d statements, plain tx %d: want as many", f, p)
 	}
 	if u != 1 || pu != 1 {
 		t.Errorf("Table.Update sent %d statements, plain UPDATE %d: want 1 each", u, pu)
+	}
+}
+
+// InTx sends the resource name inside its BEGIN message as a literal:
+// quotes, backslashes and SQL in the name are data, claimed and refused as
+// any other name, and a NUL byte is refused before anything is sent.
+func TestInTxResourceQuoting(t *testing.T) {
+	env := setup(t)
+	ctx := testCtx(t)
+	for _, name := range []string{`it's`, `back\slash\'`, `x'); DROP TABLE fencekit_tokens; --`, `E'\x41'`, "ünïcode"} {
+		if err := sqlfence.InTx(ctx, env.Pool, name, 7, func(pgx.Tx) error { return nil }); err != nil {
+			t.Fatalf("InTx(%q): %v", name, err)
+		}
+		if cur, err := sqlfence.Current(ctx, env.Pool, name); err != nil || cur != 7 {
+			t.Fatalf("Current(%q) = %v, %v; want 7", name, cur, err)
+		}
+		err := sqlfence.InTx(ctx, env.Pool, name, 6, func(pgx.Tx) error { return nil })
+		var se *fence.StaleError
+		if !errors.As(err, &se) || se.Current != 7 || se.Resource != name {
+			t.Fatalf("stale InTx(%q): %v, want a stale error with current 7", name, err)
+		}
+	}
+	var n int
+	if err := env.Pool.QueryRow(ctx, `SELECT count(*) FROM fencekit_tokens`).Scan(&n); err != nil || n != 5 {
+		t.Fatalf("%d guard rows, %v; want 5", n, err)
+	}
+	if err := sqlfence.InTx(ctx, env.Pool, "nul\x00", 8, func(pgx.Tx) error { return nil }); !errors.Is(err, sqlfence.ErrInvalidArgument) {
+		t.Fatalf("InTx with a NUL byte: %v, want ErrInvalidArgument", err)
 	}
 }
 

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
 )
@@ -83,8 +86,10 @@ func InTx(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 // waits and then fails. When db is a pgx.Tx the transaction is a savepoint
 // in it and becomes durable only when the caller commits.
 //
-// Cost: the caller's statements plus three round trips (begin, claim,
-// commit): one statement more than the same unfenced transaction.
+// Cost: the caller's statements plus two round trips, as for the same
+// unfenced transaction: on a *pgx.Conn or *pgxpool.Pool the claim travels
+// in the BEGIN's message (see beginClaim), and COMMIT. On a pgx.Tx the
+// savepoint and the claim are a round trip each.
 //
 // When fn returns an error the transaction is rolled back and that error is
 // returned (wrapping also ctx's cause when ctx has ended, see below). With IsoLevel RepeatableRead or Serializable, a
@@ -107,13 +112,16 @@ func (g *Guard) InTx(ctx context.Context, db TxBeginner, resource string, tok fe
 	if fn == nil {
 		return fmt.Errorf("%w: InTx(%q): nil fn", ErrInvalidArgument, resource)
 	}
-	ob, canSetLevel := db.(txOptionsBeginner)
+	if strings.IndexByte(resource, 0) >= 0 {
+		return fmt.Errorf("%w: InTx(%q): resource name holds a NUL byte", ErrInvalidArgument, resource)
+	}
+	_, canSetLevel := db.(txOptionsBeginner)
 	if g.opts.IsoLevel != "" && !canSetLevel {
 		return fmt.Errorf("sqlfence: InTx(%q): isolation level %s needs a *pgx.Conn or *pgxpool.Pool; a %T's level is its outer transaction's", resource, g.opts.IsoLevel, db)
 	}
 	var err error
 	for attempt := 0; ; attempt++ {
-		err = g.once(ctx, db, ob, resource, tok, fn)
+		err = g.once(ctx, db, resource, tok, fn)
 		if err == nil || attempt >= g.retries || !retryable(err) {
 			return withCause(ctx, err)
 		}
@@ -123,16 +131,26 @@ func (g *Guard) InTx(ctx context.Context, db TxBeginner, resource string, tok fe
 	}
 }
 
-// once runs one attempt: begin, claim, fn, commit.
-func (g *Guard) once(ctx context.Context, db TxBeginner, ob txOptionsBeginner, resource string, tok fence.Token, fn func(pgx.Tx) error) (err error) {
+// once runs one attempt: begin and claim, fn, commit.
+func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fence.Token, fn func(pgx.Tx) error) (err error) {
 	var tx pgx.Tx
-	if g.opts.IsoLevel != "" {
-		tx, err = ob.BeginTx(ctx, g.opts)
-	} else {
-		tx, err = db.Begin(ctx)
-	}
-	if err != nil {
-		return fmt.Errorf("sqlfence: InTx(%q): begin: %w", resource, err)
+	switch db := db.(type) {
+	case *pgxpool.Pool:
+		c, err := db.Acquire(ctx)
+		if err != nil {
+			return fmt.Errorf("sqlfence: InTx(%q): begin: %w", resource, err)
+		}
+		defer c.Release()
+		return g.once(ctx, c.Conn(), resource, tok, fn)
+	case *pgx.Conn:
+		tx, err = db.BeginTx(ctx, pgx.TxOptions{BeginQuery: beginClaim(g.opts.IsoLevel, resource, tok)})
+		if err != nil {
+			return beginClaimFailed(ctx, db, resource, tok, err)
+		}
+	default: // a pgx.Tx: a savepoint, then the claim
+		if tx, err = db.Begin(ctx); err != nil {
+			return fmt.Errorf("sqlfence: InTx(%q): begin: %w", resource, err)
+		}
 	}
 	committed := false
 	defer func() {
@@ -141,8 +159,10 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, ob txOptionsBeginner, r
 			rollback(ctx, tx)
 		}
 	}()
-	if err = claim(ctx, tx, resource, tok); err != nil {
-		return err
+	if _, ok := db.(*pgx.Conn); !ok {
+		if err = claim(ctx, tx, resource, tok); err != nil {
+			return err
+		}
 	}
 	if err = fn(tx); err != nil {
 		return err
@@ -152,6 +172,54 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, ob txOptionsBeginner, r
 	}
 	committed = true
 	return nil
+}
+
+// beginClaim is the BEGIN of InTx's transaction followed by its claim, in
+// one simple-protocol message (one round trip, no prepared statement, so
+// it also works through PgBouncer). Unlike claimSQL, it cannot return the
+// refusal as a row (pgx's BeginTx reads no rows): a refused claim sets the
+// token to NULL, which the NOT NULL column rejects with SQLSTATE 23502,
+// and beginClaimFailed turns that into the stale error. resource is sent
+// as an E'...' string literal with its backslashes and quotes escaped (InTx refuses
+// NUL bytes), tok as a decimal number.
+func beginClaim(level pgx.TxIsoLevel, resource string, tok fence.Token) string {
+	var b strings.Builder
+	b.WriteString("BEGIN")
+	if level != "" {
+		b.WriteString(" ISOLATION LEVEL ")
+		b.WriteString(string(level))
+	}
+	b.WriteString("; INSERT INTO fencekit_tokens AS t (resource, token) VALUES (E'")
+	for _, c := range []byte(resource) {
+		if c == '\\' || c == '\'' {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(c)
+	}
+	b.WriteString("', ")
+	b.WriteString(strconv.FormatUint(uint64(tok), 10))
+	b.WriteString(`) ON CONFLICT (resource) DO UPDATE SET updated_at = now(),
+	token = CASE WHEN t.token <= EXCLUDED.token THEN EXCLUDED.token END`)
+	return b.String()
+}
+
+// beginClaimFailed handles an error of beginClaim's message on conn: it
+// rolls back the transaction the BEGIN left open (aborted), and turns a
+// refused claim into a *fence.StaleError, re-reading the current token
+// (two round trips, only on this path).
+func beginClaimFailed(ctx context.Context, conn *pgx.Conn, resource string, tok fence.Token, err error) error {
+	if conn.PgConn().TxStatus() != 'I' {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, rerr := conn.Exec(rctx, "ROLLBACK"); rerr != nil {
+			conn.Close(rctx) // the server rolls back
+		}
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23502" && pe.TableName == "fencekit_tokens" {
+		return staleFromReread(ctx, conn, resource, tok)
+	}
+	return fmt.Errorf("sqlfence: InTx(%q): begin and claim with token %s: %w", resource, tok, err)
 }
 
 // rollback ends tx even when ctx is already done, so that a pooled

@@ -236,7 +236,16 @@ func testPausedHolder(t *testing.T, iss Issuer) {
 	if err := child.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	l, err := ns.Client(t, quiet).AcquireWait(ctx, "paused", iss.TTL)
+	other := ns.Client(t, quiet)
+	if iss.SessionBound {
+		// The server keeps the stopped holder's session, and the lease.
+		time.Sleep(2 * iss.TTL)
+		if _, err := other.Acquire(ctx, "paused", iss.TTL); !errors.Is(err, lease.ErrNotAcquired) {
+			t.Fatalf("Acquire while the holder is paused, 2 TTLs on: %v, want ErrNotAcquired", err)
+		}
+		ns.(SessionEnder).EndChildSessions(t)
+	}
+	l, err := other.AcquireWait(ctx, "paused", iss.TTL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package leasetest_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -40,7 +41,7 @@ var postgresIssuer = leasetest.Issuer{
 	Open: func(t testing.TB) leasetest.Namespace {
 		env := testenv.Postgres(t)
 		testenv.MigrateLeases(t, env.Pool)
-		return pgNS{env}
+		return pgNS{env: env}
 	},
 	FromEnv: func(ctx context.Context) (*lease.Client, error) {
 		pool, err := pgxpool.New(ctx, os.Getenv(envLeaseURL))
@@ -51,7 +52,27 @@ var postgresIssuer = leasetest.Issuer{
 	},
 }
 
-func init() { leasetest.Register(redisIssuer, postgresIssuer) }
+// advisoryIssuer is pglease.NewAdvisory on the same namespaces as
+// postgresIssuer.
+var advisoryIssuer = leasetest.Issuer{
+	Name:         "postgres-advisory",
+	TTL:          time.Second,
+	SessionBound: true,
+	Open: func(t testing.TB) leasetest.Namespace {
+		env := testenv.Postgres(t)
+		testenv.MigrateLeases(t, env.Pool)
+		return pgNS{env: env, advisory: true}
+	},
+	FromEnv: func(ctx context.Context) (*lease.Client, error) {
+		pool, err := pgxpool.New(ctx, os.Getenv(envLeaseURL))
+		if err != nil {
+			return nil, err
+		}
+		return pglease.NewAdvisory(pool, nil)
+	},
+}
+
+func init() { leasetest.Register(redisIssuer, postgresIssuer, advisoryIssuer) }
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
@@ -63,6 +84,11 @@ func TestRedis(t *testing.T) {
 func TestPostgres(t *testing.T) {
 	t.Parallel()
 	leasetest.Run(t, postgresIssuer)
+}
+
+func TestPostgresAdvisory(t *testing.T) {
+	t.Parallel()
+	leasetest.Run(t, advisoryIssuer)
 }
 
 type redisNS struct{ env *testenv.RedisEnv }
@@ -102,9 +128,25 @@ func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	return func(ctx context.Context, cmds []redis.Cmder) error { h.n.Add(1); return next(ctx, cmds) }
 }
 
-type pgNS struct{ env *testenv.PostgresEnv }
+// pgNS is a schema for pglease.New, or for pglease.NewAdvisory when
+// advisory is set.
+type pgNS struct {
+	env      *testenv.PostgresEnv
+	advisory bool
+}
 
-func (ns pgNS) Env() []string { return []string{envLeaseURL + "=" + ns.env.URL} }
+// Env gives children an application_name of the namespace's schema, by
+// which EndChildSessions finds their sessions.
+func (ns pgNS) Env() []string {
+	return []string{envLeaseURL + "=" + ns.env.URL + "&application_name=" + ns.env.Schema}
+}
+
+func (ns pgNS) EndChildSessions(t testing.TB) {
+	_, err := ns.env.Pool.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, ns.env.Schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
 
 func (ns pgNS) Client(t testing.TB, opts *lease.Options) *leasetest.Conn {
 	cfg, err := pgxpool.ParseConfig(ns.env.URL)
@@ -116,18 +158,39 @@ func (ns pgNS) Client(t testing.TB, opts *lease.Options) *leasetest.Conn {
 	// The suite tests the protocol, not PostgreSQL's durability: without a
 	// WAL flush per commit, 10,000 grants take seconds, not a minute.
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	newClient := pglease.New
+	var app string
+	if ns.advisory {
+		newClient = pglease.NewAdvisory
+		app = fmt.Sprintf("leasetest-%d", appSeq.Add(1))
+		cfg.ConnConfig.RuntimeParams["application_name"] = app
+	}
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	c, err := pglease.New(pool, opts)
+	cut := pool.Close
+	if ns.advisory {
+		// Each held lease has a connection of its own, out of the pool:
+		// cut those too, from the server's side.
+		// pool.Close waits for them to come back, which the heartbeat
+		// does once it finds them closed.
+		cut = func() {
+			ns.env.Pool.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, app)
+			go pool.Close()
+		}
+	}
+	c, err := newClient(pool, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	leasetest.CloseAtCleanup(t, c)
-	return &leasetest.Conn{Client: c, Cut: pool.Close, Sent: sent.Load}
+	return &leasetest.Conn{Client: c, Cut: cut, Sent: sent.Load}
 }
+
+// appSeq numbers the advisory clients' application names.
+var appSeq atomic.Int64
 
 // countTracer counts the statements a pool sends.
 type countTracer struct{ n *atomic.Int64 }

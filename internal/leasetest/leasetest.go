@@ -44,6 +44,21 @@ type Issuer struct {
 	// FromEnv makes, in a child process, a client on the namespace whose
 	// Env the parent passed.
 	FromEnv func(ctx context.Context) (*lease.Client, error)
+	// SessionBound marks an issuer whose lease lives in a server session
+	// and ends with it, with no TTL on the server (PostgreSQL advisory
+	// locks). Two tests check what such a lease promises instead:
+	// ContextEndsBeforeNextGrant, that the holder's Context ends within one
+	// renew interval of its connections' cut (the server frees the lock at
+	// once, so a grant may come first: its token still fences);
+	// PausedHolderFenced, that a paused holder keeps the lease until its
+	// session is ended (the Namespace must be a [SessionEnder]).
+	SessionBound bool
+}
+
+// SessionEnder is a Namespace of a SessionBound issuer that can end the
+// server sessions of the clients its Env made (pg_terminate_backend).
+type SessionEnder interface {
+	EndChildSessions(t testing.TB)
 }
 
 // Namespace is one test's share of a store.
@@ -193,7 +208,16 @@ func testContextEndsFirst(t *testing.T, iss Issuer) {
 	}
 	ended := make(chan time.Time, 1)
 	go func() { <-l.Done(); ended <- time.Now() }()
+	cut := time.Now()
 	holder.Cut()
+	if iss.SessionBound {
+		select {
+		case end := <-ended:
+			t.Logf("holder's Context ended %v after the cut", end.Sub(cut))
+		case <-time.After(iss.TTL/3 + iss.TTL/2): // the renew interval, and slack
+			t.Fatalf("holder's Context still live %v after its connections were cut", time.Since(cut))
+		}
+	}
 	for {
 		l2, err := other.Acquire(ctx, "ctx", iss.TTL)
 		if err == nil {
@@ -202,6 +226,9 @@ func testContextEndsFirst(t *testing.T, iss Issuer) {
 			case end := <-ended:
 				t.Logf("holder's Context ended %v before the grant's reply", granted.Sub(end))
 			default:
+				if iss.SessionBound {
+					break // checked above
+				}
 				t.Fatalf("token %v granted while the holder's Context (token %v) is live", l2.Token(), l.Token())
 			}
 			if !errors.Is(l.Err(), lease.ErrLost) || l2.Token() <= l.Token() {

@@ -31,6 +31,11 @@ func New(pool *pgxpool.Pool, opts *lease.Options) (*lease.Client, error) {
 	if pool == nil {
 		return nil, fmt.Errorf("%w: nil *pgxpool.Pool passed to pglease.New", lease.ErrInvalid)
 	}
+	return lease.NewClient(tableBackend(pool, opts), opts)
+}
+
+// tableBackend is the table backend for pool and opts (nil: defaults).
+func tableBackend(pool *pgxpool.Pool, opts *lease.Options) *backend {
 	prefix := lease.DefaultKeyPrefix
 	if opts != nil && opts.KeyPrefix != "" {
 		prefix = opts.KeyPrefix
@@ -41,7 +46,7 @@ func New(pool *pgxpool.Pool, opts *lease.Options) (*lease.Client, error) {
 	}
 	b := &backend{pool: pool, prefix: prefix, logger: logger}
 	b.listener.b = b
-	return lease.NewClient(b, opts)
+	return b
 }
 
 // backend keeps leases in fencekit_leases: acquire, renew (a whole batch),

@@ -1,0 +1,201 @@
+package pglease
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/lease"
+)
+
+// NewAdvisory returns a lease client whose leases are PostgreSQL session
+// advisory locks (pg_try_advisory_lock), one per held lease, each on a
+// connection of its own: a granted Acquire keeps the pool connection it ran
+// on until Release, so size the pool (MaxConns) for the leases held at
+// once plus the other work. The lease is lost when that
+// connection dies (the server releases the lock at once); the heartbeat
+// finds out by a cheap query on it every RenewInterval (the ttl passed to
+// Acquire sets it, TTL/3 by default, and the lease's Context ends, as with
+// the other issuers, when no query was confirmed for ttl). The server keeps
+// no TTL: a holder that stops answering (SIGSTOP, a long pause) keeps its
+// session, and the lease, until the session ends (pg_terminate_backend,
+// TCP keepalive, idle_session_timeout); its token still fences its late
+// writes. Tokens come from the row of fencekit_leases_advisory
+// (migrations/000004), max(last + 1, server time in µs), as New's.
+//
+// Call Release (Do and Campaign do) also for a lease whose Context ended by
+// its deadline: until then it keeps its connection, and its session the
+// lock. Not usable through transaction-pooling
+// PgBouncer, which hands the session to another client after each
+// statement.
+//
+// Errors: an error wrapping [lease.ErrInvalid] for a nil pool or an invalid
+// option.
+func NewAdvisory(pool *pgxpool.Pool, opts *lease.Options) (*lease.Client, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("%w: nil *pgxpool.Pool passed to pglease.NewAdvisory", lease.ErrInvalid)
+	}
+	return lease.NewClient(&advisory{tableBackend(pool, opts)}, opts)
+}
+
+// advisory keeps each lease as a session advisory lock on a pool
+// connection it holds. Watch (LISTEN/NOTIFY, with its polling fallback)
+// and the row keys are the table backend's.
+type advisory struct{ *backend }
+
+// hold is a granted lease's connection, and the lock's key on it. mu
+// serializes the heartbeat's pings with Release.
+type hold struct {
+	mu   sync.Mutex
+	conn *pgxpool.Conn // nil once given back
+	key  int64
+}
+
+// drop closes h's connection (ending its session frees the lock) and gives
+// it back to the pool, which discards it. h.mu is held.
+func (h *hold) drop(ctx context.Context) {
+	h.conn.Conn().Close(context.WithoutCancel(ctx))
+	h.conn.Release()
+	h.conn = nil
+}
+
+// lockKey is the advisory lock's key for a row key: a 64-bit hash of the
+// schema and the key, since advisory locks are per database and the
+// counter rows per schema.
+const lockKey = `hashtextextended(current_schema() || '.' || $1, 0)`
+
+// advisoryAcquireSQL tries the lock and, when it got it, takes the next
+// token, in one statement; refused, it reads the holder's token and
+// identity from the row.
+const advisoryAcquireSQL = `
+WITH l AS (
+    SELECT ` + lockKey + ` AS key, pg_try_advisory_lock(` + lockKey + `) AS got
+), granted AS (
+    INSERT INTO fencekit_leases_advisory AS a (name, token, identity)
+    SELECT $1, ` + nowUS + `, $2 FROM l WHERE got
+    ON CONFLICT (name) DO UPDATE SET token = greatest(a.token + 1, ` + nowUS + `), identity = EXCLUDED.identity
+    RETURNING token
+)
+SELECT l.key, l.got,
+       coalesce((SELECT token FROM granted), (SELECT token FROM fencekit_leases_advisory WHERE name = $1), 0),
+       coalesce((SELECT identity FROM fencekit_leases_advisory WHERE name = $1 AND NOT l.got), '')
+FROM l`
+
+// Name is "postgres-advisory".
+func (a *advisory) Name() string { return "postgres-advisory" }
+
+// Acquire tries the lock on a pool connection, one round trip. Granted,
+// the lease keeps the connection; refused, it goes back to the pool.
+// The refusal reports Remaining -1: the lock has no expiry.
+func (a *advisory) Acquire(ctx context.Context, name string, ttl time.Duration, identity string) (*lease.Grant, error) {
+	c, err := a.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var key, tok int64
+	var got bool
+	var holder string
+	err = c.QueryRow(ctx, advisoryAcquireSQL, a.key(name), identity).Scan(&key, &got, &tok, &holder)
+	switch {
+	case err != nil:
+		// The lock may have been taken before the error: end the session.
+		(&hold{conn: c}).drop(ctx)
+		return nil, err
+	case !got:
+		c.Release()
+		return nil, &lease.NotAcquiredError{Name: name, Holder: fence.Token(tok), Identity: holder, Remaining: -1}
+	}
+	return &lease.Grant{Name: name, Token: fence.Token(tok), TTL: ttl, Value: &hold{conn: c, key: key}}, nil
+}
+
+// Renew checks each grant's connection with an empty statement, one round
+// trip per grant. A closed connection is a lost lease (the server released
+// the lock, or will when it sees the connection end).
+func (a *advisory) Renew(ctx context.Context, batch []*lease.Grant) []error {
+	var errs []error
+	for i, g := range batch {
+		if err := g.Value.(*hold).ping(ctx); err != nil {
+			if errs == nil {
+				errs = make([]error, len(batch))
+			}
+			errs[i] = err
+		}
+	}
+	return errs
+}
+
+func (h *hold) ping(ctx context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.conn == nil {
+		return &lease.LostError{Cause: lease.CauseMissing}
+	}
+	err := h.conn.Ping(ctx)
+	if err != nil && h.conn.Conn().IsClosed() {
+		h.drop(ctx)
+		return &lease.LostError{Cause: lease.CauseMissing, Err: err}
+	}
+	return err
+}
+
+// advisoryReleaseSQL unlocks and announces the release on Channel (at the
+// statement's commit, after the unlock).
+const advisoryReleaseSQL = `WITH n AS (SELECT pg_notify('` + Channel + `', $2)) SELECT pg_advisory_unlock($1) FROM n`
+
+// Release unlocks and notifies the waiters, one round trip, and gives the
+// connection back to the pool. When that fails, it closes the connection
+// instead, which ends the session and the lock. A connection found closed
+// is CauseMissing.
+func (a *advisory) Release(ctx context.Context, g *lease.Grant) error {
+	h := g.Value.(*hold)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.conn == nil {
+		return &lease.LostError{Cause: lease.CauseMissing}
+	}
+	var unlocked bool
+	err := h.conn.QueryRow(ctx, advisoryReleaseSQL, h.key, a.key(g.Name)).Scan(&unlocked)
+	closed := h.conn.Conn().IsClosed()
+	if err != nil || !unlocked {
+		h.drop(ctx)
+	} else {
+		h.conn.Release()
+		h.conn = nil
+	}
+	switch {
+	case closed || err == nil && !unlocked:
+		return &lease.LostError{Cause: lease.CauseMissing, Err: err}
+	case err != nil:
+		return err // the session ended with the closed connection, and the lock with it
+	}
+	return nil
+}
+
+// advisoryInspectSQL reads the row and whether some session holds the lock.
+const advisoryInspectSQL = `
+SELECT coalesce((SELECT token FROM fencekit_leases_advisory WHERE name = $1), 0),
+       coalesce((SELECT identity FROM fencekit_leases_advisory WHERE name = $1), ''),
+       EXISTS (SELECT FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1
+               AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+               AND ((classid::bigint << 32) | objid::bigint) = ` + lockKey + `)`
+
+// Inspect reads the row and pg_locks, one round trip. Remaining is -1
+// while held: the lock has no expiry.
+func (a *advisory) Inspect(ctx context.Context, name string) (lease.Info, error) {
+	var tok int64
+	var identity string
+	var held bool
+	err := a.pool.QueryRow(ctx, advisoryInspectSQL, a.key(name)).Scan(&tok, &identity, &held)
+	if err != nil {
+		return lease.Info{}, err
+	}
+	info := lease.Info{Last: fence.Token(tok)}
+	if held {
+		info.Held, info.Holder, info.Identity, info.Remaining = true, fence.Token(tok), identity, -1
+	}
+	return info, nil
+}

@@ -1,0 +1,1 @@
+DROP TABLE IF EXISTS fencekit_leases_advisory;
