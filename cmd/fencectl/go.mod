@@ -3,7 +3,7 @@
 // fencekit's go.mod carries no etcd client.
 module github.com/fencekit/fencekit/cmd/fencectl
 
-go 1.26.8
+go 1.26.0
 
 replace (
 	github.com/fencekit/fencekit => ../..
