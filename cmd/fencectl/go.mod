@@ -16,7 +16,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/credentials v1.21.0
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.10
 	github.com/fencekit/fencekit v0.3.0
-	github.com/fencekit/fencekit/lease/etcdlease v0.0.0-00010101000000-000000000000
+	github.com/fencekit/fencekit/lease/etcdlease v0.3.0
 	github.com/go-zookeeper/zk v1.0.4
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/prometheus/client_golang v1.25.0

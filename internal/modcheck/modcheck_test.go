@@ -83,23 +83,21 @@ func modulePath(t *testing.T, gomod string) string {
 func release(t *testing.T, mods []module) string {
 	t.Helper()
 	version := ""
-	req := regexp.MustCompile(`(?m)^\s*(?:require\s+)?` + regexp.QuoteMeta(root) + `\s+(v\S+)`)
+	req := regexp.MustCompile(`(?m)^\s*(?:require\s+)?` + regexp.QuoteMeta(root) + `(?:/\S+)?\s+(v\S+)`)
 	for _, m := range mods[1:] {
 		b, err := os.ReadFile(filepath.Join(m.dir, "go.mod"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		v := req.FindSubmatch(b)
-		if v == nil {
-			continue
+		for _, v := range req.FindAllSubmatch(b, -1) {
+			switch {
+			case strings.HasPrefix(string(v[1]), "v0.0.0-00010101000000"):
+				t.Errorf("%s requires %s %s, a version no proxy can serve: a user who requires %s cannot build", m.path, root, v[1], m.path)
+			case version != "" && version != string(v[1]):
+				t.Errorf("%s requires %s %s, another module %s", m.path, root, v[1], version)
+			}
+			version = string(v[1])
 		}
-		switch {
-		case strings.HasPrefix(string(v[1]), "v0.0.0-00010101000000"):
-			t.Errorf("%s requires %s %s, a version no proxy can serve: a user who requires %s cannot build", m.path, root, v[1], m.path)
-		case version != "" && version != string(v[1]):
-			t.Errorf("%s requires %s %s, another module %s", m.path, root, v[1], version)
-		}
-		version = string(v[1])
 	}
 	if version == "" || strings.HasPrefix(version, "v0.0.0-00010101000000") {
 		version = "v0.3.0" // what the proxy serves when nothing names a usable version
