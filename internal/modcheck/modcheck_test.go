@@ -22,8 +22,11 @@ import (
 const root = "github.com/fencekit/fencekit"
 
 // notUsers are the folders of the repository's modules that no user
-// imports: peer benchmarks, the etcd build, the browser tests.
-var notUsers = []string{"bench", "tools", "internal/playground/browser"}
+// imports: peer benchmarks, the etcd build, the browser tests, and fencectl,
+// which is built from a checkout (cd cmd/fencectl && go install .): its
+// replace directives, which let it build against the checkout's modules,
+// are what `go install pkg@version` refuses.
+var notUsers = []string{"bench", "tools", "internal/playground/browser", "cmd/fencectl"}
 
 // module is one of the repository's modules.
 type module struct {
