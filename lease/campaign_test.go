@@ -3,15 +3,7 @@ package lease
 import (
 	"testing"
 	"time"
-
-	"github.com/fencekit/fencekit/fence"
 )
-
-// term is one leader's term as lead saw it.
-type term struct {
-	who int
-	tok fence.Token
-}
 
 func TestBackoff(t *testing.T) {
 	for _, tc := range []struct {

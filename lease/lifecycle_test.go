@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -114,10 +113,6 @@ func TestSynctestAcquireWaitTimeoutIsOneLine(t *testing.T) {
 		release(t, holder)
 	})
 }
-
-// roundTrips counts a client's round trips (a command alone or a
-// pipeline) and the commands they carry.
-type roundTrips struct{ trips, cmds atomic.Int64 }
 
 func TestSynctestCloseLeavesNoLeaseLive(t *testing.T) {
 	// Close at a random moment, with renewals due, in flight and just

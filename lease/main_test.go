@@ -27,33 +27,9 @@ func release(t testing.TB, l *Lease) {
 	}
 }
 
-// waitDone waits for the lease to end, failing after limit.
-func waitDone(t testing.TB, l *Lease, limit time.Duration) error {
-	t.Helper()
-	select {
-	case <-l.Done():
-		return l.Err()
-	case <-time.After(limit):
-		t.Fatalf("lease %q still held after %v", l.Name(), limit)
-		return nil
-	}
-}
-
 func isLost(err error, cause string) bool {
 	var le *LostError
 	return errors.As(err, &le) && errors.Is(err, ErrLost) && le.Cause == cause
-}
-
-func isNotAcquired(err error) bool {
-	var na *NotAcquiredError
-	return errors.As(err, &na) && errors.Is(err, ErrNotAcquired)
-}
-
-// renewErr returns the last renewal's error.
-func (l *Lease) renewErr() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.hbErr
 }
 
 // renewing reports whether a renewal of lease name is in flight in f: sent

@@ -15,14 +15,6 @@ import (
 	"github.com/fencekit/fencekit/lease"
 )
 
-// stallingHandler is a slog handler whose first "lease lost" record takes
-// stall to write (a log pipe that is full, a remote collector). It records
-// the name of that record's lease.
-type stallingHandler struct {
-	stall   time.Duration
-	stalled atomic.Pointer[string]
-}
-
 func TestWheelStressRealRedis(t *testing.T) {
 	// Goroutines share one Client, acquiring own and shared names with TTLs
 	// from 20ms to a minute, holding them for up to 300ms (several renewals
@@ -105,7 +97,3 @@ func TestWheelStressRealRedis(t *testing.T) {
 	}
 	testenv.CheckGoroutines(t, base)
 }
-
-// blockingHandler is a slog handler whose "lease lost" records take an hour
-// to write (stderr to a full pipe, a log driver applying backpressure).
-type blockingHandler struct{ written atomic.Int32 }
