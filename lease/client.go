@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"time"
 )
 
@@ -112,7 +111,7 @@ func (c *Client) acquire(ctx context.Context, name string, t timing) (*Lease, er
 	if err != nil {
 		return nil, errScript("acquire", name, err)
 	}
-	c.m.acquired(ctx)
+	c.m.acquired()
 	l, ok := c.start(ctx, g, t, sent)
 	if !ok { // Close ran meanwhile: give the grant back
 		l.Release(ctx)
@@ -160,9 +159,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (Info, error) {
 // endAll ends every lease in the heartbeat's heap with ErrReleased and
 // returns them.
 func (c *Client) endAll() []*Lease {
-	c.hb.mu.Lock()
-	leases := slices.Clone(c.hb.heap)
-	c.hb.mu.Unlock()
+	leases := c.hb.leases()
 	for _, l := range leases {
 		l.end(ErrReleased)
 	}
@@ -170,11 +167,7 @@ func (c *Client) endAll() []*Lease {
 }
 
 // closed reports whether Close was called.
-func (c *Client) closed() bool {
-	c.hb.mu.Lock()
-	defer c.hb.mu.Unlock()
-	return c.hb.closed
-}
+func (c *Client) closed() bool { return c.hb.isClosed() }
 
 // Close ends every lease of c locally at once (no more renewals, Context
 // cancelled with [ErrReleased]), waits for the renewals in flight to
@@ -189,20 +182,11 @@ func (c *Client) Close(ctx context.Context) error {
 	if c == nil {
 		return fmt.Errorf("%w: nil *lease.Client", ErrInvalid)
 	}
-	h := &c.hb
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
+	if !c.hb.close() {
 		return fmt.Errorf("lease: close: %w", ErrClosed)
 	}
-	h.closed = true
-	h.timer.Stop()
-	h.armed = time.Time{}
-	h.mu.Unlock()
-
 	leases := c.endAll()
-	h.stop() // cancels the renewals in flight
-	h.running.Wait()
+	c.hb.wait() // cancels the renewals in flight
 	// A beat may have had leases out of the heap while endAll ran: they
 	// are back in it now, and nothing else adds to it.
 	leases = append(leases, c.endAll()...)

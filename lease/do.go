@@ -37,6 +37,35 @@ func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func
 	return errors.Join(fnErr, endErr)
 }
 
+// TryDo is Do without the wait: it takes the lease name for ttl only if
+// nobody holds it now (one Acquire), runs fn as Do does, then releases the
+// lease. When someone else holds it, TryDo returns (false, nil) at once and
+// fn does not run: the form for cron jobs, where every worker fires on the
+// same schedule and the ones that find the job running skip that round.
+// (Do, which waits, would run the job once per worker, one after another.)
+//
+// Cost: one round trip when the lease is held; else one, the heartbeat
+// while fn runs, and one for the release.
+//
+// ran reports whether fn ran. err is what Do would return once fn ran
+// (fn's error, a loss while it ran, a failed release), or, with ran false,
+// the error of the attempt: an error wrapping [ErrInvalid] for a nil fn, a
+// bad name or TTL (nothing is sent), the store's or ctx's error.
+func (c *Client) TryDo(ctx context.Context, name string, ttl time.Duration, fn func(ctx context.Context, tok fence.Token) error) (ran bool, err error) {
+	if fn == nil {
+		return false, fmt.Errorf("%w: nil function passed to TryDo(%q)", ErrInvalid, name)
+	}
+	l, err := c.Acquire(ctx, name, ttl)
+	if errors.Is(err, ErrNotAcquired) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	fnErr, endErr := hold(ctx, l, ttl, fn)
+	return true, errors.Join(fnErr, endErr)
+}
+
 // hold runs fn under l and then releases l. fnErr is fn's result; endErr
 // reports a loss of the lease while fn ran, or else a failed release.
 func hold(ctx context.Context, l *Lease, ttl time.Duration, fn func(ctx context.Context, tok fence.Token) error) (fnErr, endErr error) {

@@ -35,6 +35,38 @@ func ExampleClient_Do() {
 	// report written: true
 }
 
+// TryDo is the form for cron jobs: every worker fires on the schedule, the
+// one that gets the lease runs the job, the others skip the round.
+func ExampleClient_TryDo() {
+	rdb, name, done := exampleRedis("ExampleClient_TryDo", "hourly-cleanup")
+	defer done()
+	leases, err := redislease.New(rdb, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	running, finish, worker1 := make(chan struct{}), make(chan struct{}), make(chan bool)
+	go func() {
+		ran, _ := leases.TryDo(ctx, name, 10*time.Second, func(ctx context.Context, tok fence.Token) error {
+			close(running) // worker 1 runs this round's job
+			<-finish
+			return nil
+		})
+		worker1 <- ran
+	}()
+	<-running
+	ran, err := leases.TryDo(ctx, name, 10*time.Second, func(ctx context.Context, tok fence.Token) error {
+		return nil // not reached: the job is running
+	})
+	fmt.Println("worker 2 ran the job:", ran, err)
+	close(finish)
+	fmt.Println("worker 1 ran the job:", <-worker1)
+	// Output:
+	// worker 2 ran the job: false <nil>
+	// worker 1 ran the job: true
+}
+
 // Campaign elects one leader among the processes campaigning for a name;
 // here three candidates in one process each lead one term and step down.
 func ExampleClient_Campaign() {

@@ -69,7 +69,8 @@
 // lease_acquire_latency (histograms in seconds, attribute result). With the
 // Prometheus exporter they read lease_acquired_total, lease_lost_total,
 // lease_heartbeat_latency_seconds and lease_acquire_latency_seconds;
-// lease_lost has a series at 0 for each cause from the start. A lost lease
+// lease_acquired and lease_lost have their series at 0 from the first
+// scrape, also when the provider is installed after the Client was made. A lost lease
 // is logged at warning level with its cause and reason, and so, at most
 // once a minute, is a heartbeat p99 latency above a tenth of the TTL.
 //

@@ -1,8 +1,10 @@
 package lease
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,7 +43,7 @@ import (
 // Lock order: Lease.mu, then heartbeat.mu.
 type heartbeat struct {
 	mu     sync.Mutex
-	heap   []*Lease    // live leases, by wake; Lease.slot is the index
+	heap   leaseHeap   // live leases, by wake; Lease.slot is the index
 	timer  *time.Timer // runs beat
 	armed  time.Time   // when timer fires; zero when stopped
 	closed bool        // Close was called: nothing more is added
@@ -84,10 +86,10 @@ func (h *heartbeat) set(l *Lease, when time.Time, arm bool) {
 func (h *heartbeat) setLocked(l *Lease, when time.Time, arm bool) {
 	l.wake = when
 	if l.slot < 0 {
-		l.slot = len(h.heap)
-		h.heap = append(h.heap, l)
+		heap.Push(&h.heap, l)
+	} else {
+		heap.Fix(&h.heap, l.slot)
 	}
-	h.fix(l.slot)
 	if first := h.heap[0].wake; arm && !h.closed && (h.armed.IsZero() || first.Before(h.armed)) {
 		h.armLocked(first)
 	}
@@ -98,7 +100,7 @@ func (h *heartbeat) setLocked(l *Lease, when time.Time, arm bool) {
 func (h *heartbeat) remove(l *Lease) {
 	h.mu.Lock()
 	if l.slot >= 0 {
-		h.removeAt(l.slot)
+		heap.Remove(&h.heap, l.slot)
 	}
 	h.mu.Unlock()
 }
@@ -147,8 +149,7 @@ func (c *Client) beatOnce(bufs *beatBufs) bool {
 		return false
 	}
 	for len(h.heap) > 0 && !h.heap[0].wake.After(now.Add(h.heap[0].t.early)) {
-		due = append(due, h.heap[0])
-		h.removeAt(0)
+		due = append(due, heap.Pop(&h.heap).(*Lease))
 	}
 	if len(h.heap) > 0 && (h.armed.IsZero() || h.heap[0].wake.Before(h.armed)) {
 		h.armLocked(h.heap[0].wake)
@@ -297,48 +298,62 @@ func (l *Lease) expiredLocked() *LostError {
 	return l.lostErr(CauseExpired, l.lastErrLocked())
 }
 
-func (h *heartbeat) removeAt(i int) {
-	last := len(h.heap) - 1
-	l := h.heap[i]
-	if i != last {
-		h.swap(i, last)
-	}
-	h.heap[last] = nil
-	h.heap = h.heap[:last]
+// leaseHeap is container/heap's interface over the live leases, ordered
+// by wake; each lease knows its index (slot), for Fix and Remove.
+type leaseHeap []*Lease
+
+func (q leaseHeap) Len() int           { return len(q) }
+func (q leaseHeap) Less(i, j int) bool { return q[i].wake.Before(q[j].wake) }
+func (q leaseHeap) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].slot, q[j].slot = i, j
+}
+func (q *leaseHeap) Push(x any) {
+	l := x.(*Lease)
+	l.slot = len(*q)
+	*q = append(*q, l)
+}
+func (q *leaseHeap) Pop() any {
+	old := *q
+	l := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
 	l.slot = -1
-	if i != last {
-		h.fix(i)
-	}
+	return l
 }
 
-// fix restores the heap order after the entry at i changed.
-func (h *heartbeat) fix(i int) {
-	for i > 0 { // up
-		p := (i - 1) / 2
-		if !h.heap[i].wake.Before(h.heap[p].wake) {
-			break
-		}
-		h.swap(i, p)
-		i = p
+// The heartbeat's API for the Client's Close.
+
+// close marks the heartbeat closed (nothing more is added) and stops its
+// timer; it reports false when it was closed before.
+func (h *heartbeat) close() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return false
 	}
-	for { // down
-		k := 2*i + 1
-		if k >= len(h.heap) {
-			return
-		}
-		if r := k + 1; r < len(h.heap) && h.heap[r].wake.Before(h.heap[k].wake) {
-			k = r
-		}
-		if !h.heap[k].wake.Before(h.heap[i].wake) {
-			return
-		}
-		h.swap(i, k)
-		i = k
-	}
+	h.closed = true
+	h.timer.Stop()
+	h.armed = time.Time{}
+	return true
 }
 
-func (h *heartbeat) swap(i, j int) {
-	h.heap[i], h.heap[j] = h.heap[j], h.heap[i]
-	h.heap[i].slot = i
-	h.heap[j].slot = j
+// isClosed reports whether close was called.
+func (h *heartbeat) isClosed() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closed
+}
+
+// leases returns the leases in the heap now.
+func (h *heartbeat) leases() []*Lease {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.heap)
+}
+
+// wait cancels the renewals in flight and waits for the beats to return.
+func (h *heartbeat) wait() {
+	h.stop()
+	h.running.Wait()
 }

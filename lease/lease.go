@@ -126,7 +126,7 @@ func (l *Lease) endLocked(cause error) bool {
 	// full pipe), and the Context must end at the deadline all the same.
 	lost, isLost := cause.(*LostError) // causes are never wrapped
 	if isLost {
-		l.c.m.lost(l.ctx, lost.Cause)
+		l.c.m.lost(lost.Cause)
 	}
 	l.cancel(cause)
 	if isLost {

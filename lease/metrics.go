@@ -2,9 +2,12 @@ package lease
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -35,8 +38,7 @@ const minWarnSamples = 5
 const warnEvery = time.Minute
 
 type metrics struct {
-	acq      metric.Int64Counter
-	lostC    metric.Int64Counter
+	totals   *totals // lease_acquired and lease_lost, shared by the provider's Clients
 	hb       metric.Float64Histogram
 	acqLat   metric.Float64Histogram
 	logger   *slog.Logger
@@ -46,25 +48,69 @@ type metrics struct {
 	lastWarn time.Time
 }
 
+// lostCauses are the causes of lease_lost, each a series from the start.
+var lostCauses = [...]string{CauseExpired, CauseMissing, CauseStolen}
+
+// totals are the counts behind lease_acquired and lease_lost for every
+// Client on one MeterProvider. They are asynchronous counters, read at
+// each collection, so that every series reads 0 from the first scrape,
+// also when the program installs its provider (otel.SetMeterProvider)
+// after making the Client: the global provider hands callbacks over to
+// the real one, but drops what synchronous instruments recorded before.
+// Shared per provider and never dropped, the counts never go down when a
+// Client closes (Prometheus would read that as a reset and a rise).
+type totals struct {
+	acquired atomic.Int64
+	lost     [len(lostCauses)]atomic.Int64
+}
+
+var (
+	totalsMu sync.Mutex
+	totalsOf = map[metric.MeterProvider]*totals{}
+)
+
+// totalsFor returns mp's totals, registering their instruments on the
+// first call for mp.
+func totalsFor(mp metric.MeterProvider, logger *slog.Logger) *totals {
+	shared := reflect.TypeOf(mp).Comparable() // a map key; else the Client's own
+	totalsMu.Lock()
+	defer totalsMu.Unlock()
+	if shared && totalsOf[mp] != nil {
+		return totalsOf[mp]
+	}
+	t := &totals{}
+	meter := mp.Meter(meterName)
+	acq, err1 := meter.Int64ObservableCounter(metricAcquired,
+		metric.WithDescription("Leases granted by Acquire and AcquireWait."), metric.WithUnit("{lease}"))
+	lost, err2 := meter.Int64ObservableCounter(metricLost,
+		metric.WithDescription("Leases lost before release, by cause (expired, missing, stolen)."), metric.WithUnit("{lease}"))
+	causes := make([]metric.ObserveOption, len(lostCauses))
+	for i, c := range lostCauses {
+		causes[i] = metric.WithAttributes(attribute.String("cause", c))
+	}
+	_, err3 := meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		o.ObserveInt64(acq, t.acquired.Load())
+		for i := range t.lost {
+			o.ObserveInt64(lost, t.lost[i].Load(), causes[i])
+		}
+		return nil
+	}, acq, lost)
+	// Instrument creation only fails for invalid names or options, which
+	// are constants here.
+	if err := errors.Join(err1, err2, err3); err != nil {
+		logger.Error("lease: metrics", "err", err)
+	}
+	if shared {
+		totalsOf[mp] = t
+	}
+	return t
+}
+
 func newMetrics(mp metric.MeterProvider, logger *slog.Logger) *metrics {
-	m := &metrics{logger: logger}
+	m := &metrics{logger: logger, totals: totalsFor(mp, logger)}
 	meter := mp.Meter(meterName)
 	var err error
-	// Instrument creation only fails for invalid names or options, which
-	// are constants here; the returned instrument is a usable no-op anyway.
-	if m.acq, err = meter.Int64Counter(metricAcquired,
-		metric.WithDescription("Leases granted by Acquire and AcquireWait."), metric.WithUnit("{lease}")); err != nil {
-		logger.Error("lease: metric", "name", metricAcquired, "err", err)
-	}
-	if m.lostC, err = meter.Int64Counter(metricLost,
-		metric.WithDescription("Leases lost before release, by cause (expired, missing, stolen)."), metric.WithUnit("{lease}")); err != nil {
-		logger.Error("lease: metric", "name", metricLost, "err", err)
-	}
-	// Each cause's series exists from the start, at 0, so that an alert
-	// on its rate (or on its absence) works before the first loss.
-	for _, cause := range []string{CauseExpired, CauseMissing, CauseStolen} {
-		m.lostC.Add(context.Background(), 0, metric.WithAttributes(attribute.String("cause", cause)))
-	}
+	// The returned instrument is a usable no-op even on error.
 	if m.hb, err = meter.Float64Histogram(metricHeartbeat,
 		metric.WithDescription("Round-trip time of lease renewals, by result."), metric.WithUnit("s"),
 		metric.WithExplicitBucketBoundaries(latencyBuckets...)); err != nil {
@@ -85,10 +131,12 @@ var (
 	attrError = []metric.RecordOption{metric.WithAttributes(attribute.String("result", "error"))}
 )
 
-func (m *metrics) acquired(ctx context.Context) { m.acq.Add(ctx, 1) }
+func (m *metrics) acquired() { m.totals.acquired.Add(1) }
 
-func (m *metrics) lost(ctx context.Context, cause string) {
-	m.lostC.Add(ctx, 1, metric.WithAttributes(attribute.String("cause", cause)))
+func (m *metrics) lost(cause string) {
+	if i := slices.Index(lostCauses[:], cause); i >= 0 {
+		m.totals.lost[i].Add(1)
+	}
 }
 
 func (m *metrics) acquireLatency(ctx context.Context, d time.Duration, err error) {

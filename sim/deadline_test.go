@@ -16,11 +16,12 @@ import (
 // arithmetic, which is the same whatever the store.
 type grantAll struct{ tok fence.Token }
 
-func (b *grantAll) Acquire(_ context.Context, name string, ttl time.Duration) (*lease.Grant, error) {
+func (*grantAll) Name() string { return "grant-all" }
+func (b *grantAll) Acquire(_ context.Context, name string, ttl time.Duration, _ string) (*lease.Grant, error) {
 	b.tok++
 	return &lease.Grant{Name: name, Token: b.tok, TTL: ttl}, nil
 }
-func (*grantAll) Renew(context.Context, []*lease.Grant, []error)     {}
+func (*grantAll) Renew(context.Context, []*lease.Grant) []error      { return nil }
 func (*grantAll) Release(context.Context, *lease.Grant) error        { return nil }
 func (*grantAll) Watch(context.Context, string) (lease.Watch, error) { return nil, context.Canceled }
 func (*grantAll) Inspect(context.Context, string) (lease.Info, error) {

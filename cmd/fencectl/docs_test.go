@@ -63,7 +63,7 @@ func TestOperationsDocMetrics(t *testing.T) {
 	name := env.Name("doc")
 	l := acquire(t, c, name, time.Second)
 	time.Sleep(60 * time.Millisecond)
-	env.Client.Del(context.Background(), (&redisConn{prefix: lease.DefaultKeyPrefix}).key(name, suffixLock))
+	env.Client.Del(context.Background(), lockKey(name))
 	<-l.Done()
 	text := scrape()
 

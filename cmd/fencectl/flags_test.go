@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/fencekit/fencekit/lease"
 )
 
 // testFlags is a flag set like bump's: a string, a bool and a duration.
@@ -117,26 +115,4 @@ func TestParseTarget(t *testing.T) {
 			t.Errorf("parseTarget(%q) accepted", s)
 		}
 	}
-}
-
-// FuzzNameOf checks that list recovers every valid lease name from its
-// keys under any valid prefix, and never returns an invalid name.
-func FuzzNameOf(f *testing.F) {
-	f.Add("fencekit", "orders", "lock")
-	f.Add("a*[p]", "x}:lock", "token")
-	f.Add("p", "a:{b", "released")
-	f.Fuzz(func(t *testing.T, prefix, name, suffix string) {
-		c := &redisConn{prefix: prefix}
-		got, ok := c.nameOf(c.key(name, suffix))
-		valid := lease.ValidateName(name) == nil && !strings.ContainsAny(prefix, "{}")
-		if ok && lease.ValidateName(got) != nil {
-			t.Fatalf("nameOf returned the invalid name %q", got)
-		}
-		if valid && (suffix == suffixLock || suffix == suffixCounter) && (!ok || got != name) {
-			t.Fatalf("nameOf(%q) = %q, %v; want %q", c.key(name, suffix), got, ok, name)
-		}
-		if ok && suffix != suffixLock && suffix != suffixCounter && !strings.Contains(suffix, "}:") {
-			t.Fatalf("nameOf(%q) accepted suffix %q", c.key(name, suffix), suffix)
-		}
-	})
 }

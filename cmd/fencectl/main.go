@@ -3,8 +3,8 @@
 // holder, raising a token counter after Redis lost data, PostgreSQL guard
 // rows and an S3 compatibility probe. docs/operations.md is the runbook.
 //
-//	fencectl status NAME...              holder token, remaining TTL, last token
-//	fencectl list [PATTERN]              the same for every lease whose name matches (SCAN)
+//	fencectl status NAME...              holder token and identity, remaining TTL, last token
+//	fencectl list [PATTERN]              the same for every lease whose name matches
 //	fencectl watch NAME                  one line per grant, release and expiry
 //	fencectl release --force NAME        end a stuck lease
 //	fencectl bump NAME (--to TOKEN | --time)
@@ -12,7 +12,8 @@
 //	fencectl pg-status [RESOURCE...]     PostgreSQL guard rows
 //	fencectl s3-check -bucket BUCKET     does the S3 server honour conditional writes?
 //
-// Every command takes -json. Connection flags default to the variables the
+// The lease commands take -backend (redis, postgres, ...; one file per
+// backend, reading leases through its issuer package). Every command takes -json. Connection flags default to the variables the
 // tests use: FENCEKIT_REDIS_ADDR, FENCEKIT_POSTGRES_URL,
 // FENCEKIT_S3_ENDPOINT, FENCEKIT_S3_ACCESS_KEY, FENCEKIT_S3_SECRET_KEY.
 //
@@ -51,7 +52,7 @@ type command struct {
 
 var commands = map[string]command{
 	"status":    {"NAME...", "show who holds each lease: holder token, remaining TTL, last token issued", setupStatus},
-	"list":      {"[PATTERN]", "status of every lease whose name matches the glob PATTERN (default *), found with SCAN", setupList},
+	"list":      {"[PATTERN]", "status of every lease whose name matches the glob PATTERN (default *)", setupList},
 	"watch":     {"NAME", "print one line per grant, release and expiry of a lease until interrupted", setupWatch},
 	"release":   {"--force NAME", "end a stuck lease now; its holder sees it gone at its next renewal", setupRelease},
 	"bump":      {"NAME (--to TOKEN | --time)", "raise a lease's token counter (after Redis lost data or a clock was wrong); never lowers it", setupBump},

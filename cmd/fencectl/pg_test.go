@@ -60,7 +60,7 @@ func TestRunbookCounterLostWithAClockBehind(t *testing.T) {
 	e := []string{envRedisAddr + "=" + renv.Addr, envPostgresURL + "=" + pg.URL}
 	c := newLeases(t, renv.Client, nil)
 	name := renv.Name("orders")
-	counter := (&redisConn{prefix: lease.DefaultKeyPrefix}).key(name, suffixCounter)
+	counter := counterKey(name)
 	write := func(l *lease.Lease) error {
 		return sqlfence.InTx(ctx, pg.Pool, name, l.Token(), func(tx pgx.Tx) error { return nil })
 	}

@@ -2,190 +2,156 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/lease"
 	"github.com/fencekit/fencekit/lease/redislease"
 )
 
-// redisFlags are the connection flags of the Redis commands.
-type redisFlags struct {
-	addr    string
-	cluster bool
-	prefix  string
-	timeout *time.Duration
-}
+var quietLogger = slog.New(slog.DiscardHandler)
 
-func addRedisFlags(fs *flag.FlagSet) *redisFlags {
-	f := &redisFlags{}
-	fs.StringVar(&f.addr, "redis", envOr(envRedisAddr, defRedisAddr),
+func init() { backends["redis"] = addRedisFlags }
+
+// addRedisFlags adds the Redis connection flags.
+func addRedisFlags(fs *flag.FlagSet) func(conn) (store, error) {
+	addr := fs.String("redis", envOr(envRedisAddr, defRedisAddr),
 		"Redis: host:port, a redis:// or rediss:// URL, or with -cluster comma-separated seed addresses (env "+envRedisAddr+")")
-	fs.BoolVar(&f.cluster, "cluster", false, "connect to a Redis Cluster (SCAN then covers every master)")
-	fs.StringVar(&f.prefix, "prefix", lease.DefaultKeyPrefix, "the key prefix the application's lease.Options.KeyPrefix set")
-	f.timeout = timeoutFlag(fs)
-	return f
+	cluster := fs.Bool("cluster", false, "connect to a Redis Cluster (SCAN then covers every master)")
+	return func(c conn) (store, error) { return connectRedis(c, *addr, *cluster) }
 }
 
-// redisConn is an open Redis connection and the lease client on it.
-type redisConn struct {
-	rdb     redis.UniversalClient
-	leases  *lease.Client
-	prefix  string
-	timeout time.Duration
+// redisStore is the Redis backend: package redislease.
+type redisStore struct {
+	conn
+	rdb    redis.UniversalClient
+	leases *lease.Client
 }
 
-// connect opens the connection (nothing is sent yet). A bad address or
-// prefix is a usage error.
-func (f *redisFlags) connect() (*redisConn, error) {
-	if *f.timeout <= 0 {
-		return nil, usagef("-timeout %v must be positive", *f.timeout)
-	}
+// connectRedis opens the connection. A bad address is a usage error; a
+// Cluster node reached without -cluster is an error saying so (its keys
+// are spread over masters: one node's answers would be partial).
+func connectRedis(c conn, addr string, cluster bool) (store, error) {
+	t := c.timeout
 	var rdb redis.UniversalClient
 	switch {
-	case f.cluster:
-		opts := &redis.ClusterOptions{Addrs: strings.Split(f.addr, ",")}
-		if strings.Contains(f.addr, "://") {
-			o, err := redis.ParseClusterURL(f.addr)
+	case cluster:
+		opts := &redis.ClusterOptions{Addrs: strings.Split(addr, ",")}
+		if strings.Contains(addr, "://") {
+			o, err := redis.ParseClusterURL(addr)
 			if err != nil {
-				return nil, usagef("-redis %q: %v", f.addr, err)
+				return nil, usagef("-redis %q: %v", addr, err)
 			}
 			opts = o
 		}
 		opts.ContextTimeoutEnabled = true
-		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = *f.timeout, *f.timeout, *f.timeout
+		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = t, t, t
 		rdb = redis.NewClusterClient(opts)
-	case strings.Contains(f.addr, "://"):
-		opts, err := redis.ParseURL(f.addr)
+	case strings.Contains(addr, "://"):
+		opts, err := redis.ParseURL(addr)
 		if err != nil {
-			return nil, usagef("-redis %q: %v", f.addr, err)
+			return nil, usagef("-redis %q: %v", addr, err)
 		}
 		opts.ContextTimeoutEnabled = true
-		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = *f.timeout, *f.timeout, *f.timeout
+		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = t, t, t
 		rdb = redis.NewClient(opts)
 	default:
-		if f.addr == "" || strings.Contains(f.addr, ",") {
-			return nil, usagef("-redis %q: want one host:port (several addresses need -cluster)", f.addr)
+		if addr == "" || strings.Contains(addr, ",") {
+			return nil, usagef("-redis %q: want one host:port (several addresses need -cluster)", addr)
 		}
-		rdb = redis.NewClient(&redis.Options{Addr: f.addr, ContextTimeoutEnabled: true,
-			DialTimeout: *f.timeout, ReadTimeout: *f.timeout, WriteTimeout: *f.timeout})
+		rdb = redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, DialTimeout: t, ReadTimeout: t, WriteTimeout: t})
 	}
-	leases, err := redislease.New(rdb, &lease.Options{KeyPrefix: f.prefix, Logger: slog.New(slog.DiscardHandler)})
+	leases, err := newLeaseClient(func(o *lease.Options) (*lease.Client, error) { return redislease.New(rdb, o) }, c.prefix)
 	if err != nil {
 		rdb.Close()
-		if errors.Is(err, lease.ErrInvalid) {
-			return nil, usagef("%v", err)
-		}
 		return nil, err
 	}
-	return &redisConn{rdb: rdb, leases: leases, prefix: f.prefix, timeout: *f.timeout}, nil
+	s := &redisStore{conn: c, rdb: rdb, leases: leases}
+	if !cluster {
+		if err := s.refuseClusterNode(addr); err != nil {
+			rdb.Close()
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
-func (c *redisConn) Close() error { return c.rdb.Close() }
-
-// call runs fn with a context bounded by the request timeout.
-func (c *redisConn) call(ctx context.Context, fn func(ctx context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+// refuseClusterNode fails when the server is a Redis Cluster node.
+func (s *redisStore) refuseClusterNode(addr string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
-	return fn(ctx)
+	info, err := s.rdb.Info(ctx, "cluster").Result()
+	if err != nil {
+		return fmt.Errorf("redis %s: %w", addr, err)
+	}
+	if strings.Contains(info, "cluster_enabled:1") {
+		return fmt.Errorf("redis %s is a Redis Cluster node: add -cluster (one node holds only some of the leases)", addr)
+	}
+	return nil
 }
 
-// The key layout of package lease (lease/doc.go, "Keys"): a lease named N
-// is <prefix>:{N}:lock ("<token>:<owner>"), <prefix>:{N}:token (the
-// counter) and the channel <prefix>:{N}:released. A test holds this to
-// what lease writes.
-const (
-	suffixLock     = "lock"
-	suffixCounter  = "token"
-	suffixReleased = "released"
-)
+func (s *redisStore) client() *lease.Client { return s.leases }
+func (s *redisStore) close() error          { return s.rdb.Close() }
 
-func (c *redisConn) key(name, suffix string) string {
-	return c.prefix + ":{" + name + "}:" + suffix
+func (s *redisStore) names(ctx context.Context, pattern string) ([]string, error) {
+	if strings.ContainsAny(pattern, "{}") {
+		return nil, usagef("PATTERN %q: want a glob without braces (lease names have none)", pattern)
+	}
+	return redislease.Names(ctx, s.rdb, s.prefix, pattern, s.timeout)
 }
 
-// inspect reads name's lease through package lease, one round trip.
-func (c *redisConn) inspect(ctx context.Context, name string) (info lease.Info, err error) {
-	err = c.call(ctx, func(ctx context.Context) error {
-		info, err = c.leases.Inspect(ctx, name)
-		return err
-	})
-	return info, err
+func (s *redisStore) forceRelease(ctx context.Context, name string, only fence.Token) (releaseResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	r, err := redislease.ForceRelease(ctx, s.rdb, s.prefix, name, only)
+	if err != nil {
+		return releaseResult{}, err
+	}
+	tok, identity := redislease.Holder(r.Value)
+	return releaseResult{Name: name, Released: r.Released, Held: r.Held, Holder: uint64(tok), Identity: identity,
+		Value: r.Value, RemainingMS: max(ms(r.Remaining), -1)}, nil
 }
 
-// names returns the names of the leases with a lock key or a token
-// counter whose name matches the glob pattern, sorted, scanning every
-// master of a cluster. Keys under the prefix that are not a lease's are
-// skipped. Each SCAN page is bounded by the request timeout, not the
-// whole scan.
-func (c *redisConn) names(ctx context.Context, pattern string) ([]string, error) {
-	match := globEscape(c.prefix) + ":{" + pattern + "}:*"
-	var (
-		mu  sync.Mutex
-		set = map[string]bool{}
-	)
-	scan := func(ctx context.Context, rdb redis.Cmdable) error {
-		iter := rdb.Scan(ctx, 0, match, 1000).Iterator()
-		for iter.Next(ctx) {
-			if name, ok := c.nameOf(iter.Val()); ok {
-				mu.Lock()
-				set[name] = true
-				mu.Unlock()
+func (s *redisStore) bump(ctx context.Context, name string, target fence.Token) (bumpResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	before, changed, err := redislease.Bump(ctx, s.rdb, s.prefix, name, target)
+	return bumpResult{Name: name, Changed: changed, Before: uint64(before), After: uint64(max(before, target)), Target: uint64(target)}, err
+}
+
+// releases listens to name's release channel: release --force always
+// publishes there, a holder's release when someone waits.
+func (s *redisStore) releases(ctx context.Context, name string) (<-chan fence.Token, error) {
+	_, _, channel := redislease.Keys(s.prefix, name)
+	ps := s.rdb.Subscribe(ctx, channel)
+	rctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	if _, err := ps.Receive(rctx); err != nil {
+		ps.Close()
+		return nil, fmt.Errorf("subscribe to %s's releases: %w", name, err)
+	}
+	out := make(chan fence.Token)
+	go func() {
+		defer ps.Close()
+		msgs := ps.Channel()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case m := <-msgs:
+				tok, _ := redislease.Holder(m.Payload)
+				select {
+				case out <- tok:
+				case <-ctx.Done():
+					return
+				}
 			}
 		}
-		return iter.Err()
-	}
-	var err error
-	if cc, ok := c.rdb.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error { return scan(ctx, node) })
-	} else {
-		err = scan(ctx, c.rdb)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("SCAN %s: %w", match, err)
-	}
-	names := make([]string, 0, len(set))
-	for n := range set {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names, nil
-}
-
-// nameOf returns the lease name of a lock or counter key.
-func (c *redisConn) nameOf(key string) (string, bool) {
-	rest, ok := strings.CutPrefix(key, c.prefix+":{")
-	if !ok {
-		return "", false
-	}
-	i := strings.LastIndex(rest, "}:")
-	if i < 0 {
-		return "", false
-	}
-	name, suffix := rest[:i], rest[i+2:]
-	if suffix != suffixLock && suffix != suffixCounter || lease.ValidateName(name) != nil {
-		return "", false
-	}
-	return name, true
-}
-
-// globEscape quotes Redis glob's special characters.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch r {
-		case '*', '?', '[', ']', '\\':
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	}()
+	return out, nil
 }

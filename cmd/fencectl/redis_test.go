@@ -12,6 +12,7 @@ import (
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
+	"github.com/fencekit/fencekit/lease/redislease"
 )
 
 func redisEnv(env *testenv.RedisEnv) []string { return []string{envRedisAddr + "=" + env.Addr} }
@@ -24,59 +25,6 @@ func acquire(t *testing.T, c *lease.Client, name string, ttl time.Duration) *lea
 	}
 	t.Cleanup(func() { l.Release(context.Background()) })
 	return l
-}
-
-// TestKeyLayoutMatchesLease holds fencectl's raw keys (release --force,
-// bump, watch's channel) to what package lease writes.
-func TestKeyLayoutMatchesLease(t *testing.T) {
-	env := testenv.Redis(t)
-	ctx := context.Background()
-	for _, prefix := range []string{lease.DefaultKeyPrefix, env.Prefix + "*x?"} {
-		c := &redisConn{prefix: prefix}
-		name := env.Name("layout")
-		ps := env.Client.Subscribe(ctx, c.key(name, suffixReleased))
-		if _, err := ps.Receive(ctx); err != nil {
-			t.Fatal(err)
-		}
-		l := acquire(t, newLeases(t, env.Client, &lease.Options{KeyPrefix: prefix}), name, 10*time.Second)
-		v, err := env.Client.Get(ctx, c.key(name, suffixLock)).Result()
-		if err != nil || holderToken(v) != l.Token() {
-			t.Errorf("prefix %q: lock key %s = %q, %v; want the holder's token %v", prefix, c.key(name, suffixLock), v, err, l.Token())
-		}
-		if n, err := env.Client.Get(ctx, c.key(name, suffixCounter)).Uint64(); err != nil || fence.Token(n) != l.Token() {
-			t.Errorf("prefix %q: counter %s = %d, %v; want %v", prefix, c.key(name, suffixCounter), n, err, l.Token())
-		}
-		if got, ok := c.nameOf(c.key(name, suffixLock)); !ok || got != name {
-			t.Errorf("nameOf(lock key) = %q, %v", got, ok)
-		}
-		// A waiter, refused, asks the holder's release to be published.
-		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		waited := make(chan error, 1)
-		go func() {
-			w, err := newLeases(t, env.Client, &lease.Options{KeyPrefix: prefix}).AcquireWait(wctx, name, time.Second)
-			if err == nil {
-				err = w.Release(ctx)
-			}
-			waited <- err
-		}()
-		time.Sleep(200 * time.Millisecond)
-		if err := l.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-waited; err != nil {
-			t.Fatal(err)
-		}
-		cancel()
-		select {
-		case m := <-ps.Channel():
-			if holderToken(m.Payload) != l.Token() {
-				t.Errorf("release published %q, want the holder's token %v", m.Payload, l.Token())
-			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("prefix %q: no release published on %s", prefix, c.key(name, suffixReleased))
-		}
-		ps.Close()
-	}
 }
 
 func TestStatus(t *testing.T) {
@@ -153,7 +101,7 @@ func TestList(t *testing.T) {
 	env := testenv.Redis(t)
 	ctx := context.Background()
 	prefix := env.Prefix + "*[p]" // glob characters in the prefix are matched literally
-	c := newLeases(t, env.Client, &lease.Options{KeyPrefix: prefix})
+	c := newLeases(t, env.Client, &lease.Options{KeyPrefix: prefix, Identity: "lister/1"})
 	l := acquire(t, c, env.Name("b-held"), time.Minute)
 	done := acquire(t, c, env.Name("a-released"), time.Minute)
 	if err := done.Release(ctx); err != nil {
@@ -168,7 +116,7 @@ func TestList(t *testing.T) {
 	got := decode[[]leaseStatus](t, r)
 	want := []leaseStatus{
 		{Name: env.Name("a-released"), Last: uint64(done.Token())},
-		{Name: env.Name("b-held"), Held: true, Holder: uint64(l.Token()), Last: uint64(l.Token())},
+		{Name: env.Name("b-held"), Held: true, Holder: uint64(l.Token()), Identity: "lister/1", Last: uint64(l.Token())},
 	}
 	if len(got) != 2 {
 		t.Fatalf("list = %+v, want %+v", got, want)
@@ -180,7 +128,7 @@ func TestList(t *testing.T) {
 		}
 	}
 	r = runWant(t, redisEnv(env), 0, "list", "-prefix", prefix, env.Name("b*"))
-	if !strings.Contains(r.stdout, env.Name("b-held")) || strings.Contains(r.stdout, "a-released") {
+	if !strings.Contains(r.stdout, env.Name("b-held")) || !strings.Contains(r.stdout, " lister/1 ") || strings.Contains(r.stdout, "a-released") {
 		t.Errorf("list with a pattern:\n%s", r.stdout)
 	}
 }
@@ -215,11 +163,14 @@ func TestListCluster(t *testing.T) {
 			t.Errorf("%+v: want held", s)
 		}
 	}
-	// Without -cluster, one node's SCAN sees only its own keys: the
-	// command must not pretend otherwise.
-	r = fencectl(t, nil, "list", "-json", "-redis", rc.Addrs[0])
-	if r.code == 0 && len(decode[[]leaseStatus](t, r)) == len(names) {
-		t.Errorf("a single node listed every lease of the cluster")
+	// Without -cluster, one node holds only some of the leases: list (a
+	// partial SCAN) and status (MOVED for another node's names) refuse,
+	// saying what to add.
+	for _, args := range [][]string{{"list", "-json"}, append([]string{"status"}, names...)} {
+		r = fencectl(t, nil, append(args, "-redis", rc.Addrs[0])...)
+		if r.code != exitFailed || r.stdout != "" || !strings.Contains(r.stderr, "is a Redis Cluster node: add -cluster") {
+			t.Errorf("fencectl %s on one cluster node without -cluster: exit %d\nstdout: %s\nstderr: %s", args[0], r.code, r.stdout, r.stderr)
+		}
 	}
 }
 
@@ -321,7 +272,7 @@ func TestBump(t *testing.T) {
 	}
 	// A counter that is not a token: an error naming it, nothing changed.
 	bad := env.Name("garbage")
-	key := (&redisConn{prefix: lease.DefaultKeyPrefix}).key(bad, suffixCounter)
+	key := counterKey(bad)
 	if err := env.Client.Set(ctx, key, "12ab", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +285,7 @@ func TestBump(t *testing.T) {
 	}
 	// Leading zeros compare as numbers.
 	zeros := env.Name("zeros")
-	zkey := (&redisConn{prefix: lease.DefaultKeyPrefix}).key(zeros, suffixCounter)
+	zkey := counterKey(zeros)
 	if err := env.Client.Set(ctx, zkey, "0000000000000000000042", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +320,7 @@ func TestWatch(t *testing.T) {
 	ctx := context.Background()
 	name := env.Name("watched")
 	c := newLeases(t, env.Client, nil)
-	ch, cmd := lines(t, e, "watch", "-json", "-interval", "20ms", "-count", "6", name)
+	ch, cmd := lines(t, e, "watch", "-json", "-interval", "20ms", "-count", "7", name)
 	want := func(event string, tok fence.Token) {
 		t.Helper()
 		ev := readEvent(t, ch)
@@ -385,7 +336,7 @@ func TestWatch(t *testing.T) {
 	}
 	want(evRelease, a.Token())
 	// A holder that dies: its key expires.
-	lock := (&redisConn{prefix: lease.DefaultKeyPrefix}).key(name, suffixLock)
+	lock := lockKey(name)
 	if err := env.Client.Set(ctx, lock, "123:dead", 300*time.Millisecond).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +347,7 @@ func TestWatch(t *testing.T) {
 	runWant(t, e, 0, "release", "--force", name)
 	want(evRelease, b.Token())
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("watch -count 6 exit: %v", err)
+		t.Fatalf("watch -count 7 exit: %v", err)
 	}
 }
 
@@ -407,7 +358,7 @@ func TestWatchReportsMissedGrants(t *testing.T) {
 	ctx := context.Background()
 	name := env.Name("watched")
 	c := newLeases(t, env.Client, nil)
-	ch, cmd := lines(t, redisEnv(env), "watch", "-json", "-interval", "1s", "-count", "1", name)
+	ch, cmd := lines(t, redisEnv(env), "watch", "-json", "-interval", "1s", "-count", "2", name)
 	if ev := readEvent(t, ch); ev.Event != evFree {
 		t.Fatalf("first event %+v, want free", ev)
 	}
@@ -423,7 +374,7 @@ func TestWatchReportsMissedGrants(t *testing.T) {
 		t.Fatalf("watch printed %+v, want missed with the last token %v", ev, last)
 	}
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("watch -count 1 exit: %v", err)
+		t.Fatalf("watch -count 2 exit: %v", err)
 	}
 }
 
@@ -439,5 +390,54 @@ func TestWatchText(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("no line")
+	}
+}
+
+// lockKey and counterKey are the Redis keys of name's lease.
+func lockKey(name string) string { k, _, _ := redislease.Keys(lease.DefaultKeyPrefix, name); return k }
+func counterKey(name string) string {
+	_, k, _ := redislease.Keys(lease.DefaultKeyPrefix, name)
+	return k
+}
+
+// watch -count 1 prints the lease's state and exits, also when nothing
+// happens to it.
+func TestWatchCountOneOnAnIdleLease(t *testing.T) {
+	env := testenv.Redis(t)
+	done := make(chan result, 1)
+	go func() { done <- fencectl(t, redisEnv(env), "watch", "-json", "-count", "1", env.Name("idle")) }()
+	select {
+	case r := <-done:
+		if ev := decode[watchEvent](t, r); r.code != 0 || ev.Event != evFree {
+			t.Fatalf("watch -count 1: exit %d, %+v; want 0 and free", r.code, ev)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("watch -count 1 on an idle lease still runs after 10s")
+	}
+}
+
+// A lease whose TTL is shorter than the poll interval, released before
+// its TTL ran out, is reported released, not expired.
+func TestWatchShortTTLReleaseIsNoExpiry(t *testing.T) {
+	env := testenv.Redis(t)
+	name := env.Name("short")
+	c := newLeases(t, env.Client, &lease.Options{Identity: "short/1"})
+	ch, cmd := lines(t, redisEnv(env), "watch", "-json", "-interval", "2s", "-count", "3", name)
+	if ev := readEvent(t, ch); ev.Event != evFree {
+		t.Fatalf("first event %+v, want free", ev)
+	}
+	l := acquire(t, c, name, 300*time.Millisecond) // renewed every 100ms
+	time.Sleep(2500 * time.Millisecond)            // the watch's first poll sees it
+	if ev := readEvent(t, ch); ev.Event != evGrant || ev.Token != uint64(l.Token()) || ev.Identity != "short/1" {
+		t.Fatalf("watch printed %+v, want the grant of %v by short/1", ev, l.Token())
+	}
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if ev := readEvent(t, ch); ev.Event != evRelease || ev.Token != uint64(l.Token()) {
+		t.Fatalf("watch printed %+v, want the release of %v", ev, l.Token())
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("watch exit: %v", err)
 	}
 }

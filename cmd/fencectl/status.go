@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"strings"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/lease"
@@ -14,12 +13,13 @@ type leaseStatus struct {
 	Name        string `json:"name"`
 	Held        bool   `json:"held"`
 	Holder      uint64 `json:"holder"`       // the holder's token, 0 when free or not written by fencekit
+	Identity    string `json:"identity"`     // the holder's lease.Options.Identity, "" when free or unknown
 	RemainingMS int64  `json:"remaining_ms"` // 0 when free, -1 when the key has no expiry
 	Last        uint64 `json:"last"`         // the last token issued, 0 when none
 }
 
 func setupStatus(fs *flag.FlagSet, o *output) func(context.Context, []string) error {
-	rf := addRedisFlags(fs)
+	sf := addStoreFlags(fs)
 	return func(ctx context.Context, args []string) error {
 		if err := needArgs(args, 1, -1, "lease NAME"); err != nil {
 			return err
@@ -29,12 +29,12 @@ func setupStatus(fs *flag.FlagSet, o *output) func(context.Context, []string) er
 				return usagef("%v", err)
 			}
 		}
-		return printStatus(ctx, rf, o, func(*redisConn) ([]string, error) { return args, nil })
+		return printStatus(ctx, sf, o, func(store) ([]string, error) { return args, nil })
 	}
 }
 
 func setupList(fs *flag.FlagSet, o *output) func(context.Context, []string) error {
-	rf := addRedisFlags(fs)
+	sf := addStoreFlags(fs)
 	return func(ctx context.Context, args []string) error {
 		if err := needArgs(args, 0, 1, ""); err != nil {
 			return err
@@ -43,45 +43,45 @@ func setupList(fs *flag.FlagSet, o *output) func(context.Context, []string) erro
 		if len(args) == 1 {
 			pattern = args[0]
 		}
-		if pattern == "" || strings.ContainsAny(pattern, "{}") {
-			return usagef("PATTERN %q: want a non-empty glob without braces (lease names have none)", pattern)
+		if pattern == "" {
+			return usagef("PATTERN is empty: want a glob, * for every lease")
 		}
-		return printStatus(ctx, rf, o, func(c *redisConn) ([]string, error) { return c.names(ctx, pattern) })
+		return printStatus(ctx, sf, o, func(s store) ([]string, error) { return s.names(ctx, pattern) })
 	}
 }
 
 // printStatus inspects the leases names returns, one round trip each.
-func printStatus(ctx context.Context, rf *redisFlags, o *output, names func(*redisConn) ([]string, error)) error {
-	c, err := rf.connect()
+func printStatus(ctx context.Context, sf *storeFlags, o *output, names func(store) ([]string, error)) error {
+	s, err := sf.open()
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	list, err := names(c)
+	defer s.close()
+	list, err := names(s)
 	if err != nil {
 		return err
 	}
 	out := make([]leaseStatus, 0, len(list))
 	rows := make([][]string, 0, len(list))
 	for _, n := range list {
-		info, err := c.inspect(ctx, n)
+		info, err := inspect(ctx, s, *sf.timeout, n)
 		if err != nil {
 			return err
 		}
-		s := leaseStatus{Name: n, Held: info.Held, Holder: uint64(info.Holder), Last: uint64(info.Last)}
+		st := leaseStatus{Name: n, Held: info.Held, Holder: uint64(info.Holder), Identity: info.Identity, Last: uint64(info.Last)}
 		if info.Held {
-			s.RemainingMS = ms(info.Remaining)
+			st.RemainingMS = ms(info.Remaining)
 			if info.Remaining < 0 {
-				s.RemainingMS = -1
+				st.RemainingMS = -1
 			}
 		}
-		out = append(out, s)
-		rows = append(rows, []string{n, yesNo(info.Held), tokenText(info.Holder), remaining(info.Held, info.Remaining), tokenText(info.Last)})
+		out = append(out, st)
+		rows = append(rows, []string{n, yesNo(info.Held), tokenText(info.Holder), orDash(info.Identity), remaining(info.Held, info.Remaining), tokenText(info.Last)})
 	}
 	if o.json {
 		return o.encode(out)
 	}
-	return o.table([]string{"NAME", "HELD", "HOLDER", "REMAINING", "LAST"}, rows)
+	return o.table([]string{"NAME", "HELD", "HOLDER", "IDENTITY", "REMAINING", "LAST"}, rows)
 }
 
 func yesNo(b bool) string {
@@ -89,6 +89,14 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// orDash shows s, "-" for "".
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // tokenText shows a token, "-" for none.

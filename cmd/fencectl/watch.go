@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/lease"
 )
@@ -35,13 +33,14 @@ type watchEvent struct {
 	Name        string    `json:"name"`
 	Event       string    `json:"event"`
 	Token       uint64    `json:"token"`                  // the grant's token (0 for a value fencekit did not write, or free)
+	Identity    string    `json:"identity,omitempty"`     // held and grant: the holder's lease.Options.Identity
 	RemainingMS int64     `json:"remaining_ms,omitempty"` // held and grant: the TTL left when seen
 }
 
 func setupWatch(fs *flag.FlagSet, o *output) func(context.Context, []string) error {
-	rf := addRedisFlags(fs)
-	interval := fs.Duration("interval", defWatchPolling, "how often to read the lease")
-	count := fs.Int("count", 0, "stop after this many events (grant, release, expire); 0 watches until interrupted")
+	sf := addStoreFlags(fs)
+	interval := fs.Duration("interval", defWatchPolling, "how often to read the lease (more often while a holder's TTL runs out)")
+	count := fs.Int("count", 0, "stop after this many lines, the first (held or free) included; 0 watches until interrupted")
 	return func(ctx context.Context, args []string) error {
 		name, err := oneName(args)
 		if err != nil {
@@ -50,47 +49,49 @@ func setupWatch(fs *flag.FlagSet, o *output) func(context.Context, []string) err
 		if *interval <= 0 || *count < 0 {
 			return usagef("-interval must be positive and -count not negative")
 		}
-		c, err := rf.connect()
+		s, err := sf.open()
 		if err != nil {
 			return err
 		}
-		defer c.Close()
-		w := &watcher{c: c, o: o, name: name, left: *count}
+		defer s.close()
+		w := &watcher{s: s, timeout: *sf.timeout, o: o, name: name, left: *count}
 		return w.run(ctx, *interval)
 	}
 }
 
-// watcher follows one lease: it polls Inspect, listens to the release
-// channel (the release script publishes there when a waiter asked for it,
-// and release --force always does), and prints each change once. It tells
-// a release from an expiry by the TTL last seen: a key gone before that
-// TTL could run out was deleted.
+// watcher follows one lease: it polls Inspect, listens to the store's
+// release announcements if it has any (Redis: release --force, and a
+// holder's release when someone waits), and prints each change once. It
+// tells a release from an expiry by the TTL last seen: a grant gone before
+// that TTL could run out was released. So that it sees a release before
+// the TTL runs out, it reads again, while a holder is seen, before that
+// TTL could have run out (at half the time left, down to 1ms).
 type watcher struct {
-	c    *redisConn
-	o    *output
-	name string
-	left int // events still to print; 0 means no limit
+	s       store
+	timeout time.Duration
+	o       *output
+	name    string
+	left    int // lines still to print; 0 means no limit
 
 	held    bool
 	token   fence.Token // the holder last seen, when held
 	expires time.Time   // the earliest its key could expire, when held (zero: no expiry)
 	gone    fence.Token // the last holder reported ended
 	last    fence.Token // the newest token accounted for: printed, or issued when the watch began
-	notes   <-chan *redis.Message
 }
 
-// errDone ends the watch after -count events.
+// errDone ends the watch after -count lines.
 var errDone = errors.New("done")
 
 func (w *watcher) run(ctx context.Context, interval time.Duration) error {
-	ps := w.c.rdb.Subscribe(ctx, w.c.key(w.name, suffixReleased))
-	defer ps.Close()
-	if err := w.c.call(ctx, func(ctx context.Context) error { _, err := ps.Receive(ctx); return err }); err != nil {
-		return fmt.Errorf("subscribe to %s's releases: %w", w.name, err)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	notes, err := w.s.releases(ctx, w.name)
+	if err != nil {
+		return err
 	}
-	w.notes = ps.Channel()
 	sent := time.Now()
-	info, err := w.c.inspect(ctx, w.name)
+	info, err := inspect(ctx, w.s, w.timeout, w.name)
 	if err != nil {
 		return err
 	}
@@ -98,30 +99,35 @@ func (w *watcher) run(ctx context.Context, interval time.Duration) error {
 	first := watchEvent{Event: evFree}
 	if info.Held {
 		w.seen(info, sent)
-		first = watchEvent{Event: evHeld, Token: uint64(info.Holder), RemainingMS: ms(info.Remaining)}
+		first = watchEvent{Event: evHeld, Token: uint64(info.Holder), Identity: info.Identity, RemainingMS: ms(info.Remaining)}
 	}
-	if err := w.print(first, false); err != nil {
-		return err
-	}
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		var err error
+	err = w.print(first)
+	timer := time.NewTimer(w.nextPoll(interval))
+	defer timer.Stop()
+	for err == nil || !errors.Is(err, errDone) {
+		if err != nil {
+			fmt.Fprintf(w.o.errs, "fencectl watch: %v\n", err) // the store is down: keep watching
+		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case m := <-w.notes:
-			err = w.released(ctx, holderToken(m.Payload))
-		case <-tick.C:
+		case tok := <-notes:
+			err = w.released(ctx, tok)
+		case <-timer.C:
 			err = w.poll(ctx)
-		}
-		switch {
-		case errors.Is(err, errDone):
-			return nil
-		case err != nil:
-			fmt.Fprintf(w.o.errs, "fencectl watch: %v\n", err) // Redis down: keep watching
+			timer.Reset(w.nextPoll(interval))
 		}
 	}
+	return nil
+}
+
+// nextPoll is the time to the next read: interval, or half the time until
+// the holder's TTL could run out if that is sooner.
+func (w *watcher) nextPoll(interval time.Duration) time.Duration {
+	if !w.held || w.expires.IsZero() {
+		return interval
+	}
+	return min(interval, max(time.Until(w.expires)/2, time.Millisecond))
 }
 
 // seen records the holder info shows, read by a request sent at sent.
@@ -142,12 +148,12 @@ func (w *watcher) released(ctx context.Context, tok fence.Token) error {
 		if err := w.ended(time.Now()); err != nil {
 			return err
 		}
-		if err := w.print(watchEvent{Event: evGrant, Token: uint64(tok)}, true); err != nil {
+		if err := w.print(watchEvent{Event: evGrant, Token: uint64(tok)}); err != nil {
 			return err
 		}
 	}
 	w.held, w.token, w.gone = false, 0, tok
-	if err := w.print(watchEvent{Event: evRelease, Token: uint64(tok)}, true); err != nil {
+	if err := w.print(watchEvent{Event: evRelease, Token: uint64(tok)}); err != nil {
 		return err
 	}
 	return w.poll(ctx) // a waiter may have taken it already
@@ -156,7 +162,7 @@ func (w *watcher) released(ctx context.Context, tok fence.Token) error {
 // poll reads the lease and prints what changed since the last look.
 func (w *watcher) poll(ctx context.Context) error {
 	sent := time.Now()
-	info, err := w.c.inspect(ctx, w.name)
+	info, err := inspect(ctx, w.s, w.timeout, w.name)
 	if err != nil {
 		return err
 	}
@@ -167,7 +173,7 @@ func (w *watcher) poll(ctx context.Context) error {
 	}
 	if info.Last > w.last && (!info.Held || info.Holder != info.Last) {
 		// Grants that began and ended between two reads.
-		if err := w.print(watchEvent{Event: evMissed, Token: uint64(info.Last)}, true); err != nil {
+		if err := w.print(watchEvent{Event: evMissed, Token: uint64(info.Last)}); err != nil {
 			return err
 		}
 	}
@@ -177,7 +183,7 @@ func (w *watcher) poll(ctx context.Context) error {
 	granted := !w.held
 	w.seen(info, sent)
 	if granted {
-		return w.print(watchEvent{Event: evGrant, Token: uint64(info.Holder), RemainingMS: ms(info.Remaining)}, true)
+		return w.print(watchEvent{Event: evGrant, Token: uint64(info.Holder), Identity: info.Identity, RemainingMS: ms(info.Remaining)})
 	}
 	return nil
 }
@@ -194,11 +200,11 @@ func (w *watcher) ended(now time.Time) error {
 	}
 	tok := w.token
 	w.held, w.token, w.gone = false, 0, tok
-	return w.print(watchEvent{Event: ev, Token: uint64(tok)}, true)
+	return w.print(watchEvent{Event: ev, Token: uint64(tok)})
 }
 
-// print prints ev; counted events bring -count closer.
-func (w *watcher) print(ev watchEvent, counted bool) error {
+// print prints ev, one line, which brings -count closer.
+func (w *watcher) print(ev watchEvent) error {
 	ev.Time, ev.Name = time.Now().UTC(), w.name
 	w.last = max(w.last, fence.Token(ev.Token))
 	if w.o.json {
@@ -207,6 +213,9 @@ func (w *watcher) print(ev watchEvent, counted bool) error {
 		}
 	} else {
 		line := fmt.Sprintf("%s %s %-7s token=%s", ev.Time.Format("2006-01-02T15:04:05.000000Z"), ev.Name, ev.Event, tokenText(fence.Token(ev.Token)))
+		if ev.Identity != "" {
+			line += " identity=" + ev.Identity
+		}
 		if ev.RemainingMS != 0 {
 			line += " remaining=" + (time.Duration(ev.RemainingMS) * time.Millisecond).String()
 		}
@@ -214,7 +223,7 @@ func (w *watcher) print(ev watchEvent, counted bool) error {
 			return err
 		}
 	}
-	if counted && w.left > 0 {
+	if w.left > 0 {
 		if w.left--; w.left == 0 {
 			return errDone
 		}

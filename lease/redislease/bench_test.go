@@ -106,7 +106,7 @@ func BenchmarkLease(b *testing.B) {
 		})
 	})
 	b.Run("Renew", func(b *testing.B) { // the backend's renewal alone, without the heartbeat
-		be := &backend{rdb: e.rdb, scripts: e.rdb, prefix: lease.DefaultKeyPrefix}
+		be := &backend{rdb: e.rdb, prefix: lease.DefaultKeyPrefix}
 		g, err := be.Acquire(ctx, "renew", time.Minute, "bench")
 		if err != nil {
 			b.Fatal(err)
@@ -202,26 +202,42 @@ func randomValue() (string, error) {
 
 func testingProcs() int { return runtime.GOMAXPROCS(0) }
 
-// cannedScripter answers the three scripts at once, without a network, so
-// that BenchmarkClientSide measures only the client's own work (contexts,
-// the Client's heap of leases, keys, metrics, parsing) per Acquire+Release.
-type cannedScripter struct {
-	redis.Scripter // not called
-	tok            atomic.Int64
+// cannedHook answers the scripts at once, without a network, so that
+// BenchmarkClientSide measures only the client's own work (go-redis's
+// command building, contexts, the Client's heap of leases, keys, metrics,
+// parsing) per Acquire+Release.
+type cannedHook struct{ tok atomic.Int64 }
+
+func (h *cannedHook) answer(cmd redis.Cmder) {
+	c, ok := cmd.(*redis.Cmd)
+	switch {
+	case !ok || scriptName(cmd) == "":
+		cmd.SetErr(errors.New("canned: no network"))
+	case scriptName(cmd) == "acquire":
+		c.SetVal(strconv.FormatInt(h.tok.Add(1), 10))
+	default:
+		c.SetVal(int64(1))
+	}
 }
 
-func (s *cannedScripter) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
-	cmd := redis.NewCmd(ctx)
-	if sha == acquireScript.Hash() {
-		cmd.SetVal(strconv.FormatInt(s.tok.Add(1), 10))
-	} else {
-		cmd.SetVal(int64(1))
-	}
-	return cmd
+func (h *cannedHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *cannedHook) ProcessHook(redis.ProcessHook) redis.ProcessHook {
+	return func(_ context.Context, cmd redis.Cmder) error { h.answer(cmd); return cmd.Err() }
 }
+func (h *cannedHook) ProcessPipelineHook(redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(_ context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			h.answer(cmd)
+		}
+		return nil
+	}
+}
+
+// newCanned is a lease client whose Redis is a cannedHook.
+func newCanned(t testing.TB) *lease.Client { return mustNew(t, hooked(t, "", &cannedHook{}), nil) }
 
 func BenchmarkClientSide(b *testing.B) {
-	c := newScripted(nil, &cannedScripter{}, nil)
+	c := newCanned(b)
 	b.Run("AcquireRelease", func(b *testing.B) {
 		b.ReportAllocs()
 		acquireReleaseLoop(b, c, "client-side")

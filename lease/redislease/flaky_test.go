@@ -17,11 +17,11 @@ import (
 
 var soak = flag.Bool("lease.soak", false, "run the long seeded fault runs")
 
-// flakyScripter wraps a real Scripter and injects faults into the scripts
-// the test picks: an error instead of the call, or a delay before and after
-// it (a slow network), drawn from one seeded source.
-type flakyScripter struct {
-	redis.Scripter
+// flakyHook injects faults into the scripts a client sends, those the
+// test picks: an error instead of the call, or a delay before and after it
+// (a slow network), drawn from one seeded source. Pipelines (renewals of
+// several leases at once) pass untouched: the tests hold one lease.
+type flakyHook struct {
 	mu     sync.Mutex
 	rnd    *rand.Rand
 	fail   map[string]float64 // script name -> probability of an error
@@ -31,30 +31,46 @@ type flakyScripter struct {
 
 var errInjected = errors.New("flaky: injected connection reset")
 
-func newFlaky(s redis.Scripter, seed uint64) *flakyScripter {
-	return &flakyScripter{Scripter: s, rnd: rand.New(rand.NewPCG(seed, 42)), fail: map[string]float64{}}
+// newFlaky returns a client of env's Redis whose scripts fl disturbs.
+func newFlaky(t testing.TB, env *countingEnv, seed uint64) (*redis.Client, *flakyHook) {
+	fl := &flakyHook{rnd: rand.New(rand.NewPCG(seed, 42)), fail: map[string]float64{}}
+	return hooked(t, env.Addr, fl), fl
 }
 
-func (f *flakyScripter) setFail(script string, p float64) {
+func (f *flakyHook) setFail(script string, p float64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.fail[script] = p
 }
 
-func scriptName(sha string) string {
-	switch sha {
-	case acquireScript.Hash():
+// scriptName names the script an EVALSHA or EVAL runs, "" for other
+// commands.
+func scriptName(cmd redis.Cmder) string {
+	args := cmd.Args()
+	if len(args) < 2 || (cmd.Name() != "evalsha" && cmd.Name() != "eval") {
+		return ""
+	}
+	for _, s := range []struct {
+		name   string
+		script *redis.Script
+	}{{"acquire", acquireScript}, {"renew", renewScript}, {"release", releaseScript}} {
+		if args[1] == s.script.Hash() {
+			return s.name
+		}
+	}
+	switch args[1] {
+	case acquireSrc:
 		return "acquire"
-	case renewScript.Hash():
+	case renewSrc:
 		return "renew"
-	case releaseScript.Hash():
+	case releaseSrc:
 		return "release"
 	}
 	return "?"
 }
 
 // draw decides the fault for one call.
-func (f *flakyScripter) draw(script string) (fail bool, before, after time.Duration) {
+func (f *flakyHook) draw(script string) (fail bool, before, after time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fail = f.rnd.Float64() < f.fail[script]
@@ -67,24 +83,35 @@ func (f *flakyScripter) draw(script string) (fail bool, before, after time.Durat
 	return
 }
 
-func (f *flakyScripter) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
-	fail, before, after := f.draw(scriptName(sha))
-	if fail {
-		cmd := redis.NewCmd(ctx)
-		cmd.SetErr(errInjected)
-		return cmd
+func (f *flakyHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f *flakyHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		script := scriptName(cmd)
+		if script == "" {
+			return next(ctx, cmd)
+		}
+		fail, before, after := f.draw(script)
+		if fail {
+			cmd.SetErr(errInjected)
+			return errInjected
+		}
+		time.Sleep(before)
+		err := next(ctx, cmd)
+		time.Sleep(after)
+		return err
 	}
-	time.Sleep(before)
-	cmd := f.Scripter.EvalSha(ctx, sha, keys, args...)
-	time.Sleep(after)
-	return cmd
+}
+
+func (f *flakyHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 func TestFlakyRenewalsRetriedThenLost(t *testing.T) {
 	env := testenvRedisCounting(t)
-	fl := newFlaky(env.client, 1)
+	rdb, fl := newFlaky(t, env, 1)
 	// A wide drift margin: the key outlives the local loss by about 100ms.
-	c := newScripted(nil, fl, &lease.Options{RenewInterval: 30 * time.Millisecond, RetryDelay: 10 * time.Millisecond,
+	c := mustRecorded(t, rdb, &lease.Options{RenewInterval: 30 * time.Millisecond, RetryDelay: 10 * time.Millisecond,
 		DriftMargin: 100 * time.Millisecond})
 	ctx := context.Background()
 	name := env.Name("flaky")
@@ -125,8 +152,8 @@ func TestFlakyRenewalsRetriedThenLost(t *testing.T) {
 
 func TestFlakyReleaseRetried(t *testing.T) {
 	env := testenvRedisCounting(t)
-	fl := newFlaky(env.client, 2)
-	c := newScripted(nil, fl, nil)
+	rdb, fl := newFlaky(t, env, 2)
+	c := mustRecorded(t, rdb, nil)
 	ctx := context.Background()
 	name := env.Name("flaky-release")
 	l := mustAcquire(t, c, name, 5*time.Second)
@@ -167,11 +194,11 @@ func TestFlakySeededDeadlineBeforeExpiry(t *testing.T) {
 	ctx := context.Background()
 	var lost, faults, gone int
 	for seed := range uint64(seeds) {
-		fl := newFlaky(env.client, seed)
+		rdb, fl := newFlaky(t, env, seed)
 		fl.delay = time.Duration(seed%4) * 10 * time.Millisecond
 		p := float64(seed%6) / 5 // seed 5: every renewal fails
 		fl.setFail("renew", p)
-		c := newScripted(nil, fl, &lease.Options{RenewInterval: 25 * time.Millisecond, DriftMargin: 10 * time.Millisecond,
+		c := mustRecorded(t, rdb, &lease.Options{RenewInterval: 25 * time.Millisecond, DriftMargin: 10 * time.Millisecond,
 			RetryDelay: 5 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 		name := env.Name("seeded")
 		l, err := c.Acquire(ctx, name, 100*time.Millisecond)
@@ -210,21 +237,27 @@ func TestFlakySeededDeadlineBeforeExpiry(t *testing.T) {
 	}
 }
 
-// replayScripter runs every acquire twice and returns the second reply, as
+// replayHook runs every acquire twice and returns the second reply, as
 // go-redis does when the first reply is lost (it resends a command after a
 // read timeout or EOF, MaxRetries times by default).
-type replayScripter struct{ redis.Scripter }
+type replayHook struct{}
 
-func (r replayScripter) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
-	if sha == acquireScript.Hash() {
-		r.Scripter.EvalSha(ctx, sha, keys, args...) // the reply that got lost
+func (replayHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (replayHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if scriptName(cmd) == "acquire" {
+			next(ctx, cmd) // the reply that got lost
+		}
+		return next(ctx, cmd)
 	}
-	return r.Scripter.EvalSha(ctx, sha, keys, args...)
+}
+func (replayHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 func TestAcquireResentFindsItsOwnGrant(t *testing.T) {
 	env := testenvRedisCounting(t)
-	c := newScripted(nil, replayScripter{env.client}, nil)
+	c := mustRecorded(t, hooked(t, env.Addr, replayHook{}), nil)
 	ctx := context.Background()
 	name := env.Name("resent")
 	l, err := c.Acquire(ctx, name, 5*time.Second)

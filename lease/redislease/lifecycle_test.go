@@ -163,7 +163,7 @@ func TestRenewalPipelineAfterScriptFlush(t *testing.T) {
 
 func TestLeaseMemory(t *testing.T) {
 	// The client-side memory of a held lease (target: at most 1 KiB).
-	c := newScripted(nil, &cannedScripter{}, nil) // stores nothing
+	c := newCanned(t) // stores nothing
 	const n = 2000
 	leases := make([]*lease.Lease, 0, n)
 	names := make([]string, n)

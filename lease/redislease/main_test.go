@@ -105,19 +105,24 @@ func mustNew(t testing.TB, rdb redis.UniversalClient, opts *lease.Options) *leas
 func mustRecorded(t testing.TB, rdb redis.UniversalClient, opts *lease.Options) *lease.Client {
 	t.Helper()
 	mustNew(t, rdb, opts).Close(context.Background()) // the checks of New
-	return newScripted(rdb, rdb, opts)
-}
-
-// newScripted returns a lease client whose scripts run through scripts (a
-// fault-injecting wrapper) and whose pipelines and pub/sub use rdb (nil:
-// renewals one by one, no pub/sub). Its grants are recorded for
-// lockValueOf.
-func newScripted(rdb rdb, scripts redis.Scripter, opts *lease.Options) *lease.Client {
-	c, err := lease.NewClient(recorder{&backend{rdb: rdb, scripts: scripts, prefix: prefixOf(opts)}}, opts)
+	c, err := lease.NewClient(recorder{&backend{rdb: rdb, prefix: prefixOf(opts)}}, opts)
 	if err != nil {
-		panic(err)
+		t.Fatal(err)
 	}
 	return c
+}
+
+// hooked returns a client of env's Redis (addr "" for one that must never
+// dial) through hook: a fault injector, or canned replies.
+func hooked(t testing.TB, addr string, hook redis.Hook) *redis.Client {
+	t.Helper()
+	if addr == "" {
+		addr = "127.0.0.1:1" // refuses: the hook answers instead
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	rdb.AddHook(hook)
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
 }
 
 // recorder is a backend that remembers every grant, for lockValueOf.
@@ -142,7 +147,7 @@ func keysOf(name string) *keys {
 }
 
 // lockValueOf returns the lock key's value that l's grant wrote (l comes
-// from a client of mustNew or newScripted).
+// from a client of mustRecorded or newTestClient).
 func lockValueOf(l *lease.Lease) string {
 	rg, ok := granted.Load(l.Name() + " " + l.Token().String())
 	if !ok {

@@ -47,7 +47,7 @@ func New(client redis.UniversalClient, opts *lease.Options) (*lease.Client, erro
 	if isNil(client) {
 		return nil, fmt.Errorf("%w: nil Redis client passed to redislease.New", lease.ErrInvalid)
 	}
-	return lease.NewClient(&backend{rdb: client, scripts: client, prefix: prefixOf(opts)}, opts)
+	return lease.NewClient(&backend{rdb: client, prefix: prefixOf(opts)}, opts)
 }
 
 // prefixOf is opts' KeyPrefix or the default (lease.NewClient validates it).
@@ -76,19 +76,11 @@ var (
 	_ lease.Backend         = (*backend)(nil)
 )
 
-// rdb is what the backend uses of a go-redis client: pipelines (renewals
-// that fall due together) and pub/sub (AcquireWait).
-type rdb interface {
-	Pipeline() redis.Pipeliner
-	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
-}
-
 // backend is the Backend of [New]: four Lua scripts, one round trip
 // each, and a pub/sub channel per name for AcquireWait.
 type backend struct {
-	rdb     rdb            // pipelines and pub/sub; nil in tests that fake the scripts
-	scripts redis.Scripter // rdb, or a test's wrapper
-	prefix  string
+	rdb    redis.UniversalClient
+	prefix string
 
 	// The names this backend's AcquireWait calls are watching: their
 	// refused attempts ask the holder's release to publish (acquire.lua).
@@ -149,9 +141,9 @@ func (b *backend) Acquire(ctx context.Context, name string, ttl time.Duration, i
 	makeKeys(&rg.keys, b.prefix, name)
 	var res any
 	if b.nwatch.Load() > 0 && b.watched(name) {
-		res, err = acquireScript.Run(ctx, b.scripts, rg.both[:], ttl.Milliseconds(), owner, "w").Result()
+		res, err = acquireScript.Run(ctx, b.rdb, rg.both[:], ttl.Milliseconds(), owner, "w").Result()
 	} else {
-		res, err = acquireScript.Run(ctx, b.scripts, rg.both[:], ttl.Milliseconds(), owner).Result()
+		res, err = acquireScript.Run(ctx, b.rdb, rg.both[:], ttl.Milliseconds(), owner).Result()
 	}
 	if err != nil {
 		return nil, err
@@ -229,10 +221,10 @@ func parseAcquire(res any) (tok fence.Token, held bool, remaining time.Duration,
 // caches it.
 func (b *backend) Renew(ctx context.Context, batch []*lease.Grant) []error {
 	errs := make([]error, len(batch))
-	if len(batch) == 1 || b.rdb == nil {
+	if len(batch) == 1 {
 		for i, g := range batch {
 			rg := g.Value.(*redisGrant)
-			res, err := renewScript.Run(ctx, b.scripts, rg.both[:1], rg.value, g.TTL.Milliseconds()).Int64()
+			res, err := renewScript.Run(ctx, b.rdb, rg.both[:1], rg.value, g.TTL.Milliseconds()).Int64()
 			errs[i] = renewResult(res, err)
 		}
 		return errs
@@ -297,7 +289,7 @@ func renewResult(res int64, err error) error {
 // Release runs release.lua: compare, delete and publish, one round trip.
 func (b *backend) Release(ctx context.Context, g *lease.Grant) error {
 	rg := g.Value.(*redisGrant)
-	res, err := releaseScript.Run(ctx, b.scripts, rg.both[:1], rg.value, rg.channel).Int64()
+	res, err := releaseScript.Run(ctx, b.rdb, rg.both[:1], rg.value, rg.channel).Int64()
 	return renewResult(res, err)
 }
 
@@ -306,7 +298,7 @@ func (b *backend) Release(ctx context.Context, g *lease.Grant) error {
 func (b *backend) Inspect(ctx context.Context, name string) (lease.Info, error) {
 	var k keys
 	makeKeys(&k, b.prefix, name)
-	res, err := inspectScript.Run(ctx, b.scripts, k.both[:]).Slice()
+	res, err := inspectScript.Run(ctx, b.rdb, k.both[:]).Slice()
 	if err != nil {
 		return lease.Info{}, err
 	}
@@ -339,9 +331,6 @@ func (b *backend) Inspect(ctx context.Context, name string) (lease.Info, error) 
 // name ask the holder's release to publish (a release publishes nothing when
 // nobody waits).
 func (b *backend) Watch(ctx context.Context, name string) (lease.Watch, error) {
-	if b.rdb == nil {
-		return noWatch{}, nil
-	}
 	var k keys
 	makeKeys(&k, b.prefix, name)
 	ps := b.rdb.Subscribe(ctx, k.channel)
@@ -395,12 +384,6 @@ func (w *redisWatch) Close() error {
 	w.once.Do(func() { w.b.watch(w.name, -1) })
 	return w.ps.Close()
 }
-
-// noWatch never sees a release: AcquireWait retries at the holder's TTL.
-type noWatch struct{}
-
-func (noWatch) Wait(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
-func (noWatch) Close() error                   { return nil }
 
 // newOwner returns a random id that tells apart two grants even if Redis
 // ever issued one token twice.

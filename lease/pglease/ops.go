@@ -1,0 +1,94 @@
+package pglease
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fencekit/fencekit/fence"
+)
+
+// What operators' tools (cmd/fencectl) need beyond a *lease.Client: a
+// listing and a forced release. prefix is lease.Options.KeyPrefix.
+
+// Names returns, sorted, the names of the leases under prefix (rows, held
+// or not) that match the glob pattern: '*' any run of characters, '?' one,
+// everything else literal.
+func Names(ctx context.Context, pool *pgxpool.Pool, prefix, pattern string) ([]string, error) {
+	rows, err := pool.Query(ctx, `SELECT substr(name, $2) FROM fencekit_leases WHERE name LIKE $1 ESCAPE '\' ORDER BY name`,
+		likeEscape(prefix+":")+globToLike(pattern), len(prefix)+2)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// likeEscape quotes LIKE's special characters.
+func likeEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// globToLike turns a glob ('*', '?') into a LIKE pattern.
+func globToLike(glob string) string {
+	var b strings.Builder
+	for _, r := range glob {
+		switch r {
+		case '*':
+			b.WriteByte('%')
+		case '?':
+			b.WriteByte('_')
+		default:
+			b.WriteString(likeEscape(string(r)))
+		}
+	}
+	return b.String()
+}
+
+// ForceReleased is what [ForceRelease] found and did.
+type ForceReleased struct {
+	Released  bool          // the grant was ended
+	Held      bool          // the lease was held
+	Holder    fence.Token   // the holder's token
+	Identity  string        // the holder's lease.Options.Identity
+	Remaining time.Duration // its remaining TTL before the release
+}
+
+// forceReleaseSQL ends the row's grant (as Release does) whoever holds it,
+// or only if its token is $2 (when not 0), and notifies the waiters.
+const forceReleaseSQL = `
+WITH old AS (
+    SELECT token, identity, expires_at > statement_timestamp() AS held, ` + remainingUS + ` AS remaining_us
+    FROM fencekit_leases WHERE name = $1
+), released AS (
+    UPDATE fencekit_leases SET expires_at = '-infinity'
+    WHERE name = $1 AND expires_at > statement_timestamp() AND ($2 = 0 OR token = $2)
+    RETURNING name
+), notified AS (
+    SELECT pg_notify('` + Channel + `', name) FROM released
+)
+SELECT (SELECT count(*) FROM notified) = 1, token, identity, held, remaining_us FROM old`
+
+// ForceRelease ends the lease name whoever holds it, or only if its holder
+// has token only (when not 0), and wakes its waiters, one statement. The
+// holder sees the lease gone at its next renewal.
+func ForceRelease(ctx context.Context, pool *pgxpool.Pool, prefix, name string, only fence.Token) (ForceReleased, error) {
+	var r ForceReleased
+	var tok, remaining int64
+	err := pool.QueryRow(ctx, forceReleaseSQL, prefix+":"+name, int64(only)).Scan(&r.Released, &tok, &r.Identity, &r.Held, &remaining)
+	if err == pgx.ErrNoRows {
+		return ForceReleased{}, nil
+	}
+	if err != nil {
+		return ForceReleased{}, fmt.Errorf("force release: %w", err)
+	}
+	if r.Held {
+		r.Holder, r.Remaining = fence.Token(tok), time.Duration(remaining)*time.Microsecond
+	} else {
+		r.Identity = ""
+	}
+	return r, nil
+}
