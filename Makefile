@@ -91,7 +91,7 @@ bench: tools
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	bash bench/run.sh
 
-## bench-issuers: Acquire+Release and renewal per lease issuer (Redis, PostgreSQL, etcd), 5 rounds (about a minute)
+## bench-issuers: Acquire+Release and renewal per lease issuer (Redis, PostgreSQL table and advisory, etcd), 5 rounds (about a minute)
 bench-issuers: tools
 	cd bench && for r in 1 2 3 4 5; do BENCH_ROUND=$$r $(GO) test -run '^$$' -bench '^BenchmarkIssuer$$' -benchtime 300x . || exit 1; done
 
