@@ -115,7 +115,7 @@ bench: tools
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	bash bench/run.sh
 
-## bench-issuers: Acquire+Release, renewal and hand-off per lease issuer (Redis, PostgreSQL, etcd, ZooKeeper), 5 rounds (about 6 minutes)
+## bench-issuers: Acquire+Release, renewal and hand-off per lease issuer (Redis, PostgreSQL table and advisory, etcd, ZooKeeper), 5 rounds (about 6 minutes)
 bench-issuers: tools
 	cd bench && for r in 1 2 3 4 5; do BENCH_ROUND=$$r $(GO) test -run '^$$' -bench '^BenchmarkIssuer$$' -benchtime 300x . || exit 1; done
 

@@ -109,3 +109,28 @@ func TestAdvisoryServerRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestAdvisoryReleaseDuringRenewal releases while renewals run back to
+// back: a Release must never find its lease lost because it cancelled a
+// renewal in flight (pgx closes a connection whose statement is cancelled,
+// which would end the session and the lock).
+func TestAdvisoryReleaseDuringRenewal(t *testing.T) {
+	env := testenv.PostgresMigrated(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := NewAdvisory(env.Pool, &lease.Options{Logger: quiet.Logger, RenewInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	for i := range 100 {
+		l, err := c.Acquire(ctx, "busy", time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(i%4) * time.Millisecond)
+		if err := l.Release(ctx); err != nil {
+			t.Fatalf("release %d: %v", i, err)
+		}
+	}
+}

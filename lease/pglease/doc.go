@@ -22,14 +22,21 @@
 // transaction-pooling PgBouncer hears nothing) a warning is logged, once
 // per Client, and the waiters keep polling.
 //
-// Why a table and not session advisory locks (pg_try_advisory_lock): an
-// advisory lock lives in one session, so each held lease would pin a pool
-// connection for its whole life (a transaction-mode PgBouncer cannot hold
-// one at all), and a dropped connection frees the lock at once, without a
-// fencing token or a grace period, while a half-open one keeps it until
-// TCP keepalives give up; a failover frees every lock, since locks are not
-// replicated. A row has none of that: any connection renews it, a
-// terminated backend only costs a retry, and the grant outlives a restart.
+// [NewAdvisory] issues the same leases as session advisory locks
+// (pg_try_advisory_lock), the seed's design: no TTL on the server, lost
+// when the holder's connection dies. Prefer the table: an advisory lease
+// pins a pool connection for its whole life (a transaction-mode PgBouncer
+// cannot hold one at all), a dropped connection frees the lock at once,
+// before the holder's Context can end, a half-open one or a paused holder
+// keeps it until its session ends, and a failover frees every lock. A row
+// has none of that: any connection renews it, a terminated backend only
+// costs a retry, and the grant outlives a restart. docs/leases.md compares
+// the two.
+//
+// Tokens (both modes) are max(last token + 1, server time in µs), from a
+// row per name that is kept after release, so they keep increasing when
+// that row is lost (deleted, truncated, restored from an older dump) and
+// compare with redislease's tokens.
 //
 // Tokens survive a failover only if the standby had the grant: with
 // asynchronous replication a failover may lose the last grants and issue
