@@ -198,13 +198,6 @@ func withCause(ctx context.Context, err error) error {
 	return fmt.Errorf("%w (%w)", err, cause)
 }
 
-// reread runs sql (one argument, arg; one bigint column) in a new statement.
-func reread(ctx context.Context, q Querier, sql string, arg any) (fence.Token, error) {
-	var cur int64
-	err := q.QueryRow(ctx, sql, arg).Scan(&cur)
-	return fence.Token(cur), err
-}
-
 // checkArgs validates what every guard call checks before sending anything.
 func checkArgs(ctx context.Context, db any, resource string, tok fence.Token) error {
 	if resource == "" && !isNil(db) {

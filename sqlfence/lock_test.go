@@ -41,11 +41,10 @@ func waitForLockWait(t *testing.T, env interface {
 // holder runs InTx on its own connection; fn writes, reports it has
 // claimed, then blocks until release is closed, then writes again.
 type holder struct {
-	conn     *pgx.Conn
-	claimed  chan struct{}
-	release  chan struct{}
-	done     chan error
-	finished bool
+	conn    *pgx.Conn
+	claimed chan struct{}
+	release chan struct{}
+	done    chan error
 }
 
 func startHolder(t *testing.T, url string, resource string, tok fence.Token, block bool) *holder {
