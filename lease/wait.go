@@ -13,9 +13,10 @@ import (
 // then tries Acquire; while the lease is held it sleeps until a release is
 // published (a graceful release hands over within a round trip or two) or
 // until the holder's remaining TTL, reported by the refused attempt, has
-// passed, plus a random jitter of up to Options.WaitJitter. It never polls
-// in a loop: each attempt is one round trip, made after a notification or
-// the holder's expiry.
+// passed, plus a random jitter of up to Options.WaitJitter. Each attempt is
+// one round trip, made after a notification or the holder's expiry; a
+// backend that cannot be notified wakes it at an interval of its own
+// instead (pglease through a transaction-pooling PgBouncer: every 200 ms).
 //
 // Errors: those of [Client.Acquire] other than ErrNotAcquired, and, when
 // ctx ends first, a one-line error wrapping both ctx.Err() and the last

@@ -11,23 +11,38 @@ import (
 	"github.com/fencekit/fencekit/lease/pglease"
 )
 
-func init() { backends["postgres"] = addPostgresFlags }
+func init() {
+	backends["postgres"] = addPostgresFlags
+	backends["postgres-advisory"] = addAdvisoryFlags
+}
+
+// postgresURL is the -postgres flag, shared by -backend postgres and
+// postgres-advisory (whose registration comes second: the names sort so).
+var postgresURL *string
 
 // addPostgresFlags adds the PostgreSQL connection flag of -backend postgres.
 func addPostgresFlags(fs *flag.FlagSet) func(conn) (store, error) {
-	url := fs.String("postgres", envOr(envPostgresURL, defPostgresURL),
-		"with -backend postgres: PostgreSQL URL; its search_path must reach fencekit_leases (env "+envPostgresURL+")")
-	return func(c conn) (store, error) { return connectPostgres(c, *url) }
+	postgresURL = fs.String("postgres", envOr(envPostgresURL, defPostgresURL),
+		"with -backend postgres or postgres-advisory: PostgreSQL URL; its search_path must reach fencekit_leases (env "+envPostgresURL+")")
+	return func(c conn) (store, error) { return connectPostgres(c, *postgresURL, false) }
 }
 
-// pgStore is the PostgreSQL backend: package pglease (the table mode).
+// addAdvisoryFlags: -backend postgres-advisory, the leases of
+// pglease.NewAdvisory, uses the -postgres flag.
+func addAdvisoryFlags(*flag.FlagSet) func(conn) (store, error) {
+	return func(c conn) (store, error) { return connectPostgres(c, *postgresURL, true) }
+}
+
+// pgStore is the PostgreSQL backend: package pglease, the table mode or,
+// with advisory, the advisory-lock mode.
 type pgStore struct {
 	conn
-	pool   *pgxpool.Pool
-	leases *lease.Client
+	pool     *pgxpool.Pool
+	leases   *lease.Client
+	advisory bool
 }
 
-func connectPostgres(c conn, url string) (store, error) {
+func connectPostgres(c conn, url string, advisory bool) (store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, usagef("-postgres: %v", err)
@@ -37,12 +52,16 @@ func connectPostgres(c conn, url string) (store, error) {
 	if err != nil {
 		return nil, err
 	}
-	leases, err := newLeaseClient(func(o *lease.Options) (*lease.Client, error) { return pglease.New(pool, o) }, c.prefix)
+	issuer := pglease.New
+	if advisory {
+		issuer = pglease.NewAdvisory
+	}
+	leases, err := newLeaseClient(func(o *lease.Options) (*lease.Client, error) { return issuer(pool, o) }, c.prefix)
 	if err != nil {
 		pool.Close()
 		return nil, err
 	}
-	return &pgStore{conn: c, pool: pool, leases: leases}, nil
+	return &pgStore{conn: c, pool: pool, leases: leases, advisory: advisory}, nil
 }
 
 func (s *pgStore) client() *lease.Client { return s.leases }
@@ -51,13 +70,20 @@ func (s *pgStore) close() error          { s.pool.Close(); return nil }
 func (s *pgStore) names(ctx context.Context, pattern string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	if s.advisory {
+		return pglease.AdvisoryNames(ctx, s.pool, s.prefix, pattern)
+	}
 	return pglease.Names(ctx, s.pool, s.prefix, pattern)
 }
 
 func (s *pgStore) forceRelease(ctx context.Context, name string, only fence.Token) (releaseResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	r, err := pglease.ForceRelease(ctx, s.pool, s.prefix, name, only)
+	release := pglease.ForceRelease
+	if s.advisory {
+		release = pglease.ForceReleaseAdvisory // terminates the holder's session
+	}
+	r, err := release(ctx, s.pool, s.prefix, name, only)
 	return releaseResult{Name: name, Released: r.Released, Held: r.Held, Holder: uint64(r.Holder), Identity: r.Identity,
 		RemainingMS: ms(r.Remaining)}, err
 }

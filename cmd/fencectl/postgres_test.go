@@ -84,3 +84,53 @@ func checkForcedRelease(t *testing.T, e []string, args func(...string) []string,
 		t.Error("the holder did not see its lease gone")
 	}
 }
+
+// TestAdvisoryBackend runs the lease commands on pglease.NewAdvisory's
+// leases: status and list see the lock (REMAINING no expiry), and release
+// --force ends the holder's session, so its Context ends with ErrLost.
+func TestAdvisoryBackend(t *testing.T) {
+	pg := testenv.PostgresMigrated(t)
+	ctx := context.Background()
+	e := []string{envPostgresURL + "=" + pg.URL}
+	c, err := pglease.NewAdvisory(pg.Pool, &lease.Options{Identity: "adv-worker/3", Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(ctx) })
+	held := acquire(t, c, "jobs/nightly", 3*time.Second) // renewed every second: sees the ended session soon
+	done := acquire(t, c, "jobs/hourly", time.Minute)
+	if err := done.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st := decode[[]leaseStatus](t, runWant(t, e, 0, "status", "-json", "-backend", "postgres-advisory", "jobs/nightly", "jobs/hourly"))
+	if len(st) != 2 || !st[0].Held || st[0].Holder != uint64(held.Token()) || st[0].Identity != "adv-worker/3" || st[1].Held || st[1].Last != uint64(done.Token()) {
+		t.Errorf("status: %+v", st)
+	}
+	if r := runWant(t, e, 0, "status", "-backend", "postgres-advisory", "jobs/nightly"); !strings.Contains(r.stdout, "no expiry") {
+		t.Errorf("status of an advisory lease: %s, want no expiry", r.stdout)
+	}
+	ls := decode[[]leaseStatus](t, runWant(t, e, 0, "list", "-json", "-backend", "postgres-advisory", "jobs/*"))
+	if len(ls) != 2 || ls[0].Name != "jobs/hourly" || ls[1].Name != "jobs/nightly" || !ls[1].Held {
+		t.Errorf("list jobs/*: %+v", ls)
+	}
+	// The table mode does not see advisory leases: -backend picks the mode.
+	if ls := decode[[]leaseStatus](t, runWant(t, e, 0, "list", "-json", "-backend", "postgres", "jobs/*")); len(ls) != 0 {
+		t.Errorf("list -backend postgres: %+v, want none", ls)
+	}
+	r := runWant(t, e, exitFailed, "release", "--force", "--token", "1", "-backend", "postgres-advisory", "jobs/nightly")
+	if held.Err() != nil {
+		t.Fatalf("release --force --token 1 of a lease held by %d ended it: %v (%s)", held.Token(), held.Err(), r.stdout)
+	}
+	r = runWant(t, e, 0, "release", "--force", "-backend", "postgres-advisory", "jobs/nightly")
+	if !strings.Contains(r.stdout, "adv-worker/3") {
+		t.Errorf("release --force: %s", r.stdout)
+	}
+	select {
+	case <-held.Done():
+		if !errors.Is(held.Err(), lease.ErrLost) {
+			t.Errorf("the holder's lease ended with %v, want ErrLost", held.Err())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the holder's lease still live 10s after release --force ended its session")
+	}
+}

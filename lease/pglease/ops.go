@@ -19,7 +19,17 @@ import (
 // or not) that match the glob pattern: '*' any run of characters, '?' one,
 // everything else literal.
 func Names(ctx context.Context, pool *pgxpool.Pool, prefix, pattern string) ([]string, error) {
-	rows, err := pool.Query(ctx, `SELECT substr(name, $2) FROM fencekit_leases WHERE name LIKE $1 ESCAPE '\' ORDER BY name`,
+	return names(ctx, pool, "fencekit_leases", prefix, pattern)
+}
+
+// AdvisoryNames is [Names] for the leases of [NewAdvisory] (rows of
+// fencekit_leases_advisory, held or not).
+func AdvisoryNames(ctx context.Context, pool *pgxpool.Pool, prefix, pattern string) ([]string, error) {
+	return names(ctx, pool, "fencekit_leases_advisory", prefix, pattern)
+}
+
+func names(ctx context.Context, pool *pgxpool.Pool, table, prefix, pattern string) ([]string, error) {
+	rows, err := pool.Query(ctx, `SELECT substr(name, $2) FROM `+table+` WHERE name LIKE $1 ESCAPE '\' ORDER BY name`,
 		likeEscape(prefix+":")+globToLike(pattern), len(prefix)+2)
 	if err != nil {
 		return nil, err
@@ -90,5 +100,42 @@ func ForceRelease(ctx context.Context, pool *pgxpool.Pool, prefix, name string, 
 	} else {
 		r.Identity = ""
 	}
+	return r, nil
+}
+
+// forceReleaseAdvisorySQL finds the session holding name's advisory lock
+// and, when its token is $2 (or $2 is 0), terminates that session: the
+// server frees the lock at once, and the holder's next renewal fails.
+const forceReleaseAdvisorySQL = `
+WITH holder AS (
+    SELECT l.pid FROM pg_locks l
+    WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+      AND ((l.classid::bigint << 32) | l.objid::bigint) = ` + lockKey + `
+), row AS (
+    SELECT token, identity FROM fencekit_leases_advisory WHERE name = $1
+), ended AS (
+    SELECT pg_terminate_backend(pid) AS ok FROM holder
+    WHERE $2 = 0 OR (SELECT token FROM row) = $2
+)
+SELECT coalesce((SELECT bool_or(ok) FROM ended), false), EXISTS (SELECT FROM holder),
+       coalesce((SELECT token FROM row), 0), coalesce((SELECT identity FROM row), '')`
+
+// ForceReleaseAdvisory ends the [NewAdvisory] lease name whoever holds it,
+// or only if its holder has token only (when not 0), by terminating the
+// holder's server session (pg_terminate_backend: it needs the
+// pg_signal_backend role or a superuser), one statement. The holder's
+// Context ends at its next renewal. Remaining is -1 while held.
+func ForceReleaseAdvisory(ctx context.Context, pool *pgxpool.Pool, prefix, name string, only fence.Token) (ForceReleased, error) {
+	var r ForceReleased
+	var tok int64
+	key := prefix + ":" + name
+	if err := pool.QueryRow(ctx, forceReleaseAdvisorySQL, key, int64(only)).Scan(&r.Released, &r.Held, &tok, &r.Identity); err != nil {
+		return ForceReleased{}, fmt.Errorf("force release: %w", err)
+	}
+	if !r.Held {
+		return ForceReleased{}, nil
+	}
+	r.Holder, r.Remaining = fence.Token(tok), -1
 	return r, nil
 }
