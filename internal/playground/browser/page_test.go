@@ -318,3 +318,38 @@ func TestBrowserPhoneHasNoSidewaysPage(t *testing.T) {
 		t.Errorf("the page is %.0f px wide on a %.0f px screen (widest: %s)", w.Page, w.Screen, w.Widest)
 	}
 }
+
+// TestBrowserLabelsAtTheirEvents: in the page as drawn, every label of an
+// event (data-x: the event's x) starts at most 70 px after the event and
+// ends at most 40 px before it, in every preset's figures.
+func TestBrowserLabelsAtTheirEvents(t *testing.T) {
+	tab := openPage(t, 1280, 900, "")
+	def, err := playground.Run("", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type label struct {
+		Text       string
+		X0, X1, At float64
+	}
+	checked := 0
+	for i := range def.Presets {
+		if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(fmt.Sprintf(`#presets button:nth-child(%d)`, i+1)))); err != nil {
+			t.Fatal(err)
+		}
+		q, _ := readPage(t, tab)
+		labels := eval[[]label](t, tab, `[...document.querySelectorAll(".timeline svg text[data-x]")].map((el) => {
+  const b = el.getBBox();
+  return {Text: el.textContent, X0: b.x, X1: b.x + b.width, At: +el.dataset.x};
+})`)
+		for _, l := range labels {
+			if l.X0 > l.At+70 || l.X1 < l.At-40 {
+				t.Errorf("%s: label %q drawn at x %.0f..%.0f, far from its event at %.0f", q, l.Text, l.X0, l.X1, l.At)
+			}
+		}
+		checked += len(labels)
+	}
+	if checked < 50 {
+		t.Fatalf("only %d labels checked", checked)
+	}
+}
