@@ -7,13 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel"
-	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/fencekit/fencekit/fence"
-	"github.com/fencekit/fencekit/internal/obs/obstest"
 	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
 	"github.com/fencekit/fencekit/lease/redislease"
@@ -90,57 +85,5 @@ func TestLostLeaseCutsWrites(t *testing.T) {
 		if err := write(l.Context(), conn); !errors.Is(err, lease.ErrLost) {
 			t.Errorf("%s after the lease was lost: %v; want lease.ErrLost", name, err)
 		}
-	}
-}
-
-// staleRejected reads fencekit_stale_rejected_total{store="postgres"}.
-func staleRejected(t *testing.T, reg *prometheus.Registry) float64 {
-	t.Helper()
-	return obstest.Counter(t, reg, "fencekit_stale_rejected_total", "store", "postgres")
-}
-
-// Every refused stale write counts once in fencekit_stale_rejected_total
-// {store="postgres"}, as a Prometheus scrape shows it; accepted writes and
-// other errors do not count.
-func TestStaleRejectedMetric(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
-	if err != nil {
-		t.Fatal(err)
-	}
-	otel.SetMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp)))
-	env := setup(t)
-	ctx := testCtx(t)
-	unbound, guarded := invoices(t, env.Pool)
-	before := staleRejected(t, reg)
-	mustNot := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	mustNot(sqlfence.InTx(ctx, env.Pool, "invoices", 5, setTotal(ctx, 1, 5)))
-	mustNot(unbound.Update(ctx, env.Pool, 1, 5, 5))
-	if got := staleRejected(t, reg) - before; got != 0 {
-		t.Fatalf("accepted writes counted %v refusals", got)
-	}
-	refusals := []error{
-		sqlfence.InTx(ctx, env.Pool, "invoices", 4, setTotal(ctx, 1, 4)),
-		sqlfence.Fence(ctx, env.Pool, "invoices", 3),
-		unbound.Update(ctx, env.Pool, 1, 4, 4),
-		unbound.Upsert(ctx, env.Pool, 1, 4, 4),
-		unbound.Insert(ctx, env.Pool, 1, 4, 4),
-		guarded.Update(ctx, env.Pool, 1, 4, 4),
-	}
-	for i, err := range refusals {
-		if !errors.Is(err, fence.ErrStale) {
-			t.Fatalf("write %d: %v, want stale", i, err)
-		}
-	}
-	if err := unbound.Update(ctx, env.Pool, 9, 6, 6); !errors.Is(err, sqlfence.ErrNoRow) {
-		t.Fatalf("missing row: %v", err)
-	}
-	if got := staleRejected(t, reg) - before; got != float64(len(refusals)) {
-		t.Fatalf("fencekit_stale_rejected_total{store=\"postgres\"} rose by %v, want %d", got, len(refusals))
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,7 +25,7 @@ const root = "github.com/fencekit/fencekit"
 // which is built from a checkout (cd cmd/fencectl && go install .): its
 // replace directives, which let it build against the checkout's modules,
 // are what `go install pkg@version` refuses.
-var notUsers = []string{"bench", "tools", "internal/playground/browser", "cmd/fencectl"}
+var notUsers = []string{"bench", "tools", "internal/playground/browser", "internal/metricstest", "cmd/fencectl"}
 
 // module is one of the repository's modules.
 type module struct {
@@ -227,12 +226,9 @@ func packagesOf(t *testing.T, m module) (libs, cmds []string) {
 // benchmarks use; a user's go.sum must not name them.
 var testOnly = []string{
 	"github.com/testcontainers/", "github.com/docker/", "github.com/chromedp/",
-	"github.com/bsm/redislock", "github.com/go-redsync/",
+	"github.com/prometheus/", "go.opentelemetry.io/otel/sdk", "go.opentelemetry.io/otel/exporters/",
+	"github.com/bsm/redislock", "github.com/go-redsync/", "github.com/anishathalye/porcupine",
 }
-
-// stillInherited are test-only modules the metrics tests still bring into
-// fencekit's go.mod; the test reports them until those tests move.
-var stillInherited = []string{"github.com/prometheus/", "go.opentelemetry.io/otel/sdk", "go.opentelemetry.io/otel/exporters/"}
 
 // TestUsersCanGoGet: every module a user imports resolves and builds in a
 // fresh module outside the repository through a proxy, and the user's
@@ -290,7 +286,6 @@ func TestUsersCanGoGet(t *testing.T) {
 					t.Fatal(err)
 				}
 				lines := strings.Split(strings.TrimSpace(string(sum)), "\n")
-				still := map[string]bool{}
 				for _, l := range lines {
 					mod := strings.Fields(l)[0]
 					for _, bad := range testOnly {
@@ -298,14 +293,6 @@ func TestUsersCanGoGet(t *testing.T) {
 							t.Errorf("a user of %s inherits %s", m.path, mod)
 						}
 					}
-					for _, s := range stillInherited {
-						if strings.HasPrefix(mod, s) {
-							still[mod] = true
-						}
-					}
-				}
-				if len(still) > 0 {
-					t.Logf("still inherited through the metrics tests: %v", slices.Sorted(maps.Keys(still)))
 				}
 				t.Logf("a user importing every package of %s: %d go.sum lines", m.path, len(lines))
 			}

@@ -18,6 +18,11 @@ import (
 // envChild names the child function a re-executed test binary runs.
 const envChild = "FENCEKIT_TESTENV_CHILD"
 
+// IsChild reports whether this process is a child that [StartChild]
+// started (a TestMain that sets process-wide state can leave it to the
+// child's own function).
+func IsChild() bool { return os.Getenv(envChild) != "" }
+
 var children = map[string]func() int{}
 
 // RegisterChild registers fn under name, to run instead of the tests when

@@ -1,34 +1,16 @@
-package obstest
+// Package metricstest reads fencekit's metrics back as a Prometheus server
+// scraping a program would: an OpenTelemetry meter provider exported to a
+// Prometheus registry. Its tests check the series users alert on.
+package metricstest
 
 import (
 	"bytes"
-	"context"
-	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
-
-// Provider returns a meter provider exported to a Prometheus registry of
-// its own, shut down at cleanup, and a function that scrapes it (see
-// [Exposition]).
-func Provider(tb testing.TB) (*sdkmetric.MeterProvider, func() string) {
-	tb.Helper()
-	mp, reg, err := NewProvider()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { mp.Shutdown(context.Background()) })
-	return mp, func() string {
-		text, err := Exposition(reg)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		return text
-	}
-}
 
 // NewProvider returns a meter provider exported to a new Prometheus
 // registry, as a program installs it, and the registry.
@@ -56,4 +38,26 @@ func Exposition(reg prometheus.Gatherer) (string, error) {
 		}
 	}
 	return buf.String(), nil
+}
+
+// Counter returns the value of counter name's series whose label has value;
+// 0 when the series is not exposed.
+func Counter(reg prometheus.Gatherer, name, label, value string) (float64, error) {
+	families, err := reg.Gather()
+	if err != nil {
+		return 0, err
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue(), nil
+				}
+			}
+		}
+	}
+	return 0, nil
 }
