@@ -4,24 +4,35 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencekit/fencekit/fence"
-	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
 	"github.com/fencekit/fencekit/lease/redislease"
 )
 
-// exampleRedis gives an example the test Redis (FENCEKIT_REDIS_ADDR, default
-// 127.0.0.1:6379) through the test harness, a client of it, and a lease name
+// exampleRedis gives an example a client of the Redis at FENCEKIT_REDIS_ADDR
+// (default 127.0.0.1:6379), built as a program builds it, and a lease name
 // unique to the run whose keys are deleted when the example ends.
 func exampleRedis(example, suffix string) (rdb *redis.Client, name string, done func()) {
-	tb, cleanup := testenv.ExampleTB(example)
-	env := testenv.Redis(tb)
-	rdb = redis.NewClient(&redis.Options{Addr: env.Addr, ContextTimeoutEnabled: true})
-	return rdb, env.Name(suffix), func() { rdb.Close(); cleanup() }
+	addr := os.Getenv("FENCEKIT_REDIS_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:6379"
+	}
+	rdb = redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	name = fmt.Sprintf("%s-%x-%s", example, rand.Uint64(), suffix)
+	return rdb, name, func() {
+		ctx := context.Background()
+		keys, _ := rdb.Keys(ctx, "*"+name+"*").Result() // a few keys: the example's own
+		if len(keys) > 0 {
+			rdb.Del(ctx, keys...)
+		}
+		rdb.Close()
+	}
 }
 
 // The whole pattern: acquire, work under the lease's Context, present the

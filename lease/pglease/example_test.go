@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
-	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
 	"github.com/fencekit/fencekit/lease/pglease"
 	"github.com/fencekit/fencekit/migrations"
@@ -20,19 +23,25 @@ import (
 // guards the write, and a second worker is refused while the first holds
 // the lease. The tables come from fencekit's migrations.
 func ExampleNew() {
-	tb, done := testenv.ExampleTB("ExampleNew")
-	defer done()
-	env := testenv.Postgres(tb) // a fresh schema of FENCEKIT_POSTGRES_URL
 	ctx := context.Background()
-	for _, f := range []string{"000001_fencekit_tokens.up.sql", "000002_fencekit_leases.up.sql", "000003_fencekit_leases_identity.up.sql"} {
-		sql, _ := migrations.FS.ReadFile(f) // or migrations.Up(ctx, url)
-		if _, err := env.Pool.Exec(ctx, string(sql)); err != nil {
-			fmt.Println(err)
-			return
-		}
+	url, drop, err := exampleDatabase(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
 	}
+	defer drop()
+	if err := migrations.Up(ctx, url); err != nil { // once, at start-up: fencekit_tokens, fencekit_leases
+		fmt.Println(err)
+		return
+	}
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer pool.Close()
 
-	leases, err := pglease.New(env.Pool, nil)
+	leases, err := pglease.New(pool, nil)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -49,7 +58,7 @@ func ExampleNew() {
 	_, err = leases.Acquire(ctx, "invoices", 10*time.Second)
 	fmt.Println("second worker refused:", errors.Is(err, lease.ErrNotAcquired))
 
-	err = sqlfence.InTx(l.Context(), env.Pool, "invoices", l.Token(), func(tx pgx.Tx) error {
+	err = sqlfence.InTx(l.Context(), pool, "invoices", l.Token(), func(tx pgx.Tx) error {
 		return nil // the fenced work
 	})
 	fmt.Println("fenced write:", err)
@@ -62,15 +71,42 @@ func ExampleNew() {
 		return
 	}
 	fmt.Println("next token greater:", l2.Token() > l.Token())
-	if err := sqlfence.Fence(ctx, env.Pool, "invoices", l2.Token()); err != nil {
+	if err := sqlfence.Fence(ctx, pool, "invoices", l2.Token()); err != nil {
 		fmt.Println(err)
 	}
 	// The first worker, paused past its TTL, writes late with its old token.
-	fmt.Println("late write refused:", errors.Is(sqlfence.Fence(ctx, env.Pool, "invoices", l.Token()), fence.ErrStale))
+	fmt.Println("late write refused:", errors.Is(sqlfence.Fence(ctx, pool, "invoices", l.Token()), fence.ErrStale))
 	// Output:
 	// token above 2^50: true
 	// second worker refused: true
 	// fenced write: <nil>
 	// next token greater: true
 	// late write refused: true
+}
+
+// exampleDatabase returns the URL of the PostgreSQL at FENCEKIT_POSTGRES_URL
+// (default postgres://postgres@127.0.0.1:5432/test) with a schema of the
+// example's own as its search_path, and a function that drops the schema.
+func exampleDatabase(ctx context.Context) (string, func(), error) {
+	url := os.Getenv("FENCEKIT_POSTGRES_URL")
+	if url == "" {
+		url = "postgres://postgres@127.0.0.1:5432/test"
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return "", nil, err
+	}
+	schema := fmt.Sprintf("fk_example_%x", rand.Uint64())
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		conn.Close(ctx)
+		return "", nil, err
+	}
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return url + sep + "search_path=" + schema, func() {
+		conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
+		conn.Close(ctx)
+	}, nil
 }

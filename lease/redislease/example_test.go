@@ -4,23 +4,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
 	"github.com/fencekit/fencekit/lease/redislease"
 )
 
-// New makes the lease client on a go-redis client (here the test Redis,
-// FENCEKIT_REDIS_ADDR); Options.Identity names the holder for Inspect,
-// fencectl and the logs.
+// New makes the lease client on a go-redis client (here the Redis at
+// FENCEKIT_REDIS_ADDR, default 127.0.0.1:6379); Options.Identity names the
+// holder for Inspect, fencectl and the logs.
 func ExampleNew() {
-	tb, done := testenv.ExampleTB("ExampleNew")
-	defer done()
-	env := testenv.Redis(tb)
-	rdb := redis.NewClient(&redis.Options{Addr: env.Addr, ContextTimeoutEnabled: true})
+	addr := os.Getenv("FENCEKIT_REDIS_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:6379"
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 	defer rdb.Close()
 
 	leases, err := redislease.New(rdb, &lease.Options{Identity: "billing-7f9c/1"})
@@ -30,7 +32,11 @@ func ExampleNew() {
 	}
 	ctx := context.Background()
 	defer leases.Close(ctx)
-	name := env.Name("invoices")
+	name := fmt.Sprintf("example-invoices-%x", rand.Uint64()) // unique to this run
+	defer func() {
+		lock, counter, _ := redislease.Keys("fencekit", name)
+		rdb.Del(ctx, lock, counter)
+	}()
 	l, err := leases.Acquire(ctx, name, 10*time.Second)
 	if err != nil {
 		fmt.Println(err)
