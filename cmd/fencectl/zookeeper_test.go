@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -51,28 +50,7 @@ func TestZooKeeperBackend(t *testing.T) {
 		t.Errorf("list orders/*: %+v", ls)
 	}
 
-	ch, cmd := lines(t, e, zkArgs("watch", "-json", "-interval", "100ms", "-count", "2", "orders/eu")...)
-	if ev := readEvent(t, ch); ev.Event != evHeld || ev.Identity != "zk-worker/3" {
-		t.Errorf("watch: %+v, want held by zk-worker/3", ev)
-	}
-	r := runWant(t, e, 0, zkArgs("release", "--force", "orders/eu")...)
-	if !strings.Contains(r.stdout, "zk-worker/3") {
-		t.Errorf("release --force: %s", r.stdout)
-	}
-	if ev := readEvent(t, ch); ev.Event != evRelease || ev.Token != uint64(held.Token()) {
-		t.Errorf("watch after release --force: %+v, want release", ev)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Errorf("watch exit: %v", err)
-	}
-	select {
-	case <-held.Done():
-		if !errors.Is(held.Err(), lease.ErrLost) {
-			t.Errorf("holder ended with %v, want ErrLost", held.Err())
-		}
-	case <-time.After(10 * time.Second):
-		t.Error("the holder did not see its lease gone")
-	}
+	checkForcedRelease(t, e, zkArgs, "orders/eu", "zk-worker/3", held)
 	runWant(t, e, 0, zkArgs("release", "--force", "orders/eu")...) // not held: nothing to do
 
 	// The switch from Redis: bump past a µs token, and the next grant is above it.
@@ -84,7 +62,7 @@ func TestZooKeeperBackend(t *testing.T) {
 	if l := acquire(t, c, "orders/eu", 3*time.Second); uint64(l.Token()) <= seen {
 		t.Errorf("grant after bump: token %v, want above %d", l.Token(), seen)
 	}
-	r = runWant(t, e, exitFailed, zkArgs("bump", "orders/eu", "--to", strconv.Itoa(2*seen))...) // held now
+	r := runWant(t, e, exitFailed, zkArgs("bump", "orders/eu", "--to", strconv.Itoa(2*seen))...) // held now
 	if !strings.Contains(r.stderr, "zk-worker/3") {
 		t.Errorf("bump of a held lease: %s", r.stderr)
 	}
