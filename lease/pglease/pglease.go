@@ -183,12 +183,11 @@ func (b *backend) Renew(ctx context.Context, batch []*lease.Grant) []error {
 }
 
 // detach returns a context with ctx's values and deadline but not its
-// cancellation, for renewal statements. The Client cancels a renewal in
-// flight when its leases are released, and pgx closes a connection whose
-// statement is cancelled: the pool keeps that connection's slot while pgx
-// cleans up, up to 15 s, so a few releases during renewals fill a small
-// pool and stall every statement of the Client, and in advisory mode the
-// closed connection would end the session and the lock.
+// cancellation, for renewal statements. pgx closes a connection whose
+// statement is cancelled (Client.Close cancels the renewals in flight): the
+// pool keeps that connection's slot while pgx cleans up, up to 15 s, and in
+// advisory mode the closed connection ends the session and the lock before
+// Close releases it.
 func detach(ctx context.Context) (context.Context, context.CancelFunc) {
 	d := context.WithoutCancel(ctx)
 	if dl, ok := ctx.Deadline(); ok {
