@@ -39,8 +39,8 @@ import (
 //     one the store cannot express (say, a TTL finer than its precision).
 //   - ctx: every method returns soon after ctx ends. A renewal's ctx carries
 //     the earliest deadline of its batch (use it for socket deadlines); it
-//     is cancelled when the heartbeat finds that deadline passed, when every
-//     lease of the batch has ended, or by Close.
+//     ends at that deadline or by Close, not when the batch's leases are
+//     released.
 //   - Concurrency: methods are called from many goroutines at once, and
 //     Renew, Release and Inspect may run at the same time for one name.
 //

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -32,15 +31,17 @@ import (
 // When the replies come, each renewed lease's deadline moves to the batch's
 // send time + TTL - drift margin, and its next renewal to send time +
 // RenewInterval; a failed one retries after RetryDelay; a "not yours" reply
-// ends the lease at once. The batch's request carries the earliest deadline
-// of its leases; the heartbeat cancels it when it finds that deadline
-// passed (the lease is lost then), and Close cancels it too.
+// ends the lease at once. The batch's context has the earliest deadline of
+// its leases (the first of them is lost then) and ends with Close. A
+// Release does not cancel the renewal in flight: the request ends on its
+// own or at that deadline, and its answer is then ignored.
 //
 // The timer is made by New, so a Client runs on the clock it was made
 // with: a Client made in a testing/synctest bubble runs on the bubble's
 // fake clock and must be used only in that bubble.
 //
-// Lock order: Lease.mu, then heartbeat.mu.
+// A Lease's own state is guarded by Lease.mu; its place in the heap (wake,
+// slot) by heartbeat.mu. Lock order: Lease.mu, then heartbeat.mu.
 type heartbeat struct {
 	mu     sync.Mutex
 	heap   leaseHeap   // live leases, by wake; Lease.slot is the index
@@ -158,62 +159,33 @@ func (c *Client) beatOnce(bufs *beatBufs) bool {
 
 	bufs.due = due
 	leases := bufs.leases[:0]
-	var b *batch
+	var deadline time.Time // the earliest of the batch
 	for _, l := range due {
 		l.mu.Lock()
 		switch {
 		case l.ended:
 		case !now.Before(l.deadline):
-			if l.batch != nil {
-				l.batch.cancel() // its deadline, this lease's or earlier, has passed
-			}
 			l.endLocked(l.expiredLocked())
 		case l.inflight.IsZero() && !now.Add(l.t.early).Before(l.nextBeat):
-			if b == nil {
-				b = &batch{}
-				b.Context, b.cancel = context.WithCancel(h.ctx)
-			}
-			b.live.Add(1)
-			l.inflight, l.batch = now, b
+			l.inflight = now
 			h.set(l, l.deadline, true)
 			leases = append(leases, l)
-			if b.deadline.IsZero() || l.deadline.Before(b.deadline) {
-				b.deadline = l.deadline
+			if deadline.IsZero() || l.deadline.Before(deadline) {
+				deadline = l.deadline
 			}
 		default:
 			h.set(l, l.wakeLocked(), true)
 		}
 		l.mu.Unlock()
 	}
-	if b == nil {
+	if len(leases) == 0 {
 		return false
 	}
 	bufs.leases = leases
-	c.renew(b, leases, now, bufs)
-	b.cancel()
+	ctx, cancel := context.WithDeadline(h.ctx, deadline)
+	c.renew(ctx, leases, now, bufs)
+	cancel()
 	return true
-}
-
-// batch is the context of a renewal request in flight: it carries the
-// earliest deadline of its leases, which clients turn into socket
-// deadlines, and is cancelled by Close, by the heartbeat when it finds that
-// deadline passed, or when every lease of the batch has ended (released).
-// It needs no timer of its own: the heartbeat wakes at those deadlines.
-type batch struct {
-	context.Context
-	cancel   context.CancelFunc
-	deadline time.Time
-	live     atomic.Int32 // leases of the batch not ended yet
-}
-
-func (b *batch) Deadline() (time.Time, bool) { return b.deadline, true }
-
-// leave is called when a lease of b ends before b's reply: the last one
-// out cancels the request.
-func (b *batch) leave() {
-	if b.live.Add(-1) == 0 {
-		b.cancel()
-	}
 }
 
 // renew sends the renewals of leases, marked in flight since sent, in one
@@ -265,7 +237,7 @@ func (l *Lease) renewed(sent time.Time, latency time.Duration, err error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.inflight, l.batch = time.Time{}, nil
+	l.inflight = time.Time{}
 	if l.ended {
 		return
 	}

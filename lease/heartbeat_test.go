@@ -109,6 +109,49 @@ func TestSynctestDeadlineCountedFromSend(t *testing.T) {
 	}
 }
 
+func TestSynctestReleaseLeavesRenewalInFlight(t *testing.T) {
+	// Release ends the lease at once but does not cancel its renewal in
+	// flight: a pooled driver closes the connection of a cancelled request
+	// (pgx, see lease/pglease). The request ends on its own or, as here
+	// when it hangs, at the batch's deadline; its answer changes nothing.
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeRedis()
+		c := fakeClient(f, Options{}, nil)
+		l := mustAcquire(t, c, "a", 3*time.Second)
+		deadline := l.Deadline()
+		f.set(func(f *fakeRedis) { f.down = true })
+		time.Sleep(1500 * time.Millisecond) // the renewal sent at +1s hangs
+		if !f.renewing("a") {
+			t.Fatal("no renewal in flight")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		defer cancel()
+		if err := l.Release(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Release with the store down = %v, want DeadlineExceeded", err)
+		}
+		if l.Err() != ErrReleased {
+			t.Fatalf("after Release: Err = %v, want ErrReleased", l.Err())
+		}
+		time.Sleep(time.Until(deadline) - time.Millisecond)
+		synctest.Wait()
+		if !f.renewing("a") {
+			t.Fatal("Release cancelled the renewal in flight")
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if f.renewing("a") {
+			t.Error("renewal still in flight after its deadline")
+		}
+		if l.Err() != ErrReleased {
+			t.Errorf("after the renewal's answer: Err = %v, want ErrReleased", l.Err())
+		}
+		f.set(func(f *fakeRedis) { f.down = false })
+		if err := c.Close(context.Background()); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+}
+
 func TestSynctestTransientErrorsRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFakeRedis()

@@ -20,17 +20,15 @@ type Lease struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	relSem chan struct{} // holds one token: serializes Release calls
-
-	mu       sync.Mutex
-	deadline time.Time // local deadline; the lease is lost when it passes
-	nextBeat time.Time // when the next renewal (or retry) is due
-	inflight time.Time // when the renewal in flight was sent, zero if none
-	batch    *batch    // the renewal in flight, nil if none
-	ended    bool      // ctx cancelled (lost or released)
-	hbErr    error     // last renewal error, nil after a success
-	relDone  bool      // Release finished with a definite answer (guarded by relSem)
-	relErr   error     // its result, returned again by later calls
+	mu        sync.Mutex
+	deadline  time.Time     // local deadline; the lease is lost when it passes
+	nextBeat  time.Time     // when the next renewal (or retry) is due
+	inflight  time.Time     // when the renewal in flight was sent, zero if none
+	ended     bool          // ctx cancelled (lost or released)
+	hbErr     error         // last renewal error, nil after a success
+	releasing chan struct{} // closed when the Release in flight returns, nil if none
+	relDone   bool          // a Release finished with a definite answer
+	relErr    error         // its result, returned again by later calls
 
 	// The heartbeat's fields, guarded by the Client's heartbeat.mu.
 	wake time.Time // when the heartbeat looks at the lease next
@@ -41,7 +39,7 @@ type Lease struct {
 // puts it in the heartbeat. It reports false, with the lease ended, when
 // the Client was closed meanwhile.
 func (c *Client) start(ctx context.Context, g *Grant, t timing, sent time.Time) (*Lease, bool) {
-	l := &Lease{c: c, g: g, t: t, relSem: make(chan struct{}, 1), slot: -1}
+	l := &Lease{c: c, g: g, t: t, slot: -1}
 	// The lease's context keeps ctx's values (trace ids, loggers) but not
 	// its cancellation: Acquire's ctx often ends long before the work.
 	parent := ctx
@@ -117,10 +115,6 @@ func (l *Lease) endLocked(cause error) bool {
 	}
 	l.ended = true
 	l.c.hb.remove(l)
-	if l.batch != nil {
-		l.batch.leave()
-		l.batch = nil
-	}
 	// Count before cancelling, so that whoever wakes on Done sees the
 	// count. Log after, and not under l.mu: the user's handler may block (a
 	// full pipe), and the Context must end at the deadline all the same.
@@ -164,32 +158,45 @@ func (l *Lease) lastErrLocked() error {
 // the driver resent finds the grant gone and reports CauseMissing, though
 // this lease deleted it.
 func (l *Lease) Release(ctx context.Context) error {
-	l.end(ErrReleased)
-	select {
-	case l.relSem <- struct{}{}:
-	default:
+	l.mu.Lock()
+	l.endLocked(ErrReleased)
+	for l.releasing != nil { // another Release is in flight: wait for it
+		wait := l.releasing
+		l.mu.Unlock()
 		select {
-		case l.relSem <- struct{}{}:
+		case <-wait:
 		case <-ctx.Done():
 			return fmt.Errorf("lease: release %q: ended locally; context done while another Release ran, the key expires at its TTL: %w", l.g.Name, ctx.Err())
 		}
+		l.mu.Lock()
 	}
-	defer func() { <-l.relSem }()
 	if l.relDone {
+		defer l.mu.Unlock()
 		return l.relErr
 	}
 	if err := ctx.Err(); err != nil {
+		l.mu.Unlock()
 		return fmt.Errorf("lease: release %q: ended locally; context already done, nothing sent, the key expires at its TTL: %w", l.g.Name, err)
 	}
+	done := make(chan struct{})
+	l.releasing = done
+	l.mu.Unlock()
+
 	err := l.c.b.Release(ctx, l.g)
+	definite := true
 	if err != nil {
-		lost, ok := asLost(err)
-		if !ok {
-			return errScript("release", l.g.Name, err)
+		if lost, ok := asLost(err); ok {
+			err = l.lostErr(lost.Cause, lost.Err)
+		} else {
+			err, definite = errScript("release", l.g.Name, err), false
 		}
-		err = l.lostErr(lost.Cause, lost.Err)
 	}
-	l.relDone = true
-	l.relErr = err
+	l.mu.Lock()
+	if definite {
+		l.relDone, l.relErr = true, err
+	}
+	l.releasing = nil
+	l.mu.Unlock()
+	close(done)
 	return err
 }

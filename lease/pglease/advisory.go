@@ -128,17 +128,12 @@ func (a *advisory) Renew(ctx context.Context, batch []*lease.Grant) []error {
 	return errs
 }
 
-// ping runs the check with ctx's deadline but not its cancellation: the
-// Client cancels a renewal when the lease is released, and pgx closes a
-// connection whose statement is cancelled, which would end the session
-// (and the lock) under the Release that follows.
+// ping runs the check with ctx's deadline but not its cancellation
+// ([detach]): a cancelled statement would close the connection, and end
+// the session (and the lock) under the Release that follows.
 func (h *hold) ping(ctx context.Context) error {
-	pctx := context.WithoutCancel(ctx)
-	if dl, ok := ctx.Deadline(); ok {
-		var cancel context.CancelFunc
-		pctx, cancel = context.WithDeadline(pctx, dl)
-		defer cancel()
-	}
+	pctx, cancel := detach(ctx)
+	defer cancel()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.conn == nil {

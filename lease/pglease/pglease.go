@@ -136,7 +136,9 @@ SELECT req.i, EXISTS (SELECT FROM renewed WHERE renewed.i = req.i),
        coalesce(l.token, 0), coalesce(l.expires_at > statement_timestamp(), false)
 FROM req LEFT JOIN fencekit_leases l ON l.name = req.name`
 
-// Renew extends the whole batch in one statement, one round trip.
+// Renew extends the whole batch in one statement, one round trip. The
+// statement ends at ctx's deadline but is not cancelled with ctx (see
+// [detach]).
 func (b *backend) Renew(ctx context.Context, batch []*lease.Grant) []error {
 	errs := make([]error, len(batch))
 	names := make([]string, len(batch))
@@ -146,6 +148,8 @@ func (b *backend) Renew(ctx context.Context, batch []*lease.Grant) []error {
 		names[i], toks[i], ttls[i] = b.key(g.Name), int64(g.Token), g.TTL.Microseconds()
 		errs[i] = errNoAnswer
 	}
+	ctx, cancel := detach(ctx)
+	defer cancel()
 	rows, err := b.pool.Query(ctx, renewSQL, names, toks, ttls)
 	if err != nil {
 		fill(errs, err)
@@ -176,6 +180,20 @@ func (b *backend) Renew(ctx context.Context, batch []*lease.Grant) []error {
 		fill(errs, err)
 	}
 	return errs
+}
+
+// detach returns a context with ctx's values and deadline but not its
+// cancellation, for renewal statements. pgx closes a connection whose
+// statement is cancelled (Client.Close cancels the renewals in flight): the
+// pool keeps that connection's slot while pgx cleans up, up to 15 s, and in
+// advisory mode the closed connection ends the session and the lock before
+// Close releases it.
+func detach(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := context.WithoutCancel(ctx)
+	if dl, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(d, dl)
+	}
+	return d, func() {}
 }
 
 var errNoAnswer = errors.New("pglease: renew: no answer for this lease")

@@ -205,8 +205,9 @@ func testingProcs() int { return runtime.GOMAXPROCS(0) }
 // cannedHook answers the scripts at once, without a network, so that
 // BenchmarkClientSide measures only the client's own work (go-redis's
 // command building, contexts, the Client's heap of leases, keys, metrics,
-// parsing) per Acquire+Release.
-type cannedHook struct{ tok atomic.Int64 }
+// parsing) per Acquire+Release, and per heartbeat renewal (renewals back to
+// back, RenewInterval 1ns, each answered at once).
+type cannedHook struct{ tok, renewals atomic.Int64 }
 
 func (h *cannedHook) answer(cmd redis.Cmder) {
 	c, ok := cmd.(*redis.Cmd)
@@ -215,6 +216,9 @@ func (h *cannedHook) answer(cmd redis.Cmder) {
 		cmd.SetErr(errors.New("canned: no network"))
 	case scriptName(cmd) == "acquire":
 		c.SetVal(strconv.FormatInt(h.tok.Add(1), 10))
+	case scriptName(cmd) == "renew":
+		h.renewals.Add(1)
+		c.SetVal(int64(1))
 	default:
 		c.SetVal(int64(1))
 	}
@@ -241,6 +245,17 @@ func BenchmarkClientSide(b *testing.B) {
 	b.Run("AcquireRelease", func(b *testing.B) {
 		b.ReportAllocs()
 		acquireReleaseLoop(b, c, "client-side")
+	})
+	b.Run("Heartbeat", func(b *testing.B) {
+		h := &cannedHook{}
+		c := mustNew(b, hooked(b, "", h), &lease.Options{RenewInterval: time.Nanosecond})
+		b.ReportAllocs()
+		start := h.renewals.Load()
+		l := mustAcquire(b, c, "client-side-heartbeat", time.Minute)
+		for h.renewals.Load() < start+int64(b.N) {
+			time.Sleep(100 * time.Microsecond)
+		}
+		release(b, l)
 	})
 }
 
