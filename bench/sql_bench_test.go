@@ -25,7 +25,7 @@ import (
 // fencing, not contention on one row.
 var sqlClients = []int{1, 8}
 
-// sqlToken is the token every fenced write presents: one counter for the
+// sqlToken is the counter fenced writes take their tokens from: one for the
 // whole binary, so each row and resource only ever sees newer tokens.
 var sqlToken atomic.Int64
 
@@ -43,6 +43,11 @@ const plainUpdate = `UPDATE accounts SET balance = $2 WHERE id = $1`
 //	write=transaction  mode=plain         BEGIN; the UPDATE; COMMIT
 //	                   mode=fenced        sqlfence.InTx: BEGIN; claim the guard row;
 //	                                      the UPDATE; COMMIT (guard mode)
+//	                   mode=fenced-newtoken  the same, each write with a new token
+//
+// Each client takes one token when it starts and presents it in every
+// write, as a lease holder does; in mode=fenced-newtoken every write is a
+// new holder's first, so every claim stores a new token.
 //
 // ns/op is wall time per write with all clients running (so 1e9/ns/op is the
 // throughput, also reported as writes/s). The pool's sessions run with
@@ -80,15 +85,16 @@ func BenchmarkSQL(b *testing.B) {
 				})
 			},
 			"fenced": func(ctx context.Context, c int, tok fence.Token) error {
-				return sqlfence.InTx(ctx, db.pool, "acct-"+strconv.Itoa(c), tok, func(tx pgx.Tx) error {
-					return execOne(ctx, tx, plainUpdate, c, int64(tok))
-				})
+				return fencedTx(ctx, db.pool, c, tok)
+			},
+			"fenced-newtoken": func(ctx context.Context, c int, _ fence.Token) error {
+				return fencedTx(ctx, db.pool, c, fence.Token(sqlToken.Add(1)))
 			},
 		}},
 	}
 	for _, k := range kinds {
 		for _, clients := range sqlClients {
-			for _, mode := range rotated([]string{"plain", "fenced", "fenced-guard"}) {
+			for _, mode := range rotated([]string{"plain", "fenced", "fenced-guard", "fenced-newtoken"}) {
 				w, ok := k.modes[mode]
 				if !ok {
 					continue
@@ -100,7 +106,15 @@ func BenchmarkSQL(b *testing.B) {
 	}
 }
 
-// runWriters runs b.N writes spread over clients goroutines.
+// fencedTx is client c's InTx around plainUpdate.
+func fencedTx(ctx context.Context, pool *pgxpool.Pool, c int, tok fence.Token) error {
+	return sqlfence.InTx(ctx, pool, "acct-"+strconv.Itoa(c), tok, func(tx pgx.Tx) error {
+		return execOne(ctx, tx, plainUpdate, c, int64(tok))
+	})
+}
+
+// runWriters runs b.N writes spread over clients goroutines, each client
+// presenting one token of its own.
 func runWriters(b *testing.B, clients int, write func(context.Context, int, fence.Token) error) {
 	ctx := context.Background()
 	var next atomic.Int64
@@ -111,8 +125,9 @@ func runWriters(b *testing.B, clients int, write func(context.Context, int, fenc
 	var wg sync.WaitGroup
 	for c := range clients {
 		wg.Go(func() {
+			tok := fence.Token(sqlToken.Add(1))
 			for next.Add(1) <= int64(b.N) {
-				if err := write(ctx, c, fence.Token(sqlToken.Add(1))); err != nil {
+				if err := write(ctx, c, tok); err != nil {
 					errs <- err
 					return
 				}

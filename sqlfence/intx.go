@@ -143,7 +143,11 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fe
 		defer c.Release()
 		return g.once(ctx, c.Conn(), resource, tok, fn)
 	case *pgx.Conn:
-		tx, err = db.BeginTx(ctx, pgx.TxOptions{BeginQuery: beginClaim(g.opts.IsoLevel, resource, tok)})
+		begin, err := beginClaim(ctx, db, g.opts.IsoLevel, resource, tok)
+		if err != nil {
+			return fmt.Errorf("sqlfence: InTx(%q): prepare the claim: %w", resource, err)
+		}
+		tx, err = db.BeginTx(ctx, pgx.TxOptions{BeginQuery: begin})
 		if err != nil {
 			return beginClaimFailed(ctx, db, resource, tok, err)
 		}
@@ -174,34 +178,77 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fe
 	return nil
 }
 
-// beginClaim is the BEGIN of InTx's transaction followed by its claim, in
-// one simple-protocol message (one round trip, no prepared statement, so
-// it also works through PgBouncer). Unlike claimSQL, it cannot return the
-// refusal as a row (pgx's BeginTx reads no rows): a refused claim sets the
-// token to NULL, which the NOT NULL column rejects with SQLSTATE 23502,
-// and beginClaimFailed turns that into the stale error. resource is sent
-// as an E'...' string literal with its backslashes and quotes escaped (InTx refuses
-// NUL bytes), tok as a decimal number.
-func beginClaim(level pgx.TxIsoLevel, resource string, tok fence.Token) string {
+// beginClaim is the BEGIN of InTx's transaction on conn followed by its
+// claim, in one simple-protocol message (one round trip). Unlike claimSQL,
+// it cannot return the refusal as a row (pgx's BeginTx reads no rows): a
+// refused claim sets the token to NULL, which the NOT NULL column rejects
+// with SQLSTATE 23502, and beginClaimFailed turns that into the stale
+// error.
+//
+// When conn prepares statements (pgx's default query mode, cache
+// statement), the claim is the prepared statement intxClaimName, run by
+// EXECUTE: the server then neither parses nor plans it per transaction.
+// Otherwise (the modes for PgBouncer in transaction pooling mode, where a
+// session's prepared statements are not there) the statement is sent as
+// text, with resource as an E'...' string literal with its backslashes and
+// quotes escaped (InTx refuses NUL bytes) and tok as a decimal number.
+func beginClaim(ctx context.Context, conn *pgx.Conn, level pgx.TxIsoLevel, resource string, tok fence.Token) (string, error) {
 	var b strings.Builder
 	b.WriteString("BEGIN")
 	if level != "" {
 		b.WriteString(" ISOLATION LEVEL ")
 		b.WriteString(string(level))
 	}
-	b.WriteString("; INSERT INTO fencekit_tokens AS t (resource, token) VALUES (E'")
+	b.WriteString("; ")
+	var lit strings.Builder
+	lit.WriteString("E'")
 	for _, c := range []byte(resource) {
 		if c == '\\' || c == '\'' {
-			b.WriteByte('\\')
+			lit.WriteByte('\\')
 		}
-		b.WriteByte(c)
+		lit.WriteByte(c)
 	}
-	b.WriteString("', ")
-	b.WriteString(strconv.FormatUint(uint64(tok), 10))
-	b.WriteString(`) ON CONFLICT (resource) DO UPDATE SET updated_at = now(),
-	token = CASE WHEN t.token <= EXCLUDED.token THEN EXCLUDED.token END`)
-	return b.String()
+	lit.WriteByte('\'')
+	num := strconv.FormatUint(uint64(tok), 10)
+	if conn.Config().DefaultQueryExecMode != pgx.QueryExecModeCacheStatement {
+		b.WriteString(intxClaim(lit.String(), num))
+		return b.String(), nil
+	}
+	if _, err := conn.Prepare(ctx, intxClaimName, intxClaimSQL); err != nil {
+		return "", err
+	}
+	b.WriteString("EXECUTE " + intxClaimName + "(")
+	b.WriteString(lit.String())
+	b.WriteString(", ")
+	b.WriteString(num)
+	b.WriteString(")")
+	return b.String(), nil
 }
+
+// intxClaim is InTx's claim of resource's guard row for token tok (SQL
+// expressions). When the row already holds tok, the usual case of a holder
+// writing again, it only locks the row (FOR NO KEY UPDATE, the lock the
+// upsert takes too) and writes no new row version. Otherwise it inserts
+// the row or, on conflict, stores tok when it is not older than the
+// stored token and NULL when it is (the refusal). Under READ COMMITTED a
+// lock that had to wait re-checks token = tok against the row's newest
+// version: if a newer token was committed meanwhile, the check fails and
+// the upsert refuses with that token; under REPEATABLE READ and
+// SERIALIZABLE that wait fails with SQLSTATE 40001 instead (retried by
+// Guard.InTx). updated_at changes only with the token.
+func intxClaim(resource, tok string) string {
+	return "INSERT INTO fencekit_tokens AS t (resource, token) SELECT " + resource + ", " + tok +
+		" WHERE NOT EXISTS (SELECT FROM fencekit_tokens WHERE resource = " + resource +
+		" AND token = " + tok + " FOR NO KEY UPDATE)" +
+		" ON CONFLICT (resource) DO UPDATE SET" +
+		" token = CASE WHEN t.token <= EXCLUDED.token THEN EXCLUDED.token END," +
+		" updated_at = CASE WHEN t.token < EXCLUDED.token THEN now() ELSE t.updated_at END"
+}
+
+// intxClaimName and intxClaimSQL are InTx's claim as a prepared statement.
+const intxClaimName = "fencekit_intx_claim_1"
+
+var intxClaimSQL = intxClaim("$1::text", "$2::bigint")
 
 // beginClaimFailed handles an error of beginClaim's message on conn: it
 // rolls back the transaction the BEGIN left open (aborted), and turns a
