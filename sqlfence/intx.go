@@ -186,12 +186,13 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fe
 // error.
 //
 // When conn prepares statements (pgx's default query mode, cache
-// statement), the claim is the prepared statement intxClaimName, run by
-// EXECUTE: the server then neither parses nor plans it per transaction.
-// Otherwise (the modes for PgBouncer in transaction pooling mode, where a
-// session's prepared statements are not there) the statement is sent as
-// text, with resource as an E'...' string literal with its backslashes and
-// quotes escaped (InTx refuses NUL bytes) and tok as a decimal number.
+// statement), the claim is the prepared statement lockClaimSQL, run by
+// EXECUTE: the server neither parses nor plans it per transaction. In the
+// other modes (those for PgBouncer in transaction pooling mode, where a
+// session's prepared statements are not there) the claim is upsertClaim
+// as text, which the server parses and plans faster than lockClaimSQL's
+// text. resource is an E'...' string literal with its backslashes and
+// quotes escaped (InTx refuses NUL bytes), tok a decimal number.
 func beginClaim(ctx context.Context, conn *pgx.Conn, level pgx.TxIsoLevel, resource string, tok fence.Token) (string, error) {
 	var b strings.Builder
 	b.WriteString("BEGIN")
@@ -211,13 +212,13 @@ func beginClaim(ctx context.Context, conn *pgx.Conn, level pgx.TxIsoLevel, resou
 	lit.WriteByte('\'')
 	num := strconv.FormatUint(uint64(tok), 10)
 	if conn.Config().DefaultQueryExecMode != pgx.QueryExecModeCacheStatement {
-		b.WriteString(intxClaim(lit.String(), num))
+		b.WriteString(upsertClaim(lit.String(), num))
 		return b.String(), nil
 	}
-	if _, err := conn.Prepare(ctx, intxClaimName, intxClaimSQL); err != nil {
+	if _, err := conn.Prepare(ctx, lockClaimName, lockClaimSQL); err != nil {
 		return "", err
 	}
-	b.WriteString("EXECUTE " + intxClaimName + "(")
+	b.WriteString("EXECUTE " + lockClaimName + "(")
 	b.WriteString(lit.String())
 	b.WriteString(", ")
 	b.WriteString(num)
@@ -225,30 +226,34 @@ func beginClaim(ctx context.Context, conn *pgx.Conn, level pgx.TxIsoLevel, resou
 	return b.String(), nil
 }
 
-// intxClaim is InTx's claim of resource's guard row for token tok (SQL
-// expressions). When the row already holds tok, the usual case of a holder
-// writing again, it only locks the row (FOR NO KEY UPDATE, the lock the
-// upsert takes too) and writes no new row version. Otherwise it inserts
-// the row or, on conflict, stores tok when it is not older than the
-// stored token and NULL when it is (the refusal). Under READ COMMITTED a
-// lock that had to wait re-checks token = tok against the row's newest
-// version: if a newer token was committed meanwhile, the check fails and
-// the upsert refuses with that token; under REPEATABLE READ and
-// SERIALIZABLE that wait fails with SQLSTATE 40001 instead (retried by
-// Guard.InTx). updated_at changes only with the token.
-func intxClaim(resource, tok string) string {
-	return "INSERT INTO fencekit_tokens AS t (resource, token) SELECT " + resource + ", " + tok +
-		" WHERE NOT EXISTS (SELECT FROM fencekit_tokens WHERE resource = " + resource +
-		" AND token = " + tok + " FOR NO KEY UPDATE)" +
-		" ON CONFLICT (resource) DO UPDATE SET" +
-		" token = CASE WHEN t.token <= EXCLUDED.token THEN EXCLUDED.token END," +
-		" updated_at = CASE WHEN t.token < EXCLUDED.token THEN now() ELSE t.updated_at END"
+// upsertClaim claims resource's guard row for token tok (SQL expressions):
+// it inserts the row or, on conflict, stores tok when it is not older than
+// the stored token and NULL when it is (the refusal). updated_at changes
+// only with the token. ON CONFLICT locks the row (and, under READ
+// COMMITTED, decides on its newest version), so the claim holds the row
+// until the transaction ends.
+func upsertClaim(resource, tok string) string {
+	return "INSERT INTO fencekit_tokens AS t (resource, token) VALUES (" + resource + ", " + tok + ")" + upsertAction
 }
 
-// intxClaimName and intxClaimSQL are InTx's claim as a prepared statement.
-const intxClaimName = "fencekit_intx_claim_1"
+const upsertAction = " ON CONFLICT (resource) DO UPDATE SET" +
+	" token = CASE WHEN t.token <= EXCLUDED.token THEN EXCLUDED.token END," +
+	" updated_at = CASE WHEN t.token < EXCLUDED.token THEN now() ELSE t.updated_at END"
 
-var intxClaimSQL = intxClaim("$1::text", "$2::bigint")
+// lockClaimSQL is upsertClaim's claim for $1 and $2 that, when the row
+// already holds the token (a holder writing again, the usual case), only
+// locks the row (FOR NO KEY UPDATE, the lock the upsert takes) and writes
+// no new row version. Under READ COMMITTED a lock that had to wait
+// re-checks token = $2 against the row's newest version: if a newer token
+// was committed meanwhile the check fails, and the upsert refuses with that
+// token; under REPEATABLE READ and SERIALIZABLE that wait fails with
+// SQLSTATE 40001 instead (retried by Guard.InTx).
+const lockClaimSQL = "INSERT INTO fencekit_tokens AS t (resource, token) SELECT $1::text, $2::bigint" +
+	" WHERE NOT EXISTS (SELECT FROM fencekit_tokens WHERE resource = $1 AND token = $2 FOR NO KEY UPDATE)" +
+	upsertAction
+
+// lockClaimName is lockClaimSQL's prepared statement.
+const lockClaimName = "fencekit_intx_claim_1"
 
 // beginClaimFailed handles an error of beginClaim's message on conn: it
 // rolls back the transaction the BEGIN left open (aborted), and turns a
