@@ -211,7 +211,7 @@ func beginClaim(ctx context.Context, conn *pgx.Conn, level pgx.TxIsoLevel, resou
 	}
 	lit.WriteByte('\'')
 	num := strconv.FormatUint(uint64(tok), 10)
-	if conn.Config().DefaultQueryExecMode != pgx.QueryExecModeCacheStatement {
+	if !prepares(conn) {
 		b.WriteString(upsertClaim(lit.String(), num))
 		return b.String(), nil
 	}
@@ -225,6 +225,21 @@ func beginClaim(ctx context.Context, conn *pgx.Conn, level pgx.TxIsoLevel, resou
 	b.WriteString(")")
 	return b.String(), nil
 }
+
+// prepares reports whether conn prepares statements (pgx's default query
+// mode), remembered in the connection's CustomData: conn.Config() copies
+// the whole configuration, a few percent of InTx's client time.
+func prepares(conn *pgx.Conn) bool {
+	data := conn.PgConn().CustomData()
+	p, ok := data[preparesKey].(bool)
+	if !ok {
+		p = conn.Config().DefaultQueryExecMode == pgx.QueryExecModeCacheStatement
+		data[preparesKey] = p
+	}
+	return p
+}
+
+const preparesKey = "fencekit/sqlfence: prepares"
 
 // upsertClaim claims resource's guard row for token tok (SQL expressions):
 // it inserts the row or, on conflict, stores tok when it is not older than
