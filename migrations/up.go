@@ -64,8 +64,11 @@ func run(ctx context.Context, op, databaseURL string, step func(*migrate.Migrate
 		return fmt.Errorf("migrations: %s: %w", op, err)
 	}
 	defer func() {
+		if cerr := ctx.Err(); err != nil && cerr != nil && !errors.Is(err, cerr) {
+			err = errors.Join(err, cerr)
+		}
 		if err != nil {
-			err = fmt.Errorf("migrations: %s: %w", op, errors.Join(err, ctx.Err()))
+			err = fmt.Errorf("migrations: %s: %w", op, err)
 		}
 	}()
 	conn, err := connect(ctx, u)

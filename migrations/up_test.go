@@ -214,8 +214,12 @@ func TestUpLockWaitBoundedByContext(t *testing.T) {
 	}
 	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
-	if err := migrations.Up(short, env.URL); err == nil || !strings.HasPrefix(err.Error(), "migrations: up") {
-		t.Fatalf("Up while the lock is held: %v, want an error", err)
+	err = migrations.Up(short, env.URL)
+	if err == nil || !strings.HasPrefix(err.Error(), "migrations: up") || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Up while the lock is held: %v, want a deadline error", err)
+	}
+	if msg := err.Error(); strings.Count(msg, "deadline exceeded") != 1 || strings.Contains(msg, "\n") {
+		t.Fatalf("Up's error says the deadline more than once or over lines: %q", msg)
 	}
 	if hasTable(t, env.Pool, "public", "fencekit_tokens") {
 		t.Fatal("fencekit_tokens created without the lock")

@@ -294,9 +294,14 @@ func TestUsersCanGoGet(t *testing.T) {
 	proxy := t.TempDir()
 	writeProxy(t, top, proxy, version, all, forUsers)
 	cache := strings.TrimSpace(goCmd(t, os.Environ(), top, "env", "GOMODCACHE"))
+	upstream := strings.TrimSpace(goCmd(t, os.Environ(), top, "env", "GOPROXY"))
 	home := t.TempDir()
+	// fencekit's modules come only from the proxy built here (no registry
+	// has v0.3.0); other modules from the local cache, else from the
+	// machine's registry (a fresh machine's cache lacks what only a user's
+	// go get and tidy read).
 	env := append(os.Environ(),
-		"GOPROXY=file://"+filepath.ToSlash(proxy)+",file://"+filepath.ToSlash(filepath.Join(cache, "cache", "download")),
+		"GOPROXY=file://"+filepath.ToSlash(proxy)+",file://"+filepath.ToSlash(filepath.Join(cache, "cache", "download"))+","+upstream,
 		"GOSUMDB=off", "GOWORK=off", "GOFLAGS=-modcacherw", "GOTOOLCHAIN=local",
 		"GOMODCACHE="+filepath.Join(home, "mod"), "GOBIN="+filepath.Join(home, "bin"))
 	for _, m := range mods {

@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/url"
@@ -10,8 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // PgBouncer is a private PgBouncer in transaction pooling mode, in front of
@@ -88,17 +85,8 @@ default_pool_size = 10
 	s.cred = cred
 	b := &PgBouncer{Server: s}
 	readyURL := b.URL(tb, base.String())
-	s.ready = func(ctx context.Context) error {
-		conn, err := pgx.Connect(ctx, readyURL)
-		if err != nil {
-			return err
-		}
-		return conn.Close(ctx)
-	}
-	if err := s.Start(context.Background()); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { s.Kill() })
+	s.ready = pgxConnects(readyURL)
+	s.startForTest(tb)
 	return b
 }
 

@@ -63,18 +63,20 @@ func StartPostgresServer(tb testing.TB) *PostgresServer {
 		"-p", strconv.Itoa(port), "-k", dir, "-c", "listen_addresses=127.0.0.1"})
 	s.cred, s.stopSig = cred, syscall.SIGINT
 	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres", port)
-	s.ready = func(ctx context.Context) error {
+	s.ready = pgxConnects(url)
+	s.startForTest(tb)
+	return &PostgresServer{Server: s, URL: url}
+}
+
+// pgxConnects is a readiness check: a pgx connection to url opens.
+func pgxConnects(url string) func(context.Context) error {
+	return func(ctx context.Context) error {
 		conn, err := pgx.Connect(ctx, url)
 		if err != nil {
 			return err
 		}
 		return conn.Close(ctx)
 	}
-	if err := s.Start(context.Background()); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { s.Kill() })
-	return &PostgresServer{Server: s, URL: url}
 }
 
 // postgresBinDir finds PostgreSQL's server binaries: pg_config --bindir,

@@ -35,9 +35,6 @@ func StartRedisSentinel(tb testing.TB, masterName string, master *RedisServer) *
 	// The config file must come first; sentinel rewrites it as it learns.
 	s := newServer("redis-sentinel", bin, port, dir, []string{conf, "--sentinel"})
 	s.ready = func(ctx context.Context) error { return pingRedisCtx(ctx, s.Addr) }
-	if err := s.Start(context.Background()); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { s.Kill() })
+	s.startForTest(tb)
 	return &RedisServer{s}
 }

@@ -238,6 +238,15 @@ func newServer(name, bin string, port int, dir string, args []string) *Server {
 // RedisServer is a private redis-server for fault tests.
 type RedisServer struct{ *Server }
 
+// startForTest starts s or fails tb, and kills s at tb's cleanup.
+func (s *Server) startForTest(tb testing.TB) {
+	tb.Helper()
+	if err := s.Start(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Kill() })
+}
+
 // StartRedisServer starts a private redis-server on a free loopback port with
 // no persistence (so a restart loses every key, as the machine's own Redis
 // does) and the given extra arguments, e.g. "--replicaof", "127.0.0.1",
@@ -252,10 +261,7 @@ func StartRedisServer(tb testing.TB, extra ...string) *RedisServer {
 	s := newServer("redis-server", bin, port, dir, append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no"}, extra...))
 	s.ready = func(ctx context.Context) error { return pingRedisCtx(ctx, s.Addr) }
-	if err := s.Start(context.Background()); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { s.Kill() })
+	s.startForTest(tb)
 	return &RedisServer{s}
 }
 
