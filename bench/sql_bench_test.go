@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,7 +26,7 @@ import (
 // fencing, not contention on one row.
 var sqlClients = []int{1, 8}
 
-// sqlToken is the token every fenced write presents: one counter for the
+// sqlToken is the counter fenced writes take their tokens from: one for the
 // whole binary, so each row and resource only ever sees newer tokens.
 var sqlToken atomic.Int64
 
@@ -43,9 +44,17 @@ const plainUpdate = `UPDATE accounts SET balance = $2 WHERE id = $1`
 //	write=transaction  mode=plain         BEGIN; the UPDATE; COMMIT
 //	                   mode=fenced        sqlfence.InTx: BEGIN; claim the guard row;
 //	                                      the UPDATE; COMMIT (guard mode)
+//	                   mode=fenced-newtoken  the same, each write with a new token
+//
+// Each client takes one token when it starts and presents it in every
+// write, as a lease holder does; in mode=fenced-newtoken every write is a
+// new holder's first, so every claim stores a new token.
 //
 // ns/op is wall time per write with all clients running (so 1e9/ns/op is the
-// throughput, also reported as writes/s). The pool's sessions run with
+// throughput, also reported as writes/s); client-cpu-ns/op is this
+// process's CPU time per write and postgres-cpu-ns/op the pool's server
+// backends' (from /proc/PID/schedstat: a server on this machine), which
+// the machine's load moves less than the wall time. The pool's sessions run with
 // synchronous_commit off, unless BENCH_SQL_SYNC=1.
 func BenchmarkSQL(b *testing.B) {
 	db := newSQLEnv(b)
@@ -80,39 +89,50 @@ func BenchmarkSQL(b *testing.B) {
 				})
 			},
 			"fenced": func(ctx context.Context, c int, tok fence.Token) error {
-				return sqlfence.InTx(ctx, db.pool, "acct-"+strconv.Itoa(c), tok, func(tx pgx.Tx) error {
-					return execOne(ctx, tx, plainUpdate, c, int64(tok))
-				})
+				return fencedTx(ctx, db.pool, c, tok)
+			},
+			"fenced-newtoken": func(ctx context.Context, c int, _ fence.Token) error {
+				return fencedTx(ctx, db.pool, c, fence.Token(sqlToken.Add(1)))
 			},
 		}},
 	}
 	for _, k := range kinds {
 		for _, clients := range sqlClients {
-			for _, mode := range rotated([]string{"plain", "fenced", "fenced-guard"}) {
+			for _, mode := range rotated([]string{"plain", "fenced", "fenced-guard", "fenced-newtoken"}) {
 				w, ok := k.modes[mode]
 				if !ok {
 					continue
 				}
 				name := fmt.Sprintf("write=%s/clients=%d/mode=%s", k.write, clients, mode)
-				b.Run(name, func(b *testing.B) { runWriters(b, clients, w) })
+				b.Run(name, func(b *testing.B) { runWriters(b, db, clients, w) })
 			}
 		}
 	}
 }
 
-// runWriters runs b.N writes spread over clients goroutines.
-func runWriters(b *testing.B, clients int, write func(context.Context, int, fence.Token) error) {
+// fencedTx is client c's InTx around plainUpdate.
+func fencedTx(ctx context.Context, pool *pgxpool.Pool, c int, tok fence.Token) error {
+	return sqlfence.InTx(ctx, pool, "acct-"+strconv.Itoa(c), tok, func(tx pgx.Tx) error {
+		return execOne(ctx, tx, plainUpdate, c, int64(tok))
+	})
+}
+
+// runWriters runs b.N writes spread over clients goroutines, each client
+// presenting one token of its own.
+func runWriters(b *testing.B, db *sqlEnv, clients int, write func(context.Context, int, fence.Token) error) {
 	ctx := context.Background()
 	var next atomic.Int64
 	errs := make(chan error, clients)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0, srv0 := ProcessCPU(), backendsCPU(db.pids)
 	start := time.Now()
 	var wg sync.WaitGroup
 	for c := range clients {
 		wg.Go(func() {
+			tok := fence.Token(sqlToken.Add(1))
 			for next.Add(1) <= int64(b.N) {
-				if err := write(ctx, c, fence.Token(sqlToken.Add(1))); err != nil {
+				if err := write(ctx, c, tok); err != nil {
 					errs <- err
 					return
 				}
@@ -121,12 +141,37 @@ func runWriters(b *testing.B, clients int, write func(context.Context, int, fenc
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	cpu, srv := ProcessCPU()-cpu0, backendsCPU(db.pids)-srv0
 	b.StopTimer()
 	close(errs)
 	for err := range errs {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "writes/s")
+	b.ReportMetric(float64(cpu)/float64(b.N), "client-cpu-ns/op")
+	if srv0 >= 0 {
+		b.ReportMetric(float64(srv)/float64(b.N), "postgres-cpu-ns/op")
+	}
+}
+
+// backendsCPU returns the CPU time the server processes pids have used, in
+// ns (the first field of /proc/PID/schedstat), or -1 when one cannot be
+// read (a server on another machine).
+func backendsCPU(pids []uint32) time.Duration {
+	var sum time.Duration
+	for _, pid := range pids {
+		b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/schedstat")
+		if err != nil {
+			return -1
+		}
+		f, _, _ := strings.Cut(string(b), " ")
+		ns, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return -1
+		}
+		sum += time.Duration(ns)
+	}
+	return sum
 }
 
 // execer is what *pgxpool.Pool and pgx.Tx have in common for Exec.
@@ -149,6 +194,7 @@ func execOne(ctx context.Context, db execer, sql string, args ...any) error {
 // sqlEnv is the benchmark's schema and pool.
 type sqlEnv struct {
 	pool *pgxpool.Pool
+	pids []uint32 // the pool's server backends
 }
 
 // newSQLEnv creates a schema of its own with fencekit's migrations and an
@@ -223,8 +269,10 @@ func newSQLEnv(b *testing.B) *sqlEnv {
 		}
 		conns = append(conns, c)
 	}
+	env := &sqlEnv{pool: pool}
 	for _, c := range conns {
+		env.pids = append(env.pids, c.Conn().PgConn().PID())
 		c.Release()
 	}
-	return &sqlEnv{pool: pool}
+	return env
 }

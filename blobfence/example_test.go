@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -21,27 +23,32 @@ import (
 // The set-up docs/s3.md shows: credentials and region from the
 // environment (config.LoadDefaultConfig, with the SDK's default request
 // checksums), a client for the server's endpoint with path-style
-// addressing, a store, and Verify once at start-up. For AWS, leave
+// addressing, a store, and Verify once at start-up. Here the server is the
+// one at FENCEKIT_S3_ENDPOINT, with the keys FENCEKIT_S3_ACCESS_KEY and
+// FENCEKIT_S3_SECRET_KEY when set (as fencectl does); for AWS, leave
 // BaseEndpoint and UsePathStyle out.
 func Example_customEndpoint() {
-	ctx := context.Background()
-	tb, done := testenv.ExampleTB("Example_customEndpoint")
-	defer done()
-	env := testenv.S3(tb) // the test server: endpoint, keys and a fresh bucket
-	os.Setenv("AWS_ACCESS_KEY_ID", env.AccessKey)
-	os.Setenv("AWS_SECRET_ACCESS_KEY", env.SecretKey)
-	os.Setenv("AWS_REGION", "us-east-1")
-
-	cfg, err := config.LoadDefaultConfig(ctx)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg, err := config.LoadDefaultConfig(ctx) // AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, ...
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
+	if key := os.Getenv("FENCEKIT_S3_ACCESS_KEY"); key != "" {
+		cfg.Credentials = credentials.NewStaticCredentialsProvider(key, os.Getenv("FENCEKIT_S3_SECRET_KEY"), "")
+	}
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1" // any region, for a local server
+	}
 	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
-		o.BaseEndpoint = aws.String(env.Endpoint) // such as "http://127.0.0.1:7070"
-		o.UsePathStyle = true                     // http://host/bucket/key
+		o.BaseEndpoint = aws.String(exampleEndpoint()) // such as "http://127.0.0.1:7070"
+		o.UsePathStyle = true                          // http://host/bucket/key
 	})
-	store, err := blobfence.New(client, env.Bucket, nil)
+	bucket, remove := exampleBucket(client) // a fresh bucket, removed at the end
+	defer remove()
+
+	store, err := blobfence.New(client, bucket, nil)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -50,7 +57,7 @@ func Example_customEndpoint() {
 	err = store.Put(ctx, "daily.csv", []byte("a,b\n1,2\n"), 7,
 		blobfence.ContentType("text/csv"), blobfence.Metadata(map[string]string{"job": "daily"}))
 	fmt.Println("put:", err)
-	head, err := client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(env.Bucket), Key: aws.String("daily.csv")})
+	head, err := client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String("daily.csv")})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -64,18 +71,19 @@ func Example_customEndpoint() {
 
 // The same with a client built field by field (static credentials).
 func Example_staticCredentials() {
-	ctx := context.Background()
-	tb, done := testenv.ExampleTB("Example_staticCredentials")
-	defer done()
-	env := testenv.S3(tb)
-
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	client := s3.New(s3.Options{
-		BaseEndpoint: aws.String(env.Endpoint),
+		BaseEndpoint: aws.String(exampleEndpoint()),
 		Region:       "us-east-1",
-		Credentials:  credentials.NewStaticCredentialsProvider(env.AccessKey, env.SecretKey, ""),
+		Credentials: credentials.NewStaticCredentialsProvider(
+			os.Getenv("FENCEKIT_S3_ACCESS_KEY"), os.Getenv("FENCEKIT_S3_SECRET_KEY"), ""),
 		UsePathStyle: true,
 	})
-	store, err := blobfence.New(client, env.Bucket, nil)
+	bucket, remove := exampleBucket(client)
+	defer remove()
+
+	store, err := blobfence.New(client, bucket, nil)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -90,7 +98,7 @@ func Example_staticCredentials() {
 // B's object stays.
 func ExampleStore_Put() {
 	ctx := context.Background()
-	store, done := exampleStore("ExampleStore_Put") // blobfence.New(s3Client, bucket, nil)
+	store, done := exampleStore() // blobfence.New(s3Client, bucket, nil)
 	defer done()
 
 	fmt.Println("A (33):", store.Put(ctx, "report.csv", []byte("A's data"), 33))
@@ -114,7 +122,7 @@ func ExampleStore_Put() {
 // last put returned: each further put is a single conditional PUT.
 func ExampleAfter() {
 	ctx := context.Background()
-	store, done := exampleStore("ExampleAfter")
+	store, done := exampleStore()
 	defer done()
 
 	last, err := store.PutReader(ctx, "log", strings.NewReader("entry 1"), 7)
@@ -135,7 +143,7 @@ func ExampleAfter() {
 // one), rewinding it when it must try again.
 func ExampleStore_PutReader() {
 	ctx := context.Background()
-	store, done := exampleStore("ExampleStore_PutReader")
+	store, done := exampleStore()
 	defer done()
 
 	v, err := store.PutReader(ctx, "big.bin", strings.NewReader(strings.Repeat("x", 1<<20)), 12)
@@ -151,7 +159,7 @@ func ExampleStore_PutReader() {
 // cannot create it again.
 func ExampleStore_Delete() {
 	ctx := context.Background()
-	store, done := exampleStore("ExampleStore_Delete")
+	store, done := exampleStore()
 	defer done()
 
 	_ = store.Put(ctx, "job/42", []byte("result"), 50)
@@ -171,7 +179,7 @@ func ExampleStore_Delete() {
 // Retire removes a deleted key's fence for good (an operator's step).
 func ExampleStore_Retire() {
 	ctx := context.Background()
-	store, done := exampleStore("ExampleStore_Retire")
+	store, done := exampleStore()
 	defer done()
 
 	_ = store.Put(ctx, "tmp/1", []byte("x"), 5)
@@ -190,7 +198,7 @@ func ExampleStore_Retire() {
 // bytes.
 func ExampleStore_Claim() {
 	ctx := context.Background()
-	store, done := exampleStore("ExampleStore_Claim")
+	store, done := exampleStore()
 	defer done()
 
 	_ = store.Put(ctx, "state", []byte("from 8"), 8)
@@ -218,13 +226,13 @@ func ExampleNew() {
 // body. Decode splits them.
 func ExampleDecode() {
 	ctx := context.Background()
-	tb, done := testenv.ExampleTB("ExampleDecode")
-	defer done()
-	env := testenv.S3(tb)
-	store, _ := blobfence.New(env.Client, env.Bucket, nil)
+	client := exampleClient() // as in Example_staticCredentials
+	bucket, remove := exampleBucket(client)
+	defer remove()
+	store, _ := blobfence.New(client, bucket, nil)
 
 	_ = store.Put(ctx, "note", []byte("hello"), 3)
-	out, err := env.Client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(env.Bucket), Key: aws.String("note")})
+	out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String("note")})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -243,7 +251,7 @@ func ExampleDecode() {
 // gets a new ETag, whatever the body.
 func ExampleStore_Put_sameBytes() {
 	ctx := context.Background()
-	store, done := exampleStore("ExampleStore_Put_sameBytes")
+	store, done := exampleStore()
 	defer done()
 
 	v1, _ := store.PutReader(ctx, "result", strings.NewReader("42"), 1)
@@ -262,7 +270,7 @@ func ExampleStore_Put_sameBytes() {
 // continues with one-request puts from there.
 func ExampleStore_GetVersion() {
 	ctx := context.Background()
-	store, done := exampleStore("ExampleStore_GetVersion")
+	store, done := exampleStore()
 	defer done()
 
 	_ = store.Put(ctx, "state", []byte("step 1"), 21)
@@ -276,7 +284,7 @@ func ExampleStore_GetVersion() {
 
 func ExampleStore_Head() {
 	ctx := context.Background()
-	store, done := exampleStore("ExampleStore_Head")
+	store, done := exampleStore()
 	defer done()
 
 	_, err := store.Head(ctx, "config.json")
@@ -287,4 +295,62 @@ func ExampleStore_Head() {
 	// Output:
 	// absent: true
 	// token: 3 <nil>
+}
+
+// exampleEndpoint is the examples' S3 server: FENCEKIT_S3_ENDPOINT, default
+// http://127.0.0.1:7070.
+func exampleEndpoint() string {
+	if ep := os.Getenv("FENCEKIT_S3_ENDPOINT"); ep != "" {
+		return ep
+	}
+	return "http://127.0.0.1:7070"
+}
+
+// exampleClient is the client of the S3 server at FENCEKIT_S3_ENDPOINT
+// with the keys FENCEKIT_S3_ACCESS_KEY and FENCEKIT_S3_SECRET_KEY, built as
+// in Example_staticCredentials.
+func exampleClient() *s3.Client {
+	return s3.New(s3.Options{
+		BaseEndpoint: aws.String(exampleEndpoint()),
+		Region:       "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider(
+			os.Getenv("FENCEKIT_S3_ACCESS_KEY"), os.Getenv("FENCEKIT_S3_SECRET_KEY"), ""),
+		UsePathStyle: true,
+	})
+}
+
+// exampleStore returns a store on a fresh bucket of exampleClient's server
+// (blobfence.New(client, bucket, nil)) and the function that removes the
+// bucket.
+func exampleStore() (*blobfence.Store, func()) {
+	client := exampleClient()
+	bucket, remove := exampleBucket(client)
+	store, err := blobfence.New(client, bucket, nil)
+	if err != nil {
+		fmt.Println(err)
+	}
+	return store, remove
+}
+
+// exampleBucket creates a bucket for one example and returns its name and
+// the function that deletes it with its objects. Failures are printed, so
+// that the example's output shows them.
+func exampleBucket(client *s3.Client) (string, func()) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	bucket := fmt.Sprintf("example-%x", rand.Uint64())
+	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		fmt.Println("create the example's bucket:", err)
+	}
+	return bucket, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		if err := testenv.EmptyBucket(ctx, client, bucket); err != nil {
+			fmt.Fprintln(os.Stderr, "blobfence example: empty bucket:", err)
+			return
+		}
+		if _, err := client.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(bucket)}); err != nil {
+			fmt.Fprintln(os.Stderr, "blobfence example: delete bucket:", err)
+		}
+	}
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/fencekit/fencekit/internal/testenv"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) { testenv.MainWithServers(m, testenv.EnvS3Endpoint) }
 
 // counting wraps an S3API and counts the requests per operation.
 type counting struct {
@@ -75,15 +75,6 @@ func newStore(tb testing.TB, opts *blobfence.Options) (*blobfence.Store, *counti
 	env := testenv.S3(tb)
 	c := &counting{S3API: env.Client}
 	return mustNew(tb, c, env.Bucket, opts), c, env
-}
-
-// exampleStore returns a store on a fresh bucket for the example called
-// name, and the function that deletes the bucket. Examples cannot take a
-// *testing.T, so they reach testenv through testenv.ExampleTB.
-func exampleStore(name string) (*blobfence.Store, func()) {
-	tb, done := testenv.ExampleTB(name)
-	env := testenv.S3(tb)
-	return mustNew(tb, env.Client, env.Bucket, nil), done
 }
 
 // pooledClient is a client of env's server that keeps up to conns idle

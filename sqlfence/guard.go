@@ -64,7 +64,8 @@ var ErrInvalidArgument = errors.New("sqlfence: invalid argument")
 // transaction ends.
 const claimSQL = `WITH claimed AS (
 	INSERT INTO fencekit_tokens AS t (resource, token) VALUES ($1, $2)
-	ON CONFLICT (resource) DO UPDATE SET token = EXCLUDED.token, updated_at = now()
+	ON CONFLICT (resource) DO UPDATE SET token = EXCLUDED.token,
+		updated_at = CASE WHEN t.token < EXCLUDED.token THEN now() ELSE t.updated_at END
 	WHERE t.token <= EXCLUDED.token
 	RETURNING t.token
 )

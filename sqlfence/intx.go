@@ -143,7 +143,11 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fe
 		defer c.Release()
 		return g.once(ctx, c.Conn(), resource, tok, fn)
 	case *pgx.Conn:
-		tx, err = db.BeginTx(ctx, pgx.TxOptions{BeginQuery: beginClaim(g.opts.IsoLevel, resource, tok)})
+		begin, err := beginClaim(ctx, db, g.opts.IsoLevel, resource, tok)
+		if err != nil {
+			return fmt.Errorf("sqlfence: InTx(%q): prepare the claim: %w", resource, err)
+		}
+		tx, err = db.BeginTx(ctx, pgx.TxOptions{BeginQuery: begin})
 		if err != nil {
 			return beginClaimFailed(ctx, db, resource, tok, err)
 		}
@@ -174,34 +178,97 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fe
 	return nil
 }
 
-// beginClaim is the BEGIN of InTx's transaction followed by its claim, in
-// one simple-protocol message (one round trip, no prepared statement, so
-// it also works through PgBouncer). Unlike claimSQL, it cannot return the
-// refusal as a row (pgx's BeginTx reads no rows): a refused claim sets the
-// token to NULL, which the NOT NULL column rejects with SQLSTATE 23502,
-// and beginClaimFailed turns that into the stale error. resource is sent
-// as an E'...' string literal with its backslashes and quotes escaped (InTx refuses
-// NUL bytes), tok as a decimal number.
-func beginClaim(level pgx.TxIsoLevel, resource string, tok fence.Token) string {
+// beginClaim is the BEGIN of InTx's transaction on conn followed by its
+// claim, in one simple-protocol message (one round trip). Unlike claimSQL,
+// it cannot return the refusal as a row (pgx's BeginTx reads no rows): a
+// refused claim sets the token to NULL, which the NOT NULL column rejects
+// with SQLSTATE 23502, and beginClaimFailed turns that into the stale
+// error.
+//
+// When conn prepares statements (pgx's default query mode, cache
+// statement), the claim is the prepared statement lockClaimSQL, run by
+// EXECUTE: the server neither parses nor plans it per transaction. In the
+// other modes (those for PgBouncer in transaction pooling mode, where a
+// session's prepared statements are not there) the claim is upsertClaim
+// as text, which the server parses and plans faster than lockClaimSQL's
+// text. resource is an E'...' string literal with its backslashes and
+// quotes escaped (InTx refuses NUL bytes), tok a decimal number.
+func beginClaim(ctx context.Context, conn *pgx.Conn, level pgx.TxIsoLevel, resource string, tok fence.Token) (string, error) {
 	var b strings.Builder
 	b.WriteString("BEGIN")
 	if level != "" {
 		b.WriteString(" ISOLATION LEVEL ")
 		b.WriteString(string(level))
 	}
-	b.WriteString("; INSERT INTO fencekit_tokens AS t (resource, token) VALUES (E'")
+	b.WriteString("; ")
+	var lit strings.Builder
+	lit.WriteString("E'")
 	for _, c := range []byte(resource) {
 		if c == '\\' || c == '\'' {
-			b.WriteByte('\\')
+			lit.WriteByte('\\')
 		}
-		b.WriteByte(c)
+		lit.WriteByte(c)
 	}
-	b.WriteString("', ")
-	b.WriteString(strconv.FormatUint(uint64(tok), 10))
-	b.WriteString(`) ON CONFLICT (resource) DO UPDATE SET updated_at = now(),
-	token = CASE WHEN t.token <= EXCLUDED.token THEN EXCLUDED.token END`)
-	return b.String()
+	lit.WriteByte('\'')
+	num := strconv.FormatUint(uint64(tok), 10)
+	if !prepares(conn) {
+		b.WriteString(upsertClaim(lit.String(), num))
+		return b.String(), nil
+	}
+	if _, err := conn.Prepare(ctx, lockClaimName, lockClaimSQL); err != nil {
+		return "", err
+	}
+	b.WriteString("EXECUTE " + lockClaimName + "(")
+	b.WriteString(lit.String())
+	b.WriteString(", ")
+	b.WriteString(num)
+	b.WriteString(")")
+	return b.String(), nil
 }
+
+// prepares reports whether conn prepares statements (pgx's default query
+// mode), remembered in the connection's CustomData: conn.Config() copies
+// the whole configuration, a few percent of InTx's client time.
+func prepares(conn *pgx.Conn) bool {
+	data := conn.PgConn().CustomData()
+	p, ok := data[preparesKey].(bool)
+	if !ok {
+		p = conn.Config().DefaultQueryExecMode == pgx.QueryExecModeCacheStatement
+		data[preparesKey] = p
+	}
+	return p
+}
+
+const preparesKey = "fencekit/sqlfence: prepares"
+
+// upsertClaim claims resource's guard row for token tok (SQL expressions):
+// it inserts the row or, on conflict, stores tok when it is not older than
+// the stored token and NULL when it is (the refusal). updated_at changes
+// only with the token. ON CONFLICT locks the row (and, under READ
+// COMMITTED, decides on its newest version), so the claim holds the row
+// until the transaction ends.
+func upsertClaim(resource, tok string) string {
+	return "INSERT INTO fencekit_tokens AS t (resource, token) VALUES (" + resource + ", " + tok + ")" + upsertAction
+}
+
+const upsertAction = " ON CONFLICT (resource) DO UPDATE SET" +
+	" token = CASE WHEN t.token <= EXCLUDED.token THEN EXCLUDED.token END," +
+	" updated_at = CASE WHEN t.token < EXCLUDED.token THEN now() ELSE t.updated_at END"
+
+// lockClaimSQL is upsertClaim's claim for $1 and $2 that, when the row
+// already holds the token (a holder writing again, the usual case), only
+// locks the row (FOR NO KEY UPDATE, the lock the upsert takes) and writes
+// no new row version. Under READ COMMITTED a lock that had to wait
+// re-checks token = $2 against the row's newest version: if a newer token
+// was committed meanwhile the check fails, and the upsert refuses with that
+// token; under REPEATABLE READ and SERIALIZABLE that wait fails with
+// SQLSTATE 40001 instead (retried by Guard.InTx).
+const lockClaimSQL = "INSERT INTO fencekit_tokens AS t (resource, token) SELECT $1::text, $2::bigint" +
+	" WHERE NOT EXISTS (SELECT FROM fencekit_tokens WHERE resource = $1 AND token = $2 FOR NO KEY UPDATE)" +
+	upsertAction
+
+// lockClaimName is lockClaimSQL's prepared statement.
+const lockClaimName = "fencekit_intx_claim_1"
 
 // beginClaimFailed handles an error of beginClaim's message on conn: it
 // rolls back the transaction the BEGIN left open (aborted), and turns a

@@ -146,7 +146,8 @@ func (t *Table) WithGuard(resource string) *Table {
 // wrong write; TestRaceMixedModes would report it.
 func guardClaim(n int) string {
 	return "WITH fencekit_claim AS (INSERT INTO fencekit_tokens AS fencekit_guard (resource, token) VALUES ($" +
-		strconv.Itoa(n) + ", $2) ON CONFLICT (resource) DO UPDATE SET token = EXCLUDED.token, updated_at = now() " +
+		strconv.Itoa(n) + ", $2) ON CONFLICT (resource) DO UPDATE SET token = EXCLUDED.token, " +
+		"updated_at = CASE WHEN fencekit_guard.token < EXCLUDED.token THEN now() ELSE fencekit_guard.updated_at END " +
 		"WHERE fencekit_guard.token <= EXCLUDED.token RETURNING 1)\n"
 }
 

@@ -59,23 +59,7 @@ var sharedEtcd *EtcdCluster
 // FENCEKIT_REQUIRE_SERVERS=1 and skips otherwise.
 func Etcd(tb testing.TB) *EtcdEnv {
 	tb.Helper()
-	etcdServer.once.Do(func() {
-		if eps, set := getenv(EnvEtcdEndpoints, ""); set {
-			etcdServer.where = eps
-			ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
-			defer cancel()
-			etcdServer.err = etcdHealthy(ctx, strings.Split(eps, ",")[0])
-			return
-		}
-		dir := filepath.Join(os.TempDir(), "fencekit-etcd-"+strconv.Itoa(os.Getpid()))
-		c, err := launchEtcdCluster(dir, 1, false)
-		if err != nil {
-			etcdServer.where, etcdServer.err = "an etcd started by the harness", err
-			return
-		}
-		sharedEtcd = c
-		etcdServer.where = strings.Join(c.Endpoints, ",")
-	})
+	etcdServer.once.Do(resolveEtcd)
 	if etcdServer.err != nil {
 		unavailable(tb, "etcd", etcdServer.where, EnvEtcdEndpoints, etcdServer.err)
 	}
@@ -314,4 +298,24 @@ func etcdCall(ctx context.Context, clientURL, path string, in, out any) error {
 		return nil
 	}
 	return json.Unmarshal(b, out)
+}
+
+// resolveEtcd finds the cluster Etcd uses, starting one member when
+// FENCEKIT_ETCD_ENDPOINTS is unset; run once, through etcdServer.once.
+func resolveEtcd() {
+	if eps, set := getenv(EnvEtcdEndpoints, ""); set {
+		etcdServer.where = eps
+		ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+		defer cancel()
+		etcdServer.err = etcdHealthy(ctx, strings.Split(eps, ",")[0])
+		return
+	}
+	dir := filepath.Join(os.TempDir(), "fencekit-etcd-"+strconv.Itoa(os.Getpid()))
+	c, err := launchEtcdCluster(dir, 1, false)
+	if err != nil {
+		etcdServer.where, etcdServer.err = "an etcd started by the harness", err
+		return
+	}
+	sharedEtcd = c
+	etcdServer.where = strings.Join(c.Endpoints, ",")
 }

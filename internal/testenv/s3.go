@@ -54,21 +54,7 @@ type s3Creds struct{ access, secret string }
 // by [Main], or killed when the binary exits).
 func S3(tb testing.TB) *S3Env {
 	tb.Helper()
-	s3Server.once.Do(func() {
-		if ep, set := getenv(EnvS3Endpoint, ""); set {
-			s3Server.where = ep
-			s3Server.extra = s3Creds{os.Getenv(EnvS3AccessKey), os.Getenv(EnvS3SecretKey)}
-			s3Server.err = probeHTTP(ep)
-			return
-		}
-		srv, err := launchS3Server(filepath.Join(os.TempDir(), "fencekit-s3-"+strconv.Itoa(os.Getpid())))
-		if err == nil {
-			sharedS3 = srv
-			s3Server.where, s3Server.extra = srv.Endpoint, s3Creds{srv.AccessKey, srv.SecretKey}
-			return
-		}
-		s3Server.where, s3Server.err = "a versitygw started by the harness", err
-	})
+	s3Server.once.Do(resolveS3)
 	if s3Server.err != nil {
 		unavailable(tb, "S3 server", s3Server.where, EnvS3Endpoint, s3Server.err)
 	}
@@ -221,4 +207,22 @@ func probeHTTPCtx(ctx context.Context, endpoint string) error {
 	}
 	resp.Body.Close()
 	return nil
+}
+
+// resolveS3 finds the S3 server S3 uses, starting versitygw when
+// FENCEKIT_S3_ENDPOINT is unset; run once, through s3Server.once.
+func resolveS3() {
+	if ep, set := getenv(EnvS3Endpoint, ""); set {
+		s3Server.where = ep
+		s3Server.extra = s3Creds{os.Getenv(EnvS3AccessKey), os.Getenv(EnvS3SecretKey)}
+		s3Server.err = probeHTTP(ep)
+		return
+	}
+	srv, err := launchS3Server(filepath.Join(os.TempDir(), "fencekit-s3-"+strconv.Itoa(os.Getpid())))
+	if err == nil {
+		sharedS3 = srv
+		s3Server.where, s3Server.extra = srv.Endpoint, s3Creds{srv.AccessKey, srv.SecretKey}
+		return
+	}
+	s3Server.where, s3Server.err = "a versitygw started by the harness", err
 }

@@ -56,29 +56,13 @@ var sharedZK *ZooKeeperEnsemble
 // otherwise.
 func ZooKeeper(tb testing.TB) *ZooKeeperEnv {
 	tb.Helper()
-	zkServer.once.Do(func() {
-		if addrs, set := getenv(EnvZooKeeper, ""); set {
-			zkServer.where = addrs
-			ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
-			defer cancel()
-			zkServer.err = zkServing(ctx, strings.Split(addrs, ",")[0])
-			return
-		}
-		dir := filepath.Join(os.TempDir(), "fencekit-zookeeper-"+strconv.Itoa(os.Getpid()))
-		e, err := launchZooKeeper(dir, 1, false)
-		if err != nil {
-			zkServer.where, zkServer.err = "a ZooKeeper started by the harness", err
-			return
-		}
-		sharedZK = e
-		zkServer.where = strings.Join(e.Servers, ",")
-	})
+	zkServer.once.Do(resolveZooKeeper)
 	if zkServer.err != nil {
 		unavailable(tb, "ZooKeeper", zkServer.where, EnvZooKeeper, zkServer.err)
 	}
 	env := &ZooKeeperEnv{Servers: strings.Split(zkServer.where, ","), Root: "/fk-" + uniqueID(tb)}
 	tb.Cleanup(func() {
-		if err := zkDeleteTree(env.Servers, env.Root); err != nil {
+		if err := ZooKeeperDeleteTree(env.Servers, env.Root); err != nil {
 			tb.Errorf("testenv: clean up ZooKeeper tree %s: %v", env.Root, err)
 		}
 	})
@@ -287,8 +271,9 @@ type zkQuiet struct{}
 
 func (zkQuiet) Printf(string, ...any) {}
 
-// zkDeleteTree deletes root and everything under it.
-func zkDeleteTree(servers []string, root string) error {
+// ZooKeeperDeleteTree deletes root and everything under it (an example's
+// clean-up, the harness's own).
+func ZooKeeperDeleteTree(servers []string, root string) error {
 	conn, _, err := zk.Connect(servers, 10*time.Second, zk.WithLogger(ZKLogger))
 	if err != nil {
 		return err
@@ -322,4 +307,24 @@ func stopSharedZooKeeper() {
 		sharedZK.kill()
 		os.RemoveAll(filepath.Dir(sharedZK.Members[0].Dir))
 	}
+}
+
+// resolveZooKeeper finds the ensemble ZooKeeper uses, starting one server
+// when FENCEKIT_ZOOKEEPER is unset; run once, through zkServer.once.
+func resolveZooKeeper() {
+	if addrs, set := getenv(EnvZooKeeper, ""); set {
+		zkServer.where = addrs
+		ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+		defer cancel()
+		zkServer.err = zkServing(ctx, strings.Split(addrs, ",")[0])
+		return
+	}
+	dir := filepath.Join(os.TempDir(), "fencekit-zookeeper-"+strconv.Itoa(os.Getpid()))
+	e, err := launchZooKeeper(dir, 1, false)
+	if err != nil {
+		zkServer.where, zkServer.err = "a ZooKeeper started by the harness", err
+		return
+	}
+	sharedZK = e
+	zkServer.where = strings.Join(e.Servers, ",")
 }

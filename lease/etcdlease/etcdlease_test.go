@@ -14,7 +14,7 @@ import (
 	"github.com/fencekit/fencekit/lease"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) { testenv.MainWithServers(m, testenv.EnvEtcdEndpoints) }
 
 // newEtcdClient returns a client of endpoints, closed at cleanup.
 func newEtcdClient(t testing.TB, endpoints []string) *clientv3.Client {

@@ -4,33 +4,40 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
 	"github.com/fencekit/fencekit/lease/etcdlease"
 )
 
 // Leases from etcd: TTLs are whole seconds, tokens are revisions (they
 // increase with every write of the cluster, not by one), and a waiter is
-// woken by the release through a watch.
+// woken by the release through a watch. The client is the cluster at
+// FENCEKIT_ETCD_ENDPOINTS (comma-separated client URLs, default
+// http://127.0.0.1:2379).
 func ExampleNew() {
-	tb, done := testenv.ExampleTB("ExampleNew")
-	defer done()
-	env := testenv.Etcd(tb) // FENCEKIT_ETCD_ENDPOINTS, or an etcd started for the test binary
-	cli, err := clientv3.New(clientv3.Config{Endpoints: env.Endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	endpoints := os.Getenv("FENCEKIT_ETCD_ENDPOINTS")
+	if endpoints == "" {
+		endpoints = "http://127.0.0.1:2379"
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(endpoints, ","), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer cli.Close()
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	prefix := fmt.Sprintf("example-%x", rand.Uint64()) // unique to this run
+	defer cli.Delete(ctx, prefix+"/", clientv3.WithPrefix())
 
-	leases, err := etcdlease.New(cli, &lease.Options{KeyPrefix: strings.TrimSuffix(env.Prefix, "/")})
+	leases, err := etcdlease.New(cli, &lease.Options{KeyPrefix: prefix})
 	if err != nil {
 		fmt.Println(err)
 		return

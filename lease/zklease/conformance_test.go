@@ -44,7 +44,7 @@ var zkIssuer = leasetest.Issuer{
 
 func init() { leasetest.Register(zkIssuer) }
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) { testenv.MainWithServers(m, testenv.EnvZooKeeper) }
 
 func TestConformance(t *testing.T) { leasetest.Run(t, zkIssuer) }
 

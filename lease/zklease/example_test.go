@@ -3,6 +3,8 @@ package zklease_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"strings"
 	"time"
 
@@ -16,21 +18,24 @@ import (
 
 // Leases from ZooKeeper: the TTL is the session timeout, tokens are zxids
 // (they grow with every transaction of the ensemble, not by one), and a
-// waiter is woken by the release through a watch.
+// waiter is woken by the release through a watch. The connection is to the
+// ensemble at FENCEKIT_ZOOKEEPER (comma-separated host:port, default
+// 127.0.0.1:2181).
 func ExampleNew() {
-	tb, done := testenv.ExampleTB("ExampleNew")
-	defer done()
-	env := testenv.ZooKeeper(tb) // FENCEKIT_ZOOKEEPER, or a server started for the test binary
+	servers := exampleServers()
 	const ttl = 10 * time.Second
-	conn, _, err := zk.Connect(env.Servers, ttl, zk.WithLogger(testenv.ZKLogger))
+	conn, _, err := zk.Connect(servers, ttl)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer conn.Close()
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	prefix := fmt.Sprintf("example-%x", rand.Uint64()) // unique to this run
+	defer removeExampleNodes(servers, prefix)
 
-	leases, err := zklease.New(conn, &lease.Options{KeyPrefix: strings.TrimPrefix(env.Root, "/"), Identity: "worker-1"})
+	leases, err := zklease.New(conn, &lease.Options{KeyPrefix: prefix, Identity: "worker-1"})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -66,17 +71,17 @@ func ExampleNew() {
 // microseconds since 1970, far above zxids, so raise the name's tokens past
 // the highest token the storage saw before the first grant.
 func ExampleBump() {
-	tb, done := testenv.ExampleTB("ExampleBump")
-	defer done()
-	env := testenv.ZooKeeper(tb)
-	conn, _, err := zk.Connect(env.Servers, 10*time.Second, zk.WithLogger(testenv.ZKLogger))
+	servers := exampleServers()
+	conn, _, err := zk.Connect(servers, 10*time.Second)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer conn.Close()
-	ctx := context.Background()
-	prefix := strings.TrimPrefix(env.Root, "/")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	prefix := fmt.Sprintf("example-%x", rand.Uint64()) // unique to this run
+	defer removeExampleNodes(servers, prefix)
 
 	const seen = fence.Token(1_796_107_771_504_850) // e.g. from fencectl pg-status
 	if _, _, err := zklease.Bump(ctx, conn, prefix, "invoices", seen); err != nil {
@@ -97,4 +102,21 @@ func ExampleBump() {
 	fmt.Println("above the old issuer's tokens:", l.Token() > seen)
 	// Output:
 	// above the old issuer's tokens: true
+}
+
+// exampleServers is the ensemble the examples use: FENCEKIT_ZOOKEEPER,
+// comma-separated host:port, default 127.0.0.1:2181.
+func exampleServers() []string {
+	addrs := os.Getenv("FENCEKIT_ZOOKEEPER")
+	if addrs == "" {
+		addrs = "127.0.0.1:2181"
+	}
+	return strings.Split(addrs, ",")
+}
+
+// removeExampleNodes deletes the nodes an example created under prefix.
+func removeExampleNodes(servers []string, prefix string) {
+	if err := testenv.ZooKeeperDeleteTree(servers, "/"+prefix); err != nil {
+		fmt.Fprintln(os.Stderr, "zklease example: clean up:", err)
+	}
 }
