@@ -271,36 +271,6 @@ func TestS3ServerRestart(t *testing.T) {
 	}
 }
 
-// ExampleExampleTB shows how an Example gets a server: here a Redis key
-// prefix that is cleaned up when the example ends.
-func ExampleExampleTB() {
-	tb, done := testenv.ExampleTB("ExampleExampleTB")
-	defer done()
-	env := testenv.Redis(tb)
-	ctx := context.Background()
-	env.Client.Set(ctx, env.Name("greeting"), "hello", time.Minute)
-	fmt.Println(env.Client.Get(ctx, env.Name("greeting")).Val())
-	// Output: hello
-}
-
-func TestExampleTBCleanup(t *testing.T) {
-	tb, done := testenv.ExampleTB("x")
-	var order []int
-	tb.Cleanup(func() { order = append(order, 1) })
-	tb.Cleanup(func() { order = append(order, 2) })
-	dir := tb.TempDir()
-	if _, err := os.Stat(dir); err != nil {
-		t.Fatal(err)
-	}
-	done()
-	if fmt.Sprint(order) != "[2 1]" {
-		t.Fatalf("cleanups ran in order %v, want [2 1]", order)
-	}
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
-		t.Fatalf("TempDir %s survived cleanup: %v", dir, err)
-	}
-}
-
 func TestPostgresServerRestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
