@@ -23,7 +23,7 @@ import (
 // one, '[...]' a class; as path.Match, but '*' also matches '/').
 func Names(ctx context.Context, cli *clientv3.Client, prefix, pattern string) ([]string, error) {
 	if _, err := path.Match(pattern, ""); err != nil {
-		return nil, errors.Join(lease.ErrInvalid, err)
+		return nil, fence.Invalid("etcdlease: pattern %.40q: %v", pattern, err)
 	}
 	b := &backend{prefix: prefix}
 	set := map[string]bool{}

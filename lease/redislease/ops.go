@@ -163,8 +163,11 @@ const MaxBump = 1<<53 - 2
 // another issuer's tokens. It returns the counter before (0 when absent)
 // and whether it changed.
 func Bump(ctx context.Context, rdb redis.Scripter, prefix, name string, target fence.Token) (before fence.Token, changed bool, err error) {
+	if err := lease.ValidateName(name); err != nil {
+		return 0, false, err
+	}
 	if target == 0 || target > MaxBump {
-		return 0, false, fmt.Errorf("%w: bump target %d is out of range: 1 to %d", lease.ErrInvalid, target, uint64(MaxBump))
+		return 0, false, fence.Invalid("redislease: bump target %d is out of range: 1 to %d", target, uint64(MaxBump))
 	}
 	_, counter, _ := Keys(prefix, name)
 	res, err := bumpScript.Run(ctx, rdb, []string{counter}, target.String()).Slice()
