@@ -123,7 +123,7 @@ func (g *Guard) InTx(ctx context.Context, db TxBeginner, resource string, tok fe
 			return withCause(ctx, err)
 		}
 		if werr := backoff(ctx, attempt); werr != nil {
-			return withCause(ctx, errors.Join(fmt.Errorf("sqlfence: InTx(%q): gave up retrying after %d attempts: %w", resource, attempt+1, err), werr))
+			return withCause(ctx, errors.Join(fmt.Errorf("%w (gave up retrying after %d attempts)", err, attempt+1), werr))
 		}
 	}
 }
