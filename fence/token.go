@@ -67,19 +67,19 @@ func ParseToken(s string) (Token, error) {
 	}
 	switch s[0] {
 	case '-':
-		return 0, Invalid("token %q is negative", s)
+		return 0, Invalid("token %s is negative", quote(s))
 	case '+':
-		return 0, Invalid("token %q has a sign; write digits only", s)
+		return 0, Invalid("token %s has a sign; write digits only", quote(s))
 	}
 	if i := strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
-		return 0, Invalid("token %q has a non-digit at byte %d", s, i)
+		return 0, Invalid("token %s has a non-digit at byte %d", quote(s), i)
 	}
 	u, err := strconv.ParseUint(s, 10, 64)
 	if err != nil || Token(u) > MaxToken {
-		return 0, Invalid("token %q is above the maximum %d (2^63-1)", s, uint64(MaxToken))
+		return 0, Invalid("token %s is above the maximum %d (2^63-1)", quote(s), uint64(MaxToken))
 	}
 	if u == 0 {
-		return 0, Invalid("token %q is zero (zero means no token; leases issue tokens from 1)", s)
+		return 0, Invalid("token %s is zero (zero means no token; leases issue tokens from 1)", quote(s))
 	}
 	return Token(u), nil
 }

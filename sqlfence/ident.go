@@ -28,12 +28,12 @@ func parseIdent(what, s string, qualified bool) (pgx.Identifier, error) {
 	if qualified {
 		parts = strings.Split(s, ".")
 		if len(parts) > 2 {
-			return nil, fence.Invalid("sqlfence: %s name %.70q has %d dots; want name or schema.name", what, s, len(parts)-1)
+			return nil, fence.Invalid("sqlfence: %s name %.40q has %d dots; want name or schema.name", what, s, len(parts)-1)
 		}
 	}
 	for _, p := range parts {
 		if err := checkIdentPart(p); err != nil {
-			return nil, fence.Invalid("sqlfence: %s name %.70q: %v", what, s, err)
+			return nil, fence.Invalid("sqlfence: %s name %.40q: %v", what, s, err)
 		}
 	}
 	return pgx.Identifier(parts), nil
