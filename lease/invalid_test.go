@@ -112,6 +112,9 @@ func TestErrorsSayLeaseOnce(t *testing.T) {
 		"bad name":              func() error { _, err := c.Acquire(ctx, "a b", time.Second); return err }(),
 		"bad TTL":               func() error { _, err := c.Acquire(ctx, "a", time.Microsecond); return err }(),
 		"bad option":            func() error { _, err := NewClient(f, &Options{RetryDelay: -1}); return err }(),
+		"Do nil fn":             c.Do(ctx, "a", time.Second, nil),
+		"TryDo nil fn":          func() error { _, err := c.TryDo(ctx, "a", time.Second, nil); return err }(),
+		"Campaign nil lead":     c.Campaign(ctx, "a", time.Second, nil),
 	}
 	if err := c.Close(ctx); err != nil {
 		t.Fatal(err)
