@@ -109,12 +109,28 @@ func TestErrorsSayLeaseOnce(t *testing.T) {
 		"AcquireWait timed out": errWait,
 		"Acquire held":          func() error { _, err := c.Acquire(ctx, "held", time.Second); return err }(),
 		"Release ctx done":      errRelease,
+	}
+	invalid := map[string]error{
 		"bad name":              func() error { _, err := c.Acquire(ctx, "a b", time.Second); return err }(),
 		"bad TTL":               func() error { _, err := c.Acquire(ctx, "a", time.Microsecond); return err }(),
 		"bad option":            func() error { _, err := NewClient(f, &Options{RetryDelay: -1}); return err }(),
-		"Do nil fn":             c.Do(ctx, "a", time.Second, nil),
-		"TryDo nil fn":          func() error { _, err := c.TryDo(ctx, "a", time.Second, nil); return err }(),
-		"Campaign nil lead":     c.Campaign(ctx, "a", time.Second, nil),
+		"identity with a space": func() error { _, err := NewClient(f, &Options{Identity: "a b"}); return err }(),
+		"identity with NUL":     func() error { _, err := NewClient(f, &Options{Identity: "a\x00"}); return err }(),
+		"identity not UTF-8":    func() error { _, err := NewClient(f, &Options{Identity: "\xff"}); return err }(),
+		"identity of 16 KB":     func() error { _, err := NewClient(f, &Options{Identity: strings.Repeat("i", 16<<10)}); return err }(),
+		"identity of 129 bytes": func() error {
+			_, err := NewClient(f, &Options{Identity: strings.Repeat("i", MaxIdentityLen+1)})
+			return err
+		}(),
+		"Do nil fn":         c.Do(ctx, "a", time.Second, nil),
+		"TryDo nil fn":      func() error { _, err := c.TryDo(ctx, "a", time.Second, nil); return err }(),
+		"Campaign nil lead": c.Campaign(ctx, "a", time.Second, nil),
+	}
+	for what, err := range invalid {
+		if !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: %v; want ErrInvalid", what, err)
+		}
+		errs[what] = err
 	}
 	if err := c.Close(ctx); err != nil {
 		t.Fatal(err)
@@ -129,8 +145,8 @@ func TestErrorsSayLeaseOnce(t *testing.T) {
 			t.Errorf("%s: no error", what)
 			continue
 		}
-		if msg := err.Error(); !strings.HasPrefix(msg, "lease: ") || strings.Count(msg, "lease:") != 1 || strings.Contains(msg, "fence:") {
-			t.Errorf("%s: %q; want \"lease:\" once, at the start", what, msg)
+		if msg := err.Error(); !strings.HasPrefix(msg, "lease: ") || strings.Count(msg, "lease:") != 1 || strings.Contains(msg, "fence:") || len(msg) > 200 {
+			t.Errorf("%s: %.300q; want a short message, \"lease:\" once, at the start", what, msg)
 		}
 	}
 	if !errors.Is(errs["Acquire closed"], ErrClosed) || !errors.Is(errs["AcquireWait timed out"], ErrNotAcquired) {

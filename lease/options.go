@@ -5,9 +5,9 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/fencekit/fencekit/fence"
 	"go.opentelemetry.io/otel"
@@ -159,18 +159,18 @@ func defaultIdentity() string {
 	return id
 }
 
-// checkIdentity validates Options.Identity.
+// checkIdentity validates Options.Identity (never empty here: empty means
+// the default): a name fence.ValidateName accepts, at most MaxIdentityLen
+// bytes, without whitespace.
 func checkIdentity(id string) error {
+	if err := fence.ValidateName("Options.Identity", id); err != nil {
+		return fmt.Errorf("lease: %w", err)
+	}
 	if len(id) > MaxIdentityLen {
 		return fence.Invalid("lease: Options.Identity is %d bytes long, the maximum is %d", len(id), MaxIdentityLen)
 	}
-	for i, r := range id {
-		switch {
-		case r == utf8.RuneError:
-			return fence.Invalid("lease: Options.Identity %q is not valid UTF-8 at byte %d", id, i)
-		case unicode.IsSpace(r) || unicode.IsControl(r):
-			return fence.Invalid("lease: Options.Identity %q has whitespace or control character %U at byte %d", id, r, i)
-		}
+	if i := strings.IndexFunc(id, unicode.IsSpace); i >= 0 {
+		return fence.Invalid("lease: Options.Identity %.40q has whitespace at byte %d", id, i)
 	}
 	return nil
 }
