@@ -2,7 +2,6 @@ package blobfence
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -44,7 +43,7 @@ func (s *Store) Delete(ctx context.Context, key string, tok fence.Token) error {
 // costs a HEAD and a DELETE with If-Match on the tombstone's ETag (a server
 // that checks DELETE's condition late or ignores it could remove a put that
 // raced the retirement: retire only keys nobody writes). Errors:
-// [ErrInvalidArgument] (also for a live object), [ErrContention] (no two
+// [fence.ErrInvalid] (also for a live object), [ErrContention] (no two
 // reads agreed), the context's cause, S3 errors (412 when the key changed
 // since the HEAD).
 func (s *Store) Retire(ctx context.Context, key string) error {
@@ -57,7 +56,7 @@ func (s *Store) Retire(ctx context.Context, key string) error {
 	case !st.exists():
 		return nil
 	case !st.deleted:
-		err = fmt.Errorf("%w: readers still see the object (token %d); Delete it first", ErrInvalidArgument, st.token)
+		err = fence.Invalid("blobfence: readers still see the object (token %d); Delete it first", st.token)
 	default:
 		_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key), IfMatch: aws.String(st.etag)})
 	}

@@ -58,7 +58,7 @@
 // lease's lease.ErrLost, which matches fence.ErrFencedOut too);
 // [ErrContention]; [ErrOutcomeUnknown]; [ErrNotFound] (Get, Head);
 // [ErrBadMetadata] (the stored token or envelope does not parse; writes
-// leave such an object alone); [ErrInvalidArgument] (nil client, empty
+// leave such an object alone); [fence.ErrInvalid] (nil client, empty
 // bucket, bad option, a key that is empty, over 1024 bytes, not UTF-8 or
 // with control characters, token 0 or above 2^63-1: nothing is sent);
 // [ErrUnsupported] (Verify). Other errors come from S3 and the SDK.

@@ -133,7 +133,7 @@ func ExampleAfter() {
 	fmt.Printf("%q, token %s, %v\n", body, tok, err)
 	// A version names its key: it cannot stand for another key's object.
 	err = store.Put(ctx, "other", []byte("x"), 7, blobfence.After(last))
-	fmt.Println(errors.Is(err, blobfence.ErrInvalidArgument))
+	fmt.Println(errors.Is(err, fence.ErrInvalid))
 	// Output:
 	// "entry 3", token 7, <nil>
 	// true
@@ -183,7 +183,7 @@ func ExampleStore_Retire() {
 	defer done()
 
 	_ = store.Put(ctx, "tmp/1", []byte("x"), 5)
-	fmt.Println("live:", errors.Is(store.Retire(ctx, "tmp/1"), blobfence.ErrInvalidArgument))
+	fmt.Println("live:", errors.Is(store.Retire(ctx, "tmp/1"), fence.ErrInvalid))
 	_ = store.Delete(ctx, "tmp/1", 5)
 	fmt.Println("retire:", store.Retire(ctx, "tmp/1"))
 	fmt.Println("any token again:", store.Put(ctx, "tmp/1", []byte("y"), 1))
@@ -216,9 +216,9 @@ func ExampleStore_Claim() {
 func ExampleNew() {
 	_, err := blobfence.New(nil, "bucket", nil)
 	fmt.Println(err)
-	fmt.Println(errors.Is(err, blobfence.ErrInvalidArgument))
+	fmt.Println(errors.Is(err, fence.ErrInvalid))
 	// Output:
-	// blobfence: invalid argument: New: the S3 client is nil
+	// blobfence: New: the S3 client is nil
 	// true
 }
 

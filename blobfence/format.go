@@ -90,7 +90,7 @@ func Decode(stored []byte) (Envelope, []byte, error) {
 	}
 	tok, err := fence.ParseToken(f[3])
 	if err != nil {
-		return Envelope{}, nil, fmt.Errorf("%w: the fencekit header: %w", ErrBadMetadata, err)
+		return Envelope{}, nil, fmt.Errorf("%w: the fencekit header: %v", ErrBadMetadata, err)
 	}
 	e := Envelope{Deleted: f[2] == stateDel, Token: tok, Nonce: f[4]}
 	if !bytes.Equal(e.header(), stored[:len(line)+1]) {

@@ -22,8 +22,8 @@ func FuzzValidateKey(f *testing.F) {
 		if (err == nil) != valid {
 			t.Fatalf("ValidateKey(%q) = %v; valid = %v", key, err, valid)
 		}
-		if err != nil && (!errors.Is(err, ErrInvalidArgument) || !strings.HasPrefix(err.Error(), "blobfence: ")) {
-			t.Fatalf("ValidateKey(%q) = %v; want a blobfence ErrInvalidArgument", key, err)
+		if err != nil && (!errors.Is(err, fence.ErrInvalid) || !strings.HasPrefix(err.Error(), "blobfence: ")) {
+			t.Fatalf("ValidateKey(%q) = %v; want a blobfence error matching fence.ErrInvalid", key, err)
 		}
 	})
 }
@@ -44,8 +44,8 @@ func FuzzMetadataKey(f *testing.F) {
 		if valid := metadataKeyRE.MatchString(name); (err == nil) != valid {
 			t.Fatalf("New with MetadataKey %q: %v; want it accepted exactly when it is lower-case letters, digits and '-' (not first), 1-128 bytes (%v)", name, err, valid)
 		}
-		if err != nil && (!errors.Is(err, ErrInvalidArgument) || !strings.HasPrefix(err.Error(), "blobfence: ") || !strings.Contains(err.Error(), "MetadataKey")) {
-			t.Fatalf("New with MetadataKey %q: %v; want a blobfence ErrInvalidArgument naming Options.MetadataKey", name, err)
+		if err != nil && (!errors.Is(err, fence.ErrInvalid) || !strings.HasPrefix(err.Error(), "blobfence: ") || !strings.Contains(err.Error(), "MetadataKey")) {
+			t.Fatalf("New with MetadataKey %q: %v; want a blobfence error matching fence.ErrInvalid naming Options.MetadataKey", name, err)
 		}
 	})
 }
@@ -66,8 +66,8 @@ func FuzzTokenMetadata(f *testing.F) {
 		if (err == nil) != (werr == nil) || tok != want {
 			t.Fatalf("parseToken(%q) = %d, %v; fence.ParseToken = %d, %v", v, tok, err, want, werr)
 		}
-		if err != nil && (!errors.Is(err, ErrBadMetadata) || !errors.Is(err, fence.ErrInvalidToken)) {
-			t.Fatalf("parseToken(%q) = %v; want ErrBadMetadata and fence.ErrInvalidToken", v, err)
+		if err != nil && (!errors.Is(err, ErrBadMetadata) || errors.Is(err, fence.ErrInvalid)) {
+			t.Fatalf("parseToken(%q) = %v; want ErrBadMetadata, not fence.ErrInvalid (stored data, not bad input)", v, err)
 		}
 		if err == nil && tok > fence.MaxToken {
 			t.Fatalf("parseToken(%q) = %d, above MaxToken", v, tok)
@@ -91,7 +91,7 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("Decode(%q): %v; want ErrBadMetadata", stored, err)
 		}
 		e := Envelope{Deleted: tok%2 == 0, Token: fence.Token(tok), Nonce: nonce}
-		valid := e.Token <= fence.MaxToken && nonce != "" && !strings.ContainsFunc(nonce, isSpace) && len(e.header()) <= maxHeaderLen
+		valid := e.Token.Validate() == nil && nonce != "" && !strings.ContainsFunc(nonce, isSpace) && len(e.header()) <= maxHeaderLen
 		got, b, err := Decode(append(e.header(), body...))
 		if valid && (err != nil || got != e || !bytes.Equal(b, body)) {
 			t.Fatalf("envelope %+v with body %q decodes as %+v, %q, %v", e, body, got, b, err)

@@ -17,7 +17,7 @@ import (
 // (0 for an object another tool wrote): what Put stored, without the
 // envelope. It costs one request. Errors: [ErrNotFound] when the key is
 // absent or deleted, [ErrBadMetadata] when the envelope or the token
-// metadata does not parse, [ErrInvalidArgument] for a bad key, the
+// metadata does not parse, [fence.ErrInvalid] for a bad key, the
 // context's cause when ctx ended, S3 errors otherwise.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, fence.Token, error) {
 	if err := s.check("get", key); err != nil {

@@ -106,7 +106,7 @@ func (s *Store) read(ctx context.Context, key string) (state, error) {
 // HEAD request on a server whose ETags are the MD5 of the bytes, and two
 // otherwise (see [Store.PutReader]). Errors: [ErrNotFound] when the key is
 // absent or deleted, [ErrContention] (no two reads agreed),
-// [ErrBadMetadata], [ErrInvalidArgument], the context's cause, S3 errors.
+// [ErrBadMetadata], [fence.ErrInvalid], the context's cause, S3 errors.
 func (s *Store) Head(ctx context.Context, key string) (Version, error) {
 	if err := s.check("head", key); err != nil {
 		return Version{}, err

@@ -15,7 +15,7 @@ import (
 )
 
 // TestBadInputSendsNothing: every bad argument gives an error wrapping
-// ErrInvalidArgument that names the problem, and no request is sent.
+// fence.ErrInvalid that names the problem, and no request is sent.
 func TestBadInputSendsNothing(t *testing.T) {
 	ctx := context.Background()
 	c := &counting{S3API: nopS3{}}
@@ -45,8 +45,9 @@ func TestBadInputSendsNothing(t *testing.T) {
 		{"empty key", good, "", 1, "key is empty", false},
 		{"key over 1024 bytes", good, longKey, 1, "1025 bytes", false},
 		{"key not UTF-8", good, "a\xffb", 1, "not valid UTF-8", false},
-		{"key with NUL", good, "a\x00b", 1, "control character U+0000 at byte 1", false},
-		{"key with a newline", good, "a/\nb", 1, "control character U+000A at byte 2", false},
+		{"key of 16 KB", good, strings.Repeat("é", 8<<10), 1, "16384 bytes, longer than 1024", false},
+		{"key with NUL", good, "a\x00b", 1, "control character (U+0000) at byte 1", false},
+		{"key with a newline", good, "a/\nb", 1, "control character (U+000A) at byte 2", false},
 		{"key with DEL", good, "a\x7f", 1, "U+007F", false},
 		{"key with a C1 control", good, "a\u0085", 1, "U+0085", false},
 		{"token 0", good, "k", 0, "token is zero", true},
@@ -58,16 +59,13 @@ func TestBadInputSendsNothing(t *testing.T) {
 				continue
 			}
 			err := op()
-			if !errors.Is(err, blobfence.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.want) ||
-				!strings.HasPrefix(err.Error(), "blobfence: ") {
-				t.Errorf("%s with %s: err = %v; want a blobfence ErrInvalidArgument saying %q", name, tc.name, err, tc.want)
-			}
-			if tc.writes && !errors.Is(err, fence.ErrInvalidToken) {
-				t.Errorf("%s with %s: err = %v; want it to wrap fence.ErrInvalidToken", name, tc.name, err)
+			if !errors.Is(err, fence.ErrInvalid) || !strings.Contains(err.Error(), tc.want) ||
+				!strings.HasPrefix(err.Error(), "blobfence: ") || strings.Count(err.Error(), "fence:") != 1 || len(err.Error()) > 200 {
+				t.Errorf("%s with %s: err = %.300v; want a short blobfence error matching fence.ErrInvalid, saying %q and \"blobfence:\" once", name, tc.name, err, tc.want)
 			}
 		}
 	}
-	if _, err := good.PutReader(ctx, "k", nil, 1); !errors.Is(err, blobfence.ErrInvalidArgument) {
+	if _, err := good.PutReader(ctx, "k", nil, 1); !errors.Is(err, fence.ErrInvalid) {
 		t.Errorf("nil reader: %v", err)
 	}
 	if n := c.total(); n != 0 {
@@ -99,13 +97,13 @@ func TestNewRefusesBadArguments(t *testing.T) {
 		{"negative attempts", c, "b", &blobfence.Options{MaxAttempts: -1}, "MaxAttempts is -1"},
 	} {
 		s, err := blobfence.New(tc.client, tc.bucket, tc.opts)
-		if s != nil || !errors.Is(err, blobfence.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("New with %s: %v, %v; want a nil Store and ErrInvalidArgument saying %q", tc.name, s, err, tc.want)
+		if s != nil || !errors.Is(err, fence.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New with %s: %v, %v; want a nil Store and fence.ErrInvalid saying %q", tc.name, s, err, tc.want)
 		}
 	}
 }
 
-// TestBadPutOptionsSendNothing: a bad PutOption is an ErrInvalidArgument
+// TestBadPutOptionsSendNothing: a bad PutOption is a fence.ErrInvalid
 // naming the option, before any request.
 func TestBadPutOptionsSendNothing(t *testing.T) {
 	ctx := context.Background()
@@ -128,8 +126,8 @@ func TestBadPutOptionsSendNothing(t *testing.T) {
 		{"nil option", nil, "nil"},
 	} {
 		err := s.Put(ctx, "k", []byte("x"), 1, tc.opt)
-		if !errors.Is(err, blobfence.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("Put with %s: %v; want ErrInvalidArgument saying %q", tc.name, err, tc.want)
+		if !errors.Is(err, fence.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Put with %s: %v; want fence.ErrInvalid saying %q", tc.name, err, tc.want)
 		}
 	}
 	if n := c.total(); n != 0 {

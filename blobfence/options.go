@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/fencekit/fencekit/fence"
 )
 
 // maxUserMetadata is S3's limit on user metadata: the UTF-8 bytes of every
@@ -16,7 +18,7 @@ import (
 const maxUserMetadata = 2048
 
 // PutOption sets a field of the object a put writes, next to the token.
-// Bad values make the put return an error wrapping [ErrInvalidArgument]
+// Bad values make the put return an error wrapping [fence.ErrInvalid]
 // before anything is sent.
 type PutOption func(*objectFields) error
 
@@ -34,7 +36,7 @@ type objectFields struct {
 // [Store.GetVersion]), so that the put skips its HEAD: one request while v
 // is still current. When v is out of date, the put reads the object and
 // decides as without it. A zero Version or one of another key is an
-// error wrapping [ErrInvalidArgument].
+// error wrapping [fence.ErrInvalid].
 func After(v Version) PutOption {
 	return func(f *objectFields) error {
 		if v.etag == "" {
@@ -143,19 +145,19 @@ func (s *Store) objectFields(key string, opts []PutOption) (objectFields, error)
 	var f objectFields
 	for _, o := range opts {
 		if o == nil {
-			return f, fmt.Errorf("%w: put: a PutOption is nil", ErrInvalidArgument)
+			return f, fence.Invalid("blobfence: put: a PutOption is nil")
 		}
 		if err := o(&f); err != nil {
-			return f, fmt.Errorf("%w: put: %w", ErrInvalidArgument, err)
+			return f, fence.Invalid("blobfence: put: %v", err)
 		}
 	}
 	for name := range f.metadata {
 		if name == s.tokenKey || name == s.writeKey {
-			return f, fmt.Errorf("%w: put: Metadata: %q is the store's own name for the token; the token is the put's argument", ErrInvalidArgument, name)
+			return f, fence.Invalid("blobfence: put: Metadata: %q is the store's own name for the token; the token is the put's argument", name)
 		}
 	}
 	if f.after.etag != "" && f.after.key != key {
-		return f, fmt.Errorf("%w: put: After: the Version is of the key %q, not %q", ErrInvalidArgument, f.after.key, key)
+		return f, fence.Invalid("blobfence: put: After: the Version is of the key %q, not %q", f.after.key, key)
 	}
 	return f, nil
 }
@@ -172,7 +174,7 @@ func (s *Store) userMetadata(f objectFields, tok, record string) (map[string]str
 		n += len(k) + len(v)
 	}
 	if n > maxUserMetadata {
-		return nil, fmt.Errorf("%w: put: the user metadata is %d bytes with the token and write record; S3 allows %d", ErrInvalidArgument, n, maxUserMetadata)
+		return nil, fence.Invalid("blobfence: put: the user metadata is %d bytes with the token and write record; S3 allows %d", n, maxUserMetadata)
 	}
 	return md, nil
 }

@@ -44,7 +44,7 @@ func (s *Store) Put(ctx context.Context, key string, body []byte, tok fence.Toke
 // Errors: a [*fence.StaleError] (errors.Is [fence.ErrStale] and
 // [fence.ErrFencedOut]; Resource is "bucket/key", Current the stored token)
 // when the key carries a newer token, nothing written; [ErrContention] when
-// every attempt lost a race; [ErrInvalidArgument] for a bad key, token or
+// every attempt lost a race; [fence.ErrInvalid] for a bad key, token or
 // option, nothing sent; [ErrBadMetadata] when the stored token does not
 // parse; [ErrOutcomeUnknown] (with the final error) when a write got no
 // answer and a later read could not tell whether it landed; the context's
@@ -55,7 +55,7 @@ func (s *Store) PutReader(ctx context.Context, key string, r io.ReadSeeker, tok 
 		return Version{}, err
 	}
 	if r == nil {
-		return Version{}, fmt.Errorf("%w: put %s: the body reader is nil", ErrInvalidArgument, s.resource(key))
+		return Version{}, fence.Invalid("blobfence: put %s: the body reader is nil", s.resource(key))
 	}
 	f, err := s.objectFields(key, opts)
 	if err != nil {

@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
@@ -47,11 +44,6 @@ const MaxKeyLen = 1024
 const maxMetadataKeyLen = 128
 
 var (
-	// ErrInvalidArgument is wrapped by every error about the caller's input:
-	// a nil client, an empty bucket, a bad key, a bad option, a token that
-	// cannot be presented. Nothing is sent to S3 when it is returned.
-	ErrInvalidArgument = errors.New("blobfence: invalid argument")
-
 	// ErrUnsupported is wrapped by the error of [Store.Verify] when the
 	// server does not honour something fencing needs; the message names it.
 	ErrUnsupported = errors.New("blobfence: the S3 server does not support what fencing needs")
@@ -75,7 +67,7 @@ var (
 	ErrNotFound = errors.New("blobfence: object not found")
 
 	// ErrBadMetadata is returned (wrapped) when an object's token metadata
-	// (with [fence.ErrInvalidToken]) or its envelope does not parse. Writes
+	// or its envelope does not parse. Writes
 	// refuse to touch such an object.
 	ErrBadMetadata = errors.New("blobfence: malformed token metadata")
 )
@@ -110,7 +102,7 @@ type Store struct {
 }
 
 // New returns a Store writing to bucket through client. A nil opts means
-// the defaults. New does no I/O. Errors (wrapping [ErrInvalidArgument],
+// the defaults. New does no I/O. Errors (wrapping [fence.ErrInvalid],
 // naming the problem): a nil client (or a typed nil, such as a nil
 // *s3.Client), an empty bucket name, invalid options.
 func New(client S3API, bucket string, opts *Options) (*Store, error) {
@@ -128,25 +120,23 @@ func New(client S3API, bucket string, opts *Options) (*Store, error) {
 	s.writeKey = s.tokenKey + "-write"
 	switch {
 	case isNil(client):
-		return nil, fmt.Errorf("%w: New: the S3 client is nil", ErrInvalidArgument)
+		return nil, fence.Invalid("blobfence: New: the S3 client is nil")
 	case bucket == "":
-		return nil, fmt.Errorf("%w: New: the bucket name is empty", ErrInvalidArgument)
+		return nil, fence.Invalid("blobfence: New: the bucket name is empty")
 	case o.MaxAttempts < 0:
-		return nil, fmt.Errorf("%w: New: Options.MaxAttempts is %d; it must be positive (0 means %d)", ErrInvalidArgument, o.MaxAttempts, DefaultMaxAttempts)
+		return nil, fence.Invalid("blobfence: New: Options.MaxAttempts is %d; it must be positive (0 means %d)", o.MaxAttempts, DefaultMaxAttempts)
 	}
 	if p := metadataKeyProblem(s.tokenKey); p != "" {
-		return nil, fmt.Errorf("%w: New: Options.MetadataKey: %s", ErrInvalidArgument, p)
+		return nil, fence.Invalid("blobfence: New: Options.MetadataKey: %s", p)
 	}
 	return s, nil
 }
 
-// isNil reports a nil interface or an interface holding a nil pointer.
+// isNil reports a nil client or a nil *s3.Client, which would panic on
+// first use. Another S3API holding a nil pointer is the caller's to avoid.
 func isNil(c S3API) bool {
-	if c == nil {
-		return true
-	}
-	v := reflect.ValueOf(c)
-	return v.Kind() == reflect.Pointer && v.IsNil()
+	s3c, ok := c.(*s3.Client)
+	return c == nil || ok && s3c == nil
 }
 
 // Bucket returns the bucket the store writes to.
@@ -155,32 +145,16 @@ func (s *Store) Bucket() string { return s.bucket }
 // MetadataKey returns the user-metadata name that holds the token.
 func (s *Store) MetadataKey() string { return s.tokenKey }
 
-// ValidateKey returns nil when key can name an object: 1 to [MaxKeyLen]
-// bytes of valid UTF-8 without control characters (NUL, other C0 and C1
-// controls, DEL), which S3 either refuses or cannot return in XML
-// listings. Errors wrap [ErrInvalidArgument].
+// ValidateKey returns nil when key can name an object: a name
+// [fence.ValidateName] accepts, 1 to [MaxKeyLen] bytes of valid UTF-8
+// without control characters (NUL, other C0 and C1 controls, DEL), which S3
+// either refuses or cannot return in XML listings. Errors match
+// [fence.ErrInvalid].
 func ValidateKey(key string) error {
-	if p := keyProblem(key); p != "" {
-		return fmt.Errorf("%w: %s", ErrInvalidArgument, p)
+	if err := fence.ValidateName("object key", key); err != nil {
+		return fmt.Errorf("blobfence: %w", err)
 	}
 	return nil
-}
-
-func keyProblem(key string) string {
-	switch {
-	case key == "":
-		return "the object key is empty"
-	case len(key) > MaxKeyLen:
-		return fmt.Sprintf("the object key is %d bytes, longer than the %d S3 allows", len(key), MaxKeyLen)
-	case !utf8.ValidString(key):
-		return "the object key is not valid UTF-8"
-	}
-	for i, r := range key {
-		if unicode.IsControl(r) {
-			return fmt.Sprintf("the object key has the control character %U at byte %d", r, i)
-		}
-	}
-	return ""
 }
 
 // metadataKeyProblem says what is wrong with name as [Options.MetadataKey],
@@ -202,10 +176,10 @@ func metadataKeyProblem(name string) string {
 // check validates the store and key before a call sends anything.
 func (s *Store) check(op, key string) error {
 	if s == nil {
-		return fmt.Errorf("%w: %s on a nil *Store", ErrInvalidArgument, op)
+		return fence.Invalid("blobfence: %s on a nil *Store", op)
 	}
-	if p := keyProblem(key); p != "" {
-		return fmt.Errorf("%w: %s: %s", ErrInvalidArgument, op, p)
+	if err := fence.ValidateName("object key", key); err != nil {
+		return fmt.Errorf("blobfence: %s: %w", op, err)
 	}
 	return nil
 }
@@ -216,7 +190,7 @@ func (s *Store) checkWrite(op, key string, tok fence.Token) error {
 		return err
 	}
 	if err := tok.Validate(); err != nil {
-		return fmt.Errorf("%w: %s %s: %w", ErrInvalidArgument, op, s.resource(key), err)
+		return fmt.Errorf("blobfence: %s %s: %w", op, s.resource(key), err)
 	}
 	return nil
 }
@@ -264,7 +238,8 @@ func (e *opError) Unwrap() error { return e.err }
 
 // parseToken reads the token from an object's metadata: 0 when the object
 // carries none (written by another tool), an error wrapping
-// [ErrBadMetadata] and [fence.ErrInvalidToken] when the value is malformed.
+// [ErrBadMetadata] when the value is malformed (stored data, not bad input:
+// it does not match [fence.ErrInvalid]).
 func (s *Store) parseToken(md map[string]string) (fence.Token, error) {
 	v, ok := lookupMeta(md, s.tokenKey)
 	if !ok {
@@ -272,7 +247,7 @@ func (s *Store) parseToken(md map[string]string) (fence.Token, error) {
 	}
 	tok, err := fence.ParseToken(v)
 	if err != nil {
-		return 0, fmt.Errorf("%w: x-amz-meta-%s: %w", ErrBadMetadata, s.tokenKey, err)
+		return 0, fmt.Errorf("%w: x-amz-meta-%s: %v", ErrBadMetadata, s.tokenKey, err)
 	}
 	return tok, nil
 }

@@ -164,11 +164,11 @@ func TestAfterOneRequest(t *testing.T) {
 		t.Fatalf("put older than the known version: %v after %d requests; want ErrStale after none", err, c.total()-before)
 	}
 	// A version names its key: another key's is refused, nothing sent.
-	if err := s.Put(ctx, "other", []byte("x"), 9, blobfence.After(newest)); !errors.Is(err, blobfence.ErrInvalidArgument) || c.total() != before {
-		t.Fatalf("put after another key's version: %v; want ErrInvalidArgument, nothing sent", err)
+	if err := s.Put(ctx, "other", []byte("x"), 9, blobfence.After(newest)); !errors.Is(err, fence.ErrInvalid) || c.total() != before {
+		t.Fatalf("put after another key's version: %v; want fence.ErrInvalid, nothing sent", err)
 	}
-	if err := s.Put(ctx, "other", []byte("x"), 9, blobfence.After(blobfence.Version{})); !errors.Is(err, blobfence.ErrInvalidArgument) || c.total() != before {
-		t.Fatalf("put after the zero Version: %v; want ErrInvalidArgument, nothing sent", err)
+	if err := s.Put(ctx, "other", []byte("x"), 9, blobfence.After(blobfence.Version{})); !errors.Is(err, fence.ErrInvalid) || c.total() != before {
+		t.Fatalf("put after the zero Version: %v; want fence.ErrInvalid, nothing sent", err)
 	}
 }
 
@@ -229,7 +229,7 @@ func TestMalformedTokenMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err = s.Get(ctx, "bad")
-	if !errors.Is(err, blobfence.ErrBadMetadata) || !errors.Is(err, fence.ErrInvalidToken) || !strings.Contains(err.Error(), "12abc") {
+	if !errors.Is(err, blobfence.ErrBadMetadata) || errors.Is(err, fence.ErrInvalid) || !strings.Contains(err.Error(), "12abc") {
 		t.Fatalf("Get: %v; want ErrBadMetadata naming the value", err)
 	}
 	if err := s.Put(ctx, "bad", []byte("y"), 99); !errors.Is(err, blobfence.ErrBadMetadata) {

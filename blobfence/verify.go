@@ -11,6 +11,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/fencekit/fencekit/fence"
 )
 
 // VerifyKeyPrefix starts the scratch key that [Store.Verify] writes and
@@ -42,7 +44,7 @@ const cleanupTimeout = 10 * time.Second
 // missing bucket, denied access); the context's cause.
 func (s *Store) Verify(ctx context.Context) error {
 	if s == nil {
-		return fmt.Errorf("%w: verify on a nil *Store", ErrInvalidArgument)
+		return fence.Invalid("blobfence: verify on a nil *Store")
 	}
 	key := VerifyKeyPrefix + rand.Text()
 	defer func() { // whatever happened, leave nothing behind

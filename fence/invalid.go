@@ -9,8 +9,9 @@ import (
 
 // ErrInvalid is matched by every error fencekit returns for bad input: an
 // empty or malformed name, a zero token, a nil client, an option out of
-// range. Nothing was sent and nothing changed: fix the call, a retry
-// cannot help.
+// range. Nothing changed, and nothing was sent unless the call's doc says
+// otherwise (blobfence's Retire reads the object first): fix the call, a
+// retry cannot help.
 var ErrInvalid = errors.New("fence: invalid argument")
 
 // invalidError is bad input: its message says what is wrong, once, and it

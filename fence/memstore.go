@@ -1,6 +1,7 @@
 package fence
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 )
@@ -27,8 +28,12 @@ func NewMemStore() *MemStore { return &MemStore{data: make(map[string]memEntry)}
 // Claim records tok as the newest token seen for resource, without writing a
 // value, unless a newer token was already seen: then it returns a
 // [*StaleError] and changes nothing. It is how a new lease holder fences out
-// older ones before it writes anything.
+// older ones before it writes anything. A bad resource or token (see
+// [ValidateWrite]) is an error matching [ErrInvalid], and changes nothing.
 func (s *MemStore) Claim(resource string, tok Token) error {
+	if err := ValidateWrite("resource", resource, tok); err != nil {
+		return fmt.Errorf("fence: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.data[resource]
@@ -42,8 +47,12 @@ func (s *MemStore) Claim(resource string, tok Token) error {
 
 // Put stores value for resource with token tok, unless a newer token was
 // already seen: then it returns a [*StaleError] and changes nothing. The
-// store keeps its own copy of value.
+// store keeps its own copy of value. A bad resource or token is refused as
+// by [MemStore.Claim].
 func (s *MemStore) Put(resource string, tok Token, value []byte) error {
+	if err := ValidateWrite("resource", resource, tok); err != nil {
+		return fmt.Errorf("fence: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.data[resource]

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -98,5 +99,42 @@ func TestMemStoreConcurrent(t *testing.T) {
 				t.Fatalf("seed=%d %s: final %q token %d, want written by %d", seed, res, v, cur, want)
 			}
 		}
+	}
+}
+
+// A zero token, a token above MaxToken or a bad resource is refused by
+// Claim and Put with an error matching ErrInvalid that says "fence:" once,
+// and the store is unchanged.
+func TestMemStoreRefusesBadInput(t *testing.T) {
+	s := fence.NewMemStore()
+	if err := s.Put("r", 5, []byte("kept")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		resource string
+		tok      fence.Token
+		mention  string
+	}{
+		{"r", 0, "token is zero"},
+		{"r", fence.MaxToken + 1, "above the maximum"},
+		{"", 6, "resource is empty"},
+		{"a\x00b", 6, "control character"},
+		{strings.Repeat("x", 16<<10), 6, "longer than 1024"},
+	} {
+		for op, err := range map[string]error{
+			"Claim": s.Claim(tc.resource, tc.tok),
+			"Put":   s.Put(tc.resource, tc.tok, []byte("new")),
+		} {
+			if !errors.Is(err, fence.ErrInvalid) || !strings.Contains(err.Error(), tc.mention) ||
+				strings.Count(err.Error(), "fence:") != 1 || len(err.Error()) > 200 {
+				t.Errorf("%s(%.20q, %d) = %v; want ErrInvalid saying %q, \"fence:\" once", op, tc.resource, tc.tok, err, tc.mention)
+			}
+		}
+	}
+	if v, tok := s.Get("r"); string(v) != "kept" || tok != 5 {
+		t.Errorf("after refused writes the store holds %q with token %d, want \"kept\" with 5", v, tok)
+	}
+	if got := s.Resources(); len(got) != 1 {
+		t.Errorf("refused writes added resources: %d resources, want 1", len(got))
 	}
 }

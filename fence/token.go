@@ -1,7 +1,6 @@
 package fence
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -19,21 +18,32 @@ type Token uint64
 // an S3 metadata value parsed by any client).
 const MaxToken Token = math.MaxInt64
 
-// ErrInvalidToken is returned (wrapped) for a token that cannot be presented
-// with a write: zero, above [MaxToken], or text that does not parse.
-var ErrInvalidToken = errors.New("fence: invalid token")
-
 // String returns the token in decimal.
 func (t Token) String() string { return strconv.FormatUint(uint64(t), 10) }
 
-// Validate reports whether t can be presented with a write: it returns an
-// error wrapping [ErrInvalidToken] when t is zero or above [MaxToken].
+// Validate reports whether t can be presented with a write: 1 to
+// [MaxToken]. The error matches [ErrInvalid] and, like [ValidateName]'s,
+// has no package prefix: wrap it with yours.
 func (t Token) Validate() error {
 	switch {
 	case t == 0:
-		return fmt.Errorf("%w: token is zero (zero means no token; leases issue tokens from 1)", ErrInvalidToken)
+		return Invalid("token is zero (zero means no token; leases issue tokens from 1)")
 	case t > MaxToken:
-		return fmt.Errorf("%w: token %d is above the maximum %d (2^63-1)", ErrInvalidToken, uint64(t), uint64(MaxToken))
+		return Invalid("token %d is above the maximum %d (2^63-1)", uint64(t), uint64(MaxToken))
+	}
+	return nil
+}
+
+// ValidateWrite checks what a fenced write presents: name with
+// [ValidateName] (what names it: "resource", "key") and tok with
+// [Token.Validate]. Every adapter calls it before sending anything. The
+// error matches [ErrInvalid] and has no package prefix.
+func ValidateWrite(what, name string, tok Token) error {
+	if err := ValidateName(what, name); err != nil {
+		return err
+	}
+	if err := tok.Validate(); err != nil {
+		return fmt.Errorf("%s %s: %w", what, quote(name), err)
 	}
 	return nil
 }
@@ -43,29 +53,33 @@ func (t Token) Validate() error {
 const maxTokenDigits = 64
 
 // ParseToken parses a token from decimal text such as "34", the form
-// [Token.String] writes and object metadata stores. Surrounding spaces are
-// not allowed. Zero parses (it means "no token"); use [Token.Validate] to
-// refuse it. Errors wrap [ErrInvalidToken] and say what is wrong: empty
-// input, a sign, a non-digit, or a value above [MaxToken].
+// [Token.String] writes and object metadata stores. It accepts exactly the
+// tokens [Token.Validate] accepts: "0" is refused, and so are surrounding
+// spaces. Errors match [ErrInvalid], have no package prefix and say what
+// is wrong: empty input, a sign, a non-digit, zero, or a value above
+// [MaxToken].
 func ParseToken(s string) (Token, error) {
 	if s == "" {
-		return 0, fmt.Errorf("%w: empty string", ErrInvalidToken)
+		return 0, Invalid("token is empty")
 	}
 	if len(s) > maxTokenDigits {
-		return 0, fmt.Errorf("%w: %d characters, longer than any token", ErrInvalidToken, len(s))
+		return 0, Invalid("token is %d characters, longer than any token", len(s))
 	}
 	switch s[0] {
 	case '-':
-		return 0, fmt.Errorf("%w: %q is negative", ErrInvalidToken, s)
+		return 0, Invalid("token %s is negative", quote(s))
 	case '+':
-		return 0, fmt.Errorf("%w: %q has a sign; write digits only", ErrInvalidToken, s)
+		return 0, Invalid("token %s has a sign; write digits only", quote(s))
 	}
 	if i := strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
-		return 0, fmt.Errorf("%w: %q has a non-digit at byte %d", ErrInvalidToken, s, i)
+		return 0, Invalid("token %s has a non-digit at byte %d", quote(s), i)
 	}
 	u, err := strconv.ParseUint(s, 10, 64)
 	if err != nil || Token(u) > MaxToken {
-		return 0, fmt.Errorf("%w: %q is above the maximum %d (2^63-1)", ErrInvalidToken, s, uint64(MaxToken))
+		return 0, Invalid("token %s is above the maximum %d (2^63-1)", quote(s), uint64(MaxToken))
+	}
+	if u == 0 {
+		return 0, Invalid("token %s is zero (zero means no token; leases issue tokens from 1)", quote(s))
 	}
 	return Token(u), nil
 }

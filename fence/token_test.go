@@ -14,7 +14,6 @@ func TestParseToken(t *testing.T) {
 		in   string
 		want fence.Token
 	}{
-		{"0", 0},
 		{"1", 1},
 		{"34", 34},
 		{"0034", 34},
@@ -31,6 +30,8 @@ func TestParseToken(t *testing.T) {
 		in, mention string
 	}{
 		{"", "empty"},
+		{"0", "zero"},
+		{"000", "zero"},
 		{"-1", "negative"},
 		{"+1", "sign"},
 		{" 1", "non-digit"},
@@ -50,8 +51,8 @@ func TestParseToken(t *testing.T) {
 			t.Errorf("ParseToken(%q) = %d, nil; want an error", tc.in, got)
 			continue
 		}
-		if !errors.Is(err, fence.ErrInvalidToken) {
-			t.Errorf("ParseToken(%q) error %v does not wrap ErrInvalidToken", tc.in, err)
+		if !errors.Is(err, fence.ErrInvalid) || strings.Contains(err.Error(), "fence:") {
+			t.Errorf("ParseToken(%q) error %v: want ErrInvalid without a package prefix", tc.in, err)
 		}
 		if !strings.Contains(err.Error(), tc.mention) {
 			t.Errorf("ParseToken(%q) error %q does not say %q", tc.in, err, tc.mention)
@@ -63,7 +64,7 @@ func TestParseToken(t *testing.T) {
 }
 
 func TestTokenStringRoundTrip(t *testing.T) {
-	for _, tok := range []fence.Token{0, 1, 33, 34, 1 << 40, fence.MaxToken} {
+	for _, tok := range []fence.Token{1, 33, 34, 1 << 40, fence.MaxToken} {
 		s := tok.String()
 		if s != strconv.FormatUint(uint64(tok), 10) {
 			t.Errorf("Token(%d).String() = %q", uint64(tok), s)
@@ -90,31 +91,31 @@ func TestTokenValidate(t *testing.T) {
 		{^fence.Token(0), "above the maximum"},
 	} {
 		err := tc.tok.Validate()
-		if !errors.Is(err, fence.ErrInvalidToken) || !strings.Contains(err.Error(), tc.mention) {
-			t.Errorf("Token(%d).Validate() = %v; want ErrInvalidToken mentioning %q", uint64(tc.tok), err, tc.mention)
+		if !errors.Is(err, fence.ErrInvalid) || !strings.Contains(err.Error(), tc.mention) {
+			t.Errorf("Token(%d).Validate() = %v; want ErrInvalid mentioning %q", uint64(tc.tok), err, tc.mention)
 		}
 	}
 }
 
 // FuzzParseToken checks that the parser never panics, accepts exactly the
-// decimal ASCII strings up to MaxToken, and round-trips what it accepts.
+// decimal ASCII strings from 1 to MaxToken, and round-trips what it accepts.
 func FuzzParseToken(f *testing.F) {
 	for _, s := range []string{"", "0", "1", "34", "-1", "+1", "0x1f", "9223372036854775807",
-		"9223372036854775808", "18446744073709551616", " 7", "7\n", "٣"} {
+		"9223372036854775808", "18446744073709551616", " 7", "7\n", "٣", "+" + strings.Repeat("\x86", 60)} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		tok, err := fence.ParseToken(s)
 		allDigits := s != "" && strings.Trim(s, "0123456789") == ""
 		if err != nil {
-			if !errors.Is(err, fence.ErrInvalidToken) {
-				t.Fatalf("ParseToken(%q): error %v does not wrap ErrInvalidToken", s, err)
+			if !errors.Is(err, fence.ErrInvalid) || len(err.Error()) > 300 {
+				t.Fatalf("ParseToken(%q): error %v: want a short ErrInvalid", s, err)
 			}
 			if tok != 0 {
 				t.Fatalf("ParseToken(%q): token %d returned with an error", s, tok)
 			}
 			if allDigits && len(s) <= 19 {
-				if u, perr := strconv.ParseUint(s, 10, 64); perr == nil && u <= uint64(fence.MaxToken) {
+				if u, perr := strconv.ParseUint(s, 10, 64); perr == nil && u >= 1 && u <= uint64(fence.MaxToken) {
 					t.Fatalf("ParseToken(%q) refused a valid token: %v", s, err)
 				}
 			}
@@ -123,8 +124,8 @@ func FuzzParseToken(f *testing.F) {
 		if !allDigits {
 			t.Fatalf("ParseToken(%q) = %d accepted a non-decimal string", s, tok)
 		}
-		if tok > fence.MaxToken {
-			t.Fatalf("ParseToken(%q) = %d above MaxToken", s, tok)
+		if tok.Validate() != nil {
+			t.Fatalf("ParseToken(%q) = %d, which Validate refuses", s, tok)
 		}
 		u, perr := strconv.ParseUint(s, 10, 64)
 		if perr != nil || fence.Token(u) != tok {
@@ -133,6 +134,31 @@ func FuzzParseToken(f *testing.F) {
 		back, err := fence.ParseToken(tok.String())
 		if err != nil || back != tok {
 			t.Fatalf("round trip of %d through %q gave %d, %v", tok, tok.String(), back, err)
+		}
+	})
+}
+
+// FuzzValidateWrite: the check every adapter runs before a write accepts
+// exactly a valid name with a token from 1 to MaxToken, and every refusal
+// matches ErrInvalid with a short message and no package prefix.
+func FuzzValidateWrite(f *testing.F) {
+	f.Add("r", uint64(1))
+	f.Add("r", uint64(0))
+	f.Add("", uint64(7))
+	f.Add("a\x00", uint64(7))
+	f.Add("r", uint64(fence.MaxToken)+1)
+	f.Fuzz(func(t *testing.T, name string, u uint64) {
+		tok := fence.Token(u)
+		err := fence.ValidateWrite("resource", name, tok)
+		want := fence.ValidateName("resource", name) == nil && u >= 1 && u <= uint64(fence.MaxToken)
+		if (err == nil) != want {
+			t.Fatalf("ValidateWrite(%q, %d) = %v, want ok %v", name, u, err, want)
+		}
+		if (tok.Validate() == nil) != (u >= 1 && u <= uint64(fence.MaxToken)) {
+			t.Fatalf("Token(%d).Validate() = %v", u, tok.Validate())
+		}
+		if err != nil && (!errors.Is(err, fence.ErrInvalid) || len(err.Error()) > 300 || strings.HasPrefix(err.Error(), "fence:")) {
+			t.Fatalf("ValidateWrite(%q, %d): %d-byte error %v", name, u, len(err.Error()), err)
 		}
 	})
 }

@@ -3,7 +3,6 @@ package lease
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -42,7 +41,7 @@ import (
 // an error wrapping [ErrInvalid] for a bad name, TTL, client or a nil lead.
 func (c *Client) Campaign(ctx context.Context, name string, ttl time.Duration, lead func(ctx context.Context, tok fence.Token) error) error {
 	if lead == nil {
-		return fmt.Errorf("%w: nil lead function passed to Campaign(%q)", ErrInvalid, name)
+		return fence.Invalid("lease: nil lead function passed to Campaign(%.40q)", name)
 	}
 	var (
 		lastErr    error // the last failed attempt to lead
@@ -86,7 +85,7 @@ func (c *Client) Campaign(ctx context.Context, name string, ttl time.Duration, l
 }
 
 func campaignOver(ctx context.Context, name string, lastErr error) error {
-	return fmt.Errorf("lease: campaign for %q: %w", name, errors.Join(ctx.Err(), lastErr))
+	return errorf("lease: campaign for %q: %w", name, errors.Join(ctx.Err(), lastErr))
 }
 
 // backoff returns base doubled n-1 times (n ≥ 1), at most limit, plus a

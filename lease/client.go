@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"time"
+
+	"github.com/fencekit/fencekit/fence"
 )
 
 // Client grants leases from a [Backend] (lease/redislease, lease/pglease,
@@ -28,10 +29,11 @@ var ErrClosed = errors.New("lease: client closed")
 // one). NewClient sends nothing.
 //
 // Errors: an error wrapping [ErrInvalid] for a nil backend or an invalid
-// option.
+// option. A typed nil inside b (a nil *T whose methods dereference it) is
+// the issuer's to catch: every issuer's New refuses a nil client.
 func NewClient(b Backend, opts *Options) (*Client, error) {
-	if isNil(b) {
-		return nil, fmt.Errorf("%w: nil Backend passed to lease.NewClient", ErrInvalid)
+	if b == nil {
+		return nil, fence.Invalid("lease: nil Backend passed to lease.NewClient")
 	}
 	cfg, err := newConfig(opts)
 	if err != nil {
@@ -46,18 +48,8 @@ func newClient(b Backend, cfg config) *Client {
 	return c
 }
 
-// isNil reports whether v is nil or a nil pointer (or map, func...) in an
-// interface, which would panic on first use.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
-		return rv.IsNil()
-	}
-	return false
-}
+// errNilClient is what every method of a nil *Client returns.
+var errNilClient = fence.Invalid("lease: nil *lease.Client")
 
 // Acquire tries once to take the lease name for ttl, in one round trip. On
 // success the lease renews itself every RenewInterval (default ttl/3) until
@@ -83,7 +75,7 @@ func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration) (*
 // check validates everything that needs no store.
 func (c *Client) check(name string, ttl time.Duration) (timing, error) {
 	if c == nil {
-		return timing{}, fmt.Errorf("%w: nil *lease.Client", ErrInvalid)
+		return timing{}, errNilClient
 	}
 	if err := ValidateName(name); err != nil {
 		return timing{}, err
@@ -93,10 +85,10 @@ func (c *Client) check(name string, ttl time.Duration) (timing, error) {
 
 func (c *Client) acquire(ctx context.Context, name string, t timing) (*Lease, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("lease: acquire %q: nothing sent: %w", name, err)
+		return nil, errorf("lease: acquire %q: nothing sent: %w", name, err)
 	}
 	if c.closed() {
-		return nil, fmt.Errorf("lease: acquire %q: nothing sent: %w", name, ErrClosed)
+		return nil, errorf("lease: acquire %q: nothing sent: %w", name, ErrClosed)
 	}
 	sent := time.Now()
 	g, err := c.b.Acquire(ctx, name, t.ttl, c.cfg.identity)
@@ -115,7 +107,7 @@ func (c *Client) acquire(ctx context.Context, name string, t timing) (*Lease, er
 	l, ok := c.start(ctx, g, t, sent)
 	if !ok { // Close ran meanwhile: give the grant back
 		l.Release(ctx)
-		return nil, fmt.Errorf("lease: acquire %q: %w", name, ErrClosed)
+		return nil, errorf("lease: acquire %q: %w", name, ErrClosed)
 	}
 	return l, nil
 }
@@ -127,10 +119,11 @@ func checkGrant(g *Grant, name string, ttl time.Duration) error {
 		return errors.New("backend returned no grant and no error")
 	case g.Name != name || g.TTL != ttl:
 		return fmt.Errorf("backend granted %q for %v, asked %q for %v", g.Name, g.TTL, name, ttl)
-	case g.Token == 0:
-		return errors.New("backend granted token 0")
 	}
-	return g.Token.Validate()
+	if err := g.Token.Validate(); err != nil {
+		return fmt.Errorf("backend granted a bad token: %v", err) // not the caller's ErrInvalid
+	}
+	return nil
 }
 
 // Inspect reads, in one round trip and changing nothing, who holds name and
@@ -141,13 +134,13 @@ func checkGrant(g *Grant, name string, ttl time.Duration) error {
 // the context's or the store's error otherwise.
 func (c *Client) Inspect(ctx context.Context, name string) (Info, error) {
 	if c == nil {
-		return Info{}, fmt.Errorf("%w: nil *lease.Client", ErrInvalid)
+		return Info{}, errNilClient
 	}
 	if err := ValidateName(name); err != nil {
 		return Info{}, err
 	}
 	if c.closed() {
-		return Info{}, fmt.Errorf("lease: inspect %q: %w", name, ErrClosed)
+		return Info{}, errorf("lease: inspect %q: %w", name, ErrClosed)
 	}
 	info, err := c.b.Inspect(ctx, name)
 	if err != nil {
@@ -180,10 +173,10 @@ func (c *Client) closed() bool { return c.hb.isClosed() }
 // expire at their TTL; an error wrapping ErrClosed when c was closed before.
 func (c *Client) Close(ctx context.Context) error {
 	if c == nil {
-		return fmt.Errorf("%w: nil *lease.Client", ErrInvalid)
+		return errNilClient
 	}
 	if !c.hb.close() {
-		return fmt.Errorf("lease: close: %w", ErrClosed)
+		return errorf("lease: close: %w", ErrClosed)
 	}
 	leases := c.endAll()
 	c.hb.wait() // cancels the renewals in flight
@@ -209,7 +202,7 @@ func (c *Client) Close(ctx context.Context) error {
 		}
 	}
 	if notDeleted > 0 {
-		errs = append(errs, fmt.Errorf("lease: close: %d of %d leases not deleted, they expire at their TTL: %w", notDeleted, len(leases), why))
+		errs = append(errs, errorf("lease: close: %d of %d leases not deleted, they expire at their TTL: %w", notDeleted, len(leases), why))
 	}
 	return errors.Join(errs...)
 }

@@ -3,7 +3,6 @@ package lease
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
@@ -27,7 +26,7 @@ import (
 // release (the lease then expires at its TTL), joined to fn's error.
 func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func(ctx context.Context, tok fence.Token) error) error {
 	if fn == nil {
-		return fmt.Errorf("%w: nil function passed to Do(%q)", ErrInvalid, name)
+		return fence.Invalid("lease: nil function passed to Do(%.40q)", name)
 	}
 	l, err := c.AcquireWait(ctx, name, ttl)
 	if err != nil {
@@ -53,7 +52,7 @@ func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func
 // bad name or TTL (nothing is sent), the store's or ctx's error.
 func (c *Client) TryDo(ctx context.Context, name string, ttl time.Duration, fn func(ctx context.Context, tok fence.Token) error) (ran bool, err error) {
 	if fn == nil {
-		return false, fmt.Errorf("%w: nil function passed to TryDo(%q)", ErrInvalid, name)
+		return false, fence.Invalid("lease: nil function passed to TryDo(%.40q)", name)
 	}
 	l, err := c.Acquire(ctx, name, ttl)
 	if errors.Is(err, ErrNotAcquired) {

@@ -65,12 +65,35 @@ func (c *Client) start(ctx context.Context, g *Grant, t timing, sent time.Time) 
 	return l, true
 }
 
-// Token returns the lease's fencing token: present it with every write to
-// fenced storage.
-func (l *Lease) Token() fence.Token { return l.g.Token }
+// errNilLease is what a nil *Lease reports: its Err, Release and the
+// cause of its Context.
+var errNilLease = fence.Invalid("lease: nil *lease.Lease (the Acquire that returned it failed)")
 
-// Name returns the lease's name.
-func (l *Lease) Name() string { return l.g.Name }
+// nilLeaseCtx is a nil *Lease's Context: cancelled, with errNilLease as
+// its cause, so that work started under it stops at once.
+var nilLeaseCtx = func() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errNilLease)
+	return ctx
+}()
+
+// Token returns the lease's fencing token: present it with every write to
+// fenced storage. A nil *Lease has token 0, which every fenced store
+// refuses.
+func (l *Lease) Token() fence.Token {
+	if l == nil {
+		return 0
+	}
+	return l.g.Token
+}
+
+// Name returns the lease's name ("" for a nil *Lease).
+func (l *Lease) Name() string {
+	if l == nil {
+		return ""
+	}
+	return l.g.Name
+}
 
 // Context returns a context that is cancelled when the lease ends: with a
 // cause wrapping [ErrLost] when it is lost, [ErrReleased] when released
@@ -78,15 +101,26 @@ func (l *Lease) Name() string { return l.g.Name }
 // its cancellation or deadline. It is cancelled at the local deadline
 // (request sent + TTL - drift margin) at the latest, before the store can grant
 // the lease to anyone else, provided this process is running: a paused
-// process cannot notice, which is why writes carry the token.
-func (l *Lease) Context() context.Context { return l.ctx }
+// process cannot notice, which is why writes carry the token. A nil
+// *Lease's Context is already cancelled, with a cause matching [ErrInvalid].
+func (l *Lease) Context() context.Context {
+	if l == nil {
+		return nilLeaseCtx
+	}
+	return l.ctx
+}
 
-// Done returns a channel closed, exactly once, when the lease ends.
-func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
+// Done returns a channel closed, exactly once, when the lease ends (at
+// once for a nil *Lease).
+func (l *Lease) Done() <-chan struct{} { return l.Context().Done() }
 
 // Err returns nil while the lease is held, then why it ended: an error
-// wrapping [ErrLost] (a [*LostError]) or [ErrReleased].
+// wrapping [ErrLost] (a [*LostError]) or [ErrReleased]. For a nil *Lease it
+// returns an error matching [ErrInvalid].
 func (l *Lease) Err() error {
+	if l == nil {
+		return errNilLease
+	}
 	if l.ctx.Err() == nil {
 		return nil
 	}
@@ -94,8 +128,12 @@ func (l *Lease) Err() error {
 }
 
 // Deadline returns the current local deadline: when the lease will be
-// considered lost unless a renewal sent before then is confirmed.
+// considered lost unless a renewal sent before then is confirmed (the zero
+// time for a nil *Lease).
 func (l *Lease) Deadline() time.Time {
+	if l == nil {
+		return time.Time{}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.deadline
@@ -156,8 +194,12 @@ func (l *Lease) lastErrLocked() error {
 // (network), nothing is deleted and the key expires at its TTL; calling
 // Release again retries the delete. A delete whose reply was lost and that
 // the driver resent finds the grant gone and reports CauseMissing, though
-// this lease deleted it.
+// this lease deleted it. A nil *Lease returns an error matching
+// [ErrInvalid] and sends nothing.
 func (l *Lease) Release(ctx context.Context) error {
+	if l == nil {
+		return errNilLease
+	}
 	l.mu.Lock()
 	l.endLocked(ErrReleased)
 	for l.releasing != nil { // another Release is in flight: wait for it
@@ -166,7 +208,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		select {
 		case <-wait:
 		case <-ctx.Done():
-			return fmt.Errorf("lease: release %q: ended locally; context done while another Release ran, the key expires at its TTL: %w", l.g.Name, ctx.Err())
+			return errorf("lease: release %q: ended locally; context done while another Release ran, the key expires at its TTL: %w", l.g.Name, ctx.Err())
 		}
 		l.mu.Lock()
 	}
@@ -176,7 +218,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	if err := ctx.Err(); err != nil {
 		l.mu.Unlock()
-		return fmt.Errorf("lease: release %q: ended locally; context already done, nothing sent, the key expires at its TTL: %w", l.g.Name, err)
+		return errorf("lease: release %q: ended locally; context already done, nothing sent, the key expires at its TTL: %w", l.g.Name, err)
 	}
 	done := make(chan struct{})
 	l.releasing = done

@@ -1,15 +1,15 @@
 package lease
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
+	"github.com/fencekit/fencekit/fence"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 )
@@ -22,10 +22,17 @@ const MinTTL = 10 * time.Millisecond
 // DefaultKeyPrefix is the first part of every key and channel name.
 const DefaultKeyPrefix = "fencekit"
 
-// ErrInvalid is wrapped by every error about bad input: an invalid name,
-// TTL or option, or a nil client. Such errors are returned before anything
-// is sent to the store.
-var ErrInvalid = errors.New("lease: invalid argument")
+// MaxTTL is the longest TTL a lease may have. A lease renews itself every
+// TTL/3, so a long TTL buys nothing while the holder runs; it only sets how
+// long everyone waits for a holder that crashed. A day covers any use
+// (a job paused over a weekend should not keep its lease), and a longer
+// TTL is more likely a unit mistake.
+const MaxTTL = 24 * time.Hour
+
+// ErrInvalid is [fence.ErrInvalid], matched by every error about bad input:
+// an invalid name, TTL or option, a nil client, lease or function. Such
+// errors are returned before anything is sent to the store.
+var ErrInvalid = fence.ErrInvalid
 
 // Options configures a [Client]. The zero value (or a nil *Options) gives the
 // defaults. Durations that depend on the TTL are checked against each
@@ -128,13 +135,13 @@ func newConfig(o *Options) (config, error) {
 		return c, err
 	}
 	if c.renewInterval < 0 {
-		return c, fmt.Errorf("%w: Options.RenewInterval is %v, must not be negative", ErrInvalid, c.renewInterval)
+		return c, fence.Invalid("lease: Options.RenewInterval is %v, must not be negative", c.renewInterval)
 	}
 	if c.driftMargin < 0 {
-		return c, fmt.Errorf("%w: Options.DriftMargin is %v, must not be negative", ErrInvalid, c.driftMargin)
+		return c, fence.Invalid("lease: Options.DriftMargin is %v, must not be negative", c.driftMargin)
 	}
 	if c.retryDelay < 0 {
-		return c, fmt.Errorf("%w: Options.RetryDelay is %v, must not be negative", ErrInvalid, c.retryDelay)
+		return c, fence.Invalid("lease: Options.RetryDelay is %v, must not be negative", c.retryDelay)
 	}
 	return c, nil
 }
@@ -152,18 +159,18 @@ func defaultIdentity() string {
 	return id
 }
 
-// checkIdentity validates Options.Identity.
+// checkIdentity validates Options.Identity (never empty here: empty means
+// the default): a name fence.ValidateName accepts, at most MaxIdentityLen
+// bytes, without whitespace.
 func checkIdentity(id string) error {
-	if len(id) > MaxIdentityLen {
-		return fmt.Errorf("%w: Options.Identity is %d bytes long, the maximum is %d", ErrInvalid, len(id), MaxIdentityLen)
+	if err := fence.ValidateName("Options.Identity", id); err != nil {
+		return fmt.Errorf("lease: %w", err)
 	}
-	for i, r := range id {
-		switch {
-		case r == utf8.RuneError:
-			return fmt.Errorf("%w: Options.Identity %q is not valid UTF-8 at byte %d", ErrInvalid, id, i)
-		case unicode.IsSpace(r) || unicode.IsControl(r):
-			return fmt.Errorf("%w: Options.Identity %q has whitespace or control character %U at byte %d", ErrInvalid, id, r, i)
-		}
+	if len(id) > MaxIdentityLen {
+		return fence.Invalid("lease: Options.Identity is %d bytes long, the maximum is %d", len(id), MaxIdentityLen)
+	}
+	if i := strings.IndexFunc(id, unicode.IsSpace); i >= 0 {
+		return fence.Invalid("lease: Options.Identity %.40q has whitespace at byte %d", id, i)
 	}
 	return nil
 }
@@ -184,24 +191,27 @@ func (t timing) deadline(sent time.Time) time.Time { return sent.Add(t.ttl - t.m
 // timingFor checks ttl against the options and returns the lease's schedule.
 func (c *config) timingFor(ttl time.Duration) (timing, error) {
 	if ttl < MinTTL {
-		return timing{}, fmt.Errorf("%w: TTL %v is below the minimum %v", ErrInvalid, ttl, MinTTL)
+		return timing{}, fence.Invalid("lease: TTL %v is below the minimum %v", ttl, MinTTL)
+	}
+	if ttl > MaxTTL {
+		return timing{}, fence.Invalid("lease: TTL %v is above the maximum %v", ttl, MaxTTL)
 	}
 	if ttl%time.Millisecond != 0 {
-		return timing{}, fmt.Errorf("%w: TTL %v is not a whole number of milliseconds (the finest precision every store keeps)", ErrInvalid, ttl)
+		return timing{}, fence.Invalid("lease: TTL %v is not a whole number of milliseconds (the finest precision every store keeps)", ttl)
 	}
 	t := timing{ttl: ttl, interval: c.renewInterval, margin: c.driftMargin, retry: c.retryDelay}
 	if t.margin == 0 {
 		t.margin = ttl/100 + 2*time.Millisecond
 	}
 	if t.margin >= ttl {
-		return timing{}, fmt.Errorf("%w: Options.DriftMargin %v must be shorter than the TTL %v", ErrInvalid, t.margin, ttl)
+		return timing{}, fence.Invalid("lease: Options.DriftMargin %v must be shorter than the TTL %v", t.margin, ttl)
 	}
 	if t.interval == 0 {
 		t.interval = ttl / 3
 	}
 	if t.interval >= ttl-t.margin {
-		return timing{}, fmt.Errorf("%w: Options.RenewInterval %v must be shorter than the TTL %v minus the drift margin %v",
-			ErrInvalid, t.interval, ttl, t.margin)
+		return timing{}, fence.Invalid("lease: Options.RenewInterval %v must be shorter than the TTL %v minus the drift margin %v",
+			t.interval, ttl, t.margin)
 	}
 	if t.retry == 0 {
 		t.retry = max(t.interval/4, time.Millisecond)
@@ -213,38 +223,28 @@ func (c *config) timingFor(ttl time.Duration) (timing, error) {
 // MaxNameLen is the longest lease name, in bytes.
 const MaxNameLen = 512
 
-// ValidateName reports whether name can name a lease: 1 to [MaxNameLen]
-// bytes of valid UTF-8 without '{', '}' (they would change the Redis Cluster
-// hash tag), ':' is allowed, whitespace and control characters are not. The
-// error wraps [ErrInvalid] and says what is wrong.
-func ValidateName(name string) error { return checkKeyPart("lease name", name, MaxNameLen) }
+// ValidateName reports whether name can name a lease: a name
+// [fence.ValidateName] accepts, of at most [MaxNameLen] bytes, without
+// '{' or '}' (they would change the Redis Cluster hash tag) and without
+// whitespace; ':' is allowed. The error matches [ErrInvalid] and says what
+// is wrong, after "lease: ".
+func ValidateName(name string) error { return checkKeyPart("name", name, MaxNameLen) }
 
+// checkKeyPart checks a lease name or key prefix (what names it).
 func checkKeyPart(what, s string, maxLen int) error {
-	switch {
-	case s == "":
-		return fmt.Errorf("%w: %s is empty", ErrInvalid, what)
-	case len(s) > maxLen:
-		return fmt.Errorf("%w: %s is %d bytes long, the maximum is %d", ErrInvalid, what, len(s), maxLen)
+	if err := fence.ValidateName(what, s); err != nil {
+		return fmt.Errorf("lease: %w", err)
 	}
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
+	if len(s) > maxLen {
+		return fence.Invalid("lease: %s is %d bytes long, the maximum is %d", what, len(s), maxLen)
+	}
+	for i, r := range s {
 		switch {
-		case r == utf8.RuneError && size == 1:
-			return fmt.Errorf("%w: %s %q is not valid UTF-8 at byte %d", ErrInvalid, what, short(s), i)
 		case r == '{' || r == '}':
-			return fmt.Errorf("%w: %s %q has %q at byte %d (braces would change the Redis Cluster hash tag)", ErrInvalid, what, short(s), r, i)
-		case unicode.IsSpace(r) || unicode.IsControl(r) || r == 0xFFFE || r == 0xFEFF:
-			return fmt.Errorf("%w: %s %q has whitespace or control character %U at byte %d", ErrInvalid, what, short(s), r, i)
+			return fence.Invalid("lease: %s %.40q has %q at byte %d (braces would change the Redis Cluster hash tag)", what, s, r, i)
+		case unicode.IsSpace(r) || r == 0xFFFE || r == 0xFEFF:
+			return fence.Invalid("lease: %s %.40q has whitespace %U at byte %d", what, s, r, i)
 		}
-		i += size
 	}
 	return nil
-}
-
-// short cuts s for error messages.
-func short(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "..."
-	}
-	return s
 }

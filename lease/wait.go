@@ -3,7 +3,6 @@ package lease
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"time"
 )
@@ -27,10 +26,10 @@ func (c *Client) AcquireWait(ctx context.Context, name string, ttl time.Duration
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("lease: wait for %q: %w", name, err)
+		return nil, errorf("lease: wait for %q: %w", name, err)
 	}
 	if c.closed() {
-		return nil, fmt.Errorf("lease: wait for %q: nothing sent: %w", name, ErrClosed)
+		return nil, errorf("lease: wait for %q: nothing sent: %w", name, ErrClosed)
 	}
 	// Listen first, so that a release after the first attempt cannot be
 	// missed. If that fails (store down), the attempt below reports the
@@ -65,7 +64,7 @@ func (c *Client) AcquireWait(ctx context.Context, name string, ttl time.Duration
 		w.Wait(wctx)
 		cancel()
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("lease: wait for %q: %w; last attempt: %w", name, ctx.Err(), err)
+			return nil, errorf("lease: wait for %q: %w; last attempt: %w", name, ctx.Err(), err)
 		}
 	}
 }

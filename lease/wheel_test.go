@@ -276,32 +276,6 @@ func TestSynctestWheelManyLeases(t *testing.T) {
 	}
 }
 
-func TestWheelHugeTTLStrandsNoOtherLease(t *testing.T) {
-	// A time.Time keeps its monotonic reading only between 1885 and 2157: the
-	// deadline of a lease whose TTL reaches past 2157 has none, outside any
-	// synctest bubble. The wheel must not take that lease for one made in a
-	// bubble (and abandon the timer of every other lease of the Client).
-	f := newFakeRedis()
-	c := fakeClient(f, Options{RenewInterval: 20 * time.Millisecond}, nil)
-	huge := mustAcquire(t, c, "huge", 200*365*24*time.Hour) // deadline in 2226
-	time.Sleep(10 * time.Millisecond)
-	short := mustAcquire(t, c, "short", 60*time.Millisecond) // deadline +57.4ms
-	// Redis stops answering: huge's first renewal (+20ms) waits for its
-	// deadline; short must still be lost at its own.
-	f.set(func(f *fakeRedis) { f.down = true })
-	select {
-	case <-short.Done():
-		if !isLost(short.Err(), CauseExpired) {
-			t.Errorf("Err = %v, want LostError expired", short.Err())
-		}
-	case <-time.After(time.Second):
-		t.Errorf("a 60ms lease is live %v after its deadline, beside a lease with a 200-year TTL", -time.Until(short.Deadline()))
-		short.end(ErrReleased)
-	}
-	f.set(func(f *fakeRedis) { f.down = false })
-	release(t, huge)
-}
-
 func TestWheelClientsOnTheirOwnClocks(t *testing.T) {
 	// A Client runs on the clock it was made with: one made outside any
 	// bubble keeps renewing in real time while one made in a

@@ -11,6 +11,8 @@ import (
 	"github.com/golang-migrate/migrate/v4/database"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/fencekit/fencekit/fence"
 )
 
 // Table is where Up and Down record fencekit's schema version (golang-migrate's
@@ -42,7 +44,8 @@ const Table = "fencekit_schema_migrations"
 // databaseURL is a postgres:// or postgresql:// URL (pgx5:// is accepted
 // too); golang-migrate's x- parameters are ignored.
 //
-// Errors: an error for another URL form; ctx's error; golang-migrate's and
+// Errors: an error matching [fence.ErrInvalid] for another URL form
+// (nothing sent); ctx's error; golang-migrate's and
 // PostgreSQL's errors. Error messages never contain the URL's password.
 func Up(ctx context.Context, databaseURL string) error {
 	return run(ctx, "up", databaseURL, (*migrate.Migrate).Up)
@@ -160,15 +163,15 @@ func parseURL(databaseURL string) (*url.URL, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, fmt.Errorf("migrations: database URL does not parse: %w", err)
+		return nil, fence.Invalid("migrations: database URL does not parse: %v", err)
 	}
 	switch u.Scheme {
 	case "postgres", "postgresql", "pgx5":
 		return u, nil
 	case "":
-		return nil, errors.New("migrations: database URL has no scheme; want postgres://user@host:port/db (key=value strings are not supported)")
+		return nil, fence.Invalid("migrations: database URL has no scheme; want postgres://user@host:port/db (key=value strings are not supported)")
 	default:
-		return nil, fmt.Errorf("migrations: database URL scheme %q: want postgres:// or postgresql://", u.Scheme)
+		return nil, fence.Invalid("migrations: database URL scheme %.20q: want postgres:// or postgresql://", u.Scheme)
 	}
 }
 

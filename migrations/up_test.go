@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/migrations"
 )
@@ -238,19 +239,24 @@ func TestUpBadInput(t *testing.T) {
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, c := range []struct {
-		ctx  context.Context
-		url  string
-		want string
+		ctx     context.Context
+		url     string
+		want    string
+		invalid bool // bad input: matches fence.ErrInvalid
 	}{
-		{testCtx(t), "mysql://u@h/db", `scheme "mysql"`},
-		{testCtx(t), "host=localhost dbname=x", "no scheme"},
-		{testCtx(t), "postgres://app:s3cret@db:5432/app%zz", "does not parse"},
-		{testCtx(t), "postgres://app:s3cret@127.0.0.1:1/app", "up"}, // nothing listens on port 1
-		{cancelled, "postgres://app:s3cret@127.0.0.1:1/app", "context canceled"},
+		{testCtx(t), "mysql://u@h/db", `scheme "mysql"`, true},
+		{testCtx(t), "host=localhost dbname=x", "no scheme", true},
+		{testCtx(t), "postgres://app:s3cret@db:5432/app%zz", "does not parse", true},
+		{testCtx(t), "postgres://app:s3cret@127.0.0.1:1/app", "up", false}, // nothing listens on port 1
+		{cancelled, "postgres://app:s3cret@127.0.0.1:1/app", "context canceled", false},
 	} {
 		err := migrations.Up(c.ctx, c.url)
-		if err == nil || !strings.HasPrefix(err.Error(), "migrations: ") || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "s3cret") {
-			t.Errorf("Up(%s) = %v, want a migrations error containing %q, without the password", c.url, err, c.want)
+		if err == nil || !strings.HasPrefix(err.Error(), "migrations: ") || strings.Count(err.Error(), "migrations:") != 1 ||
+			!strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Up(%s) = %v, want a migrations error containing %q once, without the password", c.url, err, c.want)
+		}
+		if errors.Is(err, fence.ErrInvalid) != c.invalid {
+			t.Errorf("Up(%s) = %v: matches fence.ErrInvalid %v, want %v", c.url, err, !c.invalid, c.invalid)
 		}
 	}
 }

@@ -86,12 +86,12 @@
 // context.Cause(ctx): a write cut off by a lost lease's Context matches
 // lease.ErrLost and fence.ErrFencedOut, the one check for "no longer the
 // holder: stop, do not retry".
-// Bad input is refused before anything is sent: a zero token or one above
-// 2^63-1 ([fence.ErrInvalidToken]; PostgreSQL's bigint cannot hold it), a
-// nil handle ([ErrNilDB]), a table or column name that is not a plain
-// identifier ([ErrInvalidIdentifier]), other bad arguments (an empty
-// resource, a nil fn, a column named twice, a wrong number of values:
-// [ErrInvalidArgument]), an already cancelled context.
+// Bad input is refused before anything is sent, with an error matching
+// [fence.ErrInvalid]: a zero token or one above 2^63-1 (PostgreSQL's bigint
+// cannot hold it), a resource [fence.ValidateName] refuses, a nil handle,
+// table or fn, a table or column name that is not a plain identifier, a
+// column named twice, a wrong number of values. An already cancelled
+// context is refused too, with ctx's error.
 //
 // The guide with a worked lease example is docs/postgres.md.
 package sqlfence

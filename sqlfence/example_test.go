@@ -211,7 +211,7 @@ func ExampleNewTable() {
 	_, err = sqlfence.NewTable("billing.accounts", "id", "lock_version", "balance", "updated_by")
 	fmt.Println(err)
 	// Output:
-	// sqlfence: invalid identifier: table name "accounts; DROP TABLE accounts": byte 8 is ';'; only letters, digits and _ are allowed
+	// sqlfence: table name "accounts; DROP TABLE accounts": byte 8 is ';'; only ASCII letters, digits and _ are allowed
 	// <nil>
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -47,14 +46,6 @@ var (
 	_ txOptionsBeginner = (*pgxpool.Pool)(nil)
 )
 
-// ErrNilDB is returned (wrapped) when the database handle is nil.
-var ErrNilDB = errors.New("sqlfence: nil database handle")
-
-// ErrInvalidArgument is wrapped by the errors for other bad input: an empty
-// resource name, a nil fn, a column named twice, a wrong number of values,
-// bad Options. Nothing is sent for them.
-var ErrInvalidArgument = errors.New("sqlfence: invalid argument")
-
 // claimSQL claims resource's guard row for token $2 in one statement. The
 // CTE either returns the claimed row (claimed = true) or, when the row holds
 // a newer token and the WHERE refused the update, the row as this
@@ -87,9 +78,10 @@ const currentSQL = `SELECT token FROM fencekit_tokens WHERE resource = $1`
 //
 // Errors: a [*fence.StaleError] when a token greater than tok was already
 // accepted (tx should then be rolled back; Claim has changed nothing);
-// [fence.ErrInvalidToken] for a zero token or one above [fence.MaxToken];
-// [ErrNilDB]; an error for an empty resource; ctx's error; PostgreSQL's
-// error (for example a missing fencekit_tokens table: run migrations.Up).
+// [fence.ErrInvalid] for a nil tx, a zero token or one above
+// [fence.MaxToken], or a resource [fence.ValidateName] refuses (nothing
+// sent); ctx's error; PostgreSQL's error (for example a missing
+// fencekit_tokens table: run migrations.Up).
 func Claim(ctx context.Context, tx pgx.Tx, resource string, tok fence.Token) error {
 	if err := checkArgs(ctx, tx, resource, tok); err != nil {
 		return err
@@ -119,12 +111,16 @@ func Fence(ctx context.Context, db Querier, resource string, tok fence.Token) er
 // Current returns the newest token committed for resource's guard row, or
 // zero when the resource was never claimed. One round trip.
 //
-// Errors: [ErrNilDB]; ctx's error (nothing sent when ctx is already done);
-// PostgreSQL's errors (for example a missing fencekit_tokens table: run
-// [Migrate]).
+// Errors: [fence.ErrInvalid] for a nil db or a resource
+// [fence.ValidateName] refuses (nothing sent); ctx's error (nothing sent
+// when ctx is already done); PostgreSQL's errors (for example a missing
+// fencekit_tokens table: run migrations.Up).
 func Current(ctx context.Context, db Querier, resource string) (fence.Token, error) {
 	if isNil(db) {
-		return 0, fmt.Errorf("%w: Current(%q)", ErrNilDB, resource)
+		return 0, errNilDB
+	}
+	if err := fence.ValidateName("resource", resource); err != nil {
+		return 0, fmt.Errorf("sqlfence: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("sqlfence: current token of %q: %w", resource, withCause(ctx, err))
@@ -199,47 +195,40 @@ func withCause(ctx context.Context, err error) error {
 	return fmt.Errorf("%w (%w)", err, cause)
 }
 
-// checkArgs validates what every guard call checks before sending anything.
+// errNilDB is the error for a nil database handle.
+var errNilDB = fence.Invalid("sqlfence: nil database handle")
+
+// checkArgs validates what every guard call checks before sending
+// anything: the handle, the resource and the token (fence.ValidateWrite),
+// then ctx. It allocates nothing on success.
 func checkArgs(ctx context.Context, db any, resource string, tok fence.Token) error {
-	if resource == "" && !isNil(db) {
-		return fmt.Errorf("%w: empty resource name", ErrInvalidArgument)
+	if isNil(db) {
+		return errNilDB
 	}
-	if err := precheck(ctx, db, tok); err != nil {
-		return describe(err, fmt.Sprintf("resource %q", resource))
+	if err := fence.ValidateWrite("resource", resource, tok); err != nil {
+		return fmt.Errorf("sqlfence: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sqlfence: resource %q: %w", resource, withCause(ctx, err))
 	}
 	return nil
 }
 
-// precheck returns ErrNilDB, the token's validation error or ctx's error.
-// It allocates nothing on success: callers format their context only when
-// it fails.
-func precheck(ctx context.Context, db any, tok fence.Token) error {
-	if isNil(db) {
-		return ErrNilDB
-	}
-	if err := tok.Validate(); err != nil {
-		return err
-	}
-	return withCause(ctx, ctx.Err())
-}
-
-// describe wraps a precheck error with what it concerns.
-func describe(err error, what string) error {
-	if err == ErrNilDB {
-		return fmt.Errorf("%w (%s)", ErrNilDB, what)
-	}
-	return fmt.Errorf("sqlfence: %s: %w", what, err)
-}
-
-// isNil reports whether v is nil or a nil pointer, map, func or interface
-// inside an interface (a nil *pgxpool.Pool passed as a TxBeginner).
-func isNil(v any) bool {
-	if v == nil {
+// isNil reports whether db is nil or one of pgx's handles as a nil
+// pointer, which would panic on first use. Another type holding a nil
+// pointer is the caller's to avoid.
+func isNil(db any) bool {
+	switch db := db.(type) {
+	case nil:
 		return true
-	}
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Interface, reflect.Slice, reflect.Chan:
-		return rv.IsNil()
+	case *pgxpool.Pool:
+		return db == nil
+	case *pgx.Conn:
+		return db == nil
+	case *pgxpool.Conn:
+		return db == nil
+	case *pgxpool.Tx:
+		return db == nil
 	}
 	return false
 }

@@ -280,8 +280,8 @@ func TestInTxResourceQuoting(t *testing.T) {
 	if err := env.Pool.QueryRow(ctx, `SELECT count(*) FROM fencekit_tokens`).Scan(&n); err != nil || n != 5 {
 		t.Fatalf("%d guard rows, %v; want 5", n, err)
 	}
-	if err := sqlfence.InTx(ctx, env.Pool, "nul\x00", 8, func(pgx.Tx) error { return nil }); !errors.Is(err, sqlfence.ErrInvalidArgument) {
-		t.Fatalf("InTx with a NUL byte: %v, want ErrInvalidArgument", err)
+	if err := sqlfence.InTx(ctx, env.Pool, "nul\x00", 8, func(pgx.Tx) error { return nil }); !errors.Is(err, fence.ErrInvalid) {
+		t.Fatalf("InTx with a NUL byte: %v, want fence.ErrInvalid", err)
 	}
 }
 
@@ -300,35 +300,52 @@ func TestBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	tooBig := fence.MaxToken + 1
+	long := strings.Repeat("r", 16<<10)
+	var nilTable *sqlfence.Table
+	inv := fence.ErrInvalid
 	cases := []struct {
 		name string
 		call func() error
 		want string
 		is   error
 	}{
-		{"InTx nil db", func() error { return sqlfence.InTx(ctx, nil, "r", 1, fn) }, "nil database", sqlfence.ErrNilDB},
-		{"InTx nil *pgxpool.Pool", func() error { return sqlfence.InTx(ctx, nilPool, "r", 1, fn) }, "nil database", sqlfence.ErrNilDB},
-		{"InTx nil *pgx.Conn", func() error { return sqlfence.InTx(ctx, nilConn, "r", 1, fn) }, "nil database", sqlfence.ErrNilDB},
-		{"InTx zero token", func() error { return sqlfence.InTx(ctx, pool, "r", 0, fn) }, "token is zero", fence.ErrInvalidToken},
-		{"InTx token above 2^63-1", func() error { return sqlfence.InTx(ctx, pool, "r", tooBig, fn) }, "above the maximum", fence.ErrInvalidToken},
-		{"InTx max uint64", func() error { return sqlfence.InTx(ctx, pool, "r", ^fence.Token(0), fn) }, "above the maximum", fence.ErrInvalidToken},
-		{"InTx empty resource", func() error { return sqlfence.InTx(ctx, pool, "", 1, fn) }, "empty resource", nil},
-		{"InTx nil fn", func() error { return sqlfence.InTx(ctx, pool, "r", 1, nil) }, "nil fn", nil},
+		{"InTx nil db", func() error { return sqlfence.InTx(ctx, nil, "r", 1, fn) }, "nil database", inv},
+		{"InTx nil *pgxpool.Pool", func() error { return sqlfence.InTx(ctx, nilPool, "r", 1, fn) }, "nil database", inv},
+		{"InTx nil *pgx.Conn", func() error { return sqlfence.InTx(ctx, nilConn, "r", 1, fn) }, "nil database", inv},
+		{"InTx zero token", func() error { return sqlfence.InTx(ctx, pool, "r", 0, fn) }, "token is zero", inv},
+		{"InTx token above 2^63-1", func() error { return sqlfence.InTx(ctx, pool, "r", tooBig, fn) }, "above the maximum", inv},
+		{"InTx max uint64", func() error { return sqlfence.InTx(ctx, pool, "r", ^fence.Token(0), fn) }, "above the maximum", inv},
+		{"InTx empty resource", func() error { return sqlfence.InTx(ctx, pool, "", 1, fn) }, "resource is empty", inv},
+		{"InTx NUL in resource", func() error { return sqlfence.InTx(ctx, pool, "a\x00b", 1, fn) }, "control character (U+0000) at byte 1", inv},
+		{"InTx invalid UTF-8", func() error { return sqlfence.InTx(ctx, pool, "a\xffb", 1, fn) }, "not valid UTF-8 (byte 1)", inv},
+		{"InTx 16 KB resource", func() error { return sqlfence.InTx(ctx, pool, long, 1, fn) }, "16384 bytes, longer than 1024", inv},
+		{"InTx nil fn", func() error { return sqlfence.InTx(ctx, pool, "r", 1, nil) }, "nil fn", inv},
 		{"InTx cancelled", func() error { return sqlfence.InTx(cancelled, pool, "r", 1, fn) }, "context canceled", context.Canceled},
-		{"Fence nil db", func() error { return sqlfence.Fence(ctx, nil, "r", 1) }, "nil database", sqlfence.ErrNilDB},
-		{"Fence zero token", func() error { return sqlfence.Fence(ctx, pool, "r", 0) }, "token is zero", fence.ErrInvalidToken},
+		{"Fence nil db", func() error { return sqlfence.Fence(ctx, nil, "r", 1) }, "nil database", inv},
+		{"Fence zero token", func() error { return sqlfence.Fence(ctx, pool, "r", 0) }, "token is zero", inv},
+		{"Fence empty resource", func() error { return sqlfence.Fence(ctx, pool, "", 1) }, "resource is empty", inv},
+		{"Fence NUL in resource", func() error { return sqlfence.Fence(ctx, pool, "\x00", 1) }, "control character", inv},
+		{"Fence 16 KB resource", func() error { return sqlfence.Fence(ctx, pool, long, 1) }, "longer than 1024", inv},
 		{"Fence cancelled", func() error { return sqlfence.Fence(cancelled, pool, "r", 1) }, "context canceled", context.Canceled},
-		{"Claim nil tx", func() error { return sqlfence.Claim(ctx, nil, "r", 1) }, "nil database", sqlfence.ErrNilDB},
-		{"Update nil db", func() error { return tbl.Update(ctx, nil, "k", 1, "v") }, "nil database", sqlfence.ErrNilDB},
-		{"Update zero token", func() error { return tbl.Update(ctx, pool, "k", 0, "v") }, "token is zero", fence.ErrInvalidToken},
-		{"Update token above 2^63-1", func() error { return tbl.Update(ctx, pool, "k", tooBig, "v") }, "above the maximum", fence.ErrInvalidToken},
+		{"Claim nil tx", func() error { return sqlfence.Claim(ctx, nil, "r", 1) }, "nil database", inv},
+		{"Update nil db", func() error { return tbl.Update(ctx, nil, "k", 1, "v") }, "nil database", inv},
+		{"Update zero token", func() error { return tbl.Update(ctx, pool, "k", 0, "v") }, "token is zero", inv},
+		{"Update token above 2^63-1", func() error { return tbl.Update(ctx, pool, "k", tooBig, "v") }, "above the maximum", inv},
 		{"Update cancelled", func() error { return tbl.Update(cancelled, pool, "k", 1, "v") }, "context canceled", context.Canceled},
-		{"Update too few values", func() error { return tbl.Update(ctx, pool, "k", 1) }, "0 values for 1 columns", nil},
-		{"Insert too many values", func() error { return tbl.Insert(ctx, pool, "k", 1, "v", "w") }, "2 values for 1 columns", nil},
-		{"Insert nil db", func() error { return tbl.Insert(ctx, nilPool, "k", 1, "v") }, "nil database", sqlfence.ErrNilDB},
-		{"Current nil db", func() error { _, err := sqlfence.Current(ctx, nil, "r"); return err }, "nil database", sqlfence.ErrNilDB},
+		{"Update too few values", func() error { return tbl.Update(ctx, pool, "k", 1) }, "0 values for 1 columns", inv},
+		{"Update nil table", func() error { return nilTable.Update(ctx, pool, "k", 1, "v") }, "nil *sqlfence.Table", inv},
+		{"Upsert nil table guarded", func() error { return nilTable.WithGuard("r").Upsert(ctx, pool, "k", 1, "v") }, "nil *sqlfence.Table", inv},
+		{"Update guard empty", func() error { return tbl.WithGuard("").Update(ctx, pool, "k", 1, "v") }, "WithGuard resource is empty", inv},
+		{"Update guard NUL", func() error { return tbl.WithGuard("g\x00").Update(ctx, pool, "k", 1, "v") }, "control character", inv},
+		{"Insert too many values", func() error { return tbl.Insert(ctx, pool, "k", 1, "v", "w") }, "2 values for 1 columns", inv},
+		{"Insert nil db", func() error { return tbl.Insert(ctx, nilPool, "k", 1, "v") }, "nil database", inv},
+		{"Current nil db", func() error { _, err := sqlfence.Current(ctx, nil, "r"); return err }, "nil database", inv},
+		{"Current empty resource", func() error { _, err := sqlfence.Current(ctx, pool, ""); return err }, "resource is empty", inv},
+		{"Current NUL in resource", func() error { _, err := sqlfence.Current(ctx, pool, "a\x00"); return err }, "control character", inv},
+		{"Current 16 KB resource", func() error { _, err := sqlfence.Current(ctx, pool, long); return err }, "longer than 1024", inv},
 		{"Current cancelled", func() error { _, err := sqlfence.Current(cancelled, pool, "r"); return err }, "context canceled", context.Canceled},
-		{"Version nil db", func() error { _, err := tbl.Version(ctx, nilConn, "k"); return err }, "nil database", sqlfence.ErrNilDB},
+		{"Version nil db", func() error { _, err := tbl.Version(ctx, nilConn, "k"); return err }, "nil database", inv},
+		{"Version nil table", func() error { _, err := nilTable.Version(ctx, pool, "k"); return err }, "nil *sqlfence.Table", inv},
 		{"Version cancelled", func() error { _, err := tbl.Version(cancelled, pool, "k"); return err }, "context canceled", context.Canceled},
 		{"Upsert cancelled", func() error { return tbl.Upsert(cancelled, pool, "k", 1, "v") }, "context canceled", context.Canceled},
 	}
@@ -336,8 +353,12 @@ func TestBadInput(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			before := qc.n.Load()
 			err := c.call()
-			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "sqlfence: ") {
-				t.Fatalf("err = %v, want a sqlfence error containing %q", err, c.want)
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "sqlfence: ") ||
+				strings.Count(err.Error(), "fence:") != 1 || len(err.Error()) > 200 {
+				t.Fatalf("err = %.300v, want a short sqlfence error containing %q, saying \"sqlfence:\" once", err, c.want)
+			}
+			if (c.is == fence.ErrInvalid) != errors.Is(err, fence.ErrInvalid) {
+				t.Fatalf("err = %v: matches fence.ErrInvalid %v, want %v", err, errors.Is(err, fence.ErrInvalid), c.is == fence.ErrInvalid)
 			}
 			if c.is != nil && !errors.Is(err, c.is) {
 				t.Fatalf("err = %v, want errors.Is %v", err, c.is)

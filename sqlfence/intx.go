@@ -58,11 +58,11 @@ func New(opts *Options) (*Guard, error) {
 	case pgx.RepeatableRead, pgx.Serializable:
 		g.retries = DefaultMaxRetries
 	default:
-		return nil, fmt.Errorf("%w: Options.IsoLevel %q: want empty or one of pgx.ReadUncommitted, pgx.ReadCommitted, pgx.RepeatableRead, pgx.Serializable", ErrInvalidArgument, opts.IsoLevel)
+		return nil, fence.Invalid("sqlfence: Options.IsoLevel %q: want empty or one of pgx.ReadUncommitted, pgx.ReadCommitted, pgx.RepeatableRead, pgx.Serializable", opts.IsoLevel)
 	}
 	switch {
 	case opts.MaxRetries < 0:
-		return nil, fmt.Errorf("%w: Options.MaxRetries is %d; want 0 (default) or more", ErrInvalidArgument, opts.MaxRetries)
+		return nil, fence.Invalid("sqlfence: Options.MaxRetries is %d; want 0 (default) or more", opts.MaxRetries)
 	case opts.MaxRetries > 0 && g.retries > 0:
 		g.retries = opts.MaxRetries
 	}
@@ -99,9 +99,9 @@ func InTx(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 // failure with ctx's error when ctx ended the retries.
 //
 // Errors: a [*fence.StaleError] (fn not called, nothing changed);
-// [fence.ErrInvalidToken] for a zero token or one above [fence.MaxToken];
-// [ErrNilDB]; an error for an empty resource, a nil fn, or an isolation
-// level requested on a pgx.Tx; ctx's error (nothing sent when ctx is already
+// [fence.ErrInvalid] for a nil db or fn, a zero token or one above
+// [fence.MaxToken], or a resource [fence.ValidateName] refuses (nothing
+// sent); an error for an isolation level requested on a pgx.Tx; ctx's error (nothing sent when ctx is already
 // done); PostgreSQL's errors. Once ctx has ended, every error also wraps
 // context.Cause(ctx): with a lease's Context, a transaction cut off by the
 // lost lease matches lease.ErrLost and fence.ErrFencedOut.
@@ -110,14 +110,11 @@ func (g *Guard) InTx(ctx context.Context, db TxBeginner, resource string, tok fe
 		return err
 	}
 	if fn == nil {
-		return fmt.Errorf("%w: InTx(%q): nil fn", ErrInvalidArgument, resource)
-	}
-	if strings.IndexByte(resource, 0) >= 0 {
-		return fmt.Errorf("%w: InTx(%q): resource name holds a NUL byte", ErrInvalidArgument, resource)
+		return fence.Invalid("sqlfence: InTx(%q): nil fn", resource)
 	}
 	_, canSetLevel := db.(txOptionsBeginner)
 	if g.opts.IsoLevel != "" && !canSetLevel {
-		return fmt.Errorf("sqlfence: InTx(%q): isolation level %s needs a *pgx.Conn or *pgxpool.Pool; a %T's level is its outer transaction's", resource, g.opts.IsoLevel, db)
+		return fence.Invalid("sqlfence: InTx(%q): isolation level %s needs a *pgx.Conn or *pgxpool.Pool; a %T's level is its outer transaction's", resource, g.opts.IsoLevel, db)
 	}
 	var err error
 	for attempt := 0; ; attempt++ {
@@ -126,7 +123,7 @@ func (g *Guard) InTx(ctx context.Context, db TxBeginner, resource string, tok fe
 			return withCause(ctx, err)
 		}
 		if werr := backoff(ctx, attempt); werr != nil {
-			return withCause(ctx, errors.Join(fmt.Errorf("sqlfence: InTx(%q): gave up retrying after %d attempts: %w", resource, attempt+1, err), werr))
+			return withCause(ctx, errors.Join(fmt.Errorf("%w (gave up retrying after %d attempts)", err, attempt+1), werr))
 		}
 	}
 }

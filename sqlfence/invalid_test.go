@@ -2,42 +2,36 @@ package sqlfence_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/sqlfence"
 )
 
-// Bad input other than identifiers and tokens wraps ErrInvalidArgument, so
-// callers can tell it from a database error, and sends nothing.
-func TestBadInputIsErrInvalidArgument(t *testing.T) {
-	env := setup(t)
-	ctx := testCtx(t)
-	pool, counter := countingPool(t, env.URL, 1)
-	if _, err := sqlfence.NewTable("t", "id", "id"); !errors.Is(err, sqlfence.ErrInvalidArgument) {
-		t.Errorf("NewTable with the key as version column: %v, want ErrInvalidArgument", err)
-	}
-	if _, err := sqlfence.NewTable("t", "id", "v", "id"); !errors.Is(err, sqlfence.ErrInvalidArgument) {
-		t.Errorf("NewTable with the key as a value column: %v, want ErrInvalidArgument", err)
-	}
-	tbl, err := sqlfence.NewTable("t", "id", "v", "body")
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := counter.n.Load()
-	for name, err := range map[string]error{
-		"InTx empty resource":  sqlfence.InTx(ctx, pool, "", 1, func(pgx.Tx) error { return nil }),
-		"InTx nil fn":          sqlfence.InTx(ctx, pool, "r", 1, nil),
-		"Fence empty resource": sqlfence.Fence(ctx, pool, "", 1),
-		"Update 0 values":      tbl.Update(ctx, pool, 1, 1),
-		"WithGuard empty":      tbl.WithGuard("").Update(ctx, pool, 1, 1, "x"),
+// NewTable refuses bad names with an error matching fence.ErrInvalid that
+// says "sqlfence:" once and shows the offending character, not one byte of
+// it: before, NewTable("tablé", ...) reported byte 4 as 'Ã'.
+func TestNewTableRefusesBadNames(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		table, key, ver, col string
+		want                 string
+	}{
+		{"non-ASCII letter", "tablé", "id", "v", "body", `table name "tablé": byte 4 is 'é'`},
+		{"non-ASCII column", "t", "id", "v", "naïve", `column 1 name "naïve": byte 2 is 'ï'`},
+		{"not UTF-8", "t\xff", "id", "v", "body", `byte 1 is '�'`},
+		{"empty key", "t", "", "v", "body", "key column name is empty"},
+		{"three parts", "a.b.c", "id", "v", "body", "has 2 dots"},
+		{"64 bytes", strings.Repeat("t", 64), "id", "v", "body", "64 bytes, more than PostgreSQL's 63"},
+		{"16 KB", strings.Repeat("t", 16<<10), "id", "v", "body", "16384 bytes"},
+		{"version is the key", "t", "id", "id", "body", `version column "id" is also the key column`},
+		{"column is the key", "t", "id", "v", "id", `column 1 "id" is also the key column`},
 	} {
-		if !errors.Is(err, sqlfence.ErrInvalidArgument) {
-			t.Errorf("%s: %v, want ErrInvalidArgument", name, err)
+		tbl, err := sqlfence.NewTable(tc.table, tc.key, tc.ver, tc.col)
+		if tbl != nil || !errors.Is(err, fence.ErrInvalid) || !strings.Contains(err.Error(), tc.want) ||
+			!strings.HasPrefix(err.Error(), "sqlfence: ") || strings.Count(err.Error(), "fence:") != 1 || len(err.Error()) > 200 {
+			t.Errorf("%s: NewTable = %v, %.300v; want a short error matching fence.ErrInvalid saying %q", tc.name, tbl, err, tc.want)
 		}
-	}
-	if n := counter.n.Load() - before; n != 0 {
-		t.Errorf("bad input sent %d statements, want 0", n)
 	}
 }

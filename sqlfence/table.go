@@ -59,8 +59,8 @@ type Table struct {
 // they are quoted, so they are case-sensitive (an unquoted CREATE TABLE
 // Users creates users). NewTable sends nothing.
 //
-// Errors: [ErrInvalidIdentifier] naming the bad argument, or an error for a
-// column listed twice.
+// Errors: [fence.ErrInvalid] naming the bad argument: a name that is not a
+// plain identifier, or a column listed twice.
 func NewTable(table, keyColumn, versionColumn string, columns ...string) (*Table, error) {
 	tid, err := parseIdent("table", table, true)
 	if err != nil {
@@ -76,7 +76,7 @@ func NewTable(table, keyColumn, versionColumn string, columns ...string) (*Table
 	}
 	seen := map[string]string{keyColumn: "key column"}
 	if prev, dup := seen[versionColumn]; dup {
-		return nil, fmt.Errorf("%w: version column %q is also the %s", ErrInvalidArgument, versionColumn, prev)
+		return nil, fence.Invalid("sqlfence: version column %q is also the %s", versionColumn, prev)
 	}
 	seen[versionColumn] = "version column"
 	cols := make([]string, len(columns))
@@ -86,7 +86,7 @@ func NewTable(table, keyColumn, versionColumn string, columns ...string) (*Table
 			return nil, err
 		}
 		if prev, dup := seen[c]; dup {
-			return nil, fmt.Errorf("%w: column %d %q is also the %s", ErrInvalidArgument, i+1, c, prev)
+			return nil, fence.Invalid("sqlfence: column %d %q is also the %s", i+1, c, prev)
 		}
 		seen[c] = "column " + strconv.Itoa(i+1)
 		cols[i] = id.Sanitize()
@@ -122,9 +122,13 @@ func NewTable(table, keyColumn, versionColumn string, columns ...string) (*Table
 // write (a newer version, or a missing row): the guard only ever moves to a
 // token that was presented, which shuts out older holders only.
 // A refusal names the guard's resource when the guard refused, and
-// "table:key" when the row did. WithGuard sends nothing; an empty resource
-// makes every write of the copy fail, sending nothing.
+// "table:key" when the row did. WithGuard sends nothing; a resource
+// [fence.ValidateName] refuses makes every write of the copy fail, sending
+// nothing. On a nil *Table it returns nil.
 func (t *Table) WithGuard(resource string) *Table {
+	if t == nil {
+		return nil
+	}
 	g := *t
 	g.guarded, g.guard = true, resource
 	claim := guardClaim(len(t.cols) + 3)
@@ -220,12 +224,13 @@ func buildInsert(t, k, v string, cols []string, action, claim string) string {
 // Errors: a [*fence.StaleError] whose Resource is "table:key" and Current
 // the row's version (nothing changed), or, for a table bound by
 // [Table.WithGuard], the guard's resource and token; [ErrNoRow] when no row
-// has the key; [fence.ErrInvalidToken]; [ErrNilDB]; an error for a wrong
-// number of values; ctx's error (nothing sent when ctx is already done);
+// has the key; [fence.ErrInvalid] for a nil table or db, a zero token or
+// one above [fence.MaxToken], a wrong number of values or a bad guard
+// resource (nothing sent); ctx's error (nothing sent when ctx is already done);
 // PostgreSQL's errors. Once ctx has ended, errors also wrap
 // context.Cause(ctx) (for a lease's Context, lease.ErrLost).
 func (t *Table) Update(ctx context.Context, db Querier, key any, tok fence.Token, values ...any) error {
-	return t.write(ctx, db, "update", t.updateSQL, key, tok, values)
+	return t.write(ctx, db, "update", key, tok, values)
 }
 
 // Insert inserts a row with key, version tok and values (one per column
@@ -238,7 +243,7 @@ func (t *Table) Update(ctx context.Context, db Querier, key any, tok fence.Token
 // than tok; [ErrRowExists] when it exists otherwise (use [Table.Update]);
 // and the errors of [Table.Update]. Nothing is changed on error.
 func (t *Table) Insert(ctx context.Context, db Querier, key any, tok fence.Token, values ...any) error {
-	return t.write(ctx, db, "insert", t.insertSQL, key, tok, values)
+	return t.write(ctx, db, "insert", key, tok, values)
 }
 
 // Upsert writes the row with key, version tok and values whether or not it
@@ -251,18 +256,22 @@ func (t *Table) Insert(ctx context.Context, db Querier, key any, tok fence.Token
 // Errors: a [*fence.StaleError] when the row's version is greater than tok
 // (nothing changed), and the errors of [Table.Update].
 func (t *Table) Upsert(ctx context.Context, db Querier, key any, tok fence.Token, values ...any) error {
-	return t.write(ctx, db, "upsert", t.upsertSQL, key, tok, values)
+	return t.write(ctx, db, "upsert", key, tok, values)
 }
 
 // Version returns the row's version (0 for a NULL version). One round trip.
 //
-// Errors: [ErrNoRow] when no row has the key; [ErrNilDB]; ctx's error
-// (nothing sent when ctx is already done); PostgreSQL's errors.
+// Errors: [ErrNoRow] when no row has the key; [fence.ErrInvalid] for a nil
+// table or db; ctx's error (nothing sent when ctx is already done);
+// PostgreSQL's errors.
 func (t *Table) Version(ctx context.Context, db Querier, key any) (fence.Token, error) {
-	res := t.resource(key)
-	if isNil(db) {
-		return 0, fmt.Errorf("%w (%s)", ErrNilDB, res)
+	switch {
+	case t == nil:
+		return 0, errNilTable
+	case isNil(db):
+		return 0, errNilDB
 	}
+	res := t.resource(key)
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("sqlfence: version of %s: %w", res, withCause(ctx, err))
 	}
@@ -277,21 +286,32 @@ func (t *Table) Version(ctx context.Context, db Querier, key any) (fence.Token, 
 	return fence.Token(v), nil
 }
 
-func (t *Table) write(ctx context.Context, db Querier, op, sql string, key any, tok fence.Token, values []any) error {
-	if err := precheck(ctx, db, tok); err != nil {
-		return describe(err, op+" "+t.resource(key))
+// write runs op ("update", "insert" or "upsert") after checking its input.
+func (t *Table) write(ctx context.Context, db Querier, op string, key any, tok fence.Token, values []any) error {
+	switch {
+	case t == nil:
+		return errNilTable
+	case isNil(db):
+		return errNilDB
 	}
-	if len(values) != t.columns {
-		return fmt.Errorf("%w: %s %s: %d values for %d columns", ErrInvalidArgument, op, t.resource(key), len(values), t.columns)
+	if err := t.checkWrite(tok, values); err != nil {
+		return fmt.Errorf("sqlfence: %s %s: %w", op, t.resource(key), err)
 	}
-	if t.guarded && t.guard == "" {
-		return fmt.Errorf("%w: %s %s: WithGuard was given an empty resource name", ErrInvalidArgument, op, t.resource(key))
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("sqlfence: %s %s: %w", op, t.resource(key), withCause(ctx, err))
 	}
 	args := make([]any, 0, 3+len(values))
 	args = append(args, key, int64(tok))
 	args = append(args, values...)
 	if t.guarded {
 		args = append(args, t.guard)
+	}
+	sql := t.upsertSQL
+	switch op {
+	case "update":
+		sql = t.updateSQL
+	case "insert":
+		sql = t.insertSQL
 	}
 	tag, err := db.Exec(ctx, sql, args...)
 	if err != nil {
@@ -337,4 +357,22 @@ func (t *Table) refused(ctx context.Context, db Querier, op string, key any, tok
 }
 
 // resource names a row in errors: table:key.
+// errNilTable is what the methods of a nil *Table return.
+var errNilTable = fence.Invalid("sqlfence: nil *sqlfence.Table (NewTable returned an error)")
+
+// checkWrite validates a write's token, values and guard resource; the
+// error has no package prefix.
+func (t *Table) checkWrite(tok fence.Token, values []any) error {
+	if err := tok.Validate(); err != nil {
+		return err
+	}
+	if len(values) != t.columns {
+		return fence.Invalid("%d values for %d columns", len(values), t.columns)
+	}
+	if t.guarded {
+		return fence.ValidateName("WithGuard resource", t.guard)
+	}
+	return nil
+}
+
 func (t *Table) resource(key any) string { return fmt.Sprintf("%s:%v", t.name, key) }

@@ -59,7 +59,7 @@ func (s *etcdStore) names(ctx context.Context, pattern string) ([]string, error)
 	defer cancel()
 	names, err := etcdlease.Names(ctx, s.cli, s.prefix, pattern)
 	if errors.Is(err, lease.ErrInvalid) {
-		return nil, usagef("PATTERN %q: %v", pattern, err)
+		return nil, usagef("%v", err)
 	}
 	return names, err
 }

@@ -4,9 +4,10 @@ import (
 	"errors"
 	"flag"
 	"os"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fencekit/fencekit/fence"
 )
 
 // parseArgs parses args with fs, flags and positional arguments in any
@@ -81,14 +82,14 @@ func timeoutFlag(fs *flag.FlagSet) *time.Duration {
 	return fs.Duration("timeout", defTimeout, "bound of each request to a server")
 }
 
-// parseTarget parses bump's --to: a token from 1 to maxBump.
+// parseTarget parses bump's --to: a token (fence.ParseToken) up to maxBump.
 func parseTarget(s string) (uint64, error) {
-	v, err := strconv.ParseUint(s, 10, 64)
+	tok, err := fence.ParseToken(s)
 	switch {
-	case err != nil || s == "" || s[0] == '+':
-		return 0, usagef("--to %q is not a token (digits, 1 to %d)", s, maxBump)
-	case v == 0 || v > maxBump:
-		return 0, usagef("--to %d is out of range: 1 to %d (the largest counter a Redis lease can still issue a token after)", v, maxBump)
+	case err != nil:
+		return 0, usagef("--to: %v", err)
+	case uint64(tok) > maxBump:
+		return 0, usagef("--to %d is out of range: 1 to %d (the largest counter a Redis lease can still issue a token after)", tok, maxBump)
 	}
-	return v, nil
+	return uint64(tok), nil
 }

@@ -333,18 +333,21 @@ func testIdentity(t *testing.T, iss Issuer) {
 }
 
 // testBadInput checks that invalid names and TTLs are refused with
-// ErrInvalid before anything is sent.
+// ErrInvalid before anything is sent, in a short message that says
+// "lease:" once.
 func testBadInput(t *testing.T, iss Issuer) {
 	ns := iss.Open(t)
 	c := ns.Client(t, quiet)
 	ctx := context.Background()
 	before := c.Sent()
-	names := []string{"", "a b", "x{y}", "tab\t", strings.Repeat("n", lease.MaxNameLen+1), "\xff"}
-	ttls := []time.Duration{0, -time.Second, lease.MinTTL - time.Millisecond, iss.TTL + time.Microsecond}
+	names := []string{"", "a b", "x{y}", "tab\t", "nul\x00", strings.Repeat("n", lease.MaxNameLen+1), strings.Repeat("n", 16<<10), "\xff"}
+	ttls := []time.Duration{0, -time.Second, lease.MinTTL - time.Millisecond, iss.TTL + time.Microsecond, lease.MaxTTL + time.Second}
 	check := func(what string, err error) {
 		t.Helper()
-		if !errors.Is(err, lease.ErrInvalid) {
-			t.Errorf("%s: %v, want ErrInvalid", what, err)
+		if !errors.Is(err, lease.ErrInvalid) || !errors.Is(err, fence.ErrInvalid) {
+			t.Errorf("%.60s: %v, want ErrInvalid", what, err)
+		} else if msg := err.Error(); strings.Count(" "+msg, " lease:") != 1 || len(msg) > 200 {
+			t.Errorf("%.60s: %.300q, want a short message saying \"lease:\" once", what, msg)
 		}
 	}
 	for _, n := range names {

@@ -3,7 +3,6 @@ package etcdlease
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -24,7 +23,7 @@ import (
 // invalid option.
 func New(cli *clientv3.Client, opts *lease.Options) (*lease.Client, error) {
 	if cli == nil {
-		return nil, fmt.Errorf("%w: nil *clientv3.Client passed to etcdlease.New", lease.ErrInvalid)
+		return nil, fence.Invalid("etcdlease: nil *clientv3.Client passed to etcdlease.New")
 	}
 	prefix := lease.DefaultKeyPrefix
 	if opts != nil && opts.KeyPrefix != "" {
@@ -66,7 +65,7 @@ func (b *backend) Name() string { return "etcd" }
 // more round trip).
 func (b *backend) Acquire(ctx context.Context, name string, ttl time.Duration, identity string) (*lease.Grant, error) {
 	if ttl%time.Second != 0 {
-		return nil, fmt.Errorf("%w: TTL %v: etcd lease TTLs are whole seconds", lease.ErrInvalid, ttl)
+		return nil, fence.Invalid("etcdlease: TTL %v: etcd lease TTLs are whole seconds", ttl)
 	}
 	lg, err := b.cli.Grant(ctx, int64(ttl/time.Second))
 	if err != nil {

@@ -23,7 +23,7 @@ import (
 // one, '[...]' a class; as path.Match, but '*' also matches '/').
 func Names(ctx context.Context, cli *clientv3.Client, prefix, pattern string) ([]string, error) {
 	if _, err := path.Match(pattern, ""); err != nil {
-		return nil, errors.Join(lease.ErrInvalid, err)
+		return nil, fence.Invalid("etcdlease: pattern %.40q: %v", pattern, err)
 	}
 	b := &backend{prefix: prefix}
 	set := map[string]bool{}
@@ -66,8 +66,12 @@ type ForceReleased struct {
 // ForceRelease ends the lease name whoever holds it, or only if its holder
 // has token only (when not 0): it revokes the holder's etcd lease, which
 // deletes the holder key and wakes the waiters' watches. The holder sees
-// the lease gone at its next renewal.
+// the lease gone at its next renewal. A bad name is an error matching
+// lease.ErrInvalid, and nothing is sent.
 func ForceRelease(ctx context.Context, cli *clientv3.Client, prefix, name string, only fence.Token) (ForceReleased, error) {
+	if err := lease.ValidateName(name); err != nil {
+		return ForceReleased{}, err
+	}
 	b := &backend{cli: cli, prefix: prefix}
 	resp, err := cli.Get(ctx, b.holderKey(name))
 	if err != nil || len(resp.Kvs) == 0 {

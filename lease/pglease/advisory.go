@@ -2,7 +2,6 @@ package pglease
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -37,7 +36,7 @@ import (
 // option.
 func NewAdvisory(pool *pgxpool.Pool, opts *lease.Options) (*lease.Client, error) {
 	if pool == nil {
-		return nil, fmt.Errorf("%w: nil *pgxpool.Pool passed to pglease.NewAdvisory", lease.ErrInvalid)
+		return nil, fence.Invalid("pglease: nil *pgxpool.Pool passed to pglease.NewAdvisory")
 	}
 	return lease.NewClient(&advisory{tableBackend(pool, opts)}, opts)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/lease"
 )
 
 // What operators' tools (cmd/fencectl) need beyond a *lease.Client: a
@@ -84,8 +85,12 @@ SELECT (SELECT count(*) FROM notified) = 1, token, identity, held, remaining_us 
 
 // ForceRelease ends the lease name whoever holds it, or only if its holder
 // has token only (when not 0), and wakes its waiters, one statement. The
-// holder sees the lease gone at its next renewal.
+// holder sees the lease gone at its next renewal. A bad name is an error
+// matching lease.ErrInvalid, and nothing is sent.
 func ForceRelease(ctx context.Context, pool *pgxpool.Pool, prefix, name string, only fence.Token) (ForceReleased, error) {
+	if err := lease.ValidateName(name); err != nil {
+		return ForceReleased{}, err
+	}
 	var r ForceReleased
 	var tok, remaining int64
 	err := pool.QueryRow(ctx, forceReleaseSQL, prefix+":"+name, int64(only)).Scan(&r.Released, &tok, &r.Identity, &r.Held, &remaining)
@@ -125,8 +130,12 @@ SELECT coalesce((SELECT bool_or(ok) FROM ended), false), EXISTS (SELECT FROM hol
 // or only if its holder has token only (when not 0), by terminating the
 // holder's server session (pg_terminate_backend: it needs the
 // pg_signal_backend role or a superuser), one statement. The holder's
-// Context ends at its next renewal. Remaining is -1 while held.
+// Context ends at its next renewal. Remaining is -1 while held. A bad name
+// is refused as by [ForceRelease].
 func ForceReleaseAdvisory(ctx context.Context, pool *pgxpool.Pool, prefix, name string, only fence.Token) (ForceReleased, error) {
+	if err := lease.ValidateName(name); err != nil {
+		return ForceReleased{}, err
+	}
 	var r ForceReleased
 	var tok int64
 	key := prefix + ":" + name

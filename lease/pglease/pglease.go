@@ -3,7 +3,6 @@ package pglease
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -29,7 +28,7 @@ const Channel = "fencekit_lease_released"
 // option.
 func New(pool *pgxpool.Pool, opts *lease.Options) (*lease.Client, error) {
 	if pool == nil {
-		return nil, fmt.Errorf("%w: nil *pgxpool.Pool passed to pglease.New", lease.ErrInvalid)
+		return nil, fence.Invalid("pglease: nil *pgxpool.Pool passed to pglease.New")
 	}
 	return lease.NewClient(tableBackend(pool, opts), opts)
 }

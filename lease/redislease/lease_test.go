@@ -401,6 +401,7 @@ func TestBadInputSendsNothing(t *testing.T) {
 	}{
 		{good, "", time.Second, "empty"},
 		{good, strings.Repeat("x", 513), time.Second, "513 bytes"},
+		{good, strings.Repeat("x", 16<<10), time.Second, "16384 bytes"},
 		{good, "a{b}", time.Second, "hash tag"},
 		{good, "a b", time.Second, "whitespace"},
 		{good, "a\x00b", time.Second, "control"},
@@ -409,14 +410,17 @@ func TestBadInputSendsNothing(t *testing.T) {
 		{good, "ok", -time.Second, "below the minimum"},
 		{good, "ok", 9 * time.Millisecond, "below the minimum"},
 		{good, "ok", 10*time.Millisecond + time.Microsecond, "whole number of milliseconds"},
+		{good, "ok", lease.MaxTTL + time.Millisecond, "above the maximum 24h0m0s"},
+		{good, "ok", 200 * 365 * 24 * time.Hour, "above the maximum 24h0m0s"},
 		{nil, "ok", time.Second, "nil *lease.Client"},
 		{mustNew(t, env.client, &lease.Options{RenewInterval: time.Second}), "ok", time.Second, "RenewInterval"},
 		{mustNew(t, env.client, &lease.Options{DriftMargin: time.Second}), "ok", time.Second, "DriftMargin"},
 	}
 	for _, tc := range cases {
 		_, err := tc.c.Acquire(ctx, tc.name, tc.ttl)
-		if !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "lease: ") {
-			t.Errorf("Acquire(%.20q, %v) = %v, want ErrInvalid mentioning %q", tc.name, tc.ttl, err, tc.want)
+		if !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "lease: ") ||
+			strings.Count(err.Error(), "lease:") != 1 || len(err.Error()) > 200 {
+			t.Errorf("Acquire(%.20q, %v) = %.300v, want a short ErrInvalid mentioning %q, \"lease:\" once", tc.name, tc.ttl, err, tc.want)
 		}
 		_, err = tc.c.AcquireWait(ctx, tc.name, tc.ttl)
 		if !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
@@ -438,6 +442,7 @@ func TestNewRefusesBadClientAndOptions(t *testing.T) {
 		{nil, nil, "nil Redis client"},
 		{(*redis.Client)(nil), nil, "nil Redis client"},
 		{(*redis.ClusterClient)(nil), nil, "nil Redis client"},
+		{(*redis.Ring)(nil), nil, "nil Redis client"},
 		{env.client, &lease.Options{KeyPrefix: "a{"}, "KeyPrefix"},
 		{env.client, &lease.Options{KeyPrefix: "a b"}, "KeyPrefix"},
 		{env.client, &lease.Options{RenewInterval: -1}, "RenewInterval"},
@@ -446,14 +451,14 @@ func TestNewRefusesBadClientAndOptions(t *testing.T) {
 	}
 	for _, tc := range cases {
 		c, err := New(tc.rdb, tc.opts)
-		if c != nil || !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "lease: ") {
+		if c != nil || !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), tc.want) ||
+			!strings.HasPrefix(err.Error(), "lease: ") && !strings.HasPrefix(err.Error(), "redislease: ") || strings.Count(err.Error(), "lease:") != 1 {
 			t.Errorf("New(%T, %+v) = %v, %v; want ErrInvalid mentioning %q", tc.rdb, tc.opts, c, err, tc.want)
 		}
 	}
-	for _, b := range []lease.Backend{nil, (*backend)(nil)} {
-		if c, err := lease.NewClient(b, nil); c != nil || !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), "nil Backend") {
-			t.Errorf("NewClient(%T) = %v, %v; want ErrInvalid", b, c, err)
-		}
+	// A typed nil inside a Backend is the issuer's to catch (New above).
+	if c, err := lease.NewClient(nil, nil); c != nil || !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), "nil Backend") {
+		t.Errorf("NewClient(nil) = %v, %v; want ErrInvalid", c, err)
 	}
 	if n := env.sent.Load(); n != 0 {
 		t.Fatalf("%d commands sent by New", n)

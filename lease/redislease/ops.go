@@ -131,8 +131,12 @@ type ForceReleased struct {
 // ForceRelease ends the lease name whoever holds it, or only if its holder
 // has token only (when not 0): it deletes the lock key and publishes the
 // release to the waiters, one script, one round trip. The holder sees the
-// lease gone at its next renewal.
+// lease gone at its next renewal. A bad name (lease.ValidateName) is an
+// error matching lease.ErrInvalid, and nothing is sent.
 func ForceRelease(ctx context.Context, rdb redis.Scripter, prefix, name string, only fence.Token) (ForceReleased, error) {
+	if err := lease.ValidateName(name); err != nil {
+		return ForceReleased{}, err
+	}
 	lock, _, channel := Keys(prefix, name)
 	want := ""
 	if only != 0 {
@@ -161,10 +165,14 @@ const MaxBump = 1<<53 - 2
 // Bump raises the token counter of name to target (1 to [MaxBump]), never
 // lowering it, one round trip: after Redis lost data, or to move past
 // another issuer's tokens. It returns the counter before (0 when absent)
-// and whether it changed.
+// and whether it changed. A bad name or target is an error matching
+// lease.ErrInvalid, and nothing is sent.
 func Bump(ctx context.Context, rdb redis.Scripter, prefix, name string, target fence.Token) (before fence.Token, changed bool, err error) {
+	if err := lease.ValidateName(name); err != nil {
+		return 0, false, err
+	}
 	if target == 0 || target > MaxBump {
-		return 0, false, fmt.Errorf("%w: bump target %d is out of range: 1 to %d", lease.ErrInvalid, target, uint64(MaxBump))
+		return 0, false, fence.Invalid("redislease: bump target %d is out of range: 1 to %d", target, uint64(MaxBump))
 	}
 	_, counter, _ := Keys(prefix, name)
 	res, err := bumpScript.Run(ctx, rdb, []string{counter}, target.String()).Slice()

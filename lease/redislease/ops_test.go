@@ -2,6 +2,7 @@ package redislease
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -86,4 +87,27 @@ func FuzzNameOf(f *testing.F) {
 			t.Fatalf("nameOf(%q) accepted suffix %q", key, suffix)
 		}
 	})
+}
+
+// The operator calls refuse a bad name or target with an error matching
+// lease.ErrInvalid that names one package once, and send nothing.
+func TestOpsRefuseBadInput(t *testing.T) {
+	env := testenvRedisCounting(t)
+	ctx := context.Background()
+	for what, err := range map[string]error{
+		"Bump empty name":        func() error { _, _, err := Bump(ctx, env.client, "p", "", 5); return err }(),
+		"Bump NUL name":          func() error { _, _, err := Bump(ctx, env.client, "p", "a\x00", 5); return err }(),
+		"Bump 16 KB name":        func() error { _, _, err := Bump(ctx, env.client, "p", strings.Repeat("n", 16<<10), 5); return err }(),
+		"Bump target 0":          func() error { _, _, err := Bump(ctx, env.client, "p", "a", 0); return err }(),
+		"Bump target too big":    func() error { _, _, err := Bump(ctx, env.client, "p", "a", MaxBump+1); return err }(),
+		"ForceRelease brace":     func() error { _, err := ForceRelease(ctx, env.client, "p", "a{b}", 0); return err }(),
+		"ForceRelease not UTF-8": func() error { _, err := ForceRelease(ctx, env.client, "p", "\xff", 0); return err }(),
+	} {
+		if !errors.Is(err, lease.ErrInvalid) || strings.Count(err.Error(), "lease:") != 1 || len(err.Error()) > 200 {
+			t.Errorf("%s: %.300v; want a short ErrInvalid naming one package once", what, err)
+		}
+	}
+	if n := env.sent.Load(); n != 0 {
+		t.Fatalf("%d commands sent for bad input", n)
+	}
 }

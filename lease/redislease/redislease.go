@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,11 +40,12 @@ var (
 // or a *redis.Ring. opts may be nil for the defaults; its KeyPrefix starts
 // every key (see [Keys]). New sends nothing to Redis.
 //
-// Errors: an error wrapping [lease.ErrInvalid] for a nil client (typed nil
-// included) or an invalid option.
+// Errors: an error wrapping [lease.ErrInvalid] for a nil client (a nil
+// *redis.Client, *redis.ClusterClient or *redis.Ring included) or an
+// invalid option.
 func New(client redis.UniversalClient, opts *lease.Options) (*lease.Client, error) {
 	if isNil(client) {
-		return nil, fmt.Errorf("%w: nil Redis client passed to redislease.New", lease.ErrInvalid)
+		return nil, fence.Invalid("redislease: nil Redis client passed to redislease.New")
 	}
 	return lease.NewClient(&backend{rdb: client, prefix: prefixOf(opts)}, opts)
 }
@@ -58,14 +58,20 @@ func prefixOf(opts *lease.Options) string {
 	return lease.DefaultKeyPrefix
 }
 
-// isNil reports whether v is nil or a nil pointer in an interface, which
-// would panic on first use.
-func isNil(v any) bool {
-	if v == nil {
+// isNil reports whether c is nil or one of go-redis's clients as a nil
+// pointer, which would panic on first use.
+func isNil(c redis.UniversalClient) bool {
+	switch c := c.(type) {
+	case nil:
 		return true
+	case *redis.Client:
+		return c == nil
+	case *redis.ClusterClient:
+		return c == nil
+	case *redis.Ring:
+		return c == nil
 	}
-	rv := reflect.ValueOf(v)
-	return rv.Kind() == reflect.Pointer && rv.IsNil()
+	return false
 }
 
 // The clients New accepts.
@@ -195,11 +201,8 @@ func parseAcquire(res any) (tok fence.Token, held bool, remaining time.Duration,
 	switch v := res.(type) {
 	case string:
 		tok, err = fence.ParseToken(v)
-		if err == nil {
-			err = tok.Validate()
-		}
 		if err != nil {
-			return 0, false, 0, "", fmt.Errorf("token from Redis: %w", err)
+			return 0, false, 0, "", fmt.Errorf("token from Redis: %v", err) // not the caller's ErrInvalid
 		}
 		return tok, false, 0, "", nil
 	case []any:

@@ -29,7 +29,7 @@ func Bump(ctx context.Context, conn *zk.Conn, keyPrefix, name string, to fence.T
 		return 0, 0, err
 	}
 	if err := to.Validate(); err != nil {
-		return 0, 0, fmt.Errorf("%w: %w", lease.ErrInvalid, err)
+		return 0, 0, fmt.Errorf("zklease: bump %q: %w", name, err)
 	}
 	b, err := newBackend(conn, keyPrefix)
 	if err != nil {

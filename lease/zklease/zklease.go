@@ -44,18 +44,18 @@ func New(conn *zk.Conn, opts *lease.Options) (*lease.Client, error) {
 // newBackend checks conn and prefix ("" for the default).
 func newBackend(conn *zk.Conn, prefix string) (*backend, error) {
 	if conn == nil {
-		return nil, fmt.Errorf("%w: nil *zk.Conn passed to zklease", lease.ErrInvalid)
+		return nil, fence.Invalid("zklease: nil *zk.Conn passed to zklease")
 	}
 	if prefix == "" {
 		prefix = lease.DefaultKeyPrefix
 	}
 	for _, part := range strings.Split(prefix, "/") {
 		if part == "" || part == "." || part == ".." {
-			return nil, fmt.Errorf("%w: Options.KeyPrefix %q is not a ZooKeeper path without its leading slash (an empty, . or .. part)", lease.ErrInvalid, prefix)
+			return nil, fence.Invalid("zklease: Options.KeyPrefix %q is not a ZooKeeper path without its leading slash (an empty, . or .. part)", prefix)
 		}
 	}
 	if prefix == "zookeeper" || strings.HasPrefix(prefix, "zookeeper/") {
-		return nil, fmt.Errorf("%w: Options.KeyPrefix %q is under ZooKeeper's own /zookeeper tree", lease.ErrInvalid, prefix)
+		return nil, fence.Invalid("zklease: Options.KeyPrefix %q is under ZooKeeper's own /zookeeper tree", prefix)
 	}
 	return &backend{conn: conn, root: "/" + prefix}, nil
 }
