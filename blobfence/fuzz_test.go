@@ -32,6 +32,28 @@ func FuzzValidateKey(f *testing.F) {
 // store accepts.
 var metadataKeyRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,127}$`)
 
+// FuzzValidateBucket: a bucket name is accepted exactly when it is 1 to
+// MaxBucketLen bytes of [A-Za-z0-9._-]; a refusal matches fence.ErrInvalid
+// and stays short whatever the name.
+func FuzzValidateBucket(f *testing.F) {
+	for _, b := range []string{"", "b", "my-bucket", "Legacy_Bucket", "a/b", "a b", "\xff", "é", "a\x00b", strings.Repeat("b", MaxBucketLen), strings.Repeat("b", MaxBucketLen+1)} {
+		f.Add(b)
+	}
+	valid := regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+	f.Fuzz(func(t *testing.T, bucket string) {
+		err := validateBucket(bucket)
+		want := len(bucket) <= MaxBucketLen && valid.MatchString(bucket)
+		switch {
+		case want && err != nil:
+			t.Fatalf("validateBucket(%q) = %v, want nil", bucket, err)
+		case !want && !errors.Is(err, fence.ErrInvalid):
+			t.Fatalf("validateBucket(%q) = %v, want fence.ErrInvalid", bucket, err)
+		case err != nil && len(err.Error()) > 256:
+			t.Fatalf("validateBucket(%q): %d-byte error", bucket, len(err.Error()))
+		}
+	})
+}
+
 func FuzzMetadataKey(f *testing.F) {
 	for _, k := range []string{"", DefaultMetadataKey, "A", "-a", "a-", "a_b", "x-amz-meta-t", strings.Repeat("a", 129)} {
 		f.Add(k)

@@ -92,6 +92,12 @@ func TestNewRefusesBadArguments(t *testing.T) {
 		{"nil client", nil, "b", nil, "S3 client is nil"},
 		{"typed-nil client", typedNil, "b", nil, "S3 client is nil"},
 		{"empty bucket", c, "", nil, "bucket name is empty"},
+		{"NUL in the bucket", c, "b\x00c", nil, "control character"},
+		{"bucket not UTF-8", c, "b\xffc", nil, "not valid UTF-8"},
+		{"bucket with a slash", c, "b/c", nil, `'/' at byte 1`},
+		{"bucket with a space", c, "b c", nil, `' ' at byte 1`},
+		{"bucket of 5,000 bytes", c, strings.Repeat("b", 5000), nil, "longer than 1024"},
+		{"bucket of 256 bytes", c, strings.Repeat("b", 256), nil, "longer than 255"},
 		{"bad metadata key", c, "b", &blobfence.Options{MetadataKey: "Fence_Token"}, "MetadataKey"},
 		{"metadata key with a leading dash", c, "b", &blobfence.Options{MetadataKey: "-t"}, "MetadataKey"},
 		{"negative attempts", c, "b", &blobfence.Options{MaxAttempts: -1}, "MaxAttempts is -1"},
@@ -99,6 +105,15 @@ func TestNewRefusesBadArguments(t *testing.T) {
 		s, err := blobfence.New(tc.client, tc.bucket, tc.opts)
 		if s != nil || !errors.Is(err, fence.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("New with %s: %v, %v; want a nil Store and fence.ErrInvalid saying %q", tc.name, s, err, tc.want)
+		}
+		if err != nil && (len(err.Error()) > 200 || strings.Count(err.Error(), "blobfence") != 1) {
+			t.Errorf("New with %s: %q: want one short message naming blobfence once", tc.name, err)
+		}
+	}
+	// What S3 servers have named buckets stays accepted.
+	for _, b := range []string{"my-bucket", "logs.example.com", "Legacy_Bucket", strings.Repeat("b", 255)} {
+		if _, err := blobfence.New(c, b, nil); err != nil {
+			t.Errorf("New with bucket %q: %v", b, err)
 		}
 	}
 }

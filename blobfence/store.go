@@ -121,15 +121,42 @@ func New(client S3API, bucket string, opts *Options) (*Store, error) {
 	switch {
 	case isNil(client):
 		return nil, fence.Invalid("blobfence: New: the S3 client is nil")
-	case bucket == "":
-		return nil, fence.Invalid("blobfence: New: the bucket name is empty")
 	case o.MaxAttempts < 0:
-		return nil, fence.Invalid("blobfence: New: Options.MaxAttempts is %d; it must be positive (0 means %d)", o.MaxAttempts, DefaultMaxAttempts)
+		return nil, fence.Invalid("blobfence: New: Options.MaxAttempts is %d; it must not be negative (0 means %d)", o.MaxAttempts, DefaultMaxAttempts)
+	}
+	if err := validateBucket(bucket); err != nil {
+		return nil, fence.Invalid("blobfence: New: %v", err)
 	}
 	if p := metadataKeyProblem(s.tokenKey); p != "" {
 		return nil, fence.Invalid("blobfence: New: Options.MetadataKey: %s", p)
 	}
 	return s, nil
+}
+
+// MaxBucketLen is the longest bucket name New accepts: S3's limit for the
+// buckets that predate its DNS-style rules (today's are at most 63 bytes).
+const MaxBucketLen = 255
+
+// validateBucket accepts what some S3 server may have named a bucket: 1 to
+// MaxBucketLen bytes of ASCII letters, digits, '.', '-' and '_' (S3's
+// rules since 2018 are stricter: lowercase, 3 to 63, no '_'; the server
+// enforces those). Anything else (a '/', a space, a NUL, other bytes) can
+// only give a failed request, so it is refused before one is sent.
+func validateBucket(bucket string) error {
+	if err := fence.ValidateName("bucket name", bucket); err != nil {
+		return err
+	}
+	if len(bucket) > MaxBucketLen {
+		return fence.Invalid("bucket name is %d bytes, longer than %d", len(bucket), MaxBucketLen)
+	}
+	for i := 0; i < len(bucket); i++ {
+		switch c := bucket[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '-', c == '_':
+		default:
+			return fence.Invalid("bucket name has %q at byte %d; a bucket name is letters, digits, '.', '-' and '_'", rune(c), i)
+		}
+	}
+	return nil
 }
 
 // isNil reports a nil client or a nil *s3.Client, which would panic on
