@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -53,6 +54,8 @@ func checkIdentPart(p string) error {
 		case ok:
 		case i == 0 && c >= '0' && c <= '9':
 			return errors.New("starts with a digit")
+		case c == utf8.RuneError && !strings.HasPrefix(p[i:], "\uFFFD"): // an invalid byte, not U+FFFD itself
+			return fmt.Errorf("byte %d is %#x, not UTF-8; only ASCII letters, digits and _ are allowed", i, p[i])
 		default:
 			return fmt.Errorf("byte %d is %q; only ASCII letters, digits and _ are allowed", i, c)
 		}

@@ -76,7 +76,7 @@ func NewTable(table, keyColumn, versionColumn string, columns ...string) (*Table
 	}
 	seen := map[string]string{keyColumn: "key column"}
 	if prev, dup := seen[versionColumn]; dup {
-		return nil, fence.Invalid("sqlfence: version column %q is also the %s", versionColumn, prev)
+		return nil, fence.Invalid("sqlfence: version column %q is named twice (also the %s)", versionColumn, prev)
 	}
 	seen[versionColumn] = "version column"
 	cols := make([]string, len(columns))
@@ -86,7 +86,7 @@ func NewTable(table, keyColumn, versionColumn string, columns ...string) (*Table
 			return nil, err
 		}
 		if prev, dup := seen[c]; dup {
-			return nil, fence.Invalid("sqlfence: column %d %q is also the %s", i+1, c, prev)
+			return nil, fence.Invalid("sqlfence: column %d %q is named twice (also the %s)", i+1, c, prev)
 		}
 		seen[c] = "column " + strconv.Itoa(i+1)
 		cols[i] = id.Sanitize()
