@@ -12,6 +12,7 @@ import (
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/leasetest"
 	"github.com/fencekit/fencekit/internal/testenv"
+	"github.com/fencekit/fencekit/lease"
 )
 
 // countHook counts the commands a client sends.
@@ -77,5 +78,24 @@ func TestOperatorFunctionsRefuseBadInput(t *testing.T) {
 	leasetest.CheckInvalid(t, "redislease", cases)
 	if n := hook.n.Load(); n != 0 {
 		t.Errorf("%d commands sent for bad input, want none", n)
+	}
+}
+
+// TestEmptyPrefixIsTheDefault: "" names the default prefix in Keys and in
+// Bump, as in Options.KeyPrefix, never keys starting with ":".
+func TestEmptyPrefixIsTheDefault(t *testing.T) {
+	env := testenv.Redis(t)
+	ctx := context.Background()
+	name := env.Name("empty-prefix")
+	lock, counter, channel := Keys(lease.DefaultKeyPrefix, name)
+	if l, c, ch := Keys("", name); l != lock || c != counter || ch != channel {
+		t.Errorf("Keys(\"\", %q) = %s, %s, %s; want the default prefix's", name, l, c, ch)
+	}
+	if _, _, err := Bump(ctx, env.Client, "", name, 7); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.Client.Del(ctx, counter) })
+	if v, err := env.Client.Get(ctx, counter).Result(); err != nil || v != "7" {
+		t.Errorf("counter %s after Bump with prefix \"\" = %q, %v; want 7", counter, v, err)
 	}
 }

@@ -28,9 +28,13 @@ var (
 	bumpScript = redis.NewScript(bumpSrc)
 )
 
-// Keys returns the keys of the lease name under prefix (lease.Options.KeyPrefix):
-// the lock key, the token counter and the release channel.
+// Keys returns the keys of the lease name under prefix (lease.Options.KeyPrefix,
+// "" for the default): the lock key, the token counter and the release
+// channel. It checks neither; the functions below do.
 func Keys(prefix, name string) (lock, counter, channel string) {
+	if prefix == "" {
+		prefix = lease.DefaultKeyPrefix
+	}
 	var k keys
 	makeKeys(&k, prefix, name)
 	return k.lock, k.token, k.channel
