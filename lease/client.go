@@ -33,7 +33,7 @@ var ErrClosed = errors.New("lease: client closed")
 // the issuer's to catch: every issuer's New refuses a nil client.
 func NewClient(b Backend, opts *Options) (*Client, error) {
 	if b == nil {
-		return nil, fence.Invalid("lease: nil Backend passed to lease.NewClient")
+		return nil, fence.Invalid("lease: NewClient: nil Backend")
 	}
 	cfg, err := newConfig(opts)
 	if err != nil {

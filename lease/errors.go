@@ -84,7 +84,7 @@ type LostError struct {
 	Identity string // the lost holder's Options.Identity
 	Backend  string // the store that lost it ([Backend.Name]): "redis", "postgres", ...
 	Cause    string // CauseExpired, CauseMissing or CauseStolen
-	Err      error  // CauseExpired: the last renewal error, or why the deadline passed unrenewed; may be nil
+	Err      error  // CauseExpired: the last renewal error, or why the deadline passed unrenewed, after the last store error if that differs; may be nil
 }
 
 // Error names the lease, its token, holder and store, and why it was lost.

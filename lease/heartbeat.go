@@ -248,11 +248,14 @@ func (l *Lease) renewed(sent time.Time, latency time.Duration, err error) {
 		return
 	case err != nil:
 		l.hbErr = err
+		if !isContextEnd(err) {
+			l.storeErr = err
+		}
 		l.nextBeat = now.Add(l.t.retry)
 	default:
 		// The store extended the grant when it ran the request, after
 		// sent: it lives at least until sent + TTL, whenever the reply came.
-		l.hbErr = nil
+		l.hbErr, l.storeErr = nil, nil
 		if d := l.t.deadline(sent); d.After(l.deadline) {
 			l.deadline = d
 		}

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -26,6 +27,7 @@ type Lease struct {
 	inflight  time.Time     // when the renewal in flight was sent, zero if none
 	ended     bool          // ctx cancelled (lost or released)
 	hbErr     error         // last renewal error, nil after a success
+	storeErr  error         // last renewal error not a context's end, nil after a success
 	releasing chan struct{} // closed when the Release in flight returns, nil if none
 	relDone   bool          // a Release finished with a definite answer
 	relErr    error         // its result, returned again by later calls
@@ -175,12 +177,17 @@ func (l *Lease) lostErr(cause string, err error) *LostError {
 }
 
 // lastErrLocked explains a missed deadline: the last renewal error, or the
-// request still waiting for its reply.
+// request still waiting for its reply, after the last error from the store
+// when that is not the same (a network error, then the renewal's deadline).
 func (l *Lease) lastErrLocked() error {
+	err := l.hbErr
 	if !l.inflight.IsZero() {
-		return fmt.Errorf("renewal sent %v before the deadline is still unanswered", l.deadline.Sub(l.inflight))
+		err = fmt.Errorf("renewal sent %v before the deadline is still unanswered", l.deadline.Sub(l.inflight))
 	}
-	return l.hbErr
+	if l.storeErr != nil && l.storeErr != err {
+		return errors.Join(l.storeErr, err)
+	}
+	return err
 }
 
 // Release ends the lease, then deletes it in the store if it is still this

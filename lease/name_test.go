@@ -18,3 +18,38 @@ func TestValidateName(t *testing.T) {
 		}
 	}
 }
+
+// TestLimitInMessage: a too-long name, Identity or KeyPrefix is refused
+// with the limit that applies to it, whatever its length.
+func TestLimitInMessage(t *testing.T) {
+	check := func(what string, err error, limit string) {
+		t.Helper()
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "maximum is "+limit) || strings.Contains(err.Error(), "1024") {
+			t.Errorf("%s: %v, want ErrInvalid naming the maximum %s", what, err, limit)
+		}
+	}
+	for _, n := range []int{600, 5000} {
+		long := strings.Repeat("x", n)
+		check("name", ValidateName(long), "512")
+		_, err := NewClient(newFakeRedis(), &Options{Identity: long})
+		check("Options.Identity", err, "128")
+		_, err = NewClient(newFakeRedis(), &Options{KeyPrefix: long})
+		check("Options.KeyPrefix", err, "64")
+		_, err = KeyPrefix(long)
+		check("KeyPrefix", err, "64")
+	}
+}
+
+func TestKeyPrefix(t *testing.T) {
+	if p, err := KeyPrefix(""); p != DefaultKeyPrefix || err != nil {
+		t.Errorf(`KeyPrefix("") = %q, %v, want the default`, p, err)
+	}
+	if p, err := KeyPrefix("app:x"); p != "app:x" || err != nil {
+		t.Errorf(`KeyPrefix("app:x") = %q, %v`, p, err)
+	}
+	for _, bad := range []string{"a b", "x{", "}", "a\x00", "\xc3"} {
+		if _, err := KeyPrefix(bad); !errors.Is(err, ErrInvalid) || strings.Count(err.Error(), "lease:") != 1 {
+			t.Errorf("KeyPrefix(%q) = %v, want one ErrInvalid", bad, err)
+		}
+	}
+}

@@ -110,9 +110,6 @@ func newConfig(o *Options) (config, error) {
 		meters:        o.MeterProvider,
 		identity:      o.Identity,
 	}
-	if c.prefix == "" {
-		c.prefix = DefaultKeyPrefix
-	}
 	if c.logger == nil {
 		c.logger = slog.Default()
 	}
@@ -128,7 +125,8 @@ func newConfig(o *Options) (config, error) {
 	case c.waitJitter < 0:
 		c.waitJitter = 0
 	}
-	if err := checkKeyPart("Options.KeyPrefix", c.prefix, 64); err != nil {
+	var err error
+	if c.prefix, err = KeyPrefix(c.prefix); err != nil {
 		return c, err
 	}
 	if err := checkIdentity(c.identity); err != nil {
@@ -163,11 +161,11 @@ func defaultIdentity() string {
 // the default): a name fence.ValidateName accepts, at most MaxIdentityLen
 // bytes, without whitespace.
 func checkIdentity(id string) error {
-	if err := fence.ValidateName("Options.Identity", id); err != nil {
-		return fmt.Errorf("lease: %w", err)
-	}
 	if len(id) > MaxIdentityLen {
 		return fence.Invalid("lease: Options.Identity is %d bytes long, the maximum is %d", len(id), MaxIdentityLen)
+	}
+	if err := fence.ValidateName("Options.Identity", id); err != nil {
+		return fmt.Errorf("lease: %w", err)
 	}
 	if i := strings.IndexFunc(id, unicode.IsSpace); i >= 0 {
 		return fence.Invalid("lease: Options.Identity %.40q has whitespace at byte %d", id, i)
@@ -230,13 +228,28 @@ const MaxNameLen = 512
 // is wrong, after "lease: ".
 func ValidateName(name string) error { return checkKeyPart("name", name, MaxNameLen) }
 
-// checkKeyPart checks a lease name or key prefix (what names it).
-func checkKeyPart(what, s string, maxLen int) error {
-	if err := fence.ValidateName(what, s); err != nil {
-		return fmt.Errorf("lease: %w", err)
+// MaxKeyPrefixLen is the longest Options.KeyPrefix, in bytes.
+const MaxKeyPrefixLen = 64
+
+// KeyPrefix returns prefix, or [DefaultKeyPrefix] when prefix is "", if it
+// can be Options.KeyPrefix: at most [MaxKeyPrefixLen] bytes, and otherwise
+// the rule of [ValidateName]. Backends' operator functions that take a
+// prefix check it with KeyPrefix. The error matches [ErrInvalid].
+func KeyPrefix(prefix string) (string, error) {
+	if prefix == "" {
+		return DefaultKeyPrefix, nil
 	}
+	return prefix, checkKeyPart("Options.KeyPrefix", prefix, MaxKeyPrefixLen)
+}
+
+// checkKeyPart checks a lease name or key prefix (what names it) against
+// its own length limit first, so that the error names that limit.
+func checkKeyPart(what, s string, maxLen int) error {
 	if len(s) > maxLen {
 		return fence.Invalid("lease: %s is %d bytes long, the maximum is %d", what, len(s), maxLen)
+	}
+	if err := fence.ValidateName(what, s); err != nil {
+		return fmt.Errorf("lease: %w", err)
 	}
 	for i, r := range s {
 		switch {

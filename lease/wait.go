@@ -17,9 +17,10 @@ import (
 // backend that cannot be notified wakes it at an interval of its own
 // instead (pglease through a transaction-pooling PgBouncer: every 200 ms).
 //
-// Errors: those of [Client.Acquire] other than ErrNotAcquired, and, when
-// ctx ends first, a one-line error wrapping both ctx.Err() and the last
-// refusal (a [*NotAcquiredError]).
+// Errors: those of [Client.Acquire] other than ErrNotAcquired (when that is
+// ctx's end and listening for releases had failed, joined after the
+// store's error from that), and, when ctx ends first, a one-line error
+// wrapping both ctx.Err() and the last refusal (a [*NotAcquiredError]).
 func (c *Client) AcquireWait(ctx context.Context, name string, ttl time.Duration) (*Lease, error) {
 	t, err := c.check(name, ttl)
 	if err != nil {
@@ -46,6 +47,9 @@ func (c *Client) AcquireWait(ctx context.Context, name string, ttl time.Duration
 		}
 		var na *NotAcquiredError
 		if !errors.As(err, &na) {
+			if werr != nil && !isContextEnd(werr) && isContextEnd(err) {
+				return nil, errorf("lease: wait for %q: %w", name, errors.Join(werr, err))
+			}
 			return nil, err
 		}
 		wait := na.Remaining
@@ -67,6 +71,11 @@ func (c *Client) AcquireWait(ctx context.Context, name string, ttl time.Duration
 			return nil, errorf("lease: wait for %q: %w; last attempt: %w", name, ctx.Err(), err)
 		}
 	}
+}
+
+// isContextEnd reports whether err is a context's cancellation or deadline.
+func isContextEnd(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // noWatch never sees a release: AcquireWait retries at the holder's TTL.

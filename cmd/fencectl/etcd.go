@@ -73,7 +73,8 @@ func (s *etcdStore) forceRelease(ctx context.Context, name string, only fence.To
 }
 
 func (s *etcdStore) bump(context.Context, string, fence.Token) (bumpResult, error) {
-	return bumpResult{}, unsupported("etcd", "bump", "its tokens are etcd revisions, which only writes advance")
+	return bumpResult{}, unsupported("etcd", "bump", "its tokens are etcd revisions, which only writes advance; "+
+		"to move past tokens the storage already saw, use new resource names (docs/leases.md, \"Switching issuers\")")
 }
 
 // releases: none; watch polls (before each TTL can run out).

@@ -50,7 +50,7 @@ func TestEtcdBackend(t *testing.T) {
 
 	checkForcedRelease(t, e, args, "jobs/a", "etcd-worker/3", held)
 	r := runWant(t, e, exitFailed, args("bump", "jobs/a", "--to", "5")...)
-	if !strings.Contains(r.stderr, "not supported") {
-		t.Errorf("bump on etcd: %s", r.stderr)
+	if !strings.Contains(r.stderr, "not supported") || !strings.Contains(r.stderr, "new resource names") {
+		t.Errorf("bump on etcd: %s, want what to do instead", r.stderr)
 	}
 }

@@ -56,7 +56,7 @@ var commands = map[string]command{
 	"list":      {"[PATTERN]", "status of every lease whose name matches the glob PATTERN (default *)", setupList},
 	"watch":     {"NAME", "print one line per grant, release and expiry of a lease until interrupted", setupWatch},
 	"release":   {"--force NAME", "end a stuck lease now; its holder sees it gone at its next renewal", setupRelease},
-	"bump":      {"NAME (--to TOKEN | --time)", "raise a lease's token counter (after Redis lost data or a clock was wrong); never lowers it", setupBump},
+	"bump":      {"NAME (--to TOKEN | --time)", "raise a lease's token counter (after the store lost data or a clock was wrong); never lowers it", setupBump},
 	"pg-status": {"[RESOURCE...]", "show PostgreSQL guard rows: resource, token, updated_at (all rows without arguments)", setupPGStatus},
 	"s3-check":  {"-bucket BUCKET", "check on a scratch key that the S3 server honours the conditional writes fencing needs", setupS3Check},
 }

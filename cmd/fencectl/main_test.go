@@ -165,3 +165,12 @@ func TestUsagePrintedOnce(t *testing.T) {
 		}
 	}
 }
+
+// bump -h lists the backends whose tokens it can raise, and says why not
+// etcd, rather than every lease backend.
+func TestBumpHelpNamesItsBackends(t *testing.T) {
+	r := runWant(t, nil, 0, "bump", "-h")
+	if !strings.Contains(r.stderr, "redis, postgres, postgres-advisory, zookeeper (etcd's tokens are revisions") {
+		t.Errorf("bump -h:\n%s\nwant the backends bump supports", r.stderr)
+	}
+}

@@ -88,8 +88,15 @@ func (s *pgStore) forceRelease(ctx context.Context, name string, only fence.Toke
 		RemainingMS: ms(r.Remaining)}, err
 }
 
-func (s *pgStore) bump(context.Context, string, fence.Token) (bumpResult, error) {
-	return bumpResult{}, unsupported("postgres", "bump", "a lease row's token is its counter, raised only by grants")
+func (s *pgStore) bump(ctx context.Context, name string, target fence.Token) (bumpResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	bump := pglease.Bump
+	if s.advisory {
+		bump = pglease.BumpAdvisory
+	}
+	before, after, err := bump(ctx, s.pool, s.prefix, name, target)
+	return bumpResult{Name: name, Changed: after != before, Before: uint64(before), After: uint64(after), Target: uint64(target)}, err
 }
 
 // releases: none; watch polls (before each TTL can run out).

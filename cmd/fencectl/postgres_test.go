@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,7 @@ import (
 
 // TestPostgresBackend runs the lease commands on pglease's table: status
 // and list with the holder's identity, watch, release --force, and bump
-// refused with the reason.
+// (checkBump).
 func TestPostgresBackend(t *testing.T) {
 	pg := testenv.PostgresMigrated(t)
 	ctx := context.Background()
@@ -49,10 +50,7 @@ func TestPostgresBackend(t *testing.T) {
 	args := func(a ...string) []string { return append(a, "-backend", "postgres") }
 	checkForcedRelease(t, e, args, "orders/eu", "pg-worker/7", held)
 	runWant(t, e, 0, "release", "--force", "-backend", "postgres", "orders/eu") // not held: nothing to do
-	r := runWant(t, e, exitFailed, "bump", "-backend", "postgres", "orders/eu", "--to", "5")
-	if !strings.Contains(r.stderr, "not supported") {
-		t.Errorf("bump on postgres: %s", r.stderr)
-	}
+	checkBump(t, e, c, "postgres", "orders/eu")
 	runWant(t, e, exitUsage, "status", "-backend", "nosuch", "x")
 }
 
@@ -132,5 +130,26 @@ func TestAdvisoryBackend(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the holder's lease still live 10s after release --force ended its session")
+	}
+	checkBump(t, e, c, "postgres-advisory", "jobs/nightly")
+}
+
+// checkBump bumps the free lease name on backend to a token above any the
+// server issues today: c's next grant is above it, and a second bump of
+// the name, now held, is refused naming the holder.
+func checkBump(t *testing.T, e []string, c *lease.Client, backend, name string) {
+	t.Helper()
+	to := uint64(time.Now().Add(240 * time.Hour).UnixMicro())
+	b := decode[bumpResult](t, runWant(t, e, 0, "bump", "-json", "-backend", backend, name, "--to", strconv.FormatUint(to, 10)))
+	if !b.Changed || b.After != to {
+		t.Errorf("bump -backend %s --to %d: %+v", backend, to, b)
+	}
+	l := acquire(t, c, name, time.Minute)
+	if uint64(l.Token()) <= to {
+		t.Errorf("-backend %s: token after bump --to %d: %v, want above", backend, to, l.Token())
+	}
+	r := runWant(t, e, exitFailed, "bump", "-backend", backend, name, "--to", strconv.FormatUint(to+1e6, 10))
+	if !strings.Contains(r.stderr, "held by token "+l.Token().String()) {
+		t.Errorf("bump -backend %s of a held lease: %s, want refused naming the holder", backend, r.stderr)
 	}
 }

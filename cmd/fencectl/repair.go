@@ -79,6 +79,7 @@ type bumpResult struct {
 
 func setupBump(fs *flag.FlagSet, o *output) func(context.Context, []string) error {
 	sf := addStoreFlags(fs)
+	fs.Lookup("backend").Usage = "the lease issuer: redis, postgres, postgres-advisory, zookeeper (etcd's tokens are revisions: they cannot be raised)"
 	to := fs.String("to", "", "raise the counter to this token: the highest token your storage has seen (pg-status), or more")
 	now := fs.Bool("time", false, "raise the counter to this machine's clock in microseconds (the next grant's token at the earliest)")
 	return func(ctx context.Context, args []string) error {

@@ -23,7 +23,7 @@ import (
 // invalid option.
 func New(cli *clientv3.Client, opts *lease.Options) (*lease.Client, error) {
 	if cli == nil {
-		return nil, fence.Invalid("etcdlease: nil *clientv3.Client passed to etcdlease.New")
+		return nil, fence.Invalid("etcdlease: New: nil *clientv3.Client")
 	}
 	prefix := lease.DefaultKeyPrefix
 	if opts != nil && opts.KeyPrefix != "" {

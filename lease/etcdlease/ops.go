@@ -20,10 +20,16 @@ import (
 
 // Names returns, sorted, the names under prefix that have a holder or a
 // token key and match the glob pattern ('*' any run of characters, '?'
-// one, '[...]' a class; as path.Match, but '*' also matches '/').
+// one, '[...]' a class; as path.Match, but '*' also matches '/'). A nil
+// client, a bad prefix (lease.KeyPrefix; "" is the default) or pattern is
+// an error matching lease.ErrInvalid, and nothing is sent.
 func Names(ctx context.Context, cli *clientv3.Client, prefix, pattern string) ([]string, error) {
+	prefix, err := checkArgs("Names", cli, prefix)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := path.Match(pattern, ""); err != nil {
-		return nil, fence.Invalid("etcdlease: pattern %.40q: %v", pattern, err)
+		return nil, fence.Invalid("etcdlease: Names: pattern %.40q: %v", pattern, err)
 	}
 	b := &backend{prefix: prefix}
 	set := map[string]bool{}
@@ -47,6 +53,15 @@ func Names(ctx context.Context, cli *clientv3.Client, prefix, pattern string) ([
 	return names, nil
 }
 
+// checkArgs checks the client and prefix an operator function fn was
+// passed, and returns the prefix to use.
+func checkArgs(fn string, cli *clientv3.Client, prefix string) (string, error) {
+	if cli == nil {
+		return "", fence.Invalid("etcdlease: %s: nil *clientv3.Client", fn)
+	}
+	return lease.KeyPrefix(prefix)
+}
+
 // globMatch is path.Match with '/' as an ordinary character.
 func globMatch(pattern, name string) bool {
 	const sep = "\x00" // not in names (ValidateName) nor, once swapped, in the pattern's '/'
@@ -66,9 +81,14 @@ type ForceReleased struct {
 // ForceRelease ends the lease name whoever holds it, or only if its holder
 // has token only (when not 0): it revokes the holder's etcd lease, which
 // deletes the holder key and wakes the waiters' watches. The holder sees
-// the lease gone at its next renewal. A bad name is an error matching
+// the lease gone at its next renewal. A nil client, a bad prefix
+// (lease.KeyPrefix; "" is the default) or name is an error matching
 // lease.ErrInvalid, and nothing is sent.
 func ForceRelease(ctx context.Context, cli *clientv3.Client, prefix, name string, only fence.Token) (ForceReleased, error) {
+	prefix, err := checkArgs("ForceRelease", cli, prefix)
+	if err != nil {
+		return ForceReleased{}, err
+	}
 	if err := lease.ValidateName(name); err != nil {
 		return ForceReleased{}, err
 	}

@@ -36,7 +36,7 @@ import (
 // option.
 func NewAdvisory(pool *pgxpool.Pool, opts *lease.Options) (*lease.Client, error) {
 	if pool == nil {
-		return nil, fence.Invalid("pglease: nil *pgxpool.Pool passed to pglease.NewAdvisory")
+		return nil, fence.Invalid("pglease: NewAdvisory: nil *pgxpool.Pool")
 	}
 	return lease.NewClient(&advisory{tableBackend(pool, opts)}, opts)
 }

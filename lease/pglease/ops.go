@@ -14,22 +14,28 @@ import (
 )
 
 // What operators' tools (cmd/fencectl) need beyond a *lease.Client: a
-// listing and a forced release. prefix is lease.Options.KeyPrefix.
+// listing, a forced release and Bump (bump.go). prefix is lease.Options.KeyPrefix.
 
 // Names returns, sorted, the names of the leases under prefix (rows, held
 // or not) that match the glob pattern: '*' any run of characters, '?' one,
-// everything else literal.
+// everything else literal. A nil pool or a bad prefix (lease.KeyPrefix;
+// "" is the default) is an error matching lease.ErrInvalid, and nothing is
+// sent.
 func Names(ctx context.Context, pool *pgxpool.Pool, prefix, pattern string) ([]string, error) {
-	return names(ctx, pool, "fencekit_leases", prefix, pattern)
+	return names(ctx, "Names", pool, "fencekit_leases", prefix, pattern)
 }
 
 // AdvisoryNames is [Names] for the leases of [NewAdvisory] (rows of
 // fencekit_leases_advisory, held or not).
 func AdvisoryNames(ctx context.Context, pool *pgxpool.Pool, prefix, pattern string) ([]string, error) {
-	return names(ctx, pool, "fencekit_leases_advisory", prefix, pattern)
+	return names(ctx, "AdvisoryNames", pool, "fencekit_leases_advisory", prefix, pattern)
 }
 
-func names(ctx context.Context, pool *pgxpool.Pool, table, prefix, pattern string) ([]string, error) {
+func names(ctx context.Context, fn string, pool *pgxpool.Pool, table, prefix, pattern string) ([]string, error) {
+	prefix, err := checkArgs(fn, pool, prefix)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := pool.Query(ctx, `SELECT substr(name, $2) FROM `+table+` WHERE name LIKE $1 ESCAPE '\' ORDER BY name`,
 		likeEscape(prefix+":")+globToLike(pattern), len(prefix)+2)
 	if err != nil {
@@ -85,15 +91,20 @@ SELECT (SELECT count(*) FROM notified) = 1, token, identity, held, remaining_us 
 
 // ForceRelease ends the lease name whoever holds it, or only if its holder
 // has token only (when not 0), and wakes its waiters, one statement. The
-// holder sees the lease gone at its next renewal. A bad name is an error
-// matching lease.ErrInvalid, and nothing is sent.
+// holder sees the lease gone at its next renewal. A nil pool, a bad prefix
+// (lease.KeyPrefix; "" is the default) or name is an error matching
+// lease.ErrInvalid, and nothing is sent.
 func ForceRelease(ctx context.Context, pool *pgxpool.Pool, prefix, name string, only fence.Token) (ForceReleased, error) {
+	prefix, err := checkArgs("ForceRelease", pool, prefix)
+	if err != nil {
+		return ForceReleased{}, err
+	}
 	if err := lease.ValidateName(name); err != nil {
 		return ForceReleased{}, err
 	}
 	var r ForceReleased
 	var tok, remaining int64
-	err := pool.QueryRow(ctx, forceReleaseSQL, prefix+":"+name, int64(only)).Scan(&r.Released, &tok, &r.Identity, &r.Held, &remaining)
+	err = pool.QueryRow(ctx, forceReleaseSQL, prefix+":"+name, int64(only)).Scan(&r.Released, &tok, &r.Identity, &r.Held, &remaining)
 	if err == pgx.ErrNoRows {
 		return ForceReleased{}, nil
 	}
@@ -112,11 +123,7 @@ func ForceRelease(ctx context.Context, pool *pgxpool.Pool, prefix, name string, 
 // and, when its token is $2 (or $2 is 0), terminates that session: the
 // server frees the lock at once, and the holder's next renewal fails.
 const forceReleaseAdvisorySQL = `
-WITH holder AS (
-    SELECT l.pid FROM pg_locks l
-    WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
-      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-      AND ((l.classid::bigint << 32) | l.objid::bigint) = ` + lockKey + `
+WITH holder AS (` + advisoryHolderSQL + `
 ), row AS (
     SELECT token, identity FROM fencekit_leases_advisory WHERE name = $1
 ), ended AS (
@@ -126,13 +133,25 @@ WITH holder AS (
 SELECT coalesce((SELECT bool_or(ok) FROM ended), false), EXISTS (SELECT FROM holder),
        coalesce((SELECT token FROM row), 0), coalesce((SELECT identity FROM row), '')`
 
+// advisoryHolderSQL selects the pid of the session holding the advisory
+// lock of the row key $1.
+const advisoryHolderSQL = `
+    SELECT l.pid FROM pg_locks l
+    WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+      AND ((l.classid::bigint << 32) | l.objid::bigint) = ` + lockKey
+
 // ForceReleaseAdvisory ends the [NewAdvisory] lease name whoever holds it,
 // or only if its holder has token only (when not 0), by terminating the
 // holder's server session (pg_terminate_backend: it needs the
 // pg_signal_backend role or a superuser), one statement. The holder's
-// Context ends at its next renewal. Remaining is -1 while held. A bad name
+// Context ends at its next renewal. Remaining is -1 while held. Bad input
 // is refused as by [ForceRelease].
 func ForceReleaseAdvisory(ctx context.Context, pool *pgxpool.Pool, prefix, name string, only fence.Token) (ForceReleased, error) {
+	prefix, err := checkArgs("ForceReleaseAdvisory", pool, prefix)
+	if err != nil {
+		return ForceReleased{}, err
+	}
 	if err := lease.ValidateName(name); err != nil {
 		return ForceReleased{}, err
 	}

@@ -28,7 +28,7 @@ const Channel = "fencekit_lease_released"
 // option.
 func New(pool *pgxpool.Pool, opts *lease.Options) (*lease.Client, error) {
 	if pool == nil {
-		return nil, fence.Invalid("pglease: nil *pgxpool.Pool passed to pglease.New")
+		return nil, fence.Invalid("pglease: New: nil *pgxpool.Pool")
 	}
 	return lease.NewClient(tableBackend(pool, opts), opts)
 }

@@ -28,9 +28,13 @@ var (
 	bumpScript = redis.NewScript(bumpSrc)
 )
 
-// Keys returns the keys of the lease name under prefix (lease.Options.KeyPrefix):
-// the lock key, the token counter and the release channel.
+// Keys returns the keys of the lease name under prefix (lease.Options.KeyPrefix,
+// "" for the default): the lock key, the token counter and the release
+// channel. It checks neither; the functions below do.
 func Keys(prefix, name string) (lock, counter, channel string) {
+	if prefix == "" {
+		prefix = lease.DefaultKeyPrefix
+	}
 	var k keys
 	makeKeys(&k, prefix, name)
 	return k.lock, k.token, k.channel
@@ -46,7 +50,17 @@ func Holder(value string) (fence.Token, string) {
 // Names returns, sorted, the names under prefix that match the glob
 // pattern and have a lock key or a token counter, with SCAN: on every
 // master of a *redis.ClusterClient. Each SCAN page is bounded by timeout.
+// A nil client, a bad prefix (lease.KeyPrefix; "" is the default) or a
+// timeout not above 0 is an error matching lease.ErrInvalid, and nothing
+// is sent.
 func Names(ctx context.Context, rdb redis.UniversalClient, prefix, pattern string, timeout time.Duration) ([]string, error) {
+	prefix, err := checkArgs("Names", rdb, prefix)
+	if err != nil {
+		return nil, err
+	}
+	if timeout <= 0 {
+		return nil, fence.Invalid("redislease: Names: timeout %v is not above 0", timeout)
+	}
 	match := globEscape(prefix) + ":{" + pattern + "}:*"
 	var (
 		mu  sync.Mutex
@@ -73,7 +87,6 @@ func Names(ctx context.Context, rdb redis.UniversalClient, prefix, pattern strin
 			}
 		}
 	}
-	var err error
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
 		err = cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error { return scan(ctx, node) })
 	} else {
@@ -120,6 +133,15 @@ func globEscape(s string) string {
 	return b.String()
 }
 
+// checkArgs checks the client and prefix an operator function fn was
+// passed, and returns the prefix to use.
+func checkArgs(fn string, rdb redis.Scripter, prefix string) (string, error) {
+	if isNil(rdb) {
+		return "", fence.Invalid("redislease: %s: nil Redis client", fn)
+	}
+	return lease.KeyPrefix(prefix)
+}
+
 // ForceReleased is what [ForceRelease] found and did.
 type ForceReleased struct {
 	Released  bool          // the lock key was deleted
@@ -131,9 +153,14 @@ type ForceReleased struct {
 // ForceRelease ends the lease name whoever holds it, or only if its holder
 // has token only (when not 0): it deletes the lock key and publishes the
 // release to the waiters, one script, one round trip. The holder sees the
-// lease gone at its next renewal. A bad name (lease.ValidateName) is an
-// error matching lease.ErrInvalid, and nothing is sent.
+// lease gone at its next renewal. A nil client, a bad prefix
+// (lease.KeyPrefix; "" is the default) or a bad name (lease.ValidateName)
+// is an error matching lease.ErrInvalid, and nothing is sent.
 func ForceRelease(ctx context.Context, rdb redis.Scripter, prefix, name string, only fence.Token) (ForceReleased, error) {
+	prefix, err := checkArgs("ForceRelease", rdb, prefix)
+	if err != nil {
+		return ForceReleased{}, err
+	}
 	if err := lease.ValidateName(name); err != nil {
 		return ForceReleased{}, err
 	}
@@ -165,9 +192,13 @@ const MaxBump = 1<<53 - 2
 // Bump raises the token counter of name to target (1 to [MaxBump]), never
 // lowering it, one round trip: after Redis lost data, or to move past
 // another issuer's tokens. It returns the counter before (0 when absent)
-// and whether it changed. A bad name or target is an error matching
-// lease.ErrInvalid, and nothing is sent.
+// and whether it changed. A nil client, a bad prefix (lease.KeyPrefix; ""
+// is the default), name or target is an error matching lease.ErrInvalid,
+// and nothing is sent.
 func Bump(ctx context.Context, rdb redis.Scripter, prefix, name string, target fence.Token) (before fence.Token, changed bool, err error) {
+	if prefix, err = checkArgs("Bump", rdb, prefix); err != nil {
+		return 0, false, err
+	}
 	if err := lease.ValidateName(name); err != nil {
 		return 0, false, err
 	}

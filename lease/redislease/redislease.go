@@ -45,7 +45,7 @@ var (
 // invalid option.
 func New(client redis.UniversalClient, opts *lease.Options) (*lease.Client, error) {
 	if isNil(client) {
-		return nil, fence.Invalid("redislease: nil Redis client passed to redislease.New")
+		return nil, fence.Invalid("redislease: New: nil Redis client")
 	}
 	return lease.NewClient(&backend{rdb: client, prefix: prefixOf(opts)}, opts)
 }
@@ -60,7 +60,7 @@ func prefixOf(opts *lease.Options) string {
 
 // isNil reports whether c is nil or one of go-redis's clients as a nil
 // pointer, which would panic on first use.
-func isNil(c redis.UniversalClient) bool {
+func isNil(c redis.Scripter) bool {
 	switch c := c.(type) {
 	case nil:
 		return true
@@ -69,6 +69,8 @@ func isNil(c redis.UniversalClient) bool {
 	case *redis.ClusterClient:
 		return c == nil
 	case *redis.Ring:
+		return c == nil
+	case *redis.Conn:
 		return c == nil
 	}
 	return false

@@ -23,7 +23,7 @@ import (
 // or bumped once, held or not) that match the glob pattern: '*' any run of
 // characters, '?' one, everything else literal. One round trip.
 func Names(ctx context.Context, conn *zk.Conn, keyPrefix, pattern string) ([]string, error) {
-	b, err := newBackend(conn, keyPrefix)
+	b, err := newBackend("Names", conn, keyPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +84,7 @@ func ForceRelease(ctx context.Context, conn *zk.Conn, keyPrefix, name string, on
 	if err := lease.ValidateName(name); err != nil {
 		return ForceReleased{}, err
 	}
-	b, err := newBackend(conn, keyPrefix)
+	b, err := newBackend("ForceRelease", conn, keyPrefix)
 	if err != nil {
 		return ForceReleased{}, err
 	}

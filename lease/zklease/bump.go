@@ -31,7 +31,7 @@ func Bump(ctx context.Context, conn *zk.Conn, keyPrefix, name string, to fence.T
 	if err := to.Validate(); err != nil {
 		return 0, 0, fmt.Errorf("zklease: bump %q: %w", name, err)
 	}
-	b, err := newBackend(conn, keyPrefix)
+	b, err := newBackend("Bump", conn, keyPrefix)
 	if err != nil {
 		return 0, 0, err
 	}

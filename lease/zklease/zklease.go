@@ -34,20 +34,22 @@ func New(conn *zk.Conn, opts *lease.Options) (*lease.Client, error) {
 	if opts != nil {
 		prefix = opts.KeyPrefix
 	}
-	b, err := newBackend(conn, prefix)
+	b, err := newBackend("New", conn, prefix)
 	if err != nil {
 		return nil, err
 	}
 	return lease.NewClient(b, opts)
 }
 
-// newBackend checks conn and prefix ("" for the default).
-func newBackend(conn *zk.Conn, prefix string) (*backend, error) {
+// newBackend checks the conn and prefix ("" for the default) that the
+// function fn was passed.
+func newBackend(fn string, conn *zk.Conn, prefix string) (*backend, error) {
 	if conn == nil {
-		return nil, fence.Invalid("zklease: nil *zk.Conn passed to zklease")
+		return nil, fence.Invalid("zklease: %s: nil *zk.Conn", fn)
 	}
-	if prefix == "" {
-		prefix = lease.DefaultKeyPrefix
+	prefix, err := lease.KeyPrefix(prefix)
+	if err != nil {
+		return nil, err
 	}
 	for _, part := range strings.Split(prefix, "/") {
 		if part == "" || part == "." || part == ".." {

@@ -1,0 +1,97 @@
+package pglease
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/lease"
+)
+
+// bumpSQL raises the row's token to $2 unless the lease is held (creating
+// a released row when there is none), so that the next grant's token,
+// greatest(token + 1, time in µs), is above $2. It returns the token
+// before and after (0 after: held, nothing changed) and the holder.
+const bumpSQL = `
+WITH old AS (
+    SELECT token, identity, expires_at > statement_timestamp() AS held FROM fencekit_leases WHERE name = $1
+), bumped AS (
+    INSERT INTO fencekit_leases AS l (name, token, expires_at) VALUES ($1, $2, '-infinity')
+    ON CONFLICT (name) DO UPDATE SET token = greatest(l.token, $2)
+        WHERE l.expires_at <= statement_timestamp()
+    RETURNING token
+)
+SELECT coalesce((SELECT token FROM old), 0), coalesce((SELECT token FROM bumped), 0),
+       coalesce((SELECT identity FROM old), '')`
+
+// bumpAdvisorySQL is bumpSQL for fencekit_leases_advisory: held means a
+// session holds the name's advisory lock.
+const bumpAdvisorySQL = `
+WITH holder AS (` + advisoryHolderSQL + `
+), old AS (
+    SELECT token, identity FROM fencekit_leases_advisory WHERE name = $1
+), bumped AS (
+    INSERT INTO fencekit_leases_advisory AS a (name, token) SELECT $1, $2 WHERE NOT EXISTS (SELECT FROM holder)
+    ON CONFLICT (name) DO UPDATE SET token = greatest(a.token, $2)
+    RETURNING token
+)
+SELECT coalesce((SELECT token FROM old), 0), coalesce((SELECT token FROM bumped), 0),
+       coalesce((SELECT identity FROM old), '')`
+
+// Bump makes every later grant of the [New] lease name, under prefix,
+// carry a token greater than to, and never lowers them: for switching to
+// PostgreSQL from an issuer whose tokens are greater, or after the table
+// was restored from an older dump (docs/leases.md, "Switching issuers").
+// One statement. It returns the name's token before (0 for no row) and
+// after; they are equal when the token was already at or above to.
+//
+// Errors: an error matching lease.ErrInvalid for a nil pool, a bad prefix
+// (lease.KeyPrefix; "" is the default), name or to (1 to
+// fence.MaxToken-1), and then nothing is sent; an error naming the holder
+// when the name is held (bump it when free, so that the holder's token
+// stays what Inspect shows); PostgreSQL's error otherwise.
+func Bump(ctx context.Context, pool *pgxpool.Pool, prefix, name string, to fence.Token) (before, after fence.Token, err error) {
+	return bump(ctx, "Bump", bumpSQL, pool, prefix, name, to)
+}
+
+// BumpAdvisory is [Bump] for the leases of [NewAdvisory]; held means a
+// session holds the name's advisory lock.
+func BumpAdvisory(ctx context.Context, pool *pgxpool.Pool, prefix, name string, to fence.Token) (before, after fence.Token, err error) {
+	return bump(ctx, "BumpAdvisory", bumpAdvisorySQL, pool, prefix, name, to)
+}
+
+func bump(ctx context.Context, fn, sql string, pool *pgxpool.Pool, prefix, name string, to fence.Token) (before, after fence.Token, err error) {
+	prefix, err = checkArgs(fn, pool, prefix)
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := lease.ValidateName(name); err != nil {
+		return 0, 0, err
+	}
+	if err := to.Validate(); err != nil {
+		return 0, 0, fmt.Errorf("pglease: %s %q: %w", fn, name, err)
+	}
+	if to == fence.MaxToken {
+		return 0, 0, fence.Invalid("pglease: %s %q: token %v leaves no next token (the maximum is %v)", fn, name, to, fence.MaxToken-1)
+	}
+	var old, now int64
+	var identity string
+	if err := pool.QueryRow(ctx, sql, prefix+":"+name, int64(to)).Scan(&old, &now, &identity); err != nil {
+		return 0, 0, fmt.Errorf("pglease: %s %q: %w", fn, name, err)
+	}
+	if now == 0 {
+		return 0, 0, fmt.Errorf("pglease: %s %q: held by token %v of %q; bump it when it is free", fn, name, old, identity)
+	}
+	return fence.Token(old), fence.Token(now), nil
+}
+
+// checkArgs checks the pool and prefix an operator function fn was passed,
+// and returns the prefix to use.
+func checkArgs(fn string, pool *pgxpool.Pool, prefix string) (string, error) {
+	if pool == nil {
+		return "", fence.Invalid("pglease: %s: nil *pgxpool.Pool", fn)
+	}
+	return lease.KeyPrefix(prefix)
+}
