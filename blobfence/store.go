@@ -104,7 +104,8 @@ type Store struct {
 // New returns a Store writing to bucket through client. A nil opts means
 // the defaults. New does no I/O. Errors (wrapping [fence.ErrInvalid],
 // naming the problem): a nil client (or a typed nil, such as a nil
-// *s3.Client), an empty bucket name, invalid options.
+// *s3.Client), a bucket name that is empty, over [MaxBucketLen] bytes or
+// not only ASCII letters, digits, '.', '-' and '_', invalid options.
 func New(client S3API, bucket string, opts *Options) (*Store, error) {
 	var o Options
 	if opts != nil {
