@@ -78,7 +78,7 @@ func (c *Client) check(name string, ttl time.Duration) (timing, error) {
 		return timing{}, errNilClient
 	}
 	if err := ValidateName(name); err != nil {
-		return timing{}, err
+		return timing{}, fmt.Errorf("lease: %w", err)
 	}
 	return c.cfg.timingFor(ttl)
 }
@@ -137,7 +137,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (Info, error) {
 		return Info{}, errNilClient
 	}
 	if err := ValidateName(name); err != nil {
-		return Info{}, err
+		return Info{}, fmt.Errorf("lease: %w", err)
 	}
 	if c.closed() {
 		return Info{}, errorf("lease: inspect %q: %w", name, ErrClosed)

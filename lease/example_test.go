@@ -154,5 +154,5 @@ func ExampleValidateName() {
 	fmt.Println(lease.ValidateName("a{b}"))
 	// Output:
 	// <nil>
-	// lease: name "a{b}" has '{' at byte 1 (braces would change the Redis Cluster hash tag)
+	// name "a{b}" has '{' at byte 1 (braces would change the Redis Cluster hash tag)
 }

@@ -48,8 +48,27 @@ func TestKeyPrefix(t *testing.T) {
 		t.Errorf(`KeyPrefix("app:x") = %q, %v`, p, err)
 	}
 	for _, bad := range []string{"a b", "x{", "}", "a\x00", "\xc3"} {
-		if _, err := KeyPrefix(bad); !errors.Is(err, ErrInvalid) || strings.Count(err.Error(), "lease:") != 1 {
-			t.Errorf("KeyPrefix(%q) = %v, want one ErrInvalid", bad, err)
+		// No package prefix: the caller adds its own (see TestOperatorFunctionsRefuseBadInput).
+		if _, err := KeyPrefix(bad); !errors.Is(err, ErrInvalid) || !strings.HasPrefix(err.Error(), "Options.KeyPrefix ") {
+			t.Errorf("KeyPrefix(%q) = %v, want an ErrInvalid starting with Options.KeyPrefix", bad, err)
+		}
+	}
+}
+
+// TestOperatorArgs: the prefix is checked first, then each name; the error
+// has no package prefix, for the issuer to add its own.
+func TestOperatorArgs(t *testing.T) {
+	if p, err := OperatorArgs("", "a", "b"); p != DefaultKeyPrefix || err != nil {
+		t.Errorf(`OperatorArgs("", "a", "b") = %q, %v; want the default prefix`, p, err)
+	}
+	for _, c := range []struct{ prefix, name, want string }{
+		{"a b", "", "Options.KeyPrefix "},
+		{"", "", "name is empty"},
+		{"app", "x{", `name "x{" has '{'`},
+	} {
+		_, err := OperatorArgs(c.prefix, "ok", c.name)
+		if !errors.Is(err, ErrInvalid) || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("OperatorArgs(%q, \"ok\", %q) = %v, want an ErrInvalid starting %q", c.prefix, c.name, err, c.want)
 		}
 	}
 }

@@ -127,7 +127,7 @@ func newConfig(o *Options) (config, error) {
 	}
 	var err error
 	if c.prefix, err = KeyPrefix(c.prefix); err != nil {
-		return c, err
+		return c, fmt.Errorf("lease: %w", err)
 	}
 	if err := checkIdentity(c.identity); err != nil {
 		return c, err
@@ -224,8 +224,9 @@ const MaxNameLen = 512
 // ValidateName reports whether name can name a lease: a name
 // [fence.ValidateName] accepts, of at most [MaxNameLen] bytes, without
 // '{' or '}' (they would change the Redis Cluster hash tag) and without
-// whitespace; ':' is allowed. The error matches [ErrInvalid] and says what
-// is wrong, after "lease: ".
+// whitespace; ':' is allowed. The error matches [ErrInvalid] and, like
+// fence.ValidateName's, has no package prefix: callers add theirs
+// ("redislease: Bump: name is empty").
 func ValidateName(name string) error { return checkKeyPart("name", name, MaxNameLen) }
 
 // MaxKeyPrefixLen is the longest Options.KeyPrefix, in bytes.
@@ -234,7 +235,8 @@ const MaxKeyPrefixLen = 64
 // KeyPrefix returns prefix, or [DefaultKeyPrefix] when prefix is "", if it
 // can be Options.KeyPrefix: at most [MaxKeyPrefixLen] bytes, and otherwise
 // the rule of [ValidateName]. Backends' operator functions that take a
-// prefix check it with KeyPrefix. The error matches [ErrInvalid].
+// prefix check it with KeyPrefix. The error matches [ErrInvalid] and has
+// no package prefix, as ValidateName's.
 func KeyPrefix(prefix string) (string, error) {
 	if prefix == "" {
 		return DefaultKeyPrefix, nil
@@ -242,21 +244,36 @@ func KeyPrefix(prefix string) (string, error) {
 	return prefix, checkKeyPart("Options.KeyPrefix", prefix, MaxKeyPrefixLen)
 }
 
+// OperatorArgs checks what an issuer's operator function (Bump,
+// ForceRelease, Names) was given: a key prefix, as [KeyPrefix], and lease
+// names, as [ValidateName]. It returns the prefix to use. The error
+// matches [ErrInvalid] and has no package prefix: the issuer adds its own
+// and the function's name ("redislease: Bump: name is empty").
+func OperatorArgs(prefix string, names ...string) (string, error) {
+	prefix, err := KeyPrefix(prefix)
+	for _, name := range names {
+		if err == nil {
+			err = ValidateName(name)
+		}
+	}
+	return prefix, err
+}
+
 // checkKeyPart checks a lease name or key prefix (what names it) against
 // its own length limit first, so that the error names that limit.
 func checkKeyPart(what, s string, maxLen int) error {
 	if len(s) > maxLen {
-		return fence.Invalid("lease: %s is %d bytes long, the maximum is %d", what, len(s), maxLen)
+		return fence.Invalid("%s is %d bytes long, the maximum is %d", what, len(s), maxLen)
 	}
 	if err := fence.ValidateName(what, s); err != nil {
-		return fmt.Errorf("lease: %w", err)
+		return err
 	}
 	for i, r := range s {
 		switch {
 		case r == '{' || r == '}':
-			return fence.Invalid("lease: %s %.40q has %q at byte %d (braces would change the Redis Cluster hash tag)", what, s, r, i)
+			return fence.Invalid("%s %.40q has %q at byte %d (braces would change the Redis Cluster hash tag)", what, s, r, i)
 		case unicode.IsSpace(r) || r == 0xFFFE || r == 0xFEFF:
-			return fence.Invalid("lease: %s %.40q has whitespace %U at byte %d", what, s, r, i)
+			return fence.Invalid("%s %.40q has whitespace %U at byte %d", what, s, r, i)
 		}
 	}
 	return nil

@@ -152,4 +152,7 @@ func checkBump(t *testing.T, e []string, c *lease.Client, backend, name string) 
 	if !strings.Contains(r.stderr, "held by token "+l.Token().String()) {
 		t.Errorf("bump -backend %s of a held lease: %s, want refused naming the holder", backend, r.stderr)
 	}
+	if n := strings.Count(r.stderr, strconv.Quote(name)); n != 1 {
+		t.Errorf("bump -backend %s of a held lease: %s names the lease %d times, want once", backend, r.stderr, n)
+	}
 }

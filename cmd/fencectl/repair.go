@@ -106,7 +106,7 @@ func setupBump(fs *flag.FlagSet, o *output) func(context.Context, []string) erro
 		defer s.close()
 		r, err := s.bump(ctx, name, fence.Token(target))
 		if err != nil {
-			return fmt.Errorf("bump %q: %w", name, err)
+			return err // the issuer's error names the lease where it can
 		}
 		text := fmt.Sprintf("bumped %s: token counter %s -> %d; the next grant's token is above %d\n", name, tokenText(fence.Token(r.Before)), r.After, r.After)
 		if !r.Changed {

@@ -3,6 +3,7 @@ package etcdlease
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path"
 	"slices"
 	"strings"
@@ -53,13 +54,17 @@ func Names(ctx context.Context, cli *clientv3.Client, prefix, pattern string) ([
 	return names, nil
 }
 
-// checkArgs checks the client and prefix an operator function fn was
-// passed, and returns the prefix to use.
-func checkArgs(fn string, cli *clientv3.Client, prefix string) (string, error) {
+// checkArgs checks the client, prefix and names an operator function fn
+// was passed, and returns the prefix to use.
+func checkArgs(fn string, cli *clientv3.Client, prefix string, names ...string) (string, error) {
 	if cli == nil {
 		return "", fence.Invalid("etcdlease: %s: nil *clientv3.Client", fn)
 	}
-	return lease.KeyPrefix(prefix)
+	prefix, err := lease.OperatorArgs(prefix, names...)
+	if err != nil {
+		return "", fmt.Errorf("etcdlease: %s: %w", fn, err)
+	}
+	return prefix, nil
 }
 
 // globMatch is path.Match with '/' as an ordinary character.
@@ -85,11 +90,8 @@ type ForceReleased struct {
 // (lease.KeyPrefix; "" is the default) or name is an error matching
 // lease.ErrInvalid, and nothing is sent.
 func ForceRelease(ctx context.Context, cli *clientv3.Client, prefix, name string, only fence.Token) (ForceReleased, error) {
-	prefix, err := checkArgs("ForceRelease", cli, prefix)
+	prefix, err := checkArgs("ForceRelease", cli, prefix, name)
 	if err != nil {
-		return ForceReleased{}, err
-	}
-	if err := lease.ValidateName(name); err != nil {
 		return ForceReleased{}, err
 	}
 	b := &backend{cli: cli, prefix: prefix}

@@ -63,11 +63,8 @@ func BumpAdvisory(ctx context.Context, pool *pgxpool.Pool, prefix, name string, 
 }
 
 func bump(ctx context.Context, fn, sql string, pool *pgxpool.Pool, prefix, name string, to fence.Token) (before, after fence.Token, err error) {
-	prefix, err = checkArgs(fn, pool, prefix)
+	prefix, err = checkArgs(fn, pool, prefix, name)
 	if err != nil {
-		return 0, 0, err
-	}
-	if err := lease.ValidateName(name); err != nil {
 		return 0, 0, err
 	}
 	if err := to.Validate(); err != nil {
@@ -87,11 +84,15 @@ func bump(ctx context.Context, fn, sql string, pool *pgxpool.Pool, prefix, name 
 	return fence.Token(old), fence.Token(now), nil
 }
 
-// checkArgs checks the pool and prefix an operator function fn was passed,
-// and returns the prefix to use.
-func checkArgs(fn string, pool *pgxpool.Pool, prefix string) (string, error) {
+// checkArgs checks the pool, prefix and names an operator function fn was
+// passed, and returns the prefix to use.
+func checkArgs(fn string, pool *pgxpool.Pool, prefix string, names ...string) (string, error) {
 	if pool == nil {
 		return "", fence.Invalid("pglease: %s: nil *pgxpool.Pool", fn)
 	}
-	return lease.KeyPrefix(prefix)
+	prefix, err := lease.OperatorArgs(prefix, names...)
+	if err != nil {
+		return "", fmt.Errorf("pglease: %s: %w", fn, err)
+	}
+	return prefix, nil
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
-	"github.com/fencekit/fencekit/lease"
 )
 
 // What operators' tools (cmd/fencectl) need beyond a *lease.Client: a
@@ -95,11 +94,8 @@ SELECT (SELECT count(*) FROM notified) = 1, token, identity, held, remaining_us 
 // (lease.KeyPrefix; "" is the default) or name is an error matching
 // lease.ErrInvalid, and nothing is sent.
 func ForceRelease(ctx context.Context, pool *pgxpool.Pool, prefix, name string, only fence.Token) (ForceReleased, error) {
-	prefix, err := checkArgs("ForceRelease", pool, prefix)
+	prefix, err := checkArgs("ForceRelease", pool, prefix, name)
 	if err != nil {
-		return ForceReleased{}, err
-	}
-	if err := lease.ValidateName(name); err != nil {
 		return ForceReleased{}, err
 	}
 	var r ForceReleased
@@ -148,11 +144,8 @@ const advisoryHolderSQL = `
 // Context ends at its next renewal. Remaining is -1 while held. Bad input
 // is refused as by [ForceRelease].
 func ForceReleaseAdvisory(ctx context.Context, pool *pgxpool.Pool, prefix, name string, only fence.Token) (ForceReleased, error) {
-	prefix, err := checkArgs("ForceReleaseAdvisory", pool, prefix)
+	prefix, err := checkArgs("ForceReleaseAdvisory", pool, prefix, name)
 	if err != nil {
-		return ForceReleased{}, err
-	}
-	if err := lease.ValidateName(name); err != nil {
 		return ForceReleased{}, err
 	}
 	var r ForceReleased

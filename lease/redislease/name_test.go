@@ -19,7 +19,7 @@ func FuzzValidateName(f *testing.F) {
 	f.Fuzz(func(t *testing.T, name string) {
 		err := lease.ValidateName(name)
 		if err != nil {
-			if !errors.Is(err, lease.ErrInvalid) || !strings.HasPrefix(err.Error(), "lease: name") {
+			if !errors.Is(err, lease.ErrInvalid) || !strings.HasPrefix(err.Error(), "name") {
 				t.Fatalf("ValidateName(%q) = %v: not a clear ErrInvalid", name, err)
 			}
 			return

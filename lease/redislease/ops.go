@@ -133,13 +133,17 @@ func globEscape(s string) string {
 	return b.String()
 }
 
-// checkArgs checks the client and prefix an operator function fn was
-// passed, and returns the prefix to use.
-func checkArgs(fn string, rdb redis.Scripter, prefix string) (string, error) {
+// checkArgs checks the client, prefix and names an operator function fn
+// was passed, and returns the prefix to use.
+func checkArgs(fn string, rdb redis.Scripter, prefix string, names ...string) (string, error) {
 	if isNil(rdb) {
 		return "", fence.Invalid("redislease: %s: nil Redis client", fn)
 	}
-	return lease.KeyPrefix(prefix)
+	prefix, err := lease.OperatorArgs(prefix, names...)
+	if err != nil {
+		return "", fmt.Errorf("redislease: %s: %w", fn, err)
+	}
+	return prefix, nil
 }
 
 // ForceReleased is what [ForceRelease] found and did.
@@ -157,11 +161,8 @@ type ForceReleased struct {
 // (lease.KeyPrefix; "" is the default) or a bad name (lease.ValidateName)
 // is an error matching lease.ErrInvalid, and nothing is sent.
 func ForceRelease(ctx context.Context, rdb redis.Scripter, prefix, name string, only fence.Token) (ForceReleased, error) {
-	prefix, err := checkArgs("ForceRelease", rdb, prefix)
+	prefix, err := checkArgs("ForceRelease", rdb, prefix, name)
 	if err != nil {
-		return ForceReleased{}, err
-	}
-	if err := lease.ValidateName(name); err != nil {
 		return ForceReleased{}, err
 	}
 	lock, _, channel := Keys(prefix, name)
@@ -196,14 +197,11 @@ const MaxBump = 1<<53 - 2
 // is the default), name or target is an error matching lease.ErrInvalid,
 // and nothing is sent.
 func Bump(ctx context.Context, rdb redis.Scripter, prefix, name string, target fence.Token) (before fence.Token, changed bool, err error) {
-	if prefix, err = checkArgs("Bump", rdb, prefix); err != nil {
-		return 0, false, err
-	}
-	if err := lease.ValidateName(name); err != nil {
+	if prefix, err = checkArgs("Bump", rdb, prefix, name); err != nil {
 		return 0, false, err
 	}
 	if target == 0 || target > MaxBump {
-		return 0, false, fence.Invalid("redislease: bump target %d is out of range: 1 to %d", target, uint64(MaxBump))
+		return 0, false, fence.Invalid("redislease: Bump: target %d is out of range: 1 to %d", target, uint64(MaxBump))
 	}
 	_, counter, _ := Keys(prefix, name)
 	res, err := bumpScript.Run(ctx, rdb, []string{counter}, target.String()).Slice()

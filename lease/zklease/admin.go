@@ -82,7 +82,7 @@ type ForceReleased struct {
 // trips: the name's node (token and identity), its child, the delete.
 func ForceRelease(ctx context.Context, conn *zk.Conn, keyPrefix, name string, only fence.Token) (ForceReleased, error) {
 	if err := lease.ValidateName(name); err != nil {
-		return ForceReleased{}, err
+		return ForceReleased{}, fmt.Errorf("zklease: ForceRelease: %w", err)
 	}
 	b, err := newBackend("ForceRelease", conn, keyPrefix)
 	if err != nil {

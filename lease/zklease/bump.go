@@ -26,10 +26,10 @@ import (
 // otherwise.
 func Bump(ctx context.Context, conn *zk.Conn, keyPrefix, name string, to fence.Token) (before, after fence.Token, err error) {
 	if err := lease.ValidateName(name); err != nil {
-		return 0, 0, err
+		return 0, 0, fmt.Errorf("zklease: Bump: %w", err)
 	}
 	if err := to.Validate(); err != nil {
-		return 0, 0, fmt.Errorf("zklease: bump %q: %w", name, err)
+		return 0, 0, fmt.Errorf("zklease: Bump %q: %w", name, err)
 	}
 	b, err := newBackend("Bump", conn, keyPrefix)
 	if err != nil {
@@ -53,7 +53,7 @@ func Bump(ctx context.Context, conn *zk.Conn, keyPrefix, name string, to fence.T
 		}
 		last := base + fence.Token(st.Mzxid)
 		if st.NumChildren > 0 {
-			return 0, 0, fmt.Errorf("zklease: bump %q: held by token %v of %q; bump it when it is free", name, last, identity)
+			return 0, 0, fmt.Errorf("zklease: Bump %q: held by token %v of %q; bump it when it is free", name, last, identity)
 		}
 		if st.Version == 0 {
 			last = 0
@@ -68,7 +68,7 @@ func Bump(ctx context.Context, conn *zk.Conn, keyPrefix, name string, to fence.T
 			continue // granted meanwhile: read again
 		}
 		if err != nil {
-			return 0, 0, fmt.Errorf("zklease: bump %q: %w", name, err)
+			return 0, 0, fmt.Errorf("zklease: Bump %q: %w", name, err)
 		}
 		return last, nb + fence.Token(nst.Mzxid), nil
 	}

@@ -49,15 +49,15 @@ func newBackend(fn string, conn *zk.Conn, prefix string) (*backend, error) {
 	}
 	prefix, err := lease.KeyPrefix(prefix)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("zklease: %s: %w", fn, err)
 	}
 	for _, part := range strings.Split(prefix, "/") {
 		if part == "" || part == "." || part == ".." {
-			return nil, fence.Invalid("zklease: Options.KeyPrefix %q is not a ZooKeeper path without its leading slash (an empty, . or .. part)", prefix)
+			return nil, fence.Invalid("zklease: %s: Options.KeyPrefix %q is not a ZooKeeper path without its leading slash (an empty, . or .. part)", fn, prefix)
 		}
 	}
 	if prefix == "zookeeper" || strings.HasPrefix(prefix, "zookeeper/") {
-		return nil, fence.Invalid("zklease: Options.KeyPrefix %q is under ZooKeeper's own /zookeeper tree", prefix)
+		return nil, fence.Invalid("zklease: %s: Options.KeyPrefix %q is under ZooKeeper's own /zookeeper tree", fn, prefix)
 	}
 	return &backend{conn: conn, root: "/" + prefix}, nil
 }
