@@ -15,7 +15,8 @@ import (
 
 // TestREADMEFirstWrite copies the README's first-write program into a
 // module of its own (fencekit replaced by this checkout, every other module
-// from the local module cache, checked against the checkout's go.sum, no network) and runs it against the test
+// from the local module cache or else the machine's registry, with the
+// checkout's go.sum) and runs it against the test
 // servers: it must write once and see its stale write refused.
 func TestREADMEFirstWrite(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
@@ -45,11 +46,14 @@ func TestREADMEFirstWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Modules from the local cache first, then the machine's registry: a
+	// fresh machine's cache lacks the go.mod files only tidy reads.
+	goproxy := "file://" + filepath.ToSlash(filepath.Join(goEnv(t, "GOMODCACHE"), "cache", "download")) + "," + goEnv(t, "GOPROXY")
 	run := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command("go", args...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off",
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY="+goproxy, "GOSUMDB=off", "GOWORK=off",
 			"DATABASE_URL="+pg.URL, "REDIS_ADDR="+rdb.Addr)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
@@ -62,4 +66,14 @@ func TestREADMEFirstWrite(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^wrote with token \d+$`).MatchString(out) || !strings.Contains(out, "stale write refused: true") {
 		t.Fatalf("the README's program printed:\n%s\nwant \"wrote with token N\" and \"stale write refused: true\"", out)
 	}
+}
+
+// goEnv is `go env name`.
+func goEnv(t *testing.T, name string) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", name).Output()
+	if err != nil {
+		t.Fatalf("go env %s: %v", name, err)
+	}
+	return strings.TrimSpace(string(out))
 }
