@@ -19,12 +19,14 @@
 // # Guard-row mode
 //
 // [InTx] runs the caller's function in one transaction that first claims
-// the resource's row in fencekit_tokens with one statement:
+// the resource's row in fencekit_tokens with one statement, in effect:
 //
 //	INSERT INTO fencekit_tokens (resource, token) VALUES ($1, $2)
 //	ON CONFLICT (resource) DO UPDATE SET token = EXCLUDED.token, updated_at = now()
 //	WHERE fencekit_tokens.token <= EXCLUDED.token
 //
+// When the row already holds the token (a holder writing again), the claim
+// only locks it (FOR NO KEY UPDATE) and writes no new row version.
 // A newer token was accepted before: the claim refuses, InTx returns a
 // [*fence.StaleError] carrying that token and the function never runs.
 // Otherwise the row stays locked until commit, so the fenced transactions
@@ -32,7 +34,8 @@
 // for an older holder's open transaction to commit or fail, and an older
 // holder's claim waits and then fails. The data written may be anything,
 // in any tables. Cost: the round trips of the same transaction unfenced
-// (on a pool or connection the claim travels in the BEGIN's message).
+// (on a pool or connection the claim travels in the BEGIN's message), and
+// the claim's server CPU (docs/performance.md, "Fenced SQL writes").
 // [Claim] is the same claim on a transaction the caller manages,
 // and [Fence] makes it alone right after a lease is acquired, which shuts
 // out the previous holder before the new one has written anything.
