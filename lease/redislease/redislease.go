@@ -294,7 +294,7 @@ func renewResult(res int64, err error) error {
 // Release runs release.lua: compare, delete and publish, one round trip.
 func (b *backend) Release(ctx context.Context, g *lease.Grant) error {
 	rg := g.Value.(*redisGrant)
-	res, err := releaseScript.Run(ctx, b.rdb, rg.both[:1], rg.value, rg.channel).Int64()
+	res, err := releaseScript.Run(ctx, b.rdb, rg.both[:1], rg.value).Int64()
 	return renewResult(res, err)
 }
 
