@@ -36,7 +36,7 @@
 -- the token becomes counter + 1 and the counter and the lock are written
 -- again. A counter that is not a token is put back and the lock deleted, so
 -- an error changes nothing. A refusal makes three calls: TIME, the SET that
--- found the key, PTTL.
+-- found the key, PTTL (and APPEND when it marks the holder for a waiter).
 local t = redis.call('TIME')
 local us = t[2]
 local tok = t[1] .. us -- seconds .. 6-digit µs
