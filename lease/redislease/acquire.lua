@@ -34,9 +34,10 @@
 -- as decimal strings (longer is larger; same length compares bytewise) and
 -- converted to a number only when it may be at or ahead of the time; then
 -- the token becomes counter + 1 and the counter and the lock are written
--- again. A counter that is not a token is put back and the lock deleted, so
--- an error changes nothing. A refusal makes three calls: TIME, the SET that
--- found the key, PTTL (and APPEND when it marks the holder for a waiter).
+-- again. A counter that is not a token is put back (one of another type is
+-- left as it was) and the lock deleted, so an error changes nothing. A
+-- refusal makes three calls: TIME, the SET that found the key, PTTL (and
+-- APPEND when it marks the holder for a waiter).
 local t = redis.call('TIME')
 local us = t[2]
 local tok = t[1] .. us -- seconds .. 6-digit µs
@@ -57,24 +58,30 @@ if holder then -- held: its value, or WRONGTYPE for a hash, a list...
   return {redis.call('PTTL', KEYS[1]), holder}
 end
 
-local raw = redis.call('SET', KEYS[2], tok, 'GET')
-if raw and (#raw > #tok or (#raw == #tok and raw >= tok) or not string.find(raw, '^%d+$')) then
-  local err
-  if not string.find(raw, '^%d+$') then
-    err = 'holds ' .. raw .. ', not a token'
-  elseif tonumber(raw) >= 9007199254740991 then -- 2^53 - 1: counter + 1 would not be exact
-    err = 'is at 2^53, the largest exact token'
-  end
-  if err then
-    redis.call('SET', KEYS[2], raw)
+local raw = redis.pcall('SET', KEYS[2], tok, 'GET')
+if raw then -- the old counter: as a rule a token below tok
+  if type(raw) ~= 'string' then -- WRONGTYPE: a hash, a list... (left as it was)
     redis.call('DEL', KEYS[1])
-    return redis.error_reply('fencekit: token counter ' .. KEYS[2] .. ' ' .. err)
+    return redis.error_reply('fencekit: token counter ' .. KEYS[2] .. ': ' .. raw.err)
   end
-  local counter = tonumber(raw)
-  if counter >= tonumber(tok) then -- leading zeros can make a longer string smaller
-    tok = string.format('%.0f', counter + 1)
-    redis.call('SET', KEYS[2], tok)
-    redis.call('SET', KEYS[1], tok .. ':' .. ARGV[2], 'KEEPTTL')
+  if #raw > #tok or (#raw == #tok and raw >= tok) or not string.find(raw, '^%d+$') then
+    local err
+    if not string.find(raw, '^%d+$') then
+      err = 'holds ' .. raw .. ', not a token'
+    elseif tonumber(raw) >= 9007199254740991 then -- 2^53 - 1: counter + 1 would not be exact
+      err = 'is at 2^53, the largest exact token'
+    end
+    if err then
+      redis.call('SET', KEYS[2], raw)
+      redis.call('DEL', KEYS[1])
+      return redis.error_reply('fencekit: token counter ' .. KEYS[2] .. ' ' .. err)
+    end
+    local counter = tonumber(raw)
+    if counter >= tonumber(tok) then -- leading zeros can make a longer string smaller
+      tok = string.format('%.0f', counter + 1)
+      redis.call('SET', KEYS[2], tok)
+      redis.call('SET', KEYS[1], tok .. ':' .. ARGV[2], 'KEEPTTL')
+    end
   end
 end
 return tok

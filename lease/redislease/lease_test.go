@@ -186,7 +186,7 @@ func TestCounterAheadOfClock(t *testing.T) {
 		"abc", "-5", "1.5", "", " 5", "5 ", "+5", "1e3", "0x10", "1764000000000000abc"} {
 		env.Client.Set(ctx, k.token, bad, 0)
 		_, err := c.Acquire(ctx, name, time.Second)
-		if err == nil || !strings.Contains(err.Error(), "counter") {
+		if err == nil || !strings.Contains(err.Error(), "token counter") {
 			t.Errorf("counter %s: err = %v, want a counter error", bad, err)
 		}
 		if n, _ := env.Client.Exists(ctx, k.lock).Result(); n != 0 {
@@ -195,6 +195,19 @@ func TestCounterAheadOfClock(t *testing.T) {
 		if v, _ := env.Client.Get(ctx, k.token).Result(); v != bad {
 			t.Errorf("counter %s: changed to %q by a refused Acquire", bad, v)
 		}
+	}
+
+	// A counter key of another type: the same, the hash left as it was.
+	env.Client.Del(ctx, k.token)
+	env.Client.HSet(ctx, k.token, "f", "v")
+	if _, err := c.Acquire(ctx, name, time.Second); err == nil || isNotAcquired(err) || !strings.Contains(err.Error(), "token counter") {
+		t.Errorf("counter a hash: err = %v, want a counter error", err)
+	}
+	if n, _ := env.Client.Exists(ctx, k.lock).Result(); n != 0 {
+		t.Error("counter a hash: lock key was written")
+	}
+	if v, err := env.Client.HGet(ctx, k.token, "f").Result(); err != nil || v != "v" {
+		t.Errorf("counter a hash: %q, %v after Acquire", v, err)
 	}
 }
 
