@@ -72,7 +72,7 @@ func (f *FencekitLua) TryAcquire(ctx context.Context, key string, ttl time.Durat
 		}
 		return nil, fmt.Errorf("bench: acquire.lua replied %v", res)
 	}
-	return &luaHeld{f: f, lock: p + "lock", channel: p + "released", value: tok + ":" + owner}, nil
+	return &luaHeld{f: f, lock: p + "lock", value: tok + ":" + owner}, nil
 }
 
 func (f *FencekitLua) AcquireWait(context.Context, string, time.Duration) (Held, error) {
@@ -80,8 +80,8 @@ func (f *FencekitLua) AcquireWait(context.Context, string, time.Duration) (Held,
 }
 
 type luaHeld struct {
-	f                    *FencekitLua
-	lock, channel, value string
+	f           *FencekitLua
+	lock, value string
 }
 
 func (h *luaHeld) Renew(ctx context.Context, ttl time.Duration) error {
@@ -93,7 +93,7 @@ func (h *luaHeld) Renew(ctx context.Context, ttl time.Duration) error {
 }
 
 func (h *luaHeld) Release(ctx context.Context) error {
-	n, err := h.f.release.Run(ctx, h.f.c, []string{h.lock}, h.value, h.channel).Int()
+	n, err := h.f.release.Run(ctx, h.f.c, []string{h.lock}, h.value).Int()
 	if err == nil && n != 1 {
 		err = ErrHeld
 	}

@@ -97,6 +97,11 @@ if [[ "${BENCH_CG_CALLS:-}" == 1 ]]; then
 		ccount[$src]=$(count evalsha "$sha" 2 k:lock k:counter)
 		echo "redis-instructions.sh: $src: ${ccount[$src]} instructions/call" >&2
 	done
+	# What one more argument costs a request: the empty script with ARGV of
+	# one value, then of two (release.lua's value and a channel name).
+	sha=$(redis-cli -p "$port" script load "return 1")
+	arg1=$(count evalsha "$sha" 2 k:lock k:counter 1764000000000000:web-1/7:0123456789abcdef)
+	arg2=$(count evalsha "$sha" 2 k:lock k:counter 1764000000000000:web-1/7:0123456789abcdef 'fencekit:{k}:released')
 fi
 
 {
@@ -129,6 +134,7 @@ fi
 		for src in "${calls[@]}"; do
 			echo "| \`$src\` | ${ccount[$src]} | $((ccount[$src] - empty)) |"
 		done
+		echo "| \`return 1\`, ARGV of two values instead of one | $arg2 | $((arg2 - arg1)) (over one value) |"
 		echo
 		echo "(redis-cli -r $n; a number argument, 10000 instead of '10000', is converted by Lua)"
 	fi

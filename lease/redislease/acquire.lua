@@ -4,8 +4,8 @@
 -- KEYS[1]  lock key     <prefix>:{<name>}:lock   (same hash tag as KEYS[2])
 -- KEYS[2]  counter key  <prefix>:{<name>}:token  (never expires)
 -- ARGV[1]  TTL in milliseconds (integer > 0)
--- ARGV[2]  '<identity>:<owner>': the holder's Options.Identity and a random
---          hex id unique per grant
+-- ARGV[2]  '<identity>:<owner>': the holder's Options.Identity and a hex id
+--          unique per grant
 -- ARGV[3]  optional: 'w' when the caller waits for a release (AcquireWait)
 --
 -- Returns the token (a decimal string) when granted: the lock key now holds
@@ -26,25 +26,18 @@
 -- Writing after TIME needs effects replication: the default since Redis 5,
 -- the only mode since Redis 7.
 --
--- Each redis.call costs Redis about as much as a small command on its own
--- (docs/performance.md), so a refusal makes two (PTTL, GET) and a grant four
--- (PTTL, TIME, SET GET of the counter, SET of the lock), with no arithmetic on
--- doubles on the usual path: the time is built as a string and compared with
--- the old counter as decimal strings (longer is larger; same length compares
--- bytewise). Only a counter that may be at or ahead of the clock (several
--- grants in one microsecond, a clock set back, leading zeros) is converted
--- to a number. The counter is swapped first (SET ... GET) and put back when
--- it turns out not to be a token, so an error changes nothing.
-local pttl = redis.call('PTTL', KEYS[1])
-if pttl ~= -2 then
-  local holder = redis.pcall('GET', KEYS[1]) -- WRONGTYPE for a hash, a list...
-  if type(holder) ~= 'string' then holder = '' end
-  if ARGV[3] and string.byte(holder, -1) ~= 43 and string.find(holder, '^%d+:.*%x$') then
-    redis.call('APPEND', KEYS[1], '+') -- keeps the TTL
-  end
-  return {pttl, holder}
-end
-
+-- A grant makes three calls: TIME (the token if the clock is ahead of the
+-- counter, as it is unless several grants fall in one microsecond or the
+-- clock was set back), SET of the lock with NX, PX and GET (it sets the key
+-- only if absent and returns the holder's value if not: Redis 7.0 or later),
+-- and SET ... GET of the counter. The old counter is compared with the time
+-- as decimal strings (longer is larger; same length compares bytewise) and
+-- converted to a number only when it may be at or ahead of the time; then
+-- the token becomes counter + 1 and the counter and the lock are written
+-- again. A counter that is not a token is put back (one of another type is
+-- left as it was) and the lock deleted, so an error changes nothing. A
+-- refusal makes three calls: TIME, the SET that found the key, PTTL (and
+-- APPEND when it marks the holder for a waiter).
 local t = redis.call('TIME')
 local us = t[2]
 local tok = t[1] .. us -- seconds .. 6-digit µs
@@ -52,23 +45,43 @@ if #us < 6 then tok = t[1] .. string.sub('00000', #us) .. us end
 if #tok >= 16 and (#tok > 16 or tok >= '9007199254740991') then -- after the year 2255
   return redis.error_reply('fencekit: server time ' .. tok .. ' µs is at 2^53, the largest exact token')
 end
-local raw = redis.call('SET', KEYS[2], tok, 'GET')
-if raw and (#raw > #tok or (#raw == #tok and raw >= tok) or not string.find(raw, '^%d+$')) then
-  if not string.find(raw, '^%d+$') then
-    redis.call('SET', KEYS[2], raw)
-    return redis.error_reply('fencekit: token counter ' .. KEYS[2] .. ' holds ' .. raw .. ', not a token')
+
+local holder = redis.pcall('SET', KEYS[1], tok .. ':' .. ARGV[2], 'NX', 'PX', ARGV[1], 'GET')
+if holder then -- held: its value, or WRONGTYPE for a hash, a list...
+  if type(holder) ~= 'string' then
+    if not string.find(holder.err, '^WRONGTYPE') then return holder end -- OOM, a bad TTL...
+    holder = ''
   end
-  local counter = tonumber(raw)
-  if counter >= 9007199254740991 then -- 2^53 - 1: counter + 1 would not be exact
-    redis.call('SET', KEYS[2], raw)
-    return redis.error_reply('fencekit: token counter ' .. KEYS[2] .. ' is at 2^53, the largest exact token')
+  if ARGV[3] and string.byte(holder, -1) ~= 43 and string.find(holder, '^%d+:.*%x$') then
+    redis.call('APPEND', KEYS[1], '+') -- keeps the TTL
   end
-  if counter >= tonumber(tok) then -- leading zeros can make a longer string smaller
-    tok = string.format('%.0f', counter + 1)
-    redis.call('SET', KEYS[2], tok)
-  end
+  return {redis.call('PTTL', KEYS[1]), holder}
 end
 
--- The key is absent (PTTL -2) and the script runs atomically: a plain SET.
-redis.call('SET', KEYS[1], tok .. ':' .. ARGV[2], 'PX', ARGV[1])
+local raw = redis.pcall('SET', KEYS[2], tok, 'GET')
+if raw then -- the old counter: as a rule a token below tok
+  if type(raw) ~= 'string' then -- WRONGTYPE: a hash, a list... (left as it was)
+    redis.call('DEL', KEYS[1])
+    return redis.error_reply('fencekit: token counter ' .. KEYS[2] .. ': ' .. raw.err)
+  end
+  if #raw > #tok or (#raw == #tok and raw >= tok) or not string.find(raw, '^%d+$') then
+    local err
+    if not string.find(raw, '^%d+$') then
+      err = 'holds ' .. raw .. ', not a token'
+    elseif tonumber(raw) >= 9007199254740991 then -- 2^53 - 1: counter + 1 would not be exact
+      err = 'is at 2^53, the largest exact token'
+    end
+    if err then
+      redis.call('SET', KEYS[2], raw)
+      redis.call('DEL', KEYS[1])
+      return redis.error_reply('fencekit: token counter ' .. KEYS[2] .. ' ' .. err)
+    end
+    local counter = tonumber(raw)
+    if counter >= tonumber(tok) then -- leading zeros can make a longer string smaller
+      tok = string.format('%.0f', counter + 1)
+      redis.call('SET', KEYS[2], tok)
+      redis.call('SET', KEYS[1], tok .. ':' .. ARGV[2], 'KEEPTTL')
+    end
+  end
+end
 return tok

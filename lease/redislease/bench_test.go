@@ -184,7 +184,7 @@ func BenchmarkRawScripts(b *testing.B) {
 					b.Fatal(err)
 				}
 				val := res + ":abc"
-				if _, err := releaseScript.Run(ctx, e.rdb, []string{k.lock}, val, k.channel).Int64(); err != nil {
+				if _, err := releaseScript.Run(ctx, e.rdb, []string{k.lock}, val).Int64(); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,5 +1,6 @@
-// Package redislease issues fencekit leases from Redis (a single node,
-// Sentinel, Cluster or Ring, through go-redis v9): the same *lease.Client
+// Package redislease issues fencekit leases from Redis 7.0 or later (a
+// single node, Sentinel, Cluster or Ring, through go-redis v9; acquire.lua
+// uses SET with both NX and GET): the same *lease.Client
 // as every issuer's (Do, TryDo, Campaign, Inspect, metrics, loss
 // signalling), made with [New].
 //

@@ -172,6 +172,13 @@ func TestCounterAheadOfClock(t *testing.T) {
 		if v, _ := env.Client.Get(ctx, k.token).Result(); v != l.Token().String() {
 			t.Errorf("counter %q: counter after the grant %q, want %q", tc.counter, v, l.Token())
 		}
+		// The lock key holds the same token, with the TTL.
+		if v, _ := env.Client.Get(ctx, k.lock).Result(); v != lockValueOf(l) || !strings.HasPrefix(v, l.Token().String()+":") {
+			t.Errorf("counter %q: lock key %q, want %q with token %v", tc.counter, v, lockValueOf(l), l.Token())
+		}
+		if ttl, _ := env.Client.PTTL(ctx, k.lock).Result(); ttl <= 0 || ttl > time.Second {
+			t.Errorf("counter %q: lock key's TTL %v, want at most 1s", tc.counter, ttl)
+		}
 		release(t, l) // the lock key holds what the lease renews and releases
 	}
 
@@ -179,12 +186,28 @@ func TestCounterAheadOfClock(t *testing.T) {
 		"abc", "-5", "1.5", "", " 5", "5 ", "+5", "1e3", "0x10", "1764000000000000abc"} {
 		env.Client.Set(ctx, k.token, bad, 0)
 		_, err := c.Acquire(ctx, name, time.Second)
-		if err == nil || !strings.Contains(err.Error(), "counter") {
+		if err == nil || !strings.Contains(err.Error(), "token counter") {
 			t.Errorf("counter %s: err = %v, want a counter error", bad, err)
 		}
 		if n, _ := env.Client.Exists(ctx, k.lock).Result(); n != 0 {
 			t.Errorf("counter %s: lock key was written", bad)
 		}
+		if v, _ := env.Client.Get(ctx, k.token).Result(); v != bad {
+			t.Errorf("counter %s: changed to %q by a refused Acquire", bad, v)
+		}
+	}
+
+	// A counter key of another type: the same, the hash left as it was.
+	env.Client.Del(ctx, k.token)
+	env.Client.HSet(ctx, k.token, "f", "v")
+	if _, err := c.Acquire(ctx, name, time.Second); err == nil || isNotAcquired(err) || !strings.Contains(err.Error(), "token counter") {
+		t.Errorf("counter a hash: err = %v, want a counter error", err)
+	}
+	if n, _ := env.Client.Exists(ctx, k.lock).Result(); n != 0 {
+		t.Error("counter a hash: lock key was written")
+	}
+	if v, err := env.Client.HGet(ctx, k.token, "f").Result(); err != nil || v != "v" {
+		t.Errorf("counter a hash: %q, %v after Acquire", v, err)
 	}
 }
 
@@ -227,6 +250,9 @@ func TestAcquireRefusedByAnyValue(t *testing.T) {
 			t.Errorf("lock %q changed to %q by a refused Acquire", tc.value, v)
 		}
 	}
+	if n, _ := env.Client.Exists(ctx, keysOf(name).token).Result(); n != 0 {
+		t.Error("a refused Acquire wrote the token counter")
+	}
 }
 
 func TestAcquireRefusedByAKeyOfAnotherType(t *testing.T) {
@@ -244,6 +270,12 @@ func TestAcquireRefusedByAKeyOfAnotherType(t *testing.T) {
 	var na *lease.NotAcquiredError
 	if !errors.As(err, &na) || !errors.Is(err, lease.ErrNotAcquired) || na.Holder != 0 || na.Remaining <= 0 || na.Remaining > 300*time.Millisecond {
 		t.Fatalf("Acquire = %v (%+v), want a *NotAcquiredError with holder 0 and the key's TTL", err, na)
+	}
+	if v, err := env.Client.HGet(ctx, lock, "f").Result(); err != nil || v != "v" {
+		t.Fatalf("the hash after a refused Acquire: %q, %v", v, err)
+	}
+	if n, _ := env.Client.Exists(ctx, keysOf(name).token).Result(); n != 0 {
+		t.Fatal("a refused Acquire wrote the token counter")
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -527,5 +559,16 @@ func TestAcquireWithDoneContextSendsNothing(t *testing.T) {
 	}
 	if n := env.sent.Load(); n != 0 {
 		t.Fatalf("%d commands sent with a cancelled context", n)
+	}
+}
+
+func TestAcquireOutOfMemoryIsAnError(t *testing.T) {
+	// A Redis at maxmemory refuses the grant's first write: Acquire returns
+	// Redis's error, not a refusal as if someone held the name.
+	srv := testenv.StartRedisServer(t, "--maxmemory", "1", "--maxmemory-policy", "noeviction")
+	c := mustNew(t, srv.Client(t), nil)
+	_, err := c.Acquire(context.Background(), "oom", time.Second)
+	if err == nil || isNotAcquired(err) || !strings.Contains(err.Error(), "OOM") {
+		t.Fatalf("Acquire at maxmemory = %v, want Redis's OOM error", err)
 	}
 }

@@ -140,11 +140,11 @@ func (b *backend) Name() string { return "redis" }
 // first copy's grant as its own (same owner id) and returns it: that grant
 // happened after the request was sent, so the Client's deadline holds.
 func (b *backend) Acquire(ctx context.Context, name string, ttl time.Duration, identity string) (*lease.Grant, error) {
-	id, err := newOwner()
+	owner, err := newOwner(identity)
 	if err != nil {
 		return nil, err
 	}
-	owner := identity + ":" + id
+	id := owner[len(identity)+1:]
 	rg := &redisGrant{}
 	makeKeys(&rg.keys, b.prefix, name)
 	var res any
@@ -294,7 +294,7 @@ func renewResult(res int64, err error) error {
 // Release runs release.lua: compare, delete and publish, one round trip.
 func (b *backend) Release(ctx context.Context, g *lease.Grant) error {
 	rg := g.Value.(*redisGrant)
-	res, err := releaseScript.Run(ctx, b.rdb, rg.both[:1], rg.value, rg.channel).Int64()
+	res, err := releaseScript.Run(ctx, b.rdb, rg.both[:1], rg.value).Int64()
 	return renewResult(res, err)
 }
 
@@ -390,16 +390,25 @@ func (w *redisWatch) Close() error {
 	return w.ps.Close()
 }
 
-// newOwner returns a random id that tells apart two grants even if Redis
-// ever issued one token twice.
-func newOwner() (string, error) {
+// newOwner returns "<identity>:<id>", id a random hex id that tells apart
+// two grants even if Redis ever issued one token twice, and that a resent
+// acquire recognises as its own. It is drawn per grant from crypto/rand, not
+// made of a per-process random prefix and a counter: those would repeat in a
+// process cloned from a VM or CRIU snapshot, while the kernel's random
+// generator is reseeded when a VM is cloned.
+func newOwner(identity string) (string, error) {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("redislease: random owner id: %w", err)
 	}
 	var h [2 * len(b)]byte
 	hex.Encode(h[:], b[:])
-	return string(h[:]), nil
+	var sb strings.Builder // one allocation
+	sb.Grow(len(identity) + 1 + len(h))
+	sb.WriteString(identity)
+	sb.WriteByte(':')
+	sb.Write(h[:])
+	return sb.String(), nil
 }
 
 // lockValue returns the lock key's value "<token>:<identity>:<owner>", as
