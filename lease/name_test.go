@@ -49,8 +49,8 @@ func TestKeyPrefix(t *testing.T) {
 	}
 	for _, bad := range []string{"a b", "x{", "}", "a\x00", "\xc3"} {
 		// No package prefix: the caller adds its own (see TestOperatorFunctionsRefuseBadInput).
-		if _, err := KeyPrefix(bad); !errors.Is(err, ErrInvalid) || !strings.HasPrefix(err.Error(), "Options.KeyPrefix ") {
-			t.Errorf("KeyPrefix(%q) = %v, want an ErrInvalid starting with Options.KeyPrefix", bad, err)
+		if _, err := KeyPrefix(bad); !errors.Is(err, ErrInvalid) || !strings.HasPrefix(err.Error(), "key prefix ") {
+			t.Errorf("KeyPrefix(%q) = %v, want an ErrInvalid starting with key prefix", bad, err)
 		}
 	}
 }
@@ -62,7 +62,7 @@ func TestOperatorArgs(t *testing.T) {
 		t.Errorf(`OperatorArgs("", "a", "b") = %q, %v; want the default prefix`, p, err)
 	}
 	for _, c := range []struct{ prefix, name, want string }{
-		{"a b", "", "Options.KeyPrefix "},
+		{"a b", "", "key prefix "},
 		{"", "", "name is empty"},
 		{"app", "x{", `name "x{" has '{'`},
 	} {

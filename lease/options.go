@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/fencekit/fencekit/fence"
 	"go.opentelemetry.io/otel"
@@ -127,7 +128,7 @@ func newConfig(o *Options) (config, error) {
 	}
 	var err error
 	if c.prefix, err = KeyPrefix(c.prefix); err != nil {
-		return c, fmt.Errorf("lease: %w", err)
+		return c, fmt.Errorf("lease: Options.KeyPrefix: %w", err)
 	}
 	if err := checkIdentity(c.identity); err != nil {
 		return c, err
@@ -241,7 +242,7 @@ func KeyPrefix(prefix string) (string, error) {
 	if prefix == "" {
 		return DefaultKeyPrefix, nil
 	}
-	return prefix, checkKeyPart("Options.KeyPrefix", prefix, MaxKeyPrefixLen)
+	return prefix, checkKeyPart("key prefix", prefix, MaxKeyPrefixLen)
 }
 
 // OperatorArgs checks what an issuer's operator function (Bump,
@@ -257,6 +258,29 @@ func OperatorArgs(prefix string, names ...string) (string, error) {
 		}
 	}
 	return prefix, err
+}
+
+// CheckPattern checks the glob pattern an issuer's Names function is
+// given: not empty, valid UTF-8, and without a character no lease name has
+// (a brace, whitespace, a control character), so that a pattern that can
+// match nothing is an error rather than an empty list. The error matches
+// [ErrInvalid] and has no package prefix.
+func CheckPattern(pattern string) error {
+	if pattern == "" {
+		return fence.Invalid("pattern is empty: want a glob, * for every lease")
+	}
+	if !utf8.ValidString(pattern) {
+		return fence.Invalid("pattern %.40q is not valid UTF-8", pattern)
+	}
+	for i, r := range pattern {
+		switch {
+		case r == '{' || r == '}':
+			return fence.Invalid("pattern %.40q has %q at byte %d: lease names have no braces", pattern, r, i)
+		case unicode.IsSpace(r) || unicode.IsControl(r):
+			return fence.Invalid("pattern %.40q has %U at byte %d: lease names have no whitespace or control characters", pattern, r, i)
+		}
+	}
+	return nil
 }
 
 // checkKeyPart checks a lease name or key prefix (what names it) against

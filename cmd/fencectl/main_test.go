@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -172,5 +174,47 @@ func TestBumpHelpNamesItsBackends(t *testing.T) {
 	r := runWant(t, nil, 0, "bump", "-h")
 	if !strings.Contains(r.stderr, "redis, postgres, postgres-advisory, zookeeper (etcd's tokens are revisions") {
 		t.Errorf("bump -h:\n%s\nwant the backends bump supports", r.stderr)
+	}
+}
+
+// A bad -prefix or PATTERN is a usage error (exit 2) that names the flag or
+// argument once and connects to nothing: here a listener that counts the
+// connections it is offered.
+func TestBadPrefixOrPatternSendsNothing(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var accepted atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	addr := ln.Addr().String()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bump", "-redis", addr, "-prefix", "bad{p", "--to", "5", "ok"}, "-prefix: key prefix"},
+		{[]string{"status", "-redis", addr, "-prefix", "a b", "ok"}, "-prefix: key prefix"},
+		{[]string{"list", "-redis", addr, "a{"}, "PATTERN: pattern"},
+		{[]string{"list", "-redis", addr, "a b"}, "PATTERN: pattern"},
+		{[]string{"list", "-redis", addr, ""}, "PATTERN: pattern is empty"},
+	} {
+		r := runWant(t, nil, exitUsage, c.args...)
+		msg, _, _ := strings.Cut(r.stderr, "\n") // then the usage
+		if !strings.Contains(msg, c.want) || strings.Contains(msg, "lease:") {
+			t.Errorf("fencectl %q: %s\nwant %q and no package prefix", c.args, msg, c.want)
+		}
+	}
+	if n := accepted.Load(); n != 0 {
+		t.Errorf("%d connections for bad input, want none", n)
 	}
 }

@@ -99,9 +99,6 @@ func (s *redisStore) client() *lease.Client { return s.leases }
 func (s *redisStore) close() error          { return s.rdb.Close() }
 
 func (s *redisStore) names(ctx context.Context, pattern string) ([]string, error) {
-	if strings.ContainsAny(pattern, "{}") {
-		return nil, usagef("PATTERN %q: want a glob without braces (lease names have none)", pattern)
-	}
 	return redislease.Names(ctx, s.rdb, s.prefix, pattern, s.timeout)
 }
 

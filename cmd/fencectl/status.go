@@ -43,8 +43,8 @@ func setupList(fs *flag.FlagSet, o *output) func(context.Context, []string) erro
 		if len(args) == 1 {
 			pattern = args[0]
 		}
-		if pattern == "" {
-			return usagef("PATTERN is empty: want a glob, * for every lease")
+		if err := lease.CheckPattern(pattern); err != nil {
+			return usagef("PATTERN: %v", err)
 		}
 		return printStatus(ctx, sf, o, func(s store) ([]string, error) { return s.names(ctx, pattern) })
 	}

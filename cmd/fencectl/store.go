@@ -78,6 +78,9 @@ func (f *storeFlags) open() (store, error) {
 	if *f.timeout <= 0 {
 		return nil, usagef("-timeout %v must be positive", *f.timeout)
 	}
+	if _, err := lease.KeyPrefix(*f.prefix); err != nil {
+		return nil, usagef("-prefix: %v", err)
+	}
 	return connect(conn{timeout: *f.timeout, prefix: *f.prefix})
 }
 

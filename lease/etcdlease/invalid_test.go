@@ -52,5 +52,8 @@ func TestOperatorFunctionsRefuseBadInput(t *testing.T) {
 		cases["ForceRelease name "+name] = fns["ForceRelease"](cli, "", name)
 	}
 	cases["Names pattern ["] = func() error { _, err := Names(ctx, cli, "", "["); return err }()
+	for _, p := range leasetest.BadPatterns {
+		cases["Names pattern "+p] = func() error { _, err := Names(ctx, cli, "", p); return err }()
+	}
 	leasetest.CheckInvalid(t, "etcdlease", cases)
 }

@@ -29,6 +29,9 @@ func Names(ctx context.Context, cli *clientv3.Client, prefix, pattern string) ([
 	if err != nil {
 		return nil, err
 	}
+	if err := lease.CheckPattern(pattern); err != nil {
+		return nil, fmt.Errorf("etcdlease: Names: %w", err)
+	}
 	if _, err := path.Match(pattern, ""); err != nil {
 		return nil, fence.Invalid("etcdlease: Names: pattern %.40q: %v", pattern, err)
 	}

@@ -151,6 +151,10 @@ func TestOperatorFunctionsRefuseBadInput(t *testing.T) {
 			cases[what+" to MaxToken"] = f(pool, "", "ok", fence.MaxToken)
 		}
 	}
+	for _, p := range leasetest.BadPatterns {
+		cases["Names pattern "+p] = func() error { _, err := Names(ctx, pool, "", p); return err }()
+		cases["AdvisoryNames pattern "+p] = func() error { _, err := AdvisoryNames(ctx, pool, "", p); return err }()
+	}
 	leasetest.CheckInvalid(t, "pglease", cases)
 	if n := tracer.n.Load(); n != 0 {
 		t.Errorf("%d queries sent for bad input, want none", n)

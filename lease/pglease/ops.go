@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/lease"
 )
 
 // What operators' tools (cmd/fencectl) need beyond a *lease.Client: a
@@ -34,6 +35,9 @@ func names(ctx context.Context, fn string, pool *pgxpool.Pool, table, prefix, pa
 	prefix, err := checkArgs(fn, pool, prefix)
 	if err != nil {
 		return nil, err
+	}
+	if err := lease.CheckPattern(pattern); err != nil {
+		return nil, fmt.Errorf("pglease: %s: %w", fn, err)
 	}
 	rows, err := pool.Query(ctx, `SELECT substr(name, $2) FROM `+table+` WHERE name LIKE $1 ESCAPE '\' ORDER BY name`,
 		likeEscape(prefix+":")+globToLike(pattern), len(prefix)+2)

@@ -75,6 +75,9 @@ func TestOperatorFunctionsRefuseBadInput(t *testing.T) {
 	cases["Bump target 0"] = bump(rdb, "", name, 0)
 	cases["Bump target above MaxBump"] = bump(rdb, "", name, MaxBump+1)
 	cases["Names timeout 0"] = names(rdb, "", 0)
+	for _, p := range leasetest.BadPatterns {
+		cases["Names pattern "+p] = func() error { _, err := Names(ctx, rdb, "", p, time.Second); return err }()
+	}
 	leasetest.CheckInvalid(t, "redislease", cases)
 	if n := hook.n.Load(); n != 0 {
 		t.Errorf("%d commands sent for bad input, want none", n)

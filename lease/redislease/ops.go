@@ -58,6 +58,9 @@ func Names(ctx context.Context, rdb redis.UniversalClient, prefix, pattern strin
 	if err != nil {
 		return nil, err
 	}
+	if err := lease.CheckPattern(pattern); err != nil {
+		return nil, fmt.Errorf("redislease: Names: %w", err)
+	}
 	if timeout <= 0 {
 		return nil, fence.Invalid("redislease: Names: timeout %v is not above 0", timeout)
 	}

@@ -27,6 +27,9 @@ func Names(ctx context.Context, conn *zk.Conn, keyPrefix, pattern string) ([]str
 	if err != nil {
 		return nil, err
 	}
+	if err := lease.CheckPattern(pattern); err != nil {
+		return nil, fmt.Errorf("zklease: Names: %w", err)
+	}
 	match := globRegexp(pattern)
 	dir := b.root + "/lease"
 	kids, err := call(ctx, func() ([]string, error) {

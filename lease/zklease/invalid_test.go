@@ -59,5 +59,8 @@ func TestOperatorFunctionsRefuseBadInput(t *testing.T) {
 		}
 	}
 	cases["Bump to 0"] = fns["Bump"](conn, "", "ok", 0)
+	for _, p := range leasetest.BadPatterns {
+		cases["Names pattern "+p] = func() error { _, err := Names(ctx, conn, "", p); return err }()
+	}
 	leasetest.CheckInvalid(t, "zklease", cases)
 }
