@@ -118,8 +118,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "fencectl %s: %v\n", name, err)
-		usage()
+		// The cause, then one line of usage: the flag list would bury it.
+		fmt.Fprintf(stderr, "fencectl %s: %v\nusage: fencectl %s %s (fencectl %s -h lists the flags)\n", name, err, name, cmd.args, name)
 		return exitUsage
 	default:
 		fmt.Fprintf(stderr, "fencectl %s: %v\n", name, err)

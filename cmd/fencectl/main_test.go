@@ -213,6 +213,9 @@ func TestBadPrefixOrPatternSendsNothing(t *testing.T) {
 		if !strings.Contains(msg, c.want) || strings.Contains(msg, "lease:") {
 			t.Errorf("fencectl %q: %s\nwant %q and no package prefix", c.args, msg, c.want)
 		}
+		if n := strings.Count(r.stderr, "\n"); n != 2 {
+			t.Errorf("fencectl %q printed %d lines:\n%s\nwant the cause and one line of usage", c.args, n, r.stderr)
+		}
 	}
 	if n := accepted.Load(); n != 0 {
 		t.Errorf("%d connections for bad input, want none", n)
