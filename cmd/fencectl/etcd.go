@@ -73,9 +73,12 @@ func (s *etcdStore) forceRelease(ctx context.Context, name string, only fence.To
 }
 
 func (s *etcdStore) bump(context.Context, string, fence.Token) (bumpResult, error) {
-	return bumpResult{}, unsupported("etcd", "bump", "its tokens are etcd revisions, which only writes advance; "+
-		"to move past tokens the storage already saw, use new resource names (docs/leases.md, \"Switching issuers\")")
+	return bumpResult{}, unsupported("etcd", "bump", etcdNoBump)
 }
+
+// etcdNoBump says why bump cannot serve etcd, and what to do instead.
+const etcdNoBump = "its tokens are etcd revisions, which only writes advance; " +
+	"to move past tokens the storage already saw, use new resource names (docs/leases.md, \"Switching issuers\")"
 
 // releases: none; watch polls (before each TTL can run out).
 func (s *etcdStore) releases(context.Context, string) (<-chan fence.Token, error) { return nil, nil }

@@ -49,8 +49,9 @@ func TestEtcdBackend(t *testing.T) {
 	}
 
 	checkForcedRelease(t, e, args, "jobs/a", "etcd-worker/3", held)
-	r := runWant(t, e, exitFailed, args("bump", "jobs/a", "--to", "5")...)
-	if !strings.Contains(r.stderr, "not supported") || !strings.Contains(r.stderr, "new resource names") {
+	// A usage error: bump knows before connecting that etcd's tokens cannot be raised.
+	r := runWant(t, e, exitUsage, args("bump", "jobs/a", "--to", "5")...)
+	if !strings.Contains(r.stderr, "bump on -backend etcd") || !strings.Contains(r.stderr, "new resource names") {
 		t.Errorf("bump on etcd: %s, want what to do instead", r.stderr)
 	}
 }

@@ -99,6 +99,9 @@ func setupBump(fs *flag.FlagSet, o *output) func(context.Context, []string) erro
 				return err
 			}
 		}
+		if *sf.backend == "etcd" { // known before connecting: a usage error
+			return usagef("bump on -backend etcd: %s", etcdNoBump)
+		}
 		s, err := sf.open()
 		if err != nil {
 			return err

@@ -22,8 +22,9 @@ import (
 // Names returns, sorted, the names under prefix that have a holder or a
 // token key and match the glob pattern ('*' any run of characters, '?'
 // one, '[...]' a class; as path.Match, but '*' also matches '/'). A nil
-// client, a bad prefix (lease.KeyPrefix; "" is the default) or pattern is
-// an error matching lease.ErrInvalid, and nothing is sent.
+// client, a bad prefix (lease.KeyPrefix; "" is the default) or pattern
+// (lease.CheckPattern, path.Match) is an error matching lease.ErrInvalid,
+// and nothing is sent.
 func Names(ctx context.Context, cli *clientv3.Client, prefix, pattern string) ([]string, error) {
 	prefix, err := checkArgs("Names", cli, prefix)
 	if err != nil {

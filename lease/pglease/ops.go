@@ -18,9 +18,10 @@ import (
 
 // Names returns, sorted, the names of the leases under prefix (rows, held
 // or not) that match the glob pattern: '*' any run of characters, '?' one,
-// everything else literal. A nil pool or a bad prefix (lease.KeyPrefix;
-// "" is the default) is an error matching lease.ErrInvalid, and nothing is
-// sent.
+// everything else literal. A nil pool, a bad prefix (lease.KeyPrefix;
+// "" is the default) or a pattern that can match no name
+// (lease.CheckPattern) is an error matching lease.ErrInvalid, and nothing
+// is sent.
 func Names(ctx context.Context, pool *pgxpool.Pool, prefix, pattern string) ([]string, error) {
 	return names(ctx, "Names", pool, "fencekit_leases", prefix, pattern)
 }

@@ -50,9 +50,9 @@ func Holder(value string) (fence.Token, string) {
 // Names returns, sorted, the names under prefix that match the glob
 // pattern and have a lock key or a token counter, with SCAN: on every
 // master of a *redis.ClusterClient. Each SCAN page is bounded by timeout.
-// A nil client, a bad prefix (lease.KeyPrefix; "" is the default) or a
-// timeout not above 0 is an error matching lease.ErrInvalid, and nothing
-// is sent.
+// A nil client, a bad prefix (lease.KeyPrefix; "" is the default), a
+// pattern that can match no name (lease.CheckPattern) or a timeout not
+// above 0 is an error matching lease.ErrInvalid, and nothing is sent.
 func Names(ctx context.Context, rdb redis.UniversalClient, prefix, pattern string, timeout time.Duration) ([]string, error) {
 	prefix, err := checkArgs("Names", rdb, prefix)
 	if err != nil {
@@ -96,7 +96,7 @@ func Names(ctx context.Context, rdb redis.UniversalClient, prefix, pattern strin
 		err = scan(ctx, rdb)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("SCAN %s: %w", match, err)
+		return nil, fmt.Errorf("redislease: Names: SCAN %s: %w", match, err)
 	}
 	names := make([]string, 0, len(set))
 	for n := range set {

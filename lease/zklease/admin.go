@@ -21,7 +21,10 @@ import (
 
 // Names returns, sorted, the names of the leases under keyPrefix (granted
 // or bumped once, held or not) that match the glob pattern: '*' any run of
-// characters, '?' one, everything else literal. One round trip.
+// characters, '?' one, everything else literal. One round trip. A nil
+// conn, a bad prefix or a pattern that can match no name
+// (lease.CheckPattern) is an error matching lease.ErrInvalid, and nothing
+// is sent.
 func Names(ctx context.Context, conn *zk.Conn, keyPrefix, pattern string) ([]string, error) {
 	b, err := newBackend("Names", conn, keyPrefix)
 	if err != nil {
