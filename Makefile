@@ -7,6 +7,11 @@ VERSITYGW := $(GOBIN)/versitygw
 # server module: its go.mod has replace directives, so it is built as a tool).
 ETCD_VERSION := $(shell sed -n 's/^[[:space:]]*go.etcd.io\/etcd\/server\/v3 \(v[0-9.]*\).*/\1/p' tools/etcd/go.mod)
 ETCD      := $(GOBIN)/etcd
+# SeaweedFS, the second S3 server, is built from its module source as the main
+# module (its go.mod has replace directives, so `go install` refuses it);
+# $(WEED).version records the version built.
+SEAWEEDFS_VERSION := v0.0.0-20261109003541-7506e5f91cd6
+WEED      := $(GOBIN)/weed
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(GOBIN)/staticcheck
 FUZZTIME  ?= 30s
@@ -15,6 +20,7 @@ TESTFLAGS ?=
 # The test harness finds the versitygw that `make tools` installed here.
 export FENCEKIT_VERSITYGW ?= $(VERSITYGW)
 export FENCEKIT_ETCD ?= $(ETCD)
+export FENCEKIT_WEED ?= $(WEED)
 
 .PHONY: demo tools test vet fmt-check lint bench bench-issuers bench-short fuzz soak timeline playground serve violation-map playground-screenshot
 
@@ -44,8 +50,8 @@ violation-map:
 playground-screenshot: tools
 	cd internal/playground/browser && FENCEKIT_REQUIRE_SERVERS=1 $(GO) test -count=1 -run 'TestBrowserMovesPause' . -args -playground.screenshot=$(CURDIR)/docs/img/playground.png
 
-## tools: install versitygw $(VERSITYGW_VERSION) (the S3 server the tests start) and etcd $(ETCD_VERSION) unless installed,
-## and Debian's chromium (the playground's browser test) and zookeeper (lease/zklease's tests) when missing
+## tools: install versitygw $(VERSITYGW_VERSION) and SeaweedFS (the S3 servers the tests start) and etcd $(ETCD_VERSION) unless
+## installed, and Debian's chromium (the playground's browser test), pgbouncer and zookeeper when missing
 tools:
 	@if command -v chromium >/dev/null 2>&1; then \
 		echo "chromium already installed at $$(command -v chromium)"; \
@@ -83,12 +89,22 @@ tools:
 		echo "installing versitygw $(VERSITYGW_VERSION) (a few minutes the first time)"; \
 		GOBIN=$(GOBIN) $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION); \
 	fi
+	@if [ -x $(WEED) ] && [ "$$(cat $(WEED).version 2>/dev/null)" = "$(SEAWEEDFS_VERSION)" ]; then \
+		echo "SeaweedFS $(SEAWEEDFS_VERSION) already installed at $(WEED)"; \
+	else \
+		echo "building SeaweedFS $(SEAWEEDFS_VERSION) (15-20 minutes the first time)"; \
+		dir=$$(cd / && $(GO) mod download -json github.com/seaweedfs/seaweedfs@$(SEAWEEDFS_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p') && \
+		test -n "$$dir" && cd "$$dir" && $(GO) build -trimpath -o $(WEED) ./weed && \
+		echo $(SEAWEEDFS_VERSION) > $(WEED).version; \
+	fi
 
 ## test: vet, gofmt check, staticcheck, and every test with the race detector against real servers
 test: tools vet fmt-check lint
 	FENCEKIT_REQUIRE_SERVERS=1 $(GO) test -race -timeout 20m $(TESTFLAGS) ./...
+	FENCEKIT_REQUIRE_SERVERS=1 FENCEKIT_S3_SERVER=seaweedfs $(GO) test -race -timeout 10m $(TESTFLAGS) ./blobfence/
 	cd lease/etcdlease && FENCEKIT_REQUIRE_SERVERS=1 $(GO) test -race -timeout 10m $(TESTFLAGS) ./...
 	cd cmd/fencectl && FENCEKIT_REQUIRE_SERVERS=1 $(GO) test -race -timeout 10m $(TESTFLAGS) ./...
+	cd cmd/fencectl && FENCEKIT_REQUIRE_SERVERS=1 FENCEKIT_S3_SERVER=seaweedfs $(GO) test -race -timeout 10m -run 'S3' $(TESTFLAGS) ./...
 	cd internal/playground/browser && FENCEKIT_REQUIRE_SERVERS=1 $(GO) test -race -timeout 10m $(TESTFLAGS) ./...
 	cd internal/metricstest && FENCEKIT_REQUIRE_SERVERS=1 $(GO) test -race -timeout 10m $(TESTFLAGS) ./...
 
@@ -133,6 +149,8 @@ soak: tools
 	FENCEKIT_REQUIRE_SERVERS=1 $(GO) test -race -timeout 60m -run 'TestRacingWriters' ./blobfence/ -args -race-rounds=200 -same-rounds=200
 	$(GO) test -timeout 60m -run 'TestModelCheck$$' ./blobfence/ -args -model-full
 	cd bench && $(GO) test -race -timeout 30m -run 'TestS3Linearizable' . -args -s3-linearize-rounds=100
+	cd bench && FENCEKIT_S3_SERVER=seaweedfs $(GO) test -race -timeout 30m -run 'TestS3Linearizable' . -args -s3-linearize-rounds=100
+	FENCEKIT_REQUIRE_SERVERS=1 FENCEKIT_S3_SERVER=seaweedfs $(GO) test -race -timeout 60m -run 'TestRacingWriters' ./blobfence/ -args -race-rounds=200 -same-rounds=200
 
 ## fuzz: every fuzz target in the module, FUZZTIME each (default 30s)
 fuzz:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fencekit/fencekit/blobfence"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/testenv"
 )
 
 // porcupine lives in this nested module so that blobfence's users do not
@@ -80,12 +81,13 @@ var fencedRegister = porcupine.Model{
 
 // TestS3Linearizable races 8 clients, each doing 4 random calls (put,
 // delete, claim with a random token of 1-6, or get) on one key of
-// versitygw, for -s3-linearize-rounds rounds, records each call's
+// the S3 server testenv starts (FENCEKIT_S3_SERVER: versitygw or
+// SeaweedFS), for -s3-linearize-rounds rounds, records each call's
 // interval and result, and checks every round's history with porcupine
 // against fencedRegister.
 func TestS3Linearizable(t *testing.T) {
-	env := newS3Env(t)
-	store, err := blobfence.New(env.client, env.bucket, nil)
+	env := testenv.S3(t)
+	store, err := blobfence.New(env.Client, env.Bucket, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ import (
 //	x-amz-meta-fencekit-token-write: 2 <state> <nonce> <md5 of the stored bytes, hex>
 //
 // The record's MD5 is the ETag the object has on a server whose ETags are
-// the MD5 of the bytes (AWS without SSE-KMS, versitygw, MinIO): a HEAD
+// the MD5 of the bytes (AWS without SSE-KMS, versitygw, SeaweedFS): a HEAD
 // whose ETag equals it read the ETag and metadata of the same write. An
 // object whose record does not start with "2 " was written by the second
 // release (its bytes are the body as is) or by another tool.

@@ -43,7 +43,7 @@ type modelMode struct {
 	torn          bool // a HEAD or GET reads metadata and ETag in two steps, as versitygw's posix backend does
 	// deletes: how DELETE treats If-Match: checked with the removal
 	// (deleteAtomic, AWS), checked in one step and removed in the next
-	// (deleteLate, versitygw v1.8.0), or ignored (deleteIgnored, MinIO).
+	// (deleteLate, versitygw v1.8.0), or ignored (deleteIgnored).
 	deletes string
 }
 

@@ -21,7 +21,9 @@ const (
 	EnvS3Endpoint     = "FENCEKIT_S3_ENDPOINT"
 	EnvS3AccessKey    = "FENCEKIT_S3_ACCESS_KEY"
 	EnvS3SecretKey    = "FENCEKIT_S3_SECRET_KEY"
+	EnvS3Server       = "FENCEKIT_S3_SERVER"
 	EnvVersitygw      = "FENCEKIT_VERSITYGW"
+	EnvWeed           = "FENCEKIT_WEED"
 	EnvRequireServers = "FENCEKIT_REQUIRE_SERVERS"
 )
 

@@ -35,8 +35,8 @@ type S3Env struct {
 	Bucket string
 }
 
-// S3Server is an S3-compatible server (versitygw, posix backend) the harness
-// started. Its data directory survives [Server.Restart].
+// S3Server is an S3-compatible server the harness started: versitygw (posix
+// backend) or SeaweedFS. Its data directory survives [Server.Restart].
 type S3Server struct {
 	*Server
 	Endpoint  string
@@ -49,9 +49,9 @@ var s3Server resolved
 type s3Creds struct{ access, secret string }
 
 // S3 returns a fresh bucket on the S3 server: FENCEKIT_S3_ENDPOINT (with
-// FENCEKIT_S3_ACCESS_KEY and FENCEKIT_S3_SECRET_KEY) when set; otherwise a
-// versitygw the harness starts once for the test binary's lifetime (stopped
-// by [Main], or killed when the binary exits).
+// FENCEKIT_S3_ACCESS_KEY and FENCEKIT_S3_SECRET_KEY) when set; otherwise the
+// server [S3ServerKind] names, which the harness starts once for the test
+// binary's lifetime (stopped by [Main], or killed when the binary exits).
 func S3(tb testing.TB) *S3Env {
 	tb.Helper()
 	s3Server.once.Do(resolveS3)
@@ -65,12 +65,13 @@ func S3(tb testing.TB) *S3Env {
 	return env
 }
 
-// StartS3Server starts a private versitygw for fault tests (a test may stop
-// and restart it); it is killed at cleanup. posixFlags go to its posix
-// backend (such as --data-integrity-etag).
+// StartS3Server starts a private server of [S3ServerKind] for fault tests (a
+// test may stop and restart it); it is killed at cleanup. posixFlags name a
+// versitygw mode (such as --data-integrity-etag or --sidecar DIR): with
+// them the server is always a versitygw whose posix backend gets them.
 func StartS3Server(tb testing.TB, posixFlags ...string) *S3Server {
 	tb.Helper()
-	srv, err := launchS3Server(tb.TempDir(), posixFlags...)
+	srv, err := launchKind(tb.TempDir(), posixFlags...)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -81,8 +82,21 @@ func StartS3Server(tb testing.TB, posixFlags ...string) *S3Server {
 // Client returns a client of the server.
 func (s *S3Server) Client() *s3.Client { return NewS3Client(s.Endpoint, s.AccessKey, s.SecretKey) }
 
-// sharedS3 is the versitygw that S3 started, stopped by Main.
+// sharedS3 is the server that S3 started, stopped by Main.
 var sharedS3 *S3Server
+
+// launchKind starts the server [S3ServerKind] names (versitygw when
+// posixFlags are given).
+func launchKind(dir string, posixFlags ...string) (*S3Server, error) {
+	switch kind := S3ServerKind(); {
+	case len(posixFlags) > 0 || kind == ServerVersitygw:
+		return launchS3Server(dir, posixFlags...)
+	case kind == ServerSeaweedFS:
+		return launchSeaweedFS(dir)
+	default:
+		return nil, fmt.Errorf("testenv: %s=%q: want %s or %s", EnvS3Server, kind, ServerVersitygw, ServerSeaweedFS)
+	}
+}
 
 func launchS3Server(dir string, posixFlags ...string) (*S3Server, error) {
 	bin, err := toolPath("versitygw", EnvVersitygw)
@@ -209,7 +223,7 @@ func probeHTTPCtx(ctx context.Context, endpoint string) error {
 	return nil
 }
 
-// resolveS3 finds the S3 server S3 uses, starting versitygw when
+// resolveS3 finds the S3 server S3 uses, starting one of [S3ServerKind] when
 // FENCEKIT_S3_ENDPOINT is unset; run once, through s3Server.once.
 func resolveS3() {
 	if ep, set := getenv(EnvS3Endpoint, ""); set {
@@ -218,11 +232,11 @@ func resolveS3() {
 		s3Server.err = probeHTTP(ep)
 		return
 	}
-	srv, err := launchS3Server(filepath.Join(os.TempDir(), "fencekit-s3-"+strconv.Itoa(os.Getpid())))
+	srv, err := launchKind(filepath.Join(os.TempDir(), "fencekit-s3-"+strconv.Itoa(os.Getpid())))
 	if err == nil {
 		sharedS3 = srv
 		s3Server.where, s3Server.extra = srv.Endpoint, s3Creds{srv.AccessKey, srv.SecretKey}
 		return
 	}
-	s3Server.where, s3Server.err = "a versitygw started by the harness", err
+	s3Server.where, s3Server.err = "a "+S3ServerKind()+" started by the harness", err
 }

@@ -31,6 +31,7 @@ type Server struct {
 	bin     string
 	args    []string
 	ready   func(context.Context) error
+	timeout time.Duration       // how long a start may take (0: startTimeout)
 	cred    *syscall.Credential // run as this user (nil: as the test)
 	stopSig syscall.Signal      // graceful stop (0: SIGTERM)
 
@@ -70,7 +71,11 @@ func (s *Server) Start(ctx context.Context) error {
 	}()
 	s.cmd, s.exited = cmd, exited
 
-	rctx, cancel := context.WithTimeout(ctx, startTimeout)
+	timeout := s.timeout
+	if timeout == 0 {
+		timeout = startTimeout
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
 		err := s.ready(rctx)
@@ -83,7 +88,7 @@ func (s *Server) Start(ctx context.Context) error {
 			return fmt.Errorf("testenv: %s exited while starting on %s: %v\n%s", s.Name, s.Addr, err, s.logTail())
 		case <-rctx.Done():
 			s.killLocked()
-			return fmt.Errorf("testenv: %s on %s not ready after %v: %v\n%s", s.Name, s.Addr, startTimeout, err, s.logTail())
+			return fmt.Errorf("testenv: %s on %s not ready after %v: %v\n%s", s.Name, s.Addr, timeout, err, s.logTail())
 		case <-time.After(25 * time.Millisecond):
 		}
 	}

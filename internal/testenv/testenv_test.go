@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -250,24 +251,39 @@ func TestChildSignals(t *testing.T) {
 	}
 }
 
+// TestS3ServerRestart starts a private server of each kind, checks that it
+// is that kind (its Server header), and that a bucket survives a restart.
 func TestS3ServerRestart(t *testing.T) {
-	ctx := context.Background()
-	srv := testenv.StartS3Server(t)
-	c := srv.Client()
-	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("restart-bucket")}); err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String("restart-bucket")}); err == nil {
-		t.Fatal("HeadBucket succeeded with the server stopped")
-	}
-	if err := srv.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String("restart-bucket")}); err != nil {
-		t.Fatalf("bucket lost across a restart: %v", err)
+	for kind, header := range map[string]string{testenv.ServerVersitygw: "VERSITYGW", testenv.ServerSeaweedFS: "SeaweedFS"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Setenv(testenv.EnvS3Server, kind)
+			ctx := context.Background()
+			srv := testenv.StartS3Server(t)
+			resp, err := http.Get(srv.Endpoint)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if got := resp.Header.Get("Server"); !strings.Contains(strings.ToUpper(got), strings.ToUpper(header)) {
+				t.Fatalf("Server header %q; want the %s started for %s=%s", got, header, testenv.EnvS3Server, kind)
+			}
+			c := srv.Client()
+			if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("restart-bucket")}); err != nil {
+				t.Fatal(err)
+			}
+			if err := srv.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String("restart-bucket")}); err == nil {
+				t.Fatal("HeadBucket succeeded with the server stopped")
+			}
+			if err := srv.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String("restart-bucket")}); err != nil {
+				t.Fatalf("bucket lost across a restart: %v", err)
+			}
+		})
 	}
 }
 
