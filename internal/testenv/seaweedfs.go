@@ -37,8 +37,9 @@ const seaweedfsConfig = `{"identities":[{"name":"fencekit","credentials":[{"acce
 const seaweedfsMasterTOML = "[master.volume_growth]\ncopy_1 = 1\n"
 
 // launchSeaweedFS starts `weed server` with its master, volume server,
-// filer and S3 gateway, every listener on a free loopback port, and the
-// Iceberg and Lance catalogs, telemetry and the debug port off.
+// filer and S3 gateway, every listener on a free loopback port, its log on
+// stderr (the server's log file), and the Iceberg and Lance catalogs and
+// telemetry off. Its gRPC sockets are always /tmp/seaweedfs-*-grpc-PORT.sock.
 func launchSeaweedFS(dir string) (*S3Server, error) {
 	bin, err := toolPath("weed", EnvWeed)
 	if err != nil {
@@ -62,13 +63,13 @@ func launchSeaweedFS(dir string) (*S3Server, error) {
 		return nil, fmt.Errorf("testenv: seaweedfs master.toml: %w", err)
 	}
 	p := func(i int) string { return strconv.Itoa(ports[i]) }
-	args := []string{"server",
+	args := []string{"-logtostderr", "server",
 		"-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-dir=" + data,
 		"-master.port=" + p(0), "-master.port.grpc=" + p(1), "-master.telemetry=false", "-master.resumeState=false",
 		"-master.volumeSizeLimitMB=64", "-volume.max=0", "-volume.preStopSeconds=0",
 		"-volume.port=" + p(2), "-volume.port.grpc=" + p(3),
-		"-filer", "-filer.port=" + p(4), "-filer.port.grpc=" + p(5),
-		"-s3", "-s3.port=" + p(6), "-s3.port.grpc=" + p(7), "-s3.config=" + cfg,
+		"-filer", "-filer.port=" + p(4), "-filer.port.grpc=" + p(5), "-filer.localSocket=" + filepath.Join(dir, "filer.sock"),
+		"-s3", "-s3.port=" + p(6), "-s3.port.grpc=" + p(7), "-s3.config=" + cfg, "-s3.localSocket=" + filepath.Join(dir, "s3.sock"),
 		"-s3.port.iceberg=0", "-s3.port.lance=0", "-s3.autoCreateBucket=false",
 	}
 	s := newServer(ServerSeaweedFS, bin, ports[6], dir, args)
