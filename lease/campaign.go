@@ -35,8 +35,9 @@ import (
 // for the release. A failed attempt (store unreachable) is logged and
 // retried after a backoff (10ms doubling up to ttl, with jitter).
 //
-// Campaign returns an error wrapping ctx.Err() (joined to the last failed
-// attempt's error, if any) when ctx ends; an error wrapping [ErrClosed]
+// Campaign returns nil when ctx ends (a normal shutdown), unless the last
+// attempt to lead had failed: then an error wrapping ctx.Err() and that
+// attempt's error (store unreachable, say); an error wrapping [ErrClosed]
 // once the Client is closed ([Client.Close] ends the term's lease); at once
 // an error wrapping [ErrInvalid] for a bad name, TTL, client or a nil lead.
 func (c *Client) Campaign(ctx context.Context, name string, ttl time.Duration, lead func(ctx context.Context, tok fence.Token) error) error {
@@ -84,7 +85,12 @@ func (c *Client) Campaign(ctx context.Context, name string, ttl time.Duration, l
 	}
 }
 
+// campaignOver is what Campaign returns when ctx ends: nil, a normal
+// shutdown, unless the attempts to lead were failing then.
 func campaignOver(ctx context.Context, name string, lastErr error) error {
+	if lastErr == nil {
+		return nil
+	}
 	return errorf("lease: campaign for %q: %w", name, errors.Join(ctx.Err(), lastErr))
 }
 

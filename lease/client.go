@@ -54,9 +54,10 @@ var errNilClient = fence.Invalid("lease: nil *lease.Client")
 // Acquire tries once to take the lease name for ttl, in one round trip. On
 // success the lease renews itself every RenewInterval (default ttl/3) until
 // [Lease.Release] or until it is lost; its token is greater than the token
-// of every earlier grant of name. When the reply arrives after the lease's
-// local deadline (sent + ttl - drift margin) the returned lease has already
-// ended: its Err is a [*LostError] with CauseExpired.
+// of every earlier grant of name. It never returns a lease that has
+// already ended: when the reply arrives after the local deadline (sent +
+// ttl - drift margin) it gives the grant back and returns a [*LostError]
+// with CauseExpired (errors.Is ErrLost).
 //
 // Errors: a [*NotAcquiredError] (errors.Is ErrNotAcquired) carrying the
 // holder's remaining TTL when someone else holds it; an error wrapping
@@ -108,6 +109,10 @@ func (c *Client) acquire(ctx context.Context, name string, t timing) (*Lease, er
 	if !ok { // Close ran meanwhile: give the grant back
 		l.Release(ctx)
 		return nil, errorf("lease: acquire %q: %w", name, ErrClosed)
+	}
+	if err := l.Err(); err != nil { // the reply came after the local deadline
+		l.Release(ctx)
+		return nil, err
 	}
 	return l, nil
 }

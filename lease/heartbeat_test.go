@@ -320,28 +320,31 @@ func TestSynctestAcquireWaitWakesAtHolderExpiry(t *testing.T) {
 	})
 }
 
-func TestSynctestLateAcquireReplyEndsLeaseBeforeReturn(t *testing.T) {
-	// The acquire reply arrives after the local deadline (send + TTL -
-	// margin): Redis may expire the key at any moment, so the lease must be
-	// over when Acquire returns, not a timer tick later.
+func TestSynctestLateAcquireReplyIsAnError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := newFakeRedis()
-		f.latency = 300 * time.Millisecond // TTL 300ms, deadline +295ms
+		f.latency = 400 * time.Millisecond
 		c := fakeClient(f, Options{}, nil)
-		l := mustAcquire(t, c, "late", 300*time.Millisecond)
-		if l.Context().Err() == nil {
-			t.Fatal("Context live when Acquire returned after the deadline")
+		l, err := c.Acquire(context.Background(), "late", 300*time.Millisecond)
+		if l != nil || err == nil {
+			t.Fatalf("Acquire with a reply 400ms after the request, TTL 300ms: lease %v, err %v; want no lease and an error", l, err)
 		}
-		if !isLost(l.Err(), CauseExpired) {
-			t.Errorf("Err = %v, want LostError expired", l.Err())
+		var lost *LostError
+		if !errors.Is(err, ErrLost) || !errors.As(err, &lost) || lost.Cause != CauseExpired {
+			t.Fatalf("err = %v; want a *LostError with CauseExpired", err)
+		}
+		f.mu.Lock()
+		_, held := f.value["late"]
+		f.mu.Unlock()
+		if held {
+			t.Fatal("the late grant was not given back")
 		}
 		synctest.Wait()
 		if n := len(f.renewCalls()); n != 0 {
-			t.Errorf("%d renewals of a lease lost on arrival", n)
+			t.Errorf("%d renewals of a grant that came after its deadline", n)
 		}
-		f.set(func(f *fakeRedis) { f.latency = 0 })
-		if err := l.Release(context.Background()); err != nil {
-			t.Errorf("Release of a lease lost on arrival = %v, want nil (the key was still ours)", err)
+		if err := c.Close(context.Background()); err != nil {
+			t.Fatal(err)
 		}
 	})
 }

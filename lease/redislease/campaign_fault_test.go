@@ -91,7 +91,7 @@ func childCampaigner() int {
 			}
 		}
 	})
-	if !errors.Is(err, context.Canceled) {
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "campaign:", err)
 		return 1
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -56,8 +57,8 @@ func TestCampaignOneLeaderAtATimeAndTokensIncrease(t *testing.T) {
 	}
 	wg.Wait()
 	for i, err := range errs {
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("candidate %d: Campaign = %v, want context.Canceled", i, err)
+		if err != nil {
+			t.Errorf("candidate %d: Campaign = %v, want nil (its ctx ended: a normal shutdown)", i, err)
 		}
 	}
 	mu.Lock()
@@ -108,8 +109,8 @@ func TestCampaignDeposedLeaderCampaignsAgain(t *testing.T) {
 	if cause := <-causes; !errors.Is(cause, context.Canceled) {
 		t.Errorf("lead's context cause after cancel = %v, want context.Canceled", cause)
 	}
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("Campaign = %v, want context.Canceled", err)
+	if err := <-done; err != nil {
+		t.Fatalf("Campaign = %v, want nil (its ctx ended: a normal shutdown)", err)
 	}
 	if _, free := freeNow(t, c, name); !free {
 		t.Error("the lease is still held after Campaign returned")
@@ -184,8 +185,34 @@ func TestCampaignRetriesWhileRedisIsDown(t *testing.T) {
 		t.Fatal("no term after Redis came back")
 	}
 	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("Campaign = %v, want context.Canceled", err)
+	if err := <-done; err != nil {
+		t.Fatalf("Campaign = %v, want nil (its ctx ended: a normal shutdown)", err)
+	}
+}
+
+// TestCampaignEndedWhileFailingSaysWhy: a Campaign whose ctx ends while
+// its attempts to lead are failing returns the last failure with ctx's
+// error, not nil: that is no normal shutdown.
+func TestCampaignEndedWhileFailingSaysWhy(t *testing.T) {
+	srv := testenv.StartRedisServer(t)
+	rdb := srv.Client(t)
+	logs := &testenv.SyncBuffer{}
+	c := mustNew(t, rdb, &lease.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- c.Campaign(ctx, "down", time.Second, func(context.Context, fence.Token) error { return nil })
+	}()
+	for !strings.Contains(logs.String(), "attempt to lead failed") {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	var opErr *net.OpError
+	if err := <-done; !errors.Is(err, context.Canceled) || !errors.As(err, &opErr) {
+		t.Fatalf("Campaign ended while Redis was down = %v; want context.Canceled and the connection error", err)
 	}
 }
 
