@@ -145,7 +145,9 @@ func TestCampaignFailingLeadStepsDown(t *testing.T) {
 	}
 }
 
-func TestCampaignRetriesWhileRedisIsDown(t *testing.T) {
+// stoppedRedisClient returns a Client of a private Redis that is stopped
+// (srv.Start brings it back) and the Client's log.
+func stoppedRedisClient(t *testing.T) (*lease.Client, *testenv.RedisServer, *testenv.SyncBuffer) {
 	srv := testenv.StartRedisServer(t)
 	rdb := srv.Client(t)
 	logs := &testenv.SyncBuffer{}
@@ -153,6 +155,11 @@ func TestCampaignRetriesWhileRedisIsDown(t *testing.T) {
 	if err := srv.Stop(); err != nil {
 		t.Fatal(err)
 	}
+	return c, srv, logs
+}
+
+func TestCampaignRetriesWhileRedisIsDown(t *testing.T) {
+	c, srv, logs := stoppedRedisClient(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	led := make(chan fence.Token, 1)
@@ -194,13 +201,7 @@ func TestCampaignRetriesWhileRedisIsDown(t *testing.T) {
 // its attempts to lead are failing returns the last failure with ctx's
 // error, not nil: that is no normal shutdown.
 func TestCampaignEndedWhileFailingSaysWhy(t *testing.T) {
-	srv := testenv.StartRedisServer(t)
-	rdb := srv.Client(t)
-	logs := &testenv.SyncBuffer{}
-	c := mustNew(t, rdb, &lease.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
-	if err := srv.Stop(); err != nil {
-		t.Fatal(err)
-	}
+	c, _, logs := stoppedRedisClient(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
