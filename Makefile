@@ -75,7 +75,7 @@ tools:
 		echo "etcd $(ETCD_VERSION) already installed at $(ETCD)"; \
 	else \
 		echo "building etcd $(ETCD_VERSION) (a minute or two the first time)"; \
-		cd tools/etcd && $(GO) build -o $(ETCD) go.etcd.io/etcd/server/v3; \
+		cd tools/etcd && GOWORK=off $(GO) build -o $(ETCD) go.etcd.io/etcd/server/v3; \
 	fi
 	@if $(GO) version -m $(STATICCHECK) 2>/dev/null | grep -Eq 'mod[[:space:]]+honnef.co/go/tools[[:space:]]+$(STATICCHECK_VERSION)([[:space:]]|$$)'; then \
 		echo "staticcheck $(STATICCHECK_VERSION) already installed at $(STATICCHECK)"; \

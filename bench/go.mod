@@ -9,7 +9,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.10
 	github.com/bsm/redislock v0.9.4
 	github.com/fencekit/fencekit v0.3.0
-	github.com/fencekit/fencekit/lease/etcdlease v0.0.0-00010101000000-000000000000
+	github.com/fencekit/fencekit/lease/etcdlease v0.3.0
 	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/go-zookeeper/zk v1.0.4
 	github.com/jackc/pgx/v5 v5.12.0
@@ -58,7 +58,3 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260803160001-6ac0973c030d // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
-
-replace github.com/fencekit/fencekit => ../
-
-replace github.com/fencekit/fencekit/lease/etcdlease => ../lease/etcdlease

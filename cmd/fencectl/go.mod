@@ -5,11 +5,6 @@ module github.com/fencekit/fencekit/cmd/fencectl
 
 go 1.26.0
 
-replace (
-	github.com/fencekit/fencekit => ../..
-	github.com/fencekit/fencekit/lease/etcdlease => ../../lease/etcdlease
-)
-
 require (
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/config v1.33.1

@@ -5,8 +5,6 @@ module github.com/fencekit/fencekit/internal/metricstest
 
 go 1.26.0
 
-replace github.com/fencekit/fencekit => ../..
-
 require (
 	github.com/fencekit/fencekit v0.3.0
 	github.com/prometheus/client_golang v1.25.0

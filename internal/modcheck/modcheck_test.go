@@ -1,6 +1,6 @@
 // Package modcheck tests fencekit's modules the way a user meets them:
 // fetched through a module proxy into a fresh module outside the
-// repository, with none of the repository's replace directives.
+// repository, without the go.work that joins them in a checkout.
 package modcheck
 
 import (
@@ -21,11 +21,9 @@ import (
 const root = "github.com/fencekit/fencekit"
 
 // notUsers are the folders of the repository's modules that no user
-// imports: peer benchmarks, the etcd build, the browser tests, and fencectl,
-// which is built from a checkout (cd cmd/fencectl && go install .): its
-// replace directives, which let it build against the checkout's modules,
-// are what `go install pkg@version` refuses.
-var notUsers = []string{"bench", "tools", "internal/playground/browser", "internal/metricstest", "cmd/fencectl"}
+// imports or installs: peer benchmarks, the etcd build, the browser and
+// metrics tests.
+var notUsers = []string{"bench", "tools", "internal/playground/browser", "internal/metricstest"}
 
 // module is one of the repository's modules.
 type module struct {
@@ -203,7 +201,7 @@ func packagesOf(t *testing.T, m module) (libs, cmds []string) {
 	t.Helper()
 	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}} {{.Name}}", "./...")
 	cmd.Dir = m.dir
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	cmd.Env = os.Environ() // in the checkout's workspace
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list in %s: %v", m.dir, err)

@@ -5,8 +5,6 @@ module github.com/fencekit/fencekit/lease/etcdlease
 
 go 1.26.0
 
-replace github.com/fencekit/fencekit => ../..
-
 require (
 	github.com/fencekit/fencekit v0.3.0
 	go.etcd.io/etcd/api/v3 v3.6.16

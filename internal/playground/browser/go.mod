@@ -4,8 +4,6 @@ module github.com/fencekit/fencekit/internal/playground/browser
 
 go 1.26.0
 
-replace github.com/fencekit/fencekit => ../../..
-
 require (
 	github.com/chromedp/chromedp v0.23.1
 	github.com/fencekit/fencekit v0.3.0
