@@ -17,7 +17,7 @@ import (
 func init() { backends["etcd"] = addEtcdFlags }
 
 const (
-	envEtcdEndpoints = "FENCEKIT_ETCD_ENDPOINTS"
+	envEtcdEndpoints = "ETCDCTL_ENDPOINTS" // etcdctl's own
 	defEtcdEndpoints = "http://127.0.0.1:2379"
 )
 

@@ -64,15 +64,15 @@ func envOr(name, def string) string {
 	return def
 }
 
-// Connection defaults, the same as the tests'.
+// Connection defaults: fencectl's own variables, else the servers' usual
+// local addresses. With neither -postgres nor FENCECTL_POSTGRES, pgx reads
+// libpq's PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE (and their
+// defaults: the local socket, the OS user).
 const (
-	envRedisAddr    = "FENCEKIT_REDIS_ADDR"
-	envPostgresURL  = "FENCEKIT_POSTGRES_URL"
-	envS3Endpoint   = "FENCEKIT_S3_ENDPOINT"
-	envS3AccessKey  = "FENCEKIT_S3_ACCESS_KEY"
-	envS3SecretKey  = "FENCEKIT_S3_SECRET_KEY"
+	envRedisAddr    = "FENCECTL_REDIS"
+	envPostgresURL  = "FENCECTL_POSTGRES"
 	defRedisAddr    = "127.0.0.1:6379"
-	defPostgresURL  = "postgres://postgres@127.0.0.1:5432/test"
+	defPostgresURL  = ""
 	defTimeout      = 5 * time.Second
 	defWatchPolling = 100 * time.Millisecond
 )

@@ -13,10 +13,11 @@
 //	fencectl s3-check -bucket BUCKET     does the S3 server honour conditional writes?
 //
 // The lease commands take -backend (redis, postgres, ...; one file per
-// backend, reading leases through its issuer package). Every command takes -json. Connection flags default to the variables the
-// tests use: FENCEKIT_REDIS_ADDR, FENCEKIT_POSTGRES_URL,
-// FENCEKIT_S3_ENDPOINT, FENCEKIT_S3_ACCESS_KEY, FENCEKIT_S3_SECRET_KEY,
-// FENCEKIT_ZOOKEEPER.
+// backend, reading leases through its issuer package). Every command takes
+// -json. Connection flags default to FENCECTL_REDIS (else 127.0.0.1:6379),
+// FENCECTL_POSTGRES (else libpq's PG* variables), ETCDCTL_ENDPOINTS (else
+// http://127.0.0.1:2379), FENCECTL_ZOOKEEPER (else 127.0.0.1:2181); S3 takes
+// the AWS SDK's configuration (AWS_ENDPOINT_URL_S3, AWS_ACCESS_KEY_ID, ...).
 //
 // Exit status: 0 done, 1 failed, 2 usage error (nothing was sent).
 package main
@@ -32,6 +33,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/fencekit/fencekit/lease"
 )
@@ -122,9 +125,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fencectl %s: %v\nusage: fencectl %s %s (fencectl %s -h lists the flags)\n", name, err, name, cmd.args, name)
 		return exitUsage
 	default:
-		fmt.Fprintf(stderr, "fencectl %s: %v\n", name, err)
+		fmt.Fprintf(stderr, "fencectl %s: %v\n", name, explainPG(err))
 		return exitFailed
 	}
+}
+
+// explainPG adds what to do to a missing-table error of any command.
+func explainPG(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42P01" {
+		return fmt.Errorf("%w: fencekit's tables are not in this database's search_path: apply fencekit's migrations, or point -postgres at the right database and search_path", err)
+	}
+	return err
 }
 
 func printUsage(w io.Writer) {

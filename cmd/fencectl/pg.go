@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/fencekit/fencekit/fence"
 )
@@ -22,7 +19,7 @@ type guardRow struct {
 
 func setupPGStatus(fs *flag.FlagSet, o *output) func(context.Context, []string) error {
 	url := fs.String("postgres", envOr(envPostgresURL, defPostgresURL),
-		"PostgreSQL URL; its search_path must reach fencekit_tokens (env "+envPostgresURL+")")
+		"PostgreSQL URL; its search_path must reach fencekit_tokens (env "+envPostgresURL+"; empty: libpq's PG* variables)")
 	timeout := timeoutFlag(fs)
 	return func(ctx context.Context, args []string) error {
 		for _, r := range args {
@@ -74,7 +71,7 @@ func guardRows(ctx context.Context, conn *pgx.Conn, resources []string) ([]guard
 	}
 	rows, err := conn.Query(ctx, sql, args...)
 	if err != nil {
-		return nil, explainPG(err)
+		return nil, err
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (guardRow, error) {
 		var (
@@ -88,16 +85,7 @@ func guardRows(ctx context.Context, conn *pgx.Conn, resources []string) ([]guard
 		return g, err
 	})
 	if err != nil {
-		return nil, explainPG(err)
+		return nil, err
 	}
 	return out, nil
-}
-
-// explainPG adds what to do to a missing-table error.
-func explainPG(err error) error {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "42P01" {
-		return fmt.Errorf("%w: fencekit_tokens is not in this database's search_path: apply fencekit's migrations, or point -postgres at the right database and search_path", err)
-	}
-	return err
 }

@@ -41,11 +41,14 @@ func TestPGStatus(t *testing.T) {
 		t.Errorf("text pg-status:\n%s", r.stdout)
 	}
 
-	// A database without fencekit's table: a failure that says what to do.
-	bare := testenv.Postgres(t)
-	r = runWant(t, []string{envPostgresURL + "=" + bare.URL}, exitFailed, "pg-status")
-	if !strings.Contains(r.stderr, "migrations") {
-		t.Errorf("missing table error: %s", r.stderr)
+	// A database without fencekit's tables: every command that reads them
+	// fails saying what to do, once.
+	bare := []string{envPostgresURL + "=" + testenv.Postgres(t).URL}
+	for _, args := range [][]string{{"pg-status"}, {"status", "-backend", "postgres", "job"}, {"list", "-backend", "postgres-advisory"}} {
+		r = runWant(t, bare, exitFailed, args...)
+		if strings.Count(r.stderr, "apply fencekit's migrations") != 1 {
+			t.Errorf("fencectl %s on a database without fencekit's tables: %s", strings.Join(args, " "), r.stderr)
+		}
 	}
 }
 

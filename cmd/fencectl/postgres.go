@@ -23,7 +23,7 @@ var postgresURL *string
 // addPostgresFlags adds the PostgreSQL connection flag of -backend postgres.
 func addPostgresFlags(fs *flag.FlagSet) func(conn) (store, error) {
 	postgresURL = fs.String("postgres", envOr(envPostgresURL, defPostgresURL),
-		"with -backend postgres or postgres-advisory: PostgreSQL URL; its search_path must reach fencekit_leases (env "+envPostgresURL+")")
+		"with -backend postgres or postgres-advisory: PostgreSQL URL; its search_path must reach fencekit_leases (env "+envPostgresURL+"; empty: libpq's PG* variables)")
 	return func(c conn) (store, error) { return connectPostgres(c, *postgresURL, false) }
 }
 

@@ -328,7 +328,7 @@ func TestWatch(t *testing.T) {
 			t.Fatalf("watch printed %+v, want %s of token %v", ev, event, tok)
 		}
 	}
-	want(evFree, 0)
+	want(evNever, 0)
 	a := acquire(t, c, name, 30*time.Second)
 	want(evGrant, a.Token())
 	if err := a.Release(ctx); err != nil {
@@ -359,8 +359,8 @@ func TestWatchReportsMissedGrants(t *testing.T) {
 	name := env.Name("watched")
 	c := newLeases(t, env.Client, nil)
 	ch, cmd := lines(t, redisEnv(env), "watch", "-json", "-interval", "1s", "-count", "2", name)
-	if ev := readEvent(t, ch); ev.Event != evFree {
-		t.Fatalf("first event %+v, want free", ev)
+	if ev := readEvent(t, ch); ev.Event != evNever {
+		t.Fatalf("first event %+v, want never", ev)
 	}
 	var last fence.Token
 	for range 3 { // well inside one poll interval, and no waiter: no release is published
@@ -402,17 +402,42 @@ func counterKey(name string) string {
 
 // watch -count 1 prints the lease's state and exits, also when nothing
 // happens to it.
+// TestWatchCountOneOnAnIdleLease: watch -count 1 ends after its first
+// line, which tells a name never granted ("never") from one granted and
+// released ("free", with the last token issued); status's HELD column says
+// the same.
 func TestWatchCountOneOnAnIdleLease(t *testing.T) {
 	env := testenv.Redis(t)
-	done := make(chan result, 1)
-	go func() { done <- fencectl(t, redisEnv(env), "watch", "-json", "-count", "1", env.Name("idle")) }()
-	select {
-	case r := <-done:
-		if ev := decode[watchEvent](t, r); r.code != 0 || ev.Event != evFree {
-			t.Fatalf("watch -count 1: exit %d, %+v; want 0 and free", r.code, ev)
+	name := env.Name("idle")
+	first := func(want string) watchEvent {
+		t.Helper()
+		done := make(chan result, 1)
+		go func() { done <- fencectl(t, redisEnv(env), "watch", "-json", "-count", "1", name) }()
+		select {
+		case r := <-done:
+			ev := decode[watchEvent](t, r)
+			if r.code != 0 || ev.Event != want {
+				t.Fatalf("watch -count 1: exit %d, %+v; want 0 and %s", r.code, ev, want)
+			}
+			return ev
+		case <-time.After(10 * time.Second):
+			t.Fatal("watch -count 1 on an idle lease still runs after 10s")
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("watch -count 1 on an idle lease still runs after 10s")
+		return watchEvent{}
+	}
+	first(evNever)
+	if r := runWant(t, redisEnv(env), 0, "status", name); !strings.Contains(r.stdout, " never ") {
+		t.Errorf("status of a name never granted:\n%s", r.stdout)
+	}
+	l := acquire(t, newLeases(t, env.Client, nil), name, 30*time.Second)
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if ev := first(evFree); ev.Token != uint64(l.Token()) {
+		t.Errorf("free after a release: %+v; want the last token %d", ev, l.Token())
+	}
+	if r := runWant(t, redisEnv(env), 0, "status", name); strings.Contains(r.stdout, "never") || !strings.Contains(r.stdout, " no ") {
+		t.Errorf("status of a released name:\n%s", r.stdout)
 	}
 }
 
@@ -423,8 +448,8 @@ func TestWatchShortTTLReleaseIsNoExpiry(t *testing.T) {
 	name := env.Name("short")
 	c := newLeases(t, env.Client, &lease.Options{Identity: "short/1"})
 	ch, cmd := lines(t, redisEnv(env), "watch", "-json", "-interval", "2s", "-count", "3", name)
-	if ev := readEvent(t, ch); ev.Event != evFree {
-		t.Fatalf("first event %+v, want free", ev)
+	if ev := readEvent(t, ch); ev.Event != evNever {
+		t.Fatalf("first event %+v, want never", ev)
 	}
 	l := acquire(t, c, name, 300*time.Millisecond) // renewed every 100ms
 	time.Sleep(2500 * time.Millisecond)            // the watch's first poll sees it

@@ -25,9 +25,9 @@ type s3Result struct {
 }
 
 func setupS3Check(fs *flag.FlagSet, o *output) func(context.Context, []string) error {
-	endpoint := fs.String("s3-endpoint", os.Getenv(envS3Endpoint), "S3 endpoint URL; empty for AWS (env "+envS3Endpoint+")")
-	access := fs.String("s3-access-key", os.Getenv(envS3AccessKey), "access key (env "+envS3AccessKey+"); empty: the SDK's default credential chain (AWS_ACCESS_KEY_ID, profiles, SSO, instance roles)")
-	secret := fs.String("s3-secret-key", os.Getenv(envS3SecretKey), "secret key (env "+envS3SecretKey+"), with -s3-access-key")
+	endpoint := fs.String("s3-endpoint", "", "S3 endpoint URL; empty: the SDK's (AWS_ENDPOINT_URL_S3, the profile, else AWS)")
+	access := fs.String("s3-access-key", "", "access key; empty: the SDK's default credential chain (AWS_ACCESS_KEY_ID, profiles, SSO, instance roles)")
+	secret := fs.String("s3-secret-key", "", "secret key, with -s3-access-key")
 	region := fs.String("region", "", "region; empty: the SDK's default (AWS_REGION, the profile), else us-east-1")
 	pathStyle := fs.Bool("path-style", true, "path-style requests (most S3-compatible servers); false for virtual-hosted AWS buckets")
 	bucket := fs.String("bucket", "", "the bucket to probe (required); a scratch key "+blobfence.VerifyKeyPrefix+"... is written and deleted")
@@ -40,7 +40,7 @@ func setupS3Check(fs *flag.FlagSet, o *output) func(context.Context, []string) e
 		case *bucket == "":
 			return usagef("-bucket is required")
 		case (*access == "") != (*secret == ""):
-			return usagef("-s3-access-key and -s3-secret-key (%s, %s) go together", envS3AccessKey, envS3SecretKey)
+			return usagef("-s3-access-key and -s3-secret-key go together")
 		case *timeout <= 0:
 			return usagef("-timeout %v must be positive", *timeout)
 		}
@@ -61,7 +61,7 @@ func setupS3Check(fs *flag.FlagSet, o *output) func(context.Context, []string) e
 			cfg.Region = "us-east-1"
 		}
 		if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
-			return usagef("no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or a profile), or %s and %s: %v", envS3AccessKey, envS3SecretKey, err)
+			return usagef("no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or a profile), or -s3-access-key and -s3-secret-key: %v", err)
 		}
 		client := s3.NewFromConfig(cfg, func(so *s3.Options) {
 			so.UsePathStyle = *pathStyle

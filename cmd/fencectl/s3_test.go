@@ -47,7 +47,7 @@ func TestS3Check(t *testing.T) {
 		t.Fatal(err)
 	}
 	creds := func(endpoint string) []string {
-		return []string{envS3Endpoint + "=" + endpoint, envS3AccessKey + "=" + srv.AccessKey, envS3SecretKey + "=" + srv.SecretKey}
+		return []string{"AWS_ENDPOINT_URL_S3=" + endpoint, "AWS_ACCESS_KEY_ID=" + srv.AccessKey, "AWS_SECRET_ACCESS_KEY=" + srv.SecretKey, "AWS_REGION=us-east-1"}
 	}
 	r := runWant(t, creds(srv.Endpoint), 0, "s3-check", "-bucket", bucket)
 	if !strings.HasPrefix(r.stdout, "ok: ") {
@@ -75,14 +75,17 @@ func TestS3Check(t *testing.T) {
 	runWant(t, creds(srv.Endpoint), exitFailed, "s3-check", "-bucket", "no-such-bucket")
 	runWant(t, creds(srv.Endpoint), exitUsage, "s3-check")
 
-	// The SDK's default credential chain: AWS_* variables, no fencekit ones.
-	chain := []string{envS3Endpoint + "=" + srv.Endpoint, envS3AccessKey + "=", envS3SecretKey + "=",
-		"AWS_ACCESS_KEY_ID=" + srv.AccessKey, "AWS_SECRET_ACCESS_KEY=" + srv.SecretKey, "AWS_REGION=us-east-1",
+	// The flags instead of the SDK's variables.
+	flags := []string{"AWS_ENDPOINT_URL_S3=", "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_REGION=us-east-1",
 		"AWS_CONFIG_FILE=/nonexistent", "AWS_SHARED_CREDENTIALS_FILE=/nonexistent"}
-	if r := runWant(t, chain, 0, "s3-check", "-bucket", bucket); !strings.HasPrefix(r.stdout, "ok: ") {
-		t.Errorf("s3-check with the default credential chain: %q", r.stdout)
+	if r := runWant(t, flags, 0, "s3-check", "-bucket", bucket, "-s3-endpoint", srv.Endpoint,
+		"-s3-access-key", srv.AccessKey, "-s3-secret-key", srv.SecretKey); !strings.HasPrefix(r.stdout, "ok: ") {
+		t.Errorf("s3-check with the flags: %q", r.stdout)
 	}
-	none := []string{envS3Endpoint + "=" + srv.Endpoint, envS3AccessKey + "=", envS3SecretKey + "=", "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=",
+	// The harness's own variables are not fencectl's: with only them set,
+	// there are no credentials.
+	none := []string{"FENCEKIT_S3_ENDPOINT=" + srv.Endpoint, "FENCEKIT_S3_ACCESS_KEY=" + srv.AccessKey, "FENCEKIT_S3_SECRET_KEY=" + srv.SecretKey,
+		"AWS_ENDPOINT_URL_S3=" + srv.Endpoint, "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=",
 		"AWS_CONFIG_FILE=/nonexistent", "AWS_SHARED_CREDENTIALS_FILE=/nonexistent", "AWS_EC2_METADATA_DISABLED=true"}
 	if r := runWant(t, none, exitUsage, "s3-check", "-bucket", bucket); !strings.Contains(r.stderr, "no credentials") {
 		t.Errorf("s3-check without credentials: %s", r.stderr)

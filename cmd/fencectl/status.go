@@ -76,7 +76,7 @@ func printStatus(ctx context.Context, sf *storeFlags, o *output, names func(stor
 			}
 		}
 		out = append(out, st)
-		rows = append(rows, []string{n, yesNo(info.Held), tokenText(info.Holder), orDash(info.Identity), remaining(info.Held, info.Remaining), tokenText(info.Last)})
+		rows = append(rows, []string{n, heldText(info), tokenText(info.Holder), orDash(info.Identity), remaining(info.Held, info.Remaining), tokenText(info.Last)})
 	}
 	if o.json {
 		return o.encode(out)
@@ -84,9 +84,14 @@ func printStatus(ctx context.Context, sf *storeFlags, o *output, names func(stor
 	return o.table([]string{"NAME", "HELD", "HOLDER", "IDENTITY", "REMAINING", "LAST"}, rows)
 }
 
-func yesNo(b bool) string {
-	if b {
+// heldText is status's HELD column: yes, no, or never (no token was ever
+// issued for the name).
+func heldText(info lease.Info) string {
+	switch {
+	case info.Held:
 		return "yes"
+	case info.Last == 0:
+		return "never"
 	}
 	return "no"
 }

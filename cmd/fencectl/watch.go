@@ -11,7 +11,8 @@ import (
 	"github.com/fencekit/fencekit/lease"
 )
 
-// Watch events: the state when the watch starts (held or free), then grant,
+// Watch events: the state when the watch starts (held, free, or never: no
+// token was ever issued for the name), then grant,
 // release (the lock key was deleted before its TTL ran out: the holder
 // released it, release --force did, or it was deleted or lost in Redis)
 // and expire (it was gone only after its TTL had run out: a dead or paused
@@ -21,6 +22,7 @@ import (
 const (
 	evHeld    = "held"
 	evFree    = "free"
+	evNever   = "never"
 	evGrant   = "grant"
 	evRelease = "release"
 	evExpire  = "expire"
@@ -32,7 +34,7 @@ type watchEvent struct {
 	Time        time.Time `json:"time"`
 	Name        string    `json:"name"`
 	Event       string    `json:"event"`
-	Token       uint64    `json:"token"`                  // the grant's token (0 for a value fencekit did not write, or free)
+	Token       uint64    `json:"token"`                  // the grant's token; free: the last token issued (0 for a value fencekit did not write, or never)
 	Identity    string    `json:"identity,omitempty"`     // held and grant: the holder's lease.Options.Identity
 	RemainingMS int64     `json:"remaining_ms,omitempty"` // held and grant: the TTL left when seen
 }
@@ -96,7 +98,10 @@ func (w *watcher) run(ctx context.Context, interval time.Duration) error {
 		return err
 	}
 	w.last = info.Last
-	first := watchEvent{Event: evFree}
+	first := watchEvent{Event: evFree, Token: uint64(info.Last)}
+	if info.Last == 0 {
+		first.Event = evNever
+	}
 	if info.Held {
 		w.seen(info, sent)
 		first = watchEvent{Event: evHeld, Token: uint64(info.Holder), Identity: info.Identity, RemainingMS: ms(info.Remaining)}

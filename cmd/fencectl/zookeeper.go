@@ -15,8 +15,8 @@ import (
 
 func init() { backends["zookeeper"] = addZooKeeperFlags }
 
-// envZooKeeper names the ZooKeeper servers, as for the tests.
-const envZooKeeper = "FENCEKIT_ZOOKEEPER"
+// envZooKeeper names the ZooKeeper servers.
+const envZooKeeper = "FENCECTL_ZOOKEEPER"
 
 // zkSession is fencectl's own session timeout: it holds no lease.
 const zkSession = 10 * time.Second
