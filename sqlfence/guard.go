@@ -46,6 +46,16 @@ var (
 	_ txOptionsBeginner = (*pgxpool.Pool)(nil)
 )
 
+// claimInsert takes resource $1's guard row for token $2 unless it holds a
+// newer token, returning the token when it did.
+const claimInsert = `
+	INSERT INTO fencekit_tokens AS t (resource, token) VALUES ($1, $2)
+	ON CONFLICT (resource) DO UPDATE SET token = EXCLUDED.token,
+		updated_at = CASE WHEN t.token < EXCLUDED.token THEN now() ELSE t.updated_at END
+	WHERE t.token <= EXCLUDED.token
+	RETURNING t.token
+`
+
 // claimSQL claims resource's guard row for token $2 in one statement. The
 // CTE either returns the claimed row (claimed = true) or, when the row holds
 // a newer token and the WHERE refused the update, the row as this
@@ -53,13 +63,7 @@ var (
 // current token in the same round trip. ON CONFLICT locks the conflicting row
 // even when its WHERE is false, so the row cannot change until this
 // transaction ends.
-const claimSQL = `WITH claimed AS (
-	INSERT INTO fencekit_tokens AS t (resource, token) VALUES ($1, $2)
-	ON CONFLICT (resource) DO UPDATE SET token = EXCLUDED.token,
-		updated_at = CASE WHEN t.token < EXCLUDED.token THEN now() ELSE t.updated_at END
-	WHERE t.token <= EXCLUDED.token
-	RETURNING t.token
-)
+const claimSQL = `WITH claimed AS (` + claimInsert + `)
 SELECT true, token FROM claimed
 UNION ALL
 SELECT false, token FROM fencekit_tokens WHERE resource = $1 AND NOT EXISTS (SELECT 1 FROM claimed)`

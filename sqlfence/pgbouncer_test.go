@@ -33,7 +33,7 @@ func bouncerSetup(t *testing.T) (direct *pgxpool.Pool, bouncerURL string) {
 }
 
 // TestPgBouncerFencedWrites makes 200 fenced writes from 20 goroutines in
-// each mode (InTx, Table.Update, Table.WithGuard) through PgBouncer in
+// each mode (InTx, Exec, Table.Update, Table.WithGuard) through PgBouncer in
 // transaction pooling mode, with pgxpool.New's defaults on the URL
 // docs/postgres.md gives (default_query_exec_mode=exec): none may fail,
 // and a stale token is still refused afterwards in each mode.
@@ -59,6 +59,10 @@ func TestPgBouncerFencedWrites(t *testing.T) {
 				_, err := tx.Exec(ctx, `UPDATE accounts SET balance = balance + 1 WHERE id = $1`, g%8+1)
 				return err
 			})
+		}},
+		{"Exec", func(g, i int, tok fence.Token) error {
+			_, err := sqlfence.Exec(ctx, pool, fmt.Sprintf("exec:%d", g), tok, `UPDATE accounts SET balance = balance + 1 WHERE id = $1`, g%8+1)
+			return err
 		}},
 		{"Table", func(g, i int, tok fence.Token) error {
 			return accounts.Update(ctx, pool, g%8+1, tok, int64(i))

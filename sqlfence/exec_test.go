@@ -1,0 +1,231 @@
+package sqlfence_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/sqlfence"
+)
+
+// flights counts a connection's round trips: the times the client writes
+// after it has read (or first), so that pipelined messages count once.
+type flights struct {
+	n       atomic.Int64
+	writing atomic.Bool
+}
+
+type flightConn struct {
+	net.Conn
+	f *flights
+}
+
+func (c flightConn) Write(b []byte) (int, error) {
+	if !c.f.writing.Swap(true) {
+		c.f.n.Add(1)
+	}
+	return c.Conn.Write(b)
+}
+
+func (c flightConn) Read(b []byte) (int, error) {
+	c.f.writing.Store(false)
+	return c.Conn.Read(b)
+}
+
+// flightPool opens a one-connection pool on url whose round trips are
+// counted, built as users build one (pgxpool with defaults).
+func flightPool(tb testing.TB, url string) (*pgxpool.Pool, *flights) {
+	tb.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f := &flights{}
+	d := &net.Dialer{}
+	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return flightConn{Conn: c, f: f}, nil
+	}
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(testCtx(tb), cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(pool.Close)
+	return pool, f
+}
+
+// TestExecOneRoundTrip: a fenced single statement on a pool costs one
+// round trip, a plain transaction of the same statement three.
+func TestExecOneRoundTrip(t *testing.T) {
+	env := setup(t)
+	ctx := testCtx(t)
+	exec(t, env.Pool, `CREATE TABLE jobs (id bigint PRIMARY KEY, state text NOT NULL)`, `INSERT INTO jobs VALUES (1, 'new')`)
+	pool, f := flightPool(t, env.URL)
+	const upd = `UPDATE jobs SET state = $2 WHERE id = $1`
+	count := func(do func() error) int64 {
+		t.Helper()
+		do() // warm the connection and its statement cache
+		before := f.n.Load()
+		if err := do(); err != nil {
+			t.Fatal(err)
+		}
+		return f.n.Load() - before
+	}
+	fenced := count(func() error { _, err := sqlfence.Exec(ctx, pool, "job/1", 5, upd, 1, "done"); return err })
+	plain := count(func() error {
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(ctx)
+		if _, err := tx.Exec(ctx, upd, 1, "done"); err != nil {
+			return err
+		}
+		return tx.Commit(ctx)
+	})
+	t.Logf("round trips: Exec %d, plain transaction %d", fenced, plain)
+	if fenced != 1 || plain != 3 {
+		t.Fatalf("Exec took %d round trips, a plain transaction %d; want 1 and 3", fenced, plain)
+	}
+}
+
+// TestExecRefusedRunsNothing: a stale Exec returns the current token and
+// leaves the data as it was; a failing statement leaves the claim undone.
+func TestExecRefusedRunsNothing(t *testing.T) {
+	env := setup(t)
+	ctx := testCtx(t)
+	exec(t, env.Pool, `CREATE TABLE jobs (id bigint PRIMARY KEY, state text NOT NULL)`, `INSERT INTO jobs VALUES (1, 'new')`)
+	for _, db := range []struct {
+		name string
+		db   sqlfence.TxBeginner
+	}{{"pool", env.Pool}, {"conn", connect(t, env.URL)},
+		{"exec-mode", newPool(t, env.URL+"&default_query_exec_mode=exec")},
+		{"simple-protocol", newPool(t, env.URL+"&default_query_exec_mode=simple_protocol")}} {
+		t.Run(db.name, func(t *testing.T) {
+			res := "job/" + db.name
+			if err := sqlfence.Fence(ctx, env.Pool, res, 20); err != nil {
+				t.Fatal(err)
+			}
+			_, err := sqlfence.Exec(ctx, db.db, res, 10, `UPDATE jobs SET state = 'stale' WHERE id = 1`)
+			var stale *fence.StaleError
+			if !errors.As(err, &stale) || stale.Current != 20 || stale.Presented != 10 {
+				t.Fatalf("Exec with token 10 after 20 = %v; want a StaleError with current 20", err)
+			}
+			wantState(t, env.Pool, "new")
+
+			// A statement that fails undoes the claim that travelled with it.
+			if _, err := sqlfence.Exec(ctx, db.db, res, 30, `UPDATE jobs SET state = 'x' WHERE id = 1/0`); err == nil {
+				t.Fatal("a statement dividing by zero succeeded")
+			}
+			if cur, err := sqlfence.Current(ctx, env.Pool, res); err != nil || cur != 20 {
+				t.Fatalf("guard token after a failed statement = %d, %v; want 20 (the claim undone)", cur, err)
+			}
+			tag, err := sqlfence.Exec(ctx, db.db, res, 30, `UPDATE jobs SET state = $1 WHERE id = 1`, "done by "+db.name)
+			if err != nil || tag.RowsAffected() != 1 {
+				t.Fatalf("Exec with token 30: %v, %v", tag, err)
+			}
+			wantState(t, env.Pool, "done by "+db.name)
+			exec(t, env.Pool, `UPDATE jobs SET state = 'new'`)
+		})
+	}
+}
+
+// newPool is pgxpool.New on url, closed at cleanup.
+func newPool(t *testing.T, url string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(testCtx(t), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+func wantState(t *testing.T, db *pgxpool.Pool, want string) {
+	t.Helper()
+	var got string
+	if err := db.QueryRow(testCtx(t), `SELECT state FROM jobs WHERE id = 1`).Scan(&got); err != nil || got != want {
+		t.Fatalf("jobs.state = %q, %v; want %q", got, err, want)
+	}
+}
+
+// TestExecInTx: on a pgx.Tx the claim and the statement commit with the
+// caller's transaction.
+func TestExecInTx(t *testing.T) {
+	env := setup(t)
+	ctx := testCtx(t)
+	exec(t, env.Pool, `CREATE TABLE jobs (id bigint PRIMARY KEY, state text NOT NULL)`, `INSERT INTO jobs VALUES (1, 'new')`)
+	tx, err := env.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sqlfence.Exec(ctx, tx, "job", 7, `UPDATE jobs SET state = 'in tx' WHERE id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantState(t, env.Pool, "new")
+	if cur, err := sqlfence.Current(ctx, env.Pool, "job"); err != nil || cur != 0 {
+		t.Fatalf("guard token after a rollback = %d, %v; want 0", cur, err)
+	}
+}
+
+// TestExecRacingWriters: writers with random tokens append to a log
+// through Exec; the accepted entries, in the order they committed, never
+// go back to an older token.
+func TestExecRacingWriters(t *testing.T) {
+	env := setup(t)
+	ctx := testCtx(t)
+	exec(t, env.Pool, `CREATE TABLE wlog (seq bigserial PRIMARY KEY, token bigint NOT NULL)`)
+	var wg sync.WaitGroup
+	var accepted, refused atomic.Int64
+	for w := range 16 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 1))
+			for range 20 {
+				tok := fence.Token(1 + rng.IntN(200))
+				_, err := sqlfence.Exec(ctx, env.Pool, "wlog", tok, `INSERT INTO wlog (token) VALUES ($1)`, int64(tok))
+				switch {
+				case err == nil:
+					accepted.Add(1)
+				case errors.Is(err, fence.ErrStale):
+					refused.Add(1)
+				default:
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	rows, err := env.Pool.Query(ctx, `SELECT token FROM wlog ORDER BY seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(toks); i++ {
+		if toks[i] < toks[i-1] {
+			t.Fatalf("entry %d has token %d after %d: an older token was accepted after a newer one", i, toks[i], toks[i-1])
+		}
+	}
+	if int64(len(toks)) != accepted.Load() {
+		t.Fatalf("%d entries, %d accepted", len(toks), accepted.Load())
+	}
+	t.Logf("%d accepted, %d refused", accepted.Load(), refused.Load())
+}
