@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
@@ -14,10 +15,11 @@ import (
 // it renews them, ends them at their local deadline, and signals their
 // loss. It is safe for concurrent use.
 type Client struct {
-	b   Backend
-	cfg config
-	m   *metrics
-	hb  heartbeat // renews every lease (heartbeat.go)
+	b         Backend
+	cfg       config
+	m         *metrics
+	hb        heartbeat      // renews every lease (heartbeat.go)
+	observers sync.WaitGroup // the goroutines of Observe, joined by Close
 }
 
 // ErrClosed is returned by every call of a [Client] after [Client.Close].
@@ -184,7 +186,8 @@ func (c *Client) Close(ctx context.Context) error {
 		return errorf("lease: close: %w", ErrClosed)
 	}
 	leases := c.endAll()
-	c.hb.wait() // cancels the renewals in flight
+	c.hb.wait()        // cancels the renewals in flight
+	c.observers.Wait() // ended by the same cancellation
 	// A beat may have had leases out of the heap while endAll ran: they
 	// are back in it now, and nothing else adds to it.
 	leases = append(leases, c.endAll()...)

@@ -110,6 +110,7 @@ func Run(t *testing.T, iss Issuer) {
 		{"PausedHolderFenced", testPausedHolder},
 		{"BadInputSendsNothing", testBadInput},
 		{"IdentityStoredWithGrant", testIdentity},
+		{"ObserveSeesEveryHolder", testObserve},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, iss) })
 	}
