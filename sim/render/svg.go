@@ -108,20 +108,21 @@ func (l Layout) X(t time.Duration) float64 {
 	return svgLeft + float64(t)/float64(l.End)*(l.width()-svgLeft-svgRight)
 }
 
-// StableEnd returns a time at least d from a short, coarse list (10 s, 20 s,
-// 30 s, 45 s, 60 s, 90 s, then doubling), so that the axis of a figure
-// redrawn as a parameter moves stays put until the run outgrows it.
+// StableEnd returns a time at least d, and at least 10 s, rounded up to a
+// coarse step (2.5 s up to 30 s, 5 s up to 60 s, 15 s up to 3 min, then
+// whole minutes), so that the axis of a figure redrawn as a parameter
+// moves stays put until the run outgrows it, and ends close to the run.
 func StableEnd(d time.Duration) time.Duration {
-	end := 10 * time.Second
-	for _, s := range []time.Duration{10, 20, 30, 45, 60, 90} {
-		if end = s * time.Second; end >= d {
-			return end
-		}
+	step := time.Minute
+	switch {
+	case d <= 30*time.Second:
+		step = 2500 * time.Millisecond
+	case d <= time.Minute:
+		step = 5 * time.Second
+	case d <= 3*time.Minute:
+		step = 15 * time.Second
 	}
-	for end < d {
-		end *= 2
-	}
-	return end
+	return max(10*time.Second, (d+step-1)/step*step)
 }
 
 // svgPlot holds the geometry of one run's drawing.
@@ -140,6 +141,30 @@ type svgPlot struct {
 	segs   []seg  // arrows and lines labels must not cross
 	taken  []rect // bars and placed labels
 	queued []queued
+	placed []placed
+}
+
+// placed is a label placed near its event: the event's x and lane y, and
+// the label's box.
+type placed struct {
+	at, y float64
+	box   rect
+}
+
+// misordered counts the labels of the lane y, placed in the same row as
+// box, whose order left to right would differ from their events' order if
+// box, labelling an event at x, went there.
+func (p *svgPlot) misordered(box rect, x, y float64) int {
+	n := 0
+	for _, o := range p.placed {
+		if o.y != y || o.box.y0 >= box.y1 || box.y0 >= o.box.y1 {
+			continue
+		}
+		if (o.at < x && box.x0 < o.box.x0) || (o.at > x && box.x0 > o.box.x0) {
+			n++
+		}
+	}
+	return n
 }
 
 func (p *svgPlot) x(t time.Duration) float64 { return p.layout.X(t) }
@@ -203,8 +228,10 @@ type spot struct {
 // spot among: its centre (for inside); then, row by row up to maxRows away
 // from its anchor in its direction, just right or just left of the
 // anchor, then centred at growing distances from it (up to 40 px before
-// it and 100 px after); when no spot is free, to the one that crosses
-// least. A label so stays at its event and inside its lane's band.
+// it and 100 px after, starting at most 66 px after it); when no spot is free, to the one that crosses
+// least, counting a spot that puts labels of one lane and row out of
+// their events' order as ten crossings. A label so stays at its event,
+// inside its lane's band, in the order of the events.
 func (p *svgPlot) place() {
 	for _, q := range p.queued {
 		var spots []spot
@@ -216,7 +243,7 @@ func (p *svgPlot) place() {
 			for row := 0; row <= maxRows; row++ {
 				ty := y + float64(dir*row*rowH)
 				spots = append(spots, spot{q.x + 4, ty, "start"}, spot{q.x - 4, ty, "end"})
-				for d := 10.0; d <= 100; d += 10 {
+				for d := 10.0; d <= 100 && d-w/2 <= 66; d += 10 {
 					spots = append(spots, spot{q.x + d, ty, "middle"})
 					if d <= 40 {
 						spots = append(spots, spot{q.x - d, ty, "middle"})
@@ -238,7 +265,8 @@ func (p *svgPlot) place() {
 					continue // does not fit in its bar
 				}
 			}
-			if n := p.conflicts(textBox(s.x, s.y, q.text, s.anchor), own); least < 0 || n < least {
+			box := textBox(s.x, s.y, q.text, s.anchor)
+			if n := p.conflicts(box, own) + p.misordered(box, q.x, q.y); least < 0 || n < least {
 				best, least = s, n
 				if n == 0 {
 					break
@@ -250,6 +278,7 @@ func (p *svgPlot) place() {
 			attrs = fmt.Sprintf(` data-x="%.1f" data-y="%.1f"`, q.x, q.y) // the event it labels
 		}
 		p.putAttrs(best.x, best.y, best.anchor, q.text, q.color, q.bold, attrs)
+		p.placed = append(p.placed, placed{q.x, q.y, textBox(best.x, best.y, q.text, best.anchor)})
 	}
 }
 

@@ -141,10 +141,10 @@ func TestBrowserHelpByTap(t *testing.T) {
 func TestBrowserPresets(t *testing.T) {
 	tab := openPage(t, 1280, 900, "")
 	want := map[string][2]string{ // verdicts of fencing off, fenced
-		"scenario=kleppmann&pause=5s":               {"safe", "safe"},
-		"scenario=kleppmann&ttl=4s&pause=5s":        {"backwards", "safe"},
-		"scenario=kleppmann&work=8s&storage=writes": {"lost", "lost"},
-		"scenario=check-then-write":                 {"backwards", "safe"},
+		"scenario=kleppmann&pause=5s":                          {"safe", "safe"},
+		"scenario=kleppmann&ttl=4s&pause=5s":                   {"backwards", "safe"},
+		"scenario=kleppmann&work=8s&base=writes&storage=claim": {"lost", "safe"},
+		"scenario=check-then-write":                            {"backwards", "safe"},
 	}
 	def, err := playground.Run("", 0)
 	if err != nil {
@@ -229,7 +229,7 @@ func TestBrowserTour(t *testing.T) {
 			late = i
 		}
 	}
-	if late < 0 || !strings.Contains(resp.Tour[late].Text, "B1 is now lost") || !strings.Contains(resp.Tour[late].Text, "With fencing on, the storage refuses it") {
+	if late < 0 || !strings.Contains(resp.Tour[late].Text, "B1 is now lost") || !strings.Contains(resp.Tour[late].Text, "Write check + claim, in one step: the storage refuses it") {
 		t.Fatalf("no step tells A's late write landing over B1 and refused with fencing: %+v", resp.Tour)
 	}
 	for i := 2; i < late; i++ {
