@@ -112,8 +112,9 @@ func Run(raw string, width int) (*Response, error) {
 		width = DefaultWidth
 	}
 	// One axis for both runs, ending a second or more after the last
-	// event, rounded so that it holds still while a slider moves.
-	layout := render.Layout{Width: width, End: render.StableEnd(end + time.Second)}
+	// event, rounded so that it holds still while a slider moves; compact,
+	// so that both runs fit one screen.
+	layout := render.Layout{Width: width, End: render.StableEnd(end + time.Second), Compact: true}
 	for _, res := range results {
 		o, err := outcome(res, layout)
 		if err != nil {

@@ -26,10 +26,7 @@ const (
 	svgMaxW    = 2400 // the widest
 	svgLeft    = 140
 	svgRight   = 40
-	svgTop     = 150 // the first lane; the legend and the danger label are above it
-	laneGap    = 105
 	rowH       = 15  // one row of labels
-	maxRows    = 4   // a label stays within 4 rows of its event, inside its lane's band
 	charWidth  = 7.0 // width of a 12px DejaVu Sans character, generously
 	fontFamily = "DejaVu Sans, Helvetica, Arial, sans-serif"
 	red        = "#b00020"
@@ -93,7 +90,29 @@ func textBox(x, y float64, text, anchor string) rect {
 type Layout struct {
 	Width int
 	End   time.Duration
+	// Compact draws the lanes closer together (60 px apart, not 105), the
+	// figure 366 px tall for two clients, not 625, so that two figures fit
+	// one screen; labels move at most 2 rows from their events, not 4.
+	Compact bool
 }
+
+// geometry is where a drawing puts its lanes and the marks about them.
+type geometry struct {
+	top      float64 // the first lane; the legend and the danger label are above it
+	gap      float64 // between lanes
+	below    float64 // from the storage lane to the bottom
+	dangerY  float64 // the danger label's baseline
+	tokens   float64 // the storage's token line, below the storage lane (lowest token)
+	tokenH   float64 // the token line's rise from the lowest token to the highest
+	tokenOne float64 // the token line when the storage saw one token only
+	storeLbl float64 // the storage's labels, below the storage lane
+	rows     int     // a label stays within this many rows of its event, inside its lane's band
+}
+
+var (
+	roomy   = geometry{top: 150, gap: 105, below: 160, dangerY: 52, tokens: 36, tokenH: 16, tokenOne: 30, storeLbl: 62, rows: 4}
+	compact = geometry{top: 90, gap: 60, below: 96, dangerY: 44, tokens: 26, tokenH: 12, tokenOne: 22, storeLbl: 44, rows: 2}
+)
 
 func (l Layout) width() float64 {
 	if l.Width == 0 {
@@ -132,6 +151,7 @@ type svgPlot struct {
 	r      *sim.Result
 	id     string // prefix of the element ids
 	layout Layout
+	geometry
 	width  float64
 	tEnd   time.Duration
 	laneY  []float64 // per client
@@ -225,7 +245,7 @@ type spot struct {
 }
 
 // place places the queued labels in order. Each goes to the first free
-// spot among: its centre (for inside); then, row by row up to maxRows away
+// spot among: its centre (for inside); then, row by row up to p.rows away
 // from its anchor in its direction, just right or just left of the
 // anchor, then centred at growing distances from it (up to 40 px before
 // it and 100 px after, starting at most 66 px after it); when no spot is free, to the one that crosses
@@ -240,7 +260,7 @@ func (p *svgPlot) place() {
 		}
 		w := float64(utf8.RuneCountInString(q.text)) * charWidth
 		rows := func(y float64, dir int) {
-			for row := 0; row <= maxRows; row++ {
+			for row := 0; row <= p.rows; row++ {
 				ty := y + float64(dir*row*rowH)
 				spots = append(spots, spot{q.x + 4, ty, "start"}, spot{q.x - 4, ty, "end"})
 				for d := 10.0; d <= 100 && d-w/2 <= 66; d += 10 {
@@ -320,20 +340,23 @@ func writeSVG(b *strings.Builder, r *sim.Result, id string, l Layout) {
 	if l.End <= 0 {
 		l.End = niceEnd(r.End + r.End/20 + time.Second)
 	}
-	p := &svgPlot{b: b, r: r, id: id, layout: l, width: l.width(), tEnd: l.End}
+	p := &svgPlot{b: b, r: r, id: id, layout: l, geometry: roomy, width: l.width(), tEnd: l.End}
+	if l.Compact {
+		p.geometry = compact
+	}
 	n := len(r.Clients)
 	p.laneY = make([]float64, n)
-	y := float64(svgTop)
+	y := p.top
 	p.laneY[0] = y
-	y += laneGap
+	y += p.gap
 	p.leaseY = y
 	for c := 1; c < n; c++ {
-		y += laneGap
+		y += p.gap
 		p.laneY[c] = y
 	}
-	y += laneGap
+	y += p.gap
 	p.storeY = y
-	p.height = y + 160
+	p.height = y + p.below
 	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="%s" role="img">`+"\n",
 		p.width, p.height, p.width, p.height, fontFamily)
 	fmt.Fprintf(b, `<title>Timeline, %s%s</title>`+"\n", html.EscapeString(heading(r.Storage)), origin(r))
@@ -383,7 +406,7 @@ func (p *svgPlot) axis() {
 	for t := time.Duration(0); t <= p.tEnd; t += step {
 		x := p.x(t)
 		fmt.Fprintf(p.b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#444"/>`, x, y, x, y+5)
-		fmt.Fprintf(p.b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%.1f" stroke="#eee"/>`, x, svgTop-30, x, y)
+		fmt.Fprintf(p.b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eee"/>`, x, p.top-30, x, y)
 		fmt.Fprintf(p.b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="11" fill="#444">%s</text>`+"\n", x, y+18, sim.FormatTime(t))
 	}
 }
@@ -421,7 +444,7 @@ func (p *svgPlot) legend() {
 func (p *svgPlot) lanes() {
 	lane := func(y float64, name, color string) {
 		fmt.Fprintf(p.b, `<line x1="%d" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#bbb" stroke-width="1"/>`, svgLeft, y, p.width-svgRight, y)
-		fmt.Fprintf(p.b, `<text x="%d" y="%.1f" font-size="14" font-weight="bold" fill="%s">%s</text>`+"\n", 12, y+5, color, html.EscapeString(name))
+		fmt.Fprintf(p.b, `<text class="lane-name" x="%d" y="%.1f" font-size="14" font-weight="bold" fill="%s">%s</text>`+"\n", 12, y+5, color, html.EscapeString(name))
 	}
 	for c, name := range p.r.Clients {
 		lane(p.laneY[c], "Client "+name, clientColor(c))
@@ -521,9 +544,9 @@ func (p *svgPlot) storageTokens() {
 	}
 	level := func(tok fence.Token) float64 {
 		if hi == lo {
-			return p.storeY + 30
+			return p.storeY + p.tokenOne
 		}
-		return p.storeY + 36 - 16*float64(tok-lo)/float64(hi-lo)
+		return p.storeY + p.tokens - p.tokenH*float64(tok-lo)/float64(hi-lo)
 	}
 	var pts strings.Builder
 	prevY := 0.0
@@ -601,11 +624,11 @@ func (p *svgPlot) danger() {
 				continue
 			}
 			x0, x1 := p.x(max(ls.to, bl.from)), p.x(bl.to)
-			fmt.Fprintf(p.b, `<rect x="%.1f" y="%d" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.08"/>`+"\n",
-				x0, 60, x1-x0, p.storeY+45-60, red)
+			fmt.Fprintf(p.b, `<rect class="danger" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.08"/>`+"\n",
+				x0, p.dangerY+8, x1-x0, p.storeY+p.tokens+9-p.dangerY-8, red)
 			text := fmt.Sprintf("danger: %s believes it holds lease %d, which expired at %s",
 				p.r.Clients[bl.c], bl.tok, sim.FormatTime(ls.to))
-			p.label(x0, 52, -1, text, red, true)
+			p.label(x0, p.dangerY, -1, text, red, true)
 		}
 	}
 }
@@ -680,7 +703,7 @@ func (p *svgPlot) messages() {
 		p.queued = append(p.queued, queued{x: p.x(t), y: y, dir: dir, altY: altY, altDir: altDir, text: text, color: color})
 	}
 	store := func(t time.Duration, text, color string) {
-		p.label(p.x(t), p.storeY+62, 1, text, color, false)
+		p.label(p.x(t), p.storeY+p.storeLbl, 1, text, color, false)
 	}
 	for _, e := range p.r.Events {
 		c := e.Client
