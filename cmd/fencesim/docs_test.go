@@ -201,3 +201,20 @@ func TestLessonPauseBands(t *testing.T) {
 		}
 	}
 }
+
+// TestExploreExplainsLateWrites: explore's row of late writes accepted,
+// which stays above 0 with the claim on, says in a footnote what those
+// writes are, so that it does not read as fencing failing.
+func TestExploreExplainsLateWrites(t *testing.T) {
+	if raceEnabled {
+		t.Skip("10,000 schedules: too slow under the race detector")
+	}
+	_, out, _ := runCmd(t, "explore")
+	row := regexp.MustCompile(`(?m)^  runs that accepted a write on an expired lease \(†\) +\d+ +(\d+)$`).FindStringSubmatch(out)
+	if row == nil || row[1] == "0" {
+		t.Fatalf("no marked row of late writes with a count above 0 for the claim:\n%s", out)
+	}
+	if !strings.Contains(out, "\n  (†) the write check accepts a late write only while the storage has seen no newer token: the rule allows it\n") {
+		t.Errorf("no footnote says what the late writes accepted with fencing are:\n%s", out)
+	}
+}
