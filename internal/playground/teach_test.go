@@ -71,6 +71,7 @@ func TestTourTeachesTheRule(t *testing.T) {
 		"a shorter TTL":   "A shorter TTL does not help",
 		"the late write":  "B1 is now lost",
 		"tokens increase": "larger than every earlier grant's",
+		"the harm":        "B was told it succeeded",
 	} {
 		if !strings.Contains(text, phrase) {
 			t.Errorf("the tour never says %s (%q):\n%s", what, phrase, text)

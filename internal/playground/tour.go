@@ -132,7 +132,8 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 			for _, i := range lost {
 				if !told[i] && off.Writes[i].Accepted && overwrites(off, e.Write, i) {
 					told[i] = true
-					text += fmt.Sprintf(" It was based on an older read, so %s's write %s is now lost.", off.Clients[off.Writes[i].Client], labels[i])
+					text += fmt.Sprintf(" It was based on an older read, so %s's write %s is now lost, though %s was told it succeeded and went on.",
+						off.Clients[off.Writes[i].Client], labels[i], off.Clients[off.Writes[i].Client])
 				}
 			}
 			if slices.Contains(lost, e.Write) {
