@@ -218,3 +218,12 @@ func TestExploreExplainsLateWrites(t *testing.T) {
 		t.Errorf("no footnote says what the late writes accepted with fencing are:\n%s", out)
 	}
 }
+
+// TestDemoSaysWhyTokensAreSmall: the demo, whose tokens are 33 and 34,
+// says that real tokens are microsecond timestamps.
+func TestDemoSaysWhyTokensAreSmall(t *testing.T) {
+	_, out, _ := runCmd(t)
+	if !strings.Contains(out, "Tokens start at 33 to stay readable; fencekit's Redis and PostgreSQL leases issue microsecond timestamps (about 1.8e15).\n") {
+		t.Errorf("the demo does not say why its tokens are 33 and 34:\n%s", out)
+	}
+}
