@@ -11,11 +11,13 @@ import (
 )
 
 // Query is one setting of the page's controls: a scenario and its knobs,
-// Params.Storage being the storage mode of the fenced run (the
-// other run has the scenario's baseline, fencing off for most).
+// Params.Storage being the storage mode of the fenced run and Base that
+// of the run it is compared with (the scenario's baseline unless the
+// query sets base: fencing off for most).
 type Query struct {
 	Scenario string
 	Params   sim.Params
+	Base     sim.Storage
 }
 
 // knob is one duration or number control; every knob is a URL parameter.
@@ -90,7 +92,7 @@ func ParseQuery(raw string) (Query, error) {
 	if err != nil {
 		return Query{}, fmt.Errorf("playground: query %q: %v", raw, err)
 	}
-	known := map[string]bool{"scenario": true, "storage": true, "seed": true}
+	known := map[string]bool{"scenario": true, "storage": true, "base": true, "seed": true}
 	for _, k := range knobs {
 		known[k.Name] = true
 	}
@@ -115,6 +117,12 @@ func ParseQuery(raw string) (Query, error) {
 			return Query{}, fmt.Errorf("playground: storage %q is not one of %s", name, storageNames())
 		}
 		q.Params.Storage = st
+	}
+	q.Base = baseline(sc)
+	if name := v.Get("base"); name != "" {
+		if q.Base, err = sim.ParseStorage(name); err != nil {
+			return Query{}, fmt.Errorf("playground: base %q is not off or one of %s", name, storageNames())
+		}
 	}
 	if s := v.Get("seed"); s != "" {
 		if q.Params.Seed, err = strconv.ParseUint(s, 10, 64); err != nil {
@@ -174,8 +182,9 @@ func storageNames() string {
 }
 
 // Encode returns the query in canonical form: the scenario, the knobs it
-// uses in a fixed order, the storage mode and the seed. ParseQuery of the
-// result gives q back.
+// uses in a fixed order, the storage mode, the base storage where it is
+// not the scenario's baseline, and the seed. ParseQuery of the result
+// gives q back.
 func (q Query) Encode() string {
 	sc, err := sim.Lookup(q.Scenario)
 	var b strings.Builder
@@ -191,6 +200,9 @@ func (q Query) Encode() string {
 		b.WriteString("&" + k.Name + "=" + url.QueryEscape(val))
 	}
 	b.WriteString("&storage=" + url.QueryEscape(q.Params.Storage.String()))
+	if err == nil && q.Base != baseline(sc) {
+		b.WriteString("&base=" + url.QueryEscape(q.Base.String()))
+	}
 	b.WriteString("&seed=" + strconv.FormatUint(q.Params.Seed, 10))
 	return b.String()
 }

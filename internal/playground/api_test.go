@@ -43,6 +43,7 @@ func TestParseQueryNamesTheProblem(t *testing.T) {
 		"scenario=nope":               `unknown scenario "nope"`,
 		"storage=off":                 `storage "off" is not one of writes, claim, check-then-write`,
 		"storage=maybe":               `storage "maybe"`,
+		"base=maybe":                  `base "maybe" is not off or one of writes, claim, check-then-write`,
 		"pause=10":                    `pause "10" is not a duration`,
 		"pause=-1s":                   `pause "-1s" must be whole milliseconds`,
 		"pause=1.5ms":                 `pause "1.5ms" must be whole milliseconds`,

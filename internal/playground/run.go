@@ -20,8 +20,8 @@ type Response struct {
 	Uses []string `json:"uses"`
 	// Values are the knobs' values as the page's controls show them.
 	Values map[string]string `json:"values"`
-	// Runs are the scenario's baseline (fencing off for most), then the
-	// query's storage mode.
+	// Runs are the query's base (the scenario's baseline unless set:
+	// fencing off for most), then its storage mode.
 	Runs []Outcome `json:"runs"`
 	// Scenarios, StorageModes, Sliders and Presets are the page's controls;
 	// Notes say what a slider means in this scenario, where that differs
@@ -98,7 +98,7 @@ func Run(raw string, width int) (*Response, error) {
 	}
 	var results []*sim.Result
 	var end time.Duration
-	for _, storage := range []sim.Storage{baseline(sc), q.Params.Storage} {
+	for _, storage := range []sim.Storage{q.Base, q.Params.Storage} {
 		p := q.Params
 		p.Storage = storage
 		res, err := sc.Run(p)
@@ -111,9 +111,10 @@ func Run(raw string, width int) (*Response, error) {
 	if width == 0 {
 		width = DefaultWidth
 	}
-	// One axis for both runs, from a coarse list, so that it holds still
-	// while a slider moves.
-	layout := render.Layout{Width: width, End: render.StableEnd(end + end/4)}
+	// One axis for both runs, ending a second or more after the last
+	// event, rounded so that it holds still while a slider moves; compact,
+	// so that both runs fit one screen.
+	layout := render.Layout{Width: width, End: render.StableEnd(end + time.Second), Compact: true}
 	for _, res := range results {
 		o, err := outcome(res, layout)
 		if err != nil {
@@ -170,12 +171,15 @@ func tone(line string) string {
 	return ""
 }
 
-// heading names a run's column: fencing off, or the fenced storage mode.
+// heading names a run by what its storage does with tokens.
 func heading(storage sim.Storage) string {
-	for _, c := range storageChoices {
-		if c.Name == storage.String() {
-			return "Fencing on: " + c.Title
-		}
+	switch storage {
+	case sim.StorageWrites:
+		return "Write check only"
+	case sim.StorageClaim:
+		return "Write check + claim, in one step"
+	case sim.StorageCheckThenWrite:
+		return "Check, then write: two steps"
 	}
 	return "Fencing off"
 }

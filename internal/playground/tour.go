@@ -3,6 +3,8 @@ package playground
 import (
 	"fmt"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/sim"
@@ -24,12 +26,12 @@ var presets = []Preset{
 		"A 5 s pause under a 10 s TTL: both runs are safe."},
 	{"A shorter TTL makes it worse", "scenario=kleppmann&ttl=4s&pause=5s",
 		"The same 5 s pause, now longer than the lease."},
-	{"B still working: the write check alone loses", "scenario=kleppmann&work=8s&storage=writes",
-		"A's late write lands first, then B's, based on an older read, replaces it."},
+	{"B still working: the write check alone against the claim", "scenario=kleppmann&work=8s&base=writes&storage=claim",
+		"Alone, the check accepts A's late write, then B's replaces it: A was told ok. B's read claims 34 and stops it."},
 	{"Paused mid-work: the heartbeat warns A", "scenario=kleppmann&pause-at=1s",
 		"A learns it lost the lease before its work is done, and writes nothing."},
-	{"Check, then write", "scenario=check-then-write",
-		"The same client against a storage that checks and writes in two steps."},
+	{"Check, then write against one atomic step", "scenario=check-then-write",
+		"A's token passes the check, A pauses, and its write lands unchecked; checked in the same step, it is refused."},
 	{"No pause, a slow network", "scenario=kleppmann&heartbeat=0s&pause=0s&write-delay=15s",
 		"A's write, sent in time, arrives after its lease expired."},
 }
@@ -55,9 +57,11 @@ type Step struct {
 	Text string  `json:"text"`
 }
 
-// tour tells the fencing-off run (off) event by event, one sentence each,
-// and, where the fenced run (on) treats the same write otherwise, says
-// so; the last step gives both outcomes.
+// tour tells the first run (off: fencing off for most) event by event,
+// one sentence each, and, where the second run (on) treats the same read
+// or write otherwise, says so. It opens with the setting and ends with
+// both outcomes and the lesson: the rule, the claim, atomicity and why a
+// shorter TTL does not help.
 func tour(off, on *sim.Result, l render.Layout) []Step {
 	labels := off.WriteLabels()
 	onLabels := on.WriteLabels()
@@ -65,11 +69,15 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 	paused := make([]bool, len(off.Clients))
 	renewed := make([]bool, len(off.Clients))
 	told := map[int]bool{} // lost writes whose loss a step has told
+	onName := heading(on.Storage)
 	var steps []Step
 	add := func(e sim.Event, format string, args ...any) {
 		steps = append(steps, Step{At: sim.FormatTime(e.At), X: l.X(e.At),
 			Text: sim.FormatTime(e.At) + ": " + fmt.Sprintf(format, args...)})
 	}
+	add(sim.Event{}, "the start. Each client reads the file, adds its entry and writes the whole value back. "+
+		"Every lease grant carries a token larger than every earlier grant's, and every request to the storage carries its token. "+
+		"The first figure is %s, the second %s.", lower(heading(off.Storage)), lower(onName))
 	for _, e := range off.Events {
 		name := ""
 		if e.Client >= 0 {
@@ -95,11 +103,15 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 			}
 			add(e, "lease %d expires at the lease service.%s", e.Token, holder)
 		case sim.KindReleased:
-			add(e, "%s releases the lease.", name)
+			text := name + " releases the lease."
+			if on.Storage.Fenced() && seenBy(on, e.Token, e.At) {
+				text += fmt.Sprintf(" %s: releasing does not lower the token the storage keeps (%d), so older tokens stay refused.", onName, e.Token)
+			}
+			add(e, "%s", text)
 		case sim.KindRead:
 			text := fmt.Sprintf("%s reads the file: %s.", name, off.ValueString(readOf(off, e)))
 			if claimsOn(on) && claimedFirst(on, e.Token) {
-				text += fmt.Sprintf(" With fencing on, this read claims token %d: older tokens are refused from now on.", e.Token)
+				text += fmt.Sprintf(" %s: this read claims token %d at the storage, so older tokens are refused from now on, before %s writes anything.", onName, e.Token, name)
 			}
 			add(e, "%s", text)
 		case sim.KindPaused:
@@ -120,14 +132,15 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 			for _, i := range lost {
 				if !told[i] && off.Writes[i].Accepted && overwrites(off, e.Write, i) {
 					told[i] = true
-					text += fmt.Sprintf(" It was based on an older read, so %s's write %s is now lost.", off.Clients[off.Writes[i].Client], labels[i])
+					text += fmt.Sprintf(" It was based on an older read, so %s's write %s is now lost, though %s was told it succeeded and went on.",
+						off.Clients[off.Writes[i].Client], labels[i], off.Clients[off.Writes[i].Client])
 				}
 			}
 			if slices.Contains(lost, e.Write) {
 				text += " (This write will be lost.)"
 			}
 			if i := slices.Index(onLabels, labels[e.Write]); i >= 0 && !on.Writes[i].Accepted {
-				text += fmt.Sprintf(" With fencing on, the storage refuses it: it has seen token %d.", rejectedWith(on, i))
+				text += fmt.Sprintf(" %s: the storage refuses it, as it has seen token %d.", onName, rejectedWith(on, i))
 			}
 			add(e, "%s", text)
 		case sim.KindWriteRejected:
@@ -143,8 +156,42 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 	last := sim.Event{At: max(off.End, on.End)}
 	add(last, "the end. %s: %s, final value %s. %s: %s, final value %s.",
 		heading(off.Storage), verdictText(off), off.ValueString(off.Final),
-		heading(on.Storage), verdictText(on), on.ValueString(on.Final))
+		onName, verdictText(on), on.ValueString(on.Final))
+	add(last, "the rule. The storage, which sees every write in order, refuses any write whose token is older than one it has seen. "+
+		"The lease cannot do it: no process can know, as its write lands, that it still holds its lease.")
+	add(last, "the claim and atomicity. With the claim, a read records its token at once, so a late write is refused even "+
+		"before the new holder writes (preset %q). And the check and the write must be one atomic step, or a late write "+
+		"slips in between (preset %q).", presetTitle("base=writes"), presetTitle("check-then-write"))
+	add(last, "the TTL. A shorter TTL does not help: the pause outlasted what was left of the lease, and a shorter TTL "+
+		"only lets a shorter pause do the same (preset %q). Nor does a heartbeat: a pause stops it too.", presetTitle("ttl=4s"))
 	return steps
+}
+
+// presetTitle is the title of the preset whose query contains part.
+func presetTitle(part string) string {
+	for _, p := range presets {
+		if strings.Contains(p.Query, part) {
+			return p.Title
+		}
+	}
+	panic("playground: no preset runs " + part)
+}
+
+// lower returns s with its first letter in lower case.
+func lower(s string) string { return strings.ToLower(s[:1]) + s[1:] }
+
+// seenBy reports whether r's storage had seen token tok by time at: a
+// read claimed it or a write with it was accepted.
+func seenBy(r *sim.Result, tok fence.Token, at time.Duration) bool {
+	for _, e := range r.Events {
+		if e.At > at {
+			break
+		}
+		if e.Token == tok && (e.Kind == sim.KindWriteAccepted || (e.Kind == sim.KindRead && claimsOn(r))) {
+			return true
+		}
+	}
+	return false
 }
 
 // readOf is the value a read returned: what the reader's next write was

@@ -276,16 +276,20 @@ func eachFigure(t *testing.T, f func(name string, width float64, svg string)) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, width := range []int{0, 1000, 1600} {
+			for _, l := range []render.Layout{{}, {Width: 1000}, {Width: 1600}, {Width: 1200, Compact: true}} {
 				var b strings.Builder
-				if err := render.SVGLayout(&b, r, "x", render.Layout{Width: width}); err != nil {
+				if err := render.SVGLayout(&b, r, "x", l); err != nil {
 					t.Fatal(err)
 				}
-				w := float64(width)
-				if width == 0 {
+				w := float64(l.Width)
+				if l.Width == 0 {
 					w = 1100
 				}
-				f(fmt.Sprintf("%s/%s/%.0fpx", sc.Name, st, w), w, b.String())
+				name := fmt.Sprintf("%s/%s/%.0fpx", sc.Name, st, w)
+				if l.Compact {
+					name += "/compact"
+				}
+				f(name, w, b.String())
 			}
 		}
 	}

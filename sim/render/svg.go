@@ -26,10 +26,7 @@ const (
 	svgMaxW    = 2400 // the widest
 	svgLeft    = 140
 	svgRight   = 40
-	svgTop     = 150 // the first lane; the legend and the danger label are above it
-	laneGap    = 105
 	rowH       = 15  // one row of labels
-	maxRows    = 4   // a label stays within 4 rows of its event, inside its lane's band
 	charWidth  = 7.0 // width of a 12px DejaVu Sans character, generously
 	fontFamily = "DejaVu Sans, Helvetica, Arial, sans-serif"
 	red        = "#b00020"
@@ -93,7 +90,29 @@ func textBox(x, y float64, text, anchor string) rect {
 type Layout struct {
 	Width int
 	End   time.Duration
+	// Compact draws the lanes closer together (60 px apart, not 105), the
+	// figure 366 px tall for two clients, not 625, so that two figures fit
+	// one screen; labels move at most 2 rows from their events, not 4.
+	Compact bool
 }
+
+// geometry is where a drawing puts its lanes and the marks about them.
+type geometry struct {
+	top      float64 // the first lane; the legend and the danger label are above it
+	gap      float64 // between lanes
+	below    float64 // from the storage lane to the bottom
+	dangerY  float64 // the danger label's baseline
+	tokens   float64 // the storage's token line, below the storage lane (lowest token)
+	tokenH   float64 // the token line's rise from the lowest token to the highest
+	tokenOne float64 // the token line when the storage saw one token only
+	storeLbl float64 // the storage's labels, below the storage lane
+	rows     int     // a label stays within this many rows of its event, inside its lane's band
+}
+
+var (
+	roomy   = geometry{top: 150, gap: 105, below: 160, dangerY: 52, tokens: 36, tokenH: 16, tokenOne: 30, storeLbl: 62, rows: 4}
+	compact = geometry{top: 90, gap: 60, below: 96, dangerY: 44, tokens: 26, tokenH: 12, tokenOne: 22, storeLbl: 44, rows: 2}
+)
 
 func (l Layout) width() float64 {
 	if l.Width == 0 {
@@ -108,20 +127,21 @@ func (l Layout) X(t time.Duration) float64 {
 	return svgLeft + float64(t)/float64(l.End)*(l.width()-svgLeft-svgRight)
 }
 
-// StableEnd returns a time at least d from a short, coarse list (10 s, 20 s,
-// 30 s, 45 s, 60 s, 90 s, then doubling), so that the axis of a figure
-// redrawn as a parameter moves stays put until the run outgrows it.
+// StableEnd returns a time at least d, and at least 10 s, rounded up to a
+// coarse step (2.5 s up to 30 s, 5 s up to 60 s, 15 s up to 3 min, then
+// whole minutes), so that the axis of a figure redrawn as a parameter
+// moves stays put until the run outgrows it, and ends close to the run.
 func StableEnd(d time.Duration) time.Duration {
-	end := 10 * time.Second
-	for _, s := range []time.Duration{10, 20, 30, 45, 60, 90} {
-		if end = s * time.Second; end >= d {
-			return end
-		}
+	step := time.Minute
+	switch {
+	case d <= 30*time.Second:
+		step = 2500 * time.Millisecond
+	case d <= time.Minute:
+		step = 5 * time.Second
+	case d <= 3*time.Minute:
+		step = 15 * time.Second
 	}
-	for end < d {
-		end *= 2
-	}
-	return end
+	return max(10*time.Second, (d+step-1)/step*step)
 }
 
 // svgPlot holds the geometry of one run's drawing.
@@ -131,6 +151,7 @@ type svgPlot struct {
 	r      *sim.Result
 	id     string // prefix of the element ids
 	layout Layout
+	geometry
 	width  float64
 	tEnd   time.Duration
 	laneY  []float64 // per client
@@ -140,6 +161,30 @@ type svgPlot struct {
 	segs   []seg  // arrows and lines labels must not cross
 	taken  []rect // bars and placed labels
 	queued []queued
+	placed []placed
+}
+
+// placed is a label placed near its event: the event's x and lane y, and
+// the label's box.
+type placed struct {
+	at, y float64
+	box   rect
+}
+
+// misordered counts the labels of the lane y, placed in the same row as
+// box, whose order left to right would differ from their events' order if
+// box, labelling an event at x, went there.
+func (p *svgPlot) misordered(box rect, x, y float64) int {
+	n := 0
+	for _, o := range p.placed {
+		if o.y != y || o.box.y0 >= box.y1 || box.y0 >= o.box.y1 {
+			continue
+		}
+		if (o.at < x && box.x0 < o.box.x0) || (o.at > x && box.x0 > o.box.x0) {
+			n++
+		}
+	}
+	return n
 }
 
 func (p *svgPlot) x(t time.Duration) float64 { return p.layout.X(t) }
@@ -200,11 +245,13 @@ type spot struct {
 }
 
 // place places the queued labels in order. Each goes to the first free
-// spot among: its centre (for inside); then, row by row up to maxRows away
+// spot among: its centre (for inside); then, row by row up to p.rows away
 // from its anchor in its direction, just right or just left of the
 // anchor, then centred at growing distances from it (up to 40 px before
-// it and 100 px after); when no spot is free, to the one that crosses
-// least. A label so stays at its event and inside its lane's band.
+// it and 100 px after, starting at most 66 px after it); when no spot is free, to the one that crosses
+// least, counting a spot that puts labels of one lane and row out of
+// their events' order as ten crossings. A label so stays at its event,
+// inside its lane's band, in the order of the events.
 func (p *svgPlot) place() {
 	for _, q := range p.queued {
 		var spots []spot
@@ -213,10 +260,10 @@ func (p *svgPlot) place() {
 		}
 		w := float64(utf8.RuneCountInString(q.text)) * charWidth
 		rows := func(y float64, dir int) {
-			for row := 0; row <= maxRows; row++ {
+			for row := 0; row <= p.rows; row++ {
 				ty := y + float64(dir*row*rowH)
 				spots = append(spots, spot{q.x + 4, ty, "start"}, spot{q.x - 4, ty, "end"})
-				for d := 10.0; d <= 100; d += 10 {
+				for d := 10.0; d <= 100 && d-w/2 <= 66; d += 10 {
 					spots = append(spots, spot{q.x + d, ty, "middle"})
 					if d <= 40 {
 						spots = append(spots, spot{q.x - d, ty, "middle"})
@@ -238,7 +285,8 @@ func (p *svgPlot) place() {
 					continue // does not fit in its bar
 				}
 			}
-			if n := p.conflicts(textBox(s.x, s.y, q.text, s.anchor), own); least < 0 || n < least {
+			box := textBox(s.x, s.y, q.text, s.anchor)
+			if n := p.conflicts(box, own) + p.misordered(box, q.x, q.y); least < 0 || n < least {
 				best, least = s, n
 				if n == 0 {
 					break
@@ -250,6 +298,7 @@ func (p *svgPlot) place() {
 			attrs = fmt.Sprintf(` data-x="%.1f" data-y="%.1f"`, q.x, q.y) // the event it labels
 		}
 		p.putAttrs(best.x, best.y, best.anchor, q.text, q.color, q.bold, attrs)
+		p.placed = append(p.placed, placed{q.x, q.y, textBox(best.x, best.y, q.text, best.anchor)})
 	}
 }
 
@@ -291,20 +340,23 @@ func writeSVG(b *strings.Builder, r *sim.Result, id string, l Layout) {
 	if l.End <= 0 {
 		l.End = niceEnd(r.End + r.End/20 + time.Second)
 	}
-	p := &svgPlot{b: b, r: r, id: id, layout: l, width: l.width(), tEnd: l.End}
+	p := &svgPlot{b: b, r: r, id: id, layout: l, geometry: roomy, width: l.width(), tEnd: l.End}
+	if l.Compact {
+		p.geometry = compact
+	}
 	n := len(r.Clients)
 	p.laneY = make([]float64, n)
-	y := float64(svgTop)
+	y := p.top
 	p.laneY[0] = y
-	y += laneGap
+	y += p.gap
 	p.leaseY = y
 	for c := 1; c < n; c++ {
-		y += laneGap
+		y += p.gap
 		p.laneY[c] = y
 	}
-	y += laneGap
+	y += p.gap
 	p.storeY = y
-	p.height = y + 160
+	p.height = y + p.below
 	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="%s" role="img">`+"\n",
 		p.width, p.height, p.width, p.height, fontFamily)
 	fmt.Fprintf(b, `<title>Timeline, %s%s</title>`+"\n", html.EscapeString(heading(r.Storage)), origin(r))
@@ -354,7 +406,7 @@ func (p *svgPlot) axis() {
 	for t := time.Duration(0); t <= p.tEnd; t += step {
 		x := p.x(t)
 		fmt.Fprintf(p.b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#444"/>`, x, y, x, y+5)
-		fmt.Fprintf(p.b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%.1f" stroke="#eee"/>`, x, svgTop-30, x, y)
+		fmt.Fprintf(p.b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eee"/>`, x, p.top-30, x, y)
 		fmt.Fprintf(p.b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="11" fill="#444">%s</text>`+"\n", x, y+18, sim.FormatTime(t))
 	}
 }
@@ -392,7 +444,7 @@ func (p *svgPlot) legend() {
 func (p *svgPlot) lanes() {
 	lane := func(y float64, name, color string) {
 		fmt.Fprintf(p.b, `<line x1="%d" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#bbb" stroke-width="1"/>`, svgLeft, y, p.width-svgRight, y)
-		fmt.Fprintf(p.b, `<text x="%d" y="%.1f" font-size="14" font-weight="bold" fill="%s">%s</text>`+"\n", 12, y+5, color, html.EscapeString(name))
+		fmt.Fprintf(p.b, `<text class="lane-name" x="%d" y="%.1f" font-size="14" font-weight="bold" fill="%s">%s</text>`+"\n", 12, y+5, color, html.EscapeString(name))
 	}
 	for c, name := range p.r.Clients {
 		lane(p.laneY[c], "Client "+name, clientColor(c))
@@ -492,9 +544,9 @@ func (p *svgPlot) storageTokens() {
 	}
 	level := func(tok fence.Token) float64 {
 		if hi == lo {
-			return p.storeY + 30
+			return p.storeY + p.tokenOne
 		}
-		return p.storeY + 36 - 16*float64(tok-lo)/float64(hi-lo)
+		return p.storeY + p.tokens - p.tokenH*float64(tok-lo)/float64(hi-lo)
 	}
 	var pts strings.Builder
 	prevY := 0.0
@@ -572,11 +624,11 @@ func (p *svgPlot) danger() {
 				continue
 			}
 			x0, x1 := p.x(max(ls.to, bl.from)), p.x(bl.to)
-			fmt.Fprintf(p.b, `<rect x="%.1f" y="%d" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.08"/>`+"\n",
-				x0, 60, x1-x0, p.storeY+45-60, red)
+			fmt.Fprintf(p.b, `<rect class="danger" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.08"/>`+"\n",
+				x0, p.dangerY+8, x1-x0, p.storeY+p.tokens+9-p.dangerY-8, red)
 			text := fmt.Sprintf("danger: %s believes it holds lease %d, which expired at %s",
 				p.r.Clients[bl.c], bl.tok, sim.FormatTime(ls.to))
-			p.label(x0, 52, -1, text, red, true)
+			p.label(x0, p.dangerY, -1, text, red, true)
 		}
 	}
 }
@@ -651,7 +703,7 @@ func (p *svgPlot) messages() {
 		p.queued = append(p.queued, queued{x: p.x(t), y: y, dir: dir, altY: altY, altDir: altDir, text: text, color: color})
 	}
 	store := func(t time.Duration, text, color string) {
-		p.label(p.x(t), p.storeY+62, 1, text, color, false)
+		p.label(p.x(t), p.storeY+p.storeLbl, 1, text, color, false)
 	}
 	for _, e := range p.r.Events {
 		c := e.Client

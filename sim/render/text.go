@@ -221,6 +221,16 @@ func Text(w io.Writer, title string, runs ...*sim.Result) error {
 	return err
 }
 
+// firstToken is the token of r's first grant, 0 when nothing was granted.
+func firstToken(r *sim.Result) fence.Token {
+	for _, e := range r.Events {
+		if e.Kind == sim.KindAcquired {
+			return e.Token
+		}
+	}
+	return 0
+}
+
 // timelineIntro writes the title and the lines that explain the notation.
 func timelineIntro(b *strings.Builder, title string, runs []*sim.Result) {
 	if title != "" {
@@ -238,6 +248,9 @@ func timelineIntro(b *strings.Builder, title string, runs []*sim.Result) {
 			r0.WriteLabels()[0], w.Token, r0.Clients[w.Client], w.Token)
 	}
 	b.WriteString(".\n")
+	if first := firstToken(r0); !r0.Recorded && first > 0 {
+		fmt.Fprintf(b, "Tokens start at %d to stay readable; fencekit's Redis and PostgreSQL leases issue microsecond timestamps (about 1.8e15).\n", first)
+	}
 	if r0.Recorded && r0.Storage.Fenced() {
 		b.WriteString("Every store checks each write's token against the newest token it has seen.\n")
 	} else {

@@ -302,7 +302,7 @@ func TestBrowserMovesPause(t *testing.T) {
 		t.Fatalf("after clicking the write rule the page runs %q, want %q", q5, want)
 	}
 	expect(t, clicked, q5)
-	if fmt.Sprint(clicked[0]) != fmt.Sprint(keyed[0]) || clicked[1].Heading != "Fencing on: write check only" {
+	if fmt.Sprint(clicked[0]) != fmt.Sprint(keyed[0]) || clicked[1].Heading != "Write check only" {
 		t.Errorf("the storage click: the fencing-off run changed, or the fenced run's heading is %q", clicked[1].Heading)
 	}
 	if err := chromedp.Do(tab, chromedp.Navigate(srv.URL+"/?"+q2)); err != nil {

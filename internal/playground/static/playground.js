@@ -191,6 +191,30 @@ function renderRun(el, run) {
   }));
 }
 
+// scrollToDanger scrolls a figure wider than its column to where the
+// first run's danger begins (the time a client writes on an expired
+// lease), a little before it; a figure that fits does not move.
+function scrollToDanger() {
+  const d = document.querySelector("#run-off .timeline svg rect.danger") || document.querySelector(".run .timeline svg rect.danger");
+  const x = d ? Number(d.getAttribute("x")) : 0;
+  for (const fig of document.querySelectorAll(".run .timeline")) {
+    fig.scrollLeft = Math.max(0, x - 150);
+    keepLaneNames(fig);
+  }
+}
+
+// keepLaneNames moves a figure's lane names to the left edge of what its
+// column shows, so that they stay in view as the figure scrolls sideways.
+function keepLaneNames(fig) {
+  for (const name of fig.querySelectorAll("svg text.lane-name")) {
+    name.setAttribute("transform", `translate(${fig.scrollLeft} 0)`);
+  }
+}
+
+for (const fig of document.querySelectorAll(".run .timeline")) {
+  fig.addEventListener("scroll", () => keepLaneNames(fig));
+}
+
 // renderVerdicts fills the bar that stays on screen: both verdicts.
 function renderVerdicts(resp) {
   for (const [id, run] of [["v-off", resp.runs[0]], ["v-on", resp.runs[1]]]) {
@@ -220,6 +244,7 @@ function update(q) {
   document.getElementById("story").textContent = resp.story;
   renderRun(document.getElementById("run-off"), resp.runs[0]);
   renderRun(document.getElementById("run-on"), resp.runs[1]);
+  scrollToDanger();
   renderVerdicts(resp);
   markMap();
   if (step >= 0) showStep(0);
@@ -242,32 +267,50 @@ addEventListener("resize", () => {
   }, 200);
 });
 
-// The guided tour: one sentence a step, a cursor at the step's moment in
-// both figures, Back and Next (or the arrow keys).
+// The guided tour: one sentence a step, Back and Next (or the arrow
+// keys). Each step draws both figures up to its moment (a veil hides the
+// rest), marks the moment with a cursor and scrolls the figures into view.
 const tourBox = document.getElementById("tour");
+const svgNS = "http://www.w3.org/2000/svg";
+
+// svgChild returns svg's child element of class cls, made by make the
+// first time.
+function svgChild(svg, tag, cls, attrs) {
+  let el = svg.querySelector(`${tag}.${cls}`);
+  if (!el) {
+    el = document.createElementNS(svgNS, tag);
+    el.setAttribute("class", cls);
+    for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
+    svg.append(el);
+  }
+  return el;
+}
 
 function showStep(i) {
   const steps = shown.tour;
   step = Math.max(0, Math.min(i, steps.length - 1));
   const s = steps[step];
+  document.body.classList.add("touring");
   document.getElementById("tour-count").textContent = `Step ${step + 1} of ${steps.length}.`;
   document.getElementById("tour-text").textContent = s.text;
   document.getElementById("tour-back").disabled = step === 0;
   document.getElementById("tour-next").disabled = step === steps.length - 1;
   for (const fig of document.querySelectorAll(".run .timeline")) {
     const svg = fig.querySelector("svg");
-    let line = svg.querySelector("line.cursor");
-    if (!line) {
-      line = document.createElementNS("http://www.w3.org/2000/svg", "line");
-      line.setAttribute("class", "cursor");
-      line.setAttribute("y1", "40");
-      line.setAttribute("y2", String(Number(svg.getAttribute("height")) - 30));
-      svg.append(line);
-    }
+    const width = Number(svg.getAttribute("width")), height = Number(svg.getAttribute("height"));
+    const veil = svgChild(svg, "rect", "veil", { y: 0, height: height });
+    veil.setAttribute("x", String(s.x));
+    veil.setAttribute("width", String(Math.max(0, width - s.x)));
+    const line = svgChild(svg, "line", "cursor", { y1: 40, y2: height - 30 });
     line.setAttribute("x1", String(s.x));
     line.setAttribute("x2", String(s.x));
     fig.scrollLeft = Math.max(0, s.x - fig.clientWidth / 2); // a narrow screen follows the cursor
   }
+  // The first run's heading just below the sticky bar: on a desktop screen
+  // both figures fit below it.
+  const sticky = document.getElementById("sticky").offsetHeight;
+  const top = document.getElementById("run-off").getBoundingClientRect().top + scrollY - sticky;
+  scrollTo({ top: top, behavior: "instant" });
 }
 
 document.getElementById("tour-start").addEventListener("click", () => {
@@ -280,7 +323,8 @@ document.getElementById("tour-next").addEventListener("click", () => showStep(st
 document.getElementById("tour-close").addEventListener("click", () => {
   tourBox.hidden = true;
   step = -1;
-  for (const line of document.querySelectorAll("line.cursor")) line.remove();
+  document.body.classList.remove("touring");
+  for (const el of document.querySelectorAll(".timeline .cursor, .timeline .veil")) el.remove();
 });
 tourBox.addEventListener("keydown", (ev) => {
   if (ev.key === "ArrowLeft") showStep(step - 1);

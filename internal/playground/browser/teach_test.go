@@ -1,0 +1,217 @@
+package browser
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/fencekit/fencekit/internal/playground"
+)
+
+// shot writes a screenshot of the screen to $FENCEKIT_SCREENSHOTS/name.png
+// when that folder is set, for a person to look at.
+func shot(t *testing.T, tab context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("FENCEKIT_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	png, err := chromedp.Run(tab, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tourState is what the page shows of the tour: its text, the figures'
+// veils (what hides the part after the step) and where the figures and
+// the sticky bar are on screen.
+type tourState struct {
+	Text      string
+	Veils     []veil
+	Lanes     [][2]float64 // per figure: the first and the last lane's y on screen
+	StickyTop float64
+	StickyBot float64
+	Screen    float64
+}
+
+type veil struct{ X, Right, Width, Opacity float64 }
+
+const tourStateJS = `(() => {
+  const sticky = document.getElementById("sticky").getBoundingClientRect();
+  return {
+    Text: document.getElementById("tour-text").textContent,
+    Veils: [...document.querySelectorAll(".run .timeline svg")].map((svg) => {
+      const v = svg.querySelector("rect.veil");
+      if (!v) return {X: -1, Right: -1, Width: +svg.getAttribute("width"), Opacity: 0};
+      return {X: +v.getAttribute("x"), Right: +v.getAttribute("x") + +v.getAttribute("width"),
+        Width: +svg.getAttribute("width"), Opacity: +getComputedStyle(v).fillOpacity * +getComputedStyle(v).opacity};
+    }),
+    Lanes: [...document.querySelectorAll(".run .timeline svg")].map((svg) => {
+      const ys = [...svg.querySelectorAll("line[stroke='#bbb']")].map((l) => l.getBoundingClientRect().top);
+      return [Math.min(...ys), Math.max(...ys)];
+    }),
+    StickyTop: sticky.top, StickyBot: sticky.bottom, Screen: innerHeight,
+  };
+})()`
+
+// startTour opens the page at query, w x h, presses Guided tour and
+// returns the tab and the tour's steps as Run gives them.
+func startTour(t *testing.T, w, h int, query string) (context.Context, []playground.Step) {
+	t.Helper()
+	tab := openPage(t, w, h, query)
+	resp, err := playground.Run(query, pageWidth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("tour-start"))); err != nil {
+		t.Fatal(err)
+	}
+	return tab, resp.Tour
+}
+
+// next presses Next and waits for the step's text.
+func next(t *testing.T, tab context.Context, want string) tourState {
+	t.Helper()
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("tour-next"))); err != nil {
+		t.Fatal(err)
+	}
+	return waitStep(t, tab, want)
+}
+
+// eachStep calls f with each step of the tour and what the page shows
+// of it, from the first step, pressing Next between them.
+func eachStep(t *testing.T, tab context.Context, steps []playground.Step, f func(i int, s tourState)) {
+	t.Helper()
+	for i := range steps {
+		var s tourState
+		if i == 0 {
+			s = waitStep(t, tab, steps[0].Text)
+		} else {
+			s = next(t, tab, steps[i].Text)
+		}
+		f(i, s)
+	}
+}
+
+// waitStep polls until the tour shows the text want and the page has
+// scrolled to it (two equal readings in a row), and returns what it shows.
+func waitStep(t *testing.T, tab context.Context, want string) tourState {
+	t.Helper()
+	var last tourState
+	for i := 0; i < 100; i++ {
+		s := eval[tourState](t, tab, tourStateJS)
+		if s.Text == want && fmt.Sprint(s) == fmt.Sprint(last) {
+			return s
+		}
+		last = s
+	}
+	t.Fatalf("the tour shows %q, want %q", last.Text, want)
+	return last
+}
+
+// TestBrowserTourDrawsUpToTheStep: at each step of the tour, both figures
+// are drawn up to the step's moment and veiled after it, so the outcome
+// does not show before the tour reaches it.
+func TestBrowserTourDrawsUpToTheStep(t *testing.T) {
+	tab, steps := startTour(t, 1280, 800, "scenario=kleppmann")
+	eachStep(t, tab, steps, func(i int, s tourState) {
+		if len(s.Veils) != 2 {
+			t.Fatalf("step %d: %d figures", i, len(s.Veils))
+		}
+		for f, v := range s.Veils {
+			if v.X < steps[i].X-1 || v.X > steps[i].X+1 || v.Right < v.Width || v.Opacity < 0.85 {
+				t.Errorf("step %d (at x %.0f), figure %d: veil %+v, want x at the step, to the right edge, opaque", i, steps[i].X, f, v)
+			}
+		}
+	})
+}
+
+// TestBrowserTourShowsBothRuns: at 1280 x 800, every step of the tour
+// scrolls so that both figures' lanes, from the first client's to the
+// storage's, are on screen below the tour's bar.
+func TestBrowserTourShowsBothRuns(t *testing.T) {
+	tab, steps := startTour(t, 1280, 800, "scenario=kleppmann")
+	eachStep(t, tab, steps, func(i int, s tourState) {
+		for f, l := range s.Lanes {
+			if l[0] < s.StickyBot || l[1] > s.Screen {
+				t.Errorf("step %d: figure %d's lanes span y %.0f..%.0f, not all between the bar (%.0f) and the screen's bottom (%.0f)",
+					i, f, l[0], l[1], s.StickyBot, s.Screen)
+			}
+		}
+		if i == len(steps)/2 {
+			shot(t, tab, "tour-1280")
+		}
+	})
+}
+
+// TestBrowserPhoneTourBar: on a 400 x 860 phone, the sticky bar with the
+// tour stays within a quarter of the screen at every step.
+func TestBrowserPhoneTourBar(t *testing.T) {
+	tab, steps := startTour(t, 400, 860, "scenario=kleppmann")
+	tallest := 0.0
+	eachStep(t, tab, steps, func(i int, s tourState) {
+		h := s.StickyBot - s.StickyTop
+		tallest = max(tallest, h)
+		if h > 860/4 {
+			t.Errorf("step %d: the tour's bar is %.0f px tall, over a quarter of 860 px", i, h)
+		}
+		if i == 10 {
+			shot(t, tab, "tour-400")
+		}
+	})
+	t.Logf("the tallest bar: %.0f px", tallest)
+}
+
+// TestBrowserPhoneFirstView: on a 400 x 860 phone, every preset is on
+// screen's width (none hidden in a sideways strip), each figure opens
+// scrolled to its danger window, and the lanes' names stay in view when
+// a figure scrolls sideways.
+func TestBrowserPhoneFirstView(t *testing.T) {
+	tab := openPage(t, 400, 860, "scenario=kleppmann")
+	shot(t, tab, "phone-top")
+	type box struct{ Left, Right float64 }
+	presets := eval[[]box](t, tab, `[...document.querySelectorAll("#presets .preset")].map((b) => { const r = b.getBoundingClientRect(); return {Left: r.left, Right: r.right}; })`)
+	if len(presets) < 7 {
+		t.Fatalf("%d presets", len(presets))
+	}
+	for i, p := range presets {
+		if p.Left < 0 || p.Right > 400 {
+			t.Errorf("preset %d spans x %.0f..%.0f, off a 400 px screen", i+1, p.Left, p.Right)
+		}
+	}
+	type fig struct {
+		Scroll, Width, Danger float64
+		Names                 []box
+		Left, Right           float64
+	}
+	figs := func() []fig {
+		return eval[[]fig](t, tab, `[...document.querySelectorAll(".run .timeline")].map((el) => {
+  const d = el.querySelector("svg rect.danger"), r = el.getBoundingClientRect();
+  return {Scroll: el.scrollLeft, Width: el.clientWidth, Danger: d ? +d.getAttribute("x") : -1,
+    Names: [...el.querySelectorAll("svg text.lane-name")].map((n) => { const b = n.getBoundingClientRect(); return {Left: b.left, Right: b.right}; }),
+    Left: r.left, Right: r.right};
+})`)
+	}
+	for i, f := range figs() {
+		if f.Danger < 0 || f.Danger < f.Scroll || f.Danger > f.Scroll+f.Width {
+			t.Errorf("figure %d opens showing x %.0f..%.0f; its danger window starts at x %.0f", i, f.Scroll, f.Scroll+f.Width, f.Danger)
+		}
+		if len(f.Names) < 4 {
+			t.Errorf("figure %d: %d lane names", i, len(f.Names))
+		}
+		for _, n := range f.Names {
+			if n.Left < f.Left-1 || n.Right > f.Right+1 {
+				t.Errorf("figure %d scrolled to %.0f: a lane's name spans x %.0f..%.0f, outside the figure's %.0f..%.0f", i, f.Scroll, n.Left, n.Right, f.Left, f.Right)
+			}
+		}
+	}
+	eval[bool](t, tab, `(document.getElementById("run-off").scrollIntoView(), true)`)
+	shot(t, tab, "phone-figure")
+}

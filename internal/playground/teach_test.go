@@ -1,0 +1,163 @@
+package playground
+
+import (
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestPresetsCompareWhatTheLessonCompares: a preset sets both runs, so
+// the page can put the write check alone beside the write check with the
+// claim, and check-then-write beside the atomic check; every run's
+// heading says what its storage does, so no two differ only in name.
+func TestPresetsCompareWhatTheLessonCompares(t *testing.T) {
+	want := map[[2]string]bool{{"writes", "claim"}: false, {"check-then-write", "claim"}: false}
+	for _, p := range presets {
+		resp, err := Run(p.Query, 0)
+		if err != nil {
+			t.Fatalf("preset %q: %v", p.Title, err)
+		}
+		pair := [2]string{resp.Runs[0].Storage, resp.Runs[1].Storage}
+		if _, ok := want[pair]; ok {
+			want[pair] = true
+		}
+		if resp.Runs[0].Heading == resp.Runs[1].Heading {
+			t.Errorf("preset %q: both runs are headed %q", p.Title, resp.Runs[0].Heading)
+		}
+		for _, o := range resp.Runs {
+			if o.Storage == "check-then-write" && strings.HasPrefix(o.Heading, "Fencing on") {
+				t.Errorf("preset %q: the check-then-write run, which accepts A's late write, is headed %q", p.Title, o.Heading)
+			}
+		}
+	}
+	for pair, found := range want {
+		if !found {
+			t.Errorf("no preset puts %s beside %s", pair[0], pair[1])
+		}
+	}
+	resp, err := Run("scenario=kleppmann&work=8s&base=writes&storage=claim", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Runs[0].Verdict != "lost" || resp.Runs[1].Verdict != "safe" {
+		t.Errorf("B still working: write check only %s, with the claim %s; want lost, safe", resp.Runs[0].Verdict, resp.Runs[1].Verdict)
+	}
+	if q, _ := ParseQuery(resp.Query); q.Encode() != resp.Query || !strings.Contains(resp.Query, "base=writes") {
+		t.Errorf("the canonical query %q does not keep base=writes", resp.Query)
+	}
+}
+
+// TestTourTeachesTheRule: the tour alone states the rule, the claim,
+// atomicity, that release keeps the storage's token, and why a shorter
+// TTL does not help; and each step that says what the other run did
+// names that run by its heading.
+func TestTourTeachesTheRule(t *testing.T) {
+	resp, err := Run("scenario=kleppmann", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []string
+	for _, s := range resp.Tour {
+		all = append(all, s.Text)
+	}
+	text := strings.Join(all, "\n")
+	for what, phrase := range map[string]string{
+		"the rule":        "refuses any write whose token is older than one it has seen",
+		"the claim":       "the claim",
+		"atomicity":       "one atomic step",
+		"release":         "releasing does not lower",
+		"a shorter TTL":   "A shorter TTL does not help",
+		"the late write":  "B1 is now lost",
+		"tokens increase": "larger than every earlier grant's",
+		"the harm":        "B was told it succeeded",
+	} {
+		if !strings.Contains(text, phrase) {
+			t.Errorf("the tour never says %s (%q):\n%s", what, phrase, text)
+		}
+	}
+	ctw, err := Run("scenario=check-then-write", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range ctw.Tour {
+		if strings.Contains(s.Text, "fencing on") {
+			t.Errorf("check-then-write's tour says %q, but both of its runs check tokens", s.Text)
+		}
+	}
+}
+
+// TestAxisEndsNearTheLastEvent: the shared time axis ends within a few
+// seconds of the runs' last event, so the plot is not mostly empty.
+func TestAxisEndsNearTheLastEvent(t *testing.T) {
+	for _, p := range presets {
+		resp, err := Run(p.Query, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := resp.Tour[len(resp.Tour)-1] // the end of the runs
+		end := axisEnd(t, resp.Runs[0].SVG)
+		at, _ := strconv.ParseFloat(strings.TrimSuffix(last.At, "s"), 64)
+		if end > at*1.2+1 {
+			t.Errorf("preset %q: the axis runs to %gs, the last event is at %s", p.Title, end, last.At)
+		}
+	}
+}
+
+// axisEnd is the last tick of a timeline's time axis, in seconds.
+func axisEnd(t *testing.T, svg string) float64 {
+	t.Helper()
+	var ticks []float64
+	for _, m := range regexp.MustCompile(`font-size="11" fill="#444">([\d.]+)s<`).FindAllStringSubmatch(svg, -1) {
+		f, _ := strconv.ParseFloat(m[1], 64)
+		ticks = append(ticks, f)
+	}
+	if len(ticks) == 0 {
+		t.Fatal("no axis ticks")
+	}
+	return slices.Max(ticks)
+}
+
+// TestLabelsKeepTheirEventsOrder: in one row of labels of one lane, a
+// label of a later event never starts left of a label of an earlier one
+// (B's read after its acquisition, in every preset).
+func TestLabelsKeepTheirEventsOrder(t *testing.T) {
+	label := regexp.MustCompile(`<text x="([\d.]+)" y="([\d.]+)" fill="[^"]+" text-anchor="(\w+)" font-size="12"[^>]*? data-x="([\d.]+)" data-y="([\d.]+)">([^<]*)</text>`)
+	for _, p := range presets {
+		resp, err := Run(p.Query, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range resp.Runs {
+			type lab struct {
+				x0, at float64
+				text   string
+			}
+			lanes := map[string][]lab{}
+			for _, m := range label.FindAllStringSubmatch(o.SVG, -1) {
+				x, _ := strconv.ParseFloat(m[1], 64)
+				at, _ := strconv.ParseFloat(m[4], 64)
+				w := float64(len([]rune(m[6]))) * 7
+				switch m[3] {
+				case "middle":
+					x -= w / 2
+				case "end":
+					x -= w
+				}
+				row := m[5] + " " + m[2] // the event's lane, the label's row
+				lanes[row] = append(lanes[row], lab{x, at, m[6]})
+			}
+			for _, ls := range lanes {
+				for _, a := range ls {
+					for _, b := range ls {
+						if a.at < b.at && a.x0 > b.x0 {
+							t.Errorf("preset %q, %s: %q (event at x %.0f) is drawn left of %q (event at x %.0f, earlier)",
+								p.Title, o.Heading, b.text, b.at, a.text, a.at)
+						}
+					}
+				}
+			}
+		}
+	}
+}
