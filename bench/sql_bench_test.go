@@ -81,6 +81,9 @@ func BenchmarkSQL(b *testing.B) {
 			"fenced-guard": func(ctx context.Context, c int, tok fence.Token) error {
 				return guarded[c].Update(ctx, db.pool, c, tok, int64(tok))
 			},
+			"fenced-exec": func(ctx context.Context, c int, tok fence.Token) error {
+				return fencedExec(ctx, db.pool, c, tok)
+			},
 		}},
 		{"transaction", map[string]writer{
 			"plain": func(ctx context.Context, c int, tok fence.Token) error {
@@ -94,11 +97,14 @@ func BenchmarkSQL(b *testing.B) {
 			"fenced-newtoken": func(ctx context.Context, c int, _ fence.Token) error {
 				return fencedTx(ctx, db.pool, c, fence.Token(sqlToken.Add(1)))
 			},
+			"fenced-exec": func(ctx context.Context, c int, tok fence.Token) error {
+				return fencedExec(ctx, db.pool, c, tok)
+			},
 		}},
 	}
 	for _, k := range kinds {
 		for _, clients := range sqlClients {
-			for _, mode := range rotated([]string{"plain", "fenced", "fenced-guard", "fenced-newtoken"}) {
+			for _, mode := range rotated([]string{"plain", "fenced", "fenced-guard", "fenced-newtoken", "fenced-exec"}) {
 				w, ok := k.modes[mode]
 				if !ok {
 					continue
@@ -115,6 +121,12 @@ func fencedTx(ctx context.Context, pool *pgxpool.Pool, c int, tok fence.Token) e
 	return sqlfence.InTx(ctx, pool, "acct-"+strconv.Itoa(c), tok, func(tx pgx.Tx) error {
 		return execOne(ctx, tx, plainUpdate, c, int64(tok))
 	})
+}
+
+// fencedExec is client c's sqlfence.Exec of plainUpdate: one round trip.
+func fencedExec(ctx context.Context, pool *pgxpool.Pool, c int, tok fence.Token) error {
+	_, err := sqlfence.Exec(ctx, pool, "acct-"+strconv.Itoa(c), tok, plainUpdate, c, int64(tok))
+	return err
 }
 
 // runWriters runs b.N writes spread over clients goroutines, each client
