@@ -41,6 +41,12 @@
 // release (the bytes as they are) stay readable and become envelopes at
 // their next fenced write.
 //
+// # Write-once objects
+//
+// [Store.Create] stores the caller's bytes as they are, with no envelope,
+// only if the key does not exist (If-None-Match: *): other tools read
+// them unchanged, and a second Create is refused with [ErrExists].
+//
 // # Retries and unknown outcomes
 //
 // Conditional writes are sent with the SDK's retryer limited to one

@@ -152,7 +152,7 @@ func (s *Store) objectFields(key string, opts []PutOption) (objectFields, error)
 		}
 	}
 	for name := range f.metadata {
-		if name == s.tokenKey || name == s.writeKey {
+		if name == s.tokenKey || name == s.writeKey || name == s.createKey {
 			return f, fence.Invalid("blobfence: put: Metadata: %q is the store's own name for the token; the token is the put's argument", name)
 		}
 	}

@@ -89,6 +89,11 @@ type Options struct {
 	// decision (MaxAttempts+1) when one read cannot be proven (see
 	// [Store.PutReader]). Must not be negative.
 	MaxAttempts int
+
+	// Identity names the writer in the metadata of the objects
+	// [Store.Create] stores, and in the error of a refused Create; default
+	// "<hostname>/<pid>", as lease.Options.Identity.
+	Identity string
 }
 
 // Store writes objects of one bucket, fenced by tokens kept in each
@@ -98,6 +103,8 @@ type Store struct {
 	bucket      string
 	tokenKey    string
 	writeKey    string
+	createKey   string // <tokenKey>-created: "<nonce> <identity>" of a Create
+	identity    string
 	maxAttempts int
 }
 
@@ -119,6 +126,11 @@ func New(client S3API, bucket string, opts *Options) (*Store, error) {
 		s.maxAttempts = DefaultMaxAttempts
 	}
 	s.writeKey = s.tokenKey + "-write"
+	s.createKey = s.tokenKey + "-created"
+	s.identity = o.Identity
+	if s.identity == "" {
+		s.identity = defaultIdentity()
+	}
 	switch {
 	case isNil(client):
 		return nil, fence.Invalid("blobfence: New: the S3 client is nil")
@@ -130,6 +142,9 @@ func New(client S3API, bucket string, opts *Options) (*Store, error) {
 	}
 	if p := metadataKeyProblem(s.tokenKey); p != "" {
 		return nil, fence.Invalid("blobfence: New: Options.MetadataKey: %s", p)
+	}
+	if p := identityProblem(s.identity); p != "" {
+		return nil, fence.Invalid("blobfence: New: Options.Identity: %s", p)
 	}
 	return s, nil
 }
