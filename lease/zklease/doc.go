@@ -30,18 +30,18 @@
 // # Nodes and tokens
 //
 // /<KeyPrefix>/lease/<name> (the name %-escaped) is persistent; its data is
-// the token base and the last holder's identity. A grant is one
-// transaction that sets its identity and creates its only child, the
+// the floor of the last token and the last holder's identity. A grant is
+// one transaction that sets its data and creates its only child, the
 // holder node lock-<random>-<sequence>, ephemeral, and that commits only
 // if the data version is still the one Acquire read with no child, so that
-// two grants cannot both commit. The token is the base (0 until [Bump]
-// raises it, for a switch from an issuer with greater tokens) plus the
-// transaction's zxid (the name node's Mzxid, the holder node's Czxid): the
-// ensemble orders every transaction by zxid, and a new leader starts a new,
-// greater epoch, so tokens grow across session expiries, leader changes
-// and deleted nodes, with no clock involved. Restoring an old snapshot into
-// a new ensemble could reissue zxids: Bump the names past the last tokens
-// the storage saw (docs/leases.md, "Switching issuers").
+// two grants cannot both commit. The token is max(floor + 1, the time the
+// leader stamped on the transaction, in µs), the floor being the previous
+// token: the hybrid logical clock of Redis and PostgreSQL, with the
+// leader's clock. It grows across session expiries and leader changes
+// whatever the clocks do (the floor is committed with the grant), and
+// across a deleted name node or a wiped ensemble as long as the leaders'
+// clocks are closer than the time between the last grant and the next
+// (docs/leases.md, "Tokens"). [Bump] raises the floor.
 //
 // Waiting: AcquireWait queues an ephemeral sequential ticket under
 // /<KeyPrefix>/wait/<name> and watches only the ticket before its own; the

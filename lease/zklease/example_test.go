@@ -67,9 +67,9 @@ func ExampleNew() {
 	// held by: worker-1 true
 }
 
-// Moving a name to ZooKeeper from Redis or PostgreSQL: their tokens are
-// microseconds since 1970, far above zxids, so raise the name's tokens past
-// the highest token the storage saw before the first grant.
+// The storage refuses every holder as stale (it saw tokens above the
+// name's: the leader's clock was behind): raise the name's tokens past the
+// highest token the storage saw.
 func ExampleBump() {
 	servers := exampleServers()
 	conn, _, err := zk.Connect(servers, 10*time.Second)
