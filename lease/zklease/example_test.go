@@ -16,9 +16,9 @@ import (
 	"github.com/fencekit/fencekit/lease/zklease"
 )
 
-// Leases from ZooKeeper: the TTL is the session timeout, tokens are zxids
-// (they grow with every transaction of the ensemble, not by one), and a
-// waiter is woken by the release through a watch. The connection is to the
+// Leases from ZooKeeper: the TTL is the session timeout, tokens follow the
+// leader's clock in µs (they grow with time, not by one), and a waiter is
+// woken by the release through a watch. The connection is to the
 // ensemble at FENCEKIT_ZOOKEEPER (comma-separated host:port, default
 // 127.0.0.1:2181).
 func ExampleNew() {
