@@ -134,12 +134,12 @@ func TestAdvisoryBackend(t *testing.T) {
 	checkBump(t, e, c, "postgres-advisory", "jobs/nightly")
 }
 
-// checkBump bumps the free lease name on backend to a token above any the
-// server issues today: c's next grant is above it, and a second bump of
+// checkBump bumps the free lease name on backend to a token half a second
+// ahead of the clock: c's next grant is above it, and a second bump of
 // the name, now held, is refused naming the holder.
 func checkBump(t *testing.T, e []string, c *lease.Client, backend, name string) {
 	t.Helper()
-	to := uint64(time.Now().Add(240 * time.Hour).UnixMicro())
+	to := uint64(time.Now().Add(lease.MaxAhead / 2).UnixMicro())
 	b := decode[bumpResult](t, runWant(t, e, 0, "bump", "-json", "-backend", backend, name, "--to", strconv.FormatUint(to, 10)))
 	if !b.Changed || b.After != to {
 		t.Errorf("bump -backend %s --to %d: %+v", backend, to, b)

@@ -254,7 +254,7 @@ func TestBump(t *testing.T) {
 		t.Errorf("bump below the counter: %+v", b)
 	}
 	// Raises: the next token is above the target.
-	target := tok + 1_000_000_000
+	target := uint64(time.Now().Add(lease.MaxAhead / 2).UnixMicro())
 	r = runWant(t, e, 0, "bump", name, "--to", strconv.FormatUint(target, 10))
 	if !strings.Contains(r.stdout, "bumped") {
 		t.Errorf("bump text: %q", r.stdout)
@@ -262,6 +262,13 @@ func TestBump(t *testing.T) {
 	l2 := acquire(t, c, name, time.Minute)
 	if uint64(l2.Token()) <= target {
 		t.Errorf("token after bump --to %d = %v", target, l2.Token())
+	}
+	// Ahead of the server's clock by more than lease.MaxAhead: refused,
+	// saying why and what to do.
+	ahead := uint64(time.Now().Add(time.Hour).UnixMicro())
+	r = runWant(t, e, exitFailed, "bump", name, "--to", strconv.FormatUint(ahead, 10))
+	if !strings.Contains(r.stderr, "ahead of the server's clock") || !strings.Contains(r.stderr, "bump --time") {
+		t.Errorf("bump an hour ahead: %s, want refused naming the clock and --time", r.stderr)
 	}
 	// --time on a counter that was lost.
 	lost := env.Name("lost")

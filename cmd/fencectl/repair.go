@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/lease"
 	"github.com/fencekit/fencekit/lease/redislease"
 )
 
@@ -80,8 +81,8 @@ type bumpResult struct {
 func setupBump(fs *flag.FlagSet, o *output) func(context.Context, []string) error {
 	sf := addStoreFlags(fs)
 	fs.Lookup("backend").Usage = "the lease issuer: redis, postgres, postgres-advisory, zookeeper (etcd's tokens are revisions: they cannot be raised)"
-	to := fs.String("to", "", "raise the counter to this token: the highest token your storage has seen (pg-status), or more")
-	now := fs.Bool("time", false, "raise the counter to this machine's clock in microseconds (the next grant's token at the earliest)")
+	to := fs.String("to", "", "raise the counter to this token (pg-status shows the storage's); at most "+lease.MaxAhead.String()+" ahead of the server's clock")
+	now := fs.Bool("time", false, "raise the counter to this machine's clock in microseconds: after a loss, the recovery that is always safe")
 	return func(ctx context.Context, args []string) error {
 		name, err := oneName(args)
 		if err != nil {

@@ -16,7 +16,8 @@ import (
 
 // TestZooKeeperBackend runs the built binary's lease commands on zklease:
 // status and list with the holder's identity, watch, release --force, and
-// bump past a Redis-sized token, which the next grant then exceeds.
+// bump past a token just ahead of the clock, which the next grant then
+// exceeds.
 func TestZooKeeperBackend(t *testing.T) {
 	env := testenv.ZooKeeper(t)
 	ctx := context.Background()
@@ -53,16 +54,16 @@ func TestZooKeeperBackend(t *testing.T) {
 	checkForcedRelease(t, e, zkArgs, "orders/eu", "zk-worker/3", held)
 	runWant(t, e, 0, zkArgs("release", "--force", "orders/eu")...) // not held: nothing to do
 
-	// The switch from Redis: bump past a µs token, and the next grant is above it.
-	const seen = 1_796_107_771_504_850
-	b := decode[bumpResult](t, runWant(t, e, 0, zkArgs("bump", "-json", "orders/eu", "--to", strconv.Itoa(seen))...))
+	// Bump past a token just ahead of the clock, and the next grant is above it.
+	seen := uint64(time.Now().Add(lease.MaxAhead / 2).UnixMicro())
+	b := decode[bumpResult](t, runWant(t, e, 0, zkArgs("bump", "-json", "orders/eu", "--to", strconv.FormatUint(seen, 10))...))
 	if !b.Changed || b.After <= seen {
 		t.Errorf("bump: %+v", b)
 	}
 	if l := acquire(t, c, "orders/eu", 3*time.Second); uint64(l.Token()) <= seen {
 		t.Errorf("grant after bump: token %v, want above %d", l.Token(), seen)
 	}
-	r := runWant(t, e, exitFailed, zkArgs("bump", "orders/eu", "--to", strconv.Itoa(2*seen))...) // held now
+	r := runWant(t, e, exitFailed, zkArgs("bump", "orders/eu", "--to", strconv.FormatUint(seen+1, 10))...) // held now
 	if !strings.Contains(r.stderr, "zk-worker/3") {
 		t.Errorf("bump of a held lease: %s", r.stderr)
 	}

@@ -15,8 +15,9 @@
 // greater token than every earlier one, with no clock involved. The same
 // transaction writes <KeyPrefix>/token/<name>, whose mod revision is the
 // last token issued (Inspect's Last). Restoring a snapshot older than the
-// last grants would reissue tokens: restore with etcdutl's
-// --bump-revision (and --mark-compacted), as for Kubernetes.
+// last grants would reissue tokens: restore with etcdutl's --bump-revision
+// moving the revision to the current time in µs, and --mark-compacted
+// (docs/operations.md, "Writes refused as stale"; TestRestoreRecovery).
 //
 // Round trips: Acquire two (lease grant, then the transaction), a refusal
 // two more (the holder's TTL, and revoking the unused lease, in parallel);

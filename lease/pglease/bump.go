@@ -3,6 +3,7 @@ package pglease
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -10,21 +11,23 @@ import (
 	"github.com/fencekit/fencekit/lease"
 )
 
-// bumpSQL raises the row's token to $2 unless the lease is held (creating
-// a released row when there is none), so that the next grant's token,
-// greatest(token + 1, time in µs), is above $2. It returns the token
-// before and after (0 after: held, nothing changed) and the holder.
+// bumpSQL raises the row's token to $2 unless the lease is held or $2 is
+// more than $3 µs above the server's time (creating a released row when
+// there is none), so that the next grant's token, greatest(token + 1, time
+// in µs), is above $2. It returns the token before and after (0 after:
+// nothing changed), the holder, whether the name is held, and the server's
+// time in µs.
 const bumpSQL = `
 WITH old AS (
     SELECT token, identity, expires_at > statement_timestamp() AS held FROM fencekit_leases WHERE name = $1
 ), bumped AS (
-    INSERT INTO fencekit_leases AS l (name, token, expires_at) VALUES ($1, $2, '-infinity')
+    INSERT INTO fencekit_leases AS l (name, token, expires_at) SELECT $1, $2, '-infinity' WHERE $2 <= ` + nowUS + ` + $3
     ON CONFLICT (name) DO UPDATE SET token = greatest(l.token, $2)
         WHERE l.expires_at <= statement_timestamp()
     RETURNING token
 )
 SELECT coalesce((SELECT token FROM old), 0), coalesce((SELECT token FROM bumped), 0),
-       coalesce((SELECT identity FROM old), '')`
+       coalesce((SELECT identity FROM old), ''), coalesce((SELECT held FROM old), false), ` + nowUS
 
 // bumpAdvisorySQL is bumpSQL for fencekit_leases_advisory: held means a
 // session holds the name's advisory lock.
@@ -33,12 +36,13 @@ WITH holder AS (` + advisoryHolderSQL + `
 ), old AS (
     SELECT token, identity FROM fencekit_leases_advisory WHERE name = $1
 ), bumped AS (
-    INSERT INTO fencekit_leases_advisory AS a (name, token) SELECT $1, $2 WHERE NOT EXISTS (SELECT FROM holder)
+    INSERT INTO fencekit_leases_advisory AS a (name, token)
+        SELECT $1, $2 WHERE NOT EXISTS (SELECT FROM holder) AND $2 <= ` + nowUS + ` + $3
     ON CONFLICT (name) DO UPDATE SET token = greatest(a.token, $2)
     RETURNING token
 )
 SELECT coalesce((SELECT token FROM old), 0), coalesce((SELECT token FROM bumped), 0),
-       coalesce((SELECT identity FROM old), '')`
+       coalesce((SELECT identity FROM old), ''), EXISTS (SELECT FROM holder), ` + nowUS
 
 // Bump makes every later grant of the [New] lease name, under prefix,
 // carry a token greater than to, and never lowers them: for switching to
@@ -51,7 +55,11 @@ SELECT coalesce((SELECT token FROM old), 0), coalesce((SELECT token FROM bumped)
 // (lease.KeyPrefix; "" is the default), name or to (1 to
 // fence.MaxToken-1), and then nothing is sent; an error naming the holder
 // when the name is held (bump it when free, so that the holder's token
-// stays what Inspect shows); PostgreSQL's error otherwise.
+// stays what Inspect shows); an error matching lease.ErrInvalid when to
+// is more than [lease.MaxAhead] above the server's clock and above the
+// name's token (lease.CheckAhead), and nothing changes: a token ahead of
+// the clock would not be recovered if the row were lost; PostgreSQL's
+// error otherwise.
 func Bump(ctx context.Context, pool *pgxpool.Pool, prefix, name string, to fence.Token) (before, after fence.Token, err error) {
 	return bump(ctx, "Bump", bumpSQL, pool, prefix, name, to)
 }
@@ -73,13 +81,20 @@ func bump(ctx context.Context, fn, sql string, pool *pgxpool.Pool, prefix, name 
 	if to == fence.MaxToken {
 		return 0, 0, fence.Invalid("pglease: %s %q: token %v leaves no next token (the maximum is %v)", fn, name, to, fence.MaxToken-1)
 	}
-	var old, now int64
+	var old, now, serverUS int64
 	var identity string
-	if err := pool.QueryRow(ctx, sql, prefix+":"+name, int64(to)).Scan(&old, &now, &identity); err != nil {
+	var held bool
+	if err := pool.QueryRow(ctx, sql, prefix+":"+name, int64(to), lease.MaxAhead.Microseconds()).Scan(&old, &now, &identity, &held, &serverUS); err != nil {
 		return 0, 0, fmt.Errorf("pglease: %s %q: %w", fn, name, err)
 	}
-	if now == 0 {
+	switch {
+	case now != 0:
+	case held:
 		return 0, 0, fmt.Errorf("pglease: %s %q: held by token %v of %q; bump it when it is free", fn, name, old, identity)
+	case fence.Token(old) >= to:
+		now = old
+	default:
+		return 0, 0, fmt.Errorf("pglease: %s %q: %w", fn, name, lease.CheckAhead(to, time.UnixMicro(serverUS)))
 	}
 	return fence.Token(old), fence.Token(now), nil
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/fencekit/fencekit/lease"
 )
 
-// TestBump: after Bump (and BumpAdvisory) to a token above any the server
-// would issue today, the next grant is above it; a second Bump to a lower
+// TestBump: after Bump (and BumpAdvisory) to a token half a second ahead
+// of the server's clock, the next grant is above it; a second Bump to a lower
 // token changes nothing; a held name is refused and keeps its token.
 func TestBump(t *testing.T) {
 	env := testenv.PostgresMigrated(t)
@@ -40,7 +40,7 @@ func TestBump(t *testing.T) {
 				t.Fatal(err)
 			}
 			first := l.Token()
-			to := fence.Token(time.Now().Add(240 * time.Hour).UnixMicro())
+			to := fence.Token(time.Now().Add(lease.MaxAhead / 2).UnixMicro())
 			if _, _, err := m.bump(ctx, env.Pool, "", "job", to); err == nil || errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), first.String()) {
 				t.Errorf("bump of a held name: %v, want an error naming the holder's token %v", err, first)
 			}

@@ -7,8 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/testenv"
+	"github.com/fencekit/fencekit/lease"
 	"github.com/fencekit/fencekit/sqlfence"
 )
 
@@ -68,6 +71,60 @@ func TestTokensSurviveLostRow(t *testing.T) {
 			}
 			if err := sqlfence.Fence(ctx, env.Pool, "job", last); !errors.Is(err, fence.ErrStale) {
 				t.Fatalf("former holder's late write: %v, want refused as stale", err)
+			}
+		})
+	}
+}
+
+// TestBumpAboveClockThenRowLost bumps a name 72 minutes past the server's
+// clock, in both modes, then loses its row (TRUNCATE): the next grant must
+// still be above every token issued and promised, or the bump must have
+// been refused, changing nothing.
+func TestBumpAboveClockThenRowLost(t *testing.T) {
+	env := testenv.PostgresMigrated(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, m := range []struct {
+		mode, table string
+		new         func(*pgxpool.Pool, *lease.Options) (*lease.Client, error)
+		bump        func(context.Context, *pgxpool.Pool, string, string, fence.Token) (fence.Token, fence.Token, error)
+	}{{"table", "fencekit_leases", New, Bump}, {"advisory", "fencekit_leases_advisory", NewAdvisory, BumpAdvisory}} {
+		t.Run(m.mode, func(t *testing.T) {
+			cl, err := m.new(env.Pool, quiet)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close(ctx)
+			grant := func() fence.Token {
+				t.Helper()
+				l, err := cl.Acquire(ctx, "ahead", 10*time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := l.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+				return l.Token()
+			}
+			last := grant()
+			far := fence.Token(time.Now().Add(72 * time.Minute).UnixMicro())
+			before, after, err := m.bump(ctx, env.Pool, "", "ahead", far)
+			switch {
+			case err == nil:
+				last = max(last, after) // promised: the next grant's token is above it
+			case !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), "ahead of the server's clock"):
+				t.Fatalf("bump 72 minutes ahead: %v, %v, %v; want a refusal naming the clock", before, after, err)
+			default:
+				t.Log(err)
+				if again, _, err := m.bump(ctx, env.Pool, "", "ahead", 1); err != nil || again != last {
+					t.Fatalf("token after the refused bump: %v, %v; want %v", again, err, last)
+				}
+			}
+			if _, err := env.Pool.Exec(ctx, "TRUNCATE "+m.table); err != nil {
+				t.Fatal(err)
+			}
+			if tok := grant(); tok <= last {
+				t.Fatalf("after the row was lost: token %v not above %v", tok, last)
 			}
 		})
 	}

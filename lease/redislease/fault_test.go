@@ -209,6 +209,42 @@ func TestFaultRestartWithoutPersistence(t *testing.T) {
 	}
 }
 
+// TestFaultBumpAboveClockThenRestart bumps a counter 72 minutes past the
+// server's clock (what a switch from an issuer whose tokens ran ahead
+// would ask for), then restarts Redis without persistence: the next grant
+// must still be above every token issued and promised, or the bump must
+// have been refused, changing nothing.
+func TestFaultBumpAboveClockThenRestart(t *testing.T) {
+	srv := testenv.StartRedisServer(t)
+	rdb := srv.Client(t)
+	c := mustNew(t, rdb, nil)
+	ctx := context.Background()
+	const name = "ahead"
+	last := grants(t, c, name, 3)
+	far := fence.Token(time.Now().Add(72 * time.Minute).UnixMicro())
+	_, changed, err := Bump(ctx, rdb, "", name, far)
+	switch {
+	case err == nil && changed:
+		last = far // promised: the next grant's token is above it
+	case !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), "ahead of the server's clock"):
+		t.Fatalf("Bump 72 minutes ahead: changed %v, %v; want a refusal naming the clock", changed, err)
+	default:
+		t.Log(err)
+		if v, err := rdb.Get(ctx, keysOf(name).token).Result(); err != nil || v != last.String() {
+			t.Fatalf("counter after the refused bump: %q, %v; want %v", v, err, last)
+		}
+	}
+	if err := srv.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitPing(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
+	if l := mustAcquire(t, c, name, time.Minute); l.Token() <= last {
+		t.Fatalf("after a restart without persistence: token %v not above %v", l.Token(), last)
+	}
+}
+
 // waitPing waits until the server answers (the client does not retry).
 func waitPing(ctx context.Context, rdb *redis.Client) error {
 	var err error

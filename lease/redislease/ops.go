@@ -198,7 +198,9 @@ const MaxBump = 1<<53 - 2
 // another issuer's tokens. It returns the counter before (0 when absent)
 // and whether it changed. A nil client, a bad prefix (lease.KeyPrefix; ""
 // is the default), name or target is an error matching lease.ErrInvalid,
-// and nothing is sent.
+// and nothing is sent. A target more than [lease.MaxAhead] above the
+// server's clock is refused (lease.CheckAhead), changing nothing: the
+// counter would not be recovered if Redis lost it.
 func Bump(ctx context.Context, rdb redis.Scripter, prefix, name string, target fence.Token) (before fence.Token, changed bool, err error) {
 	if prefix, err = checkArgs("Bump", rdb, prefix, name); err != nil {
 		return 0, false, err
@@ -207,20 +209,24 @@ func Bump(ctx context.Context, rdb redis.Scripter, prefix, name string, target f
 		return 0, false, fence.Invalid("redislease: Bump: target %d is out of range: 1 to %d", target, uint64(MaxBump))
 	}
 	_, counter, _ := Keys(prefix, name)
-	res, err := bumpScript.Run(ctx, rdb, []string{counter}, target.String()).Slice()
+	res, err := bumpScript.Run(ctx, rdb, []string{counter}, target.String(), lease.MaxAhead.Microseconds()).Slice()
 	if err != nil {
 		return 0, false, err
 	}
-	if len(res) == 2 {
+	if len(res) == 3 {
 		code, ok1 := res[0].(int64)
 		b, ok2 := res[1].(string)
-		if ok1 && ok2 {
+		now, ok3 := res[2].(int64)
+		if ok1 && ok2 && ok3 {
 			if b != "" {
 				v, err := strconv.ParseUint(b, 10, 64)
 				if err != nil {
 					return 0, false, fmt.Errorf("token counter %s holds %q, not a token", counter, b)
 				}
 				before = fence.Token(v)
+			}
+			if code == -1 {
+				return before, false, fmt.Errorf("redislease: Bump %q: %w", name, lease.CheckAhead(target, time.UnixMicro(now)))
 			}
 			return before, code == 1, nil
 		}

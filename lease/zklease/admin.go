@@ -102,11 +102,11 @@ func ForceRelease(ctx context.Context, conn *zk.Conn, keyPrefix, name string, on
 	if err != nil {
 		return ForceReleased{}, err
 	}
-	base, identity, err := parseDir(dir, data)
+	last, identity, err := lastToken(dir, st, data)
 	if err != nil || st.NumChildren == 0 {
 		return ForceReleased{}, err
 	}
-	r := ForceReleased{Held: true, Holder: base + fence.Token(st.Mzxid), Identity: identity}
+	r := ForceReleased{Held: true, Holder: last, Identity: identity}
 	if only != 0 && only != r.Holder {
 		return r, nil
 	}

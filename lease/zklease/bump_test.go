@@ -12,14 +12,14 @@ import (
 	"github.com/fencekit/fencekit/lease"
 )
 
-// TestBump raises a name's tokens past a token far above its zxids, on a
-// name never granted and on one granted before; a lower target changes
-// nothing, and a held name is refused.
+// TestBump raises a name's tokens past a token half a second ahead of the
+// clock, on a name never granted and on one granted before; a lower target
+// changes nothing, a held name is refused, and so is a target more than
+// lease.MaxAhead ahead of the leader's clock.
 func TestBump(t *testing.T) {
 	env := testenv.ZooKeeper(t)
 	ctx := context.Background()
 	c, conn := newClient(t, env, env.Servers, 10*time.Second, "w")
-	const far = fence.Token(1_800_000_000_000_000) // a Redis or PostgreSQL token: µs since 1970
 	prefix := prefixOf(env)
 	for _, name := range []string{"fresh", "used"} {
 		if name == "used" {
@@ -31,6 +31,7 @@ func TestBump(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		far := fence.Token(time.Now().Add(lease.MaxAhead / 2).UnixMicro())
 		before, after, err := Bump(ctx, conn, prefix, name, far)
 		if err != nil || after <= far {
 			t.Fatalf("Bump %s: %v -> %v, %v; want above %v", name, before, after, err, far)
@@ -45,14 +46,21 @@ func TestBump(t *testing.T) {
 		if info, err := c.Inspect(ctx, name); err != nil || info.Holder != l.Token() || info.Last != l.Token() {
 			t.Fatalf("Inspect %s: %+v, %v; want holder and last %v", name, info, err, l.Token())
 		}
-		if _, _, err := Bump(ctx, conn, prefix, name, 2*far); err == nil {
+		if _, _, err := Bump(ctx, conn, prefix, name, far+1); err == nil {
 			t.Fatalf("Bump of held %s: no error", name)
 		}
 		if err := l.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
+		ahead := fence.Token(time.Now().Add(time.Hour).UnixMicro())
+		if _, _, err := Bump(ctx, conn, prefix, name, ahead); !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), "ahead of the server's clock") {
+			t.Fatalf("Bump %s an hour ahead: %v, want ErrInvalid naming the clock", name, err)
+		}
+		if info, err := c.Inspect(ctx, name); err != nil || info.Last != l.Token() {
+			t.Fatalf("Inspect %s after the refused bump: %+v, %v; want Last %v", name, info, err, l.Token())
+		}
 	}
-	if _, _, err := Bump(ctx, conn, prefix, "a b", far); !errors.Is(err, lease.ErrInvalid) {
+	if _, _, err := Bump(ctx, conn, prefix, "a b", 5); !errors.Is(err, lease.ErrInvalid) {
 		t.Fatalf("Bump of a bad name: %v, want ErrInvalid", err)
 	}
 	if _, _, err := Bump(ctx, conn, prefix, "x", 0); !errors.Is(err, lease.ErrInvalid) {

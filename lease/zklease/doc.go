@@ -30,18 +30,22 @@
 // # Nodes and tokens
 //
 // /<KeyPrefix>/lease/<name> (the name %-escaped) is persistent; its data is
-// the token base and the last holder's identity. A grant is one
-// transaction that sets its identity and creates its only child, the
-// holder node lock-<random>-<sequence>, ephemeral, and that commits only
-// if the data version is still the one Acquire read with no child, so that
-// two grants cannot both commit. The token is the base (0 until [Bump]
-// raises it, for a switch from an issuer with greater tokens) plus the
-// transaction's zxid (the name node's Mzxid, the holder node's Czxid): the
-// ensemble orders every transaction by zxid, and a new leader starts a new,
-// greater epoch, so tokens grow across session expiries, leader changes
-// and deleted nodes, with no clock involved. Restoring an old snapshot into
-// a new ensemble could reissue zxids: Bump the names past the last tokens
-// the storage saw (docs/leases.md, "Switching issuers").
+// "floor F" and the last holder's identity. A grant is one transaction
+// that sets its data and creates its only child, the holder node
+// lock-<random>-<sequence>, ephemeral, and that commits only if the data
+// version is still the one Acquire read with no child, so that two grants
+// cannot both commit. Its token is max(F + 1, the node's mtime × 1000): F
+// is the previous token, and the mtime is the time in ms the leader
+// stamped on the transaction. This is the hybrid logical clock of Redis and
+// PostgreSQL, on the leader's clock. Tokens grow across session expiries
+// and leader changes whatever the clocks do (F is committed with the
+// grant), and across a deleted name node or a wiped ensemble as long as
+// the leaders' clocks are closer than the time between the last grant and
+// the next (docs/leases.md, "Tokens"). [Bump] raises F. A node in the
+// earlier form, "<base>\n<identity>" with tokens base + zxid, is read as
+// such and continues above its last token; a zklease of that earlier form
+// refuses a node in this one (an error, no grant): upgrade every client of
+// a name together.
 //
 // Waiting: AcquireWait queues an ephemeral sequential ticket under
 // /<KeyPrefix>/wait/<name> and watches only the ticket before its own; the

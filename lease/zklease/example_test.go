@@ -16,9 +16,9 @@ import (
 	"github.com/fencekit/fencekit/lease/zklease"
 )
 
-// Leases from ZooKeeper: the TTL is the session timeout, tokens are zxids
-// (they grow with every transaction of the ensemble, not by one), and a
-// waiter is woken by the release through a watch. The connection is to the
+// Leases from ZooKeeper: the TTL is the session timeout, tokens follow the
+// leader's clock in µs (they grow with time, not by one), and a waiter is
+// woken by the release through a watch. The connection is to the
 // ensemble at FENCEKIT_ZOOKEEPER (comma-separated host:port, default
 // 127.0.0.1:2181).
 func ExampleNew() {
@@ -67,9 +67,9 @@ func ExampleNew() {
 	// held by: worker-1 true
 }
 
-// Moving a name to ZooKeeper from Redis or PostgreSQL: their tokens are
-// microseconds since 1970, far above zxids, so raise the name's tokens past
-// the highest token the storage saw before the first grant.
+// The storage refuses every holder as stale (it saw tokens above the
+// name's: the leader's clock was behind): raise the name's tokens past the
+// highest token the storage saw.
 func ExampleBump() {
 	servers := exampleServers()
 	conn, _, err := zk.Connect(servers, 10*time.Second)

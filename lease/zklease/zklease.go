@@ -79,8 +79,8 @@ type grant struct {
 
 func (b *backend) Name() string { return "zookeeper" }
 
-// lockDir is the name's node: its data is the token base and the identity
-// of the last grant, base + Mzxid that grant's token; its one child, while
+// lockDir is the name's node: its data is the floor of the last grant's
+// token and that grant's identity (see lastToken); its one child, while
 // held, is the holder node.
 func (b *backend) lockDir(name string) string { return b.root + "/lease/" + escape(name) }
 
@@ -103,9 +103,9 @@ func escape(name string) string {
 // and creates the holder node in one transaction that only commits if the
 // node's data version is still the one read (no grant in between): two
 // round trips, a few more for a name's first grant (it creates the node and
-// its missing ancestors). A refusal takes one. The token is the base plus
-// the transaction's zxid, read back as the name's node's Mzxid, which is
-// also the holder node's Czxid.
+// its missing ancestors). A refusal takes one. The token is
+// max(last token + 1, the transaction's time in µs), the time the leader
+// stamped on it (the name node's mtime, in ms), as in lastToken.
 func (b *backend) Acquire(ctx context.Context, name string, ttl time.Duration, identity string) (*lease.Grant, error) {
 	dir := b.lockDir(name)
 	for attempt := 0; ; attempt++ {
@@ -119,16 +119,16 @@ func (b *backend) Acquire(ctx context.Context, name string, ttl time.Duration, i
 		if err != nil {
 			return nil, err
 		}
-		base, holder, err := parseDir(dir, data)
+		last, holder, err := lastToken(dir, st, data)
 		if err != nil {
 			return nil, err
 		}
 		if st.NumChildren > 0 {
 			// Remaining -1: the holder's node lasts as long as its session.
-			return nil, &lease.NotAcquiredError{Name: name, Holder: base + fence.Token(st.Mzxid), Identity: holder, Remaining: -1}
+			return nil, &lease.NotAcquiredError{Name: name, Holder: last, Identity: holder, Remaining: -1}
 		}
 		sent := time.Now()
-		token, path, err := b.grant(ctx, dir, st.Version, base, identity)
+		token, path, err := b.grant(ctx, dir, st.Version, last, identity)
 		if errors.Is(err, zk.ErrBadVersion) && attempt < 3 {
 			continue // granted to someone else since the read: read again
 		}
@@ -168,9 +168,9 @@ func (b *backend) makeDirs(ctx context.Context, path string) error {
 }
 
 // grant runs the grant transaction on dir, read at data version version
-// with token base base. A holder node created after ctx ended, or whose
+// with last token last. A holder node created after ctx ended, or whose
 // reply was lost, is deleted in the background: nobody would release it.
-func (b *backend) grant(ctx context.Context, dir string, version int32, base fence.Token, identity string) (fence.Token, string, error) {
+func (b *backend) grant(ctx context.Context, dir string, version int32, last fence.Token, identity string) (fence.Token, string, error) {
 	nonce, err := newNonce()
 	if err != nil {
 		return 0, "", err
@@ -182,12 +182,12 @@ func (b *backend) grant(ctx context.Context, dir string, version int32, base fen
 	}
 	r, err := call(ctx, func() (res, error) {
 		rs, err := b.conn.Multi(
-			&zk.SetDataRequest{Path: dir, Data: dirData(base, identity), Version: version},
+			&zk.SetDataRequest{Path: dir, Data: dirData(last, identity), Version: version},
 			&zk.CreateRequest{Path: node, Data: []byte(identity), Acl: acl, Flags: zk.FlagEphemeralSequential})
 		if err != nil {
 			return res{}, err
 		}
-		return res{base + fence.Token(rs[0].Stat.Mzxid), rs[1].String}, nil
+		return res{tokenAt(last, rs[0].Stat.Mtime), rs[1].String}, nil
 	}, func(r res, err error) {
 		switch {
 		case err == nil:
@@ -282,8 +282,7 @@ func (b *backend) deleteNode(ctx context.Context, path string) error {
 }
 
 // Inspect reads the name's node, one round trip: held while it has a
-// child; the last token is its base plus its Mzxid (none while its data
-// version is 0).
+// child; the last token as lastToken reads it.
 func (b *backend) Inspect(ctx context.Context, name string) (lease.Info, error) {
 	dir := b.lockDir(name)
 	st, data, err := b.get(ctx, dir)
@@ -293,37 +292,50 @@ func (b *backend) Inspect(ctx context.Context, name string) (lease.Info, error) 
 	if err != nil {
 		return lease.Info{}, err
 	}
-	base, identity, err := parseDir(dir, data)
+	last, identity, err := lastToken(dir, st, data)
 	if err != nil {
 		return lease.Info{}, err
 	}
-	var info lease.Info
-	if st.Version > 0 {
-		info.Last = base + fence.Token(st.Mzxid)
-	}
+	info := lease.Info{Last: last}
 	if st.NumChildren > 0 {
 		info.Held, info.Holder, info.Identity, info.Remaining = true, info.Last, identity, -1
 	}
 	return info, nil
 }
 
-// dirData is a name node's data: the token base, a newline, and the
-// identity of the last grant.
-func dirData(base fence.Token, identity string) []byte {
-	return []byte(strconv.FormatUint(uint64(base), 10) + "\n" + identity)
+// dirData is a name node's data: "floor", the floor of the grant's token,
+// a newline, and the grant's identity.
+func dirData(floor fence.Token, identity string) []byte {
+	return []byte("floor " + floor.String() + "\n" + identity)
 }
 
-// parseDir reads a name node's data (empty: base 0, no grant yet).
-func parseDir(dir string, data []byte) (base fence.Token, identity string, err error) {
+// tokenAt is the token of a grant whose name node data holds floor and
+// whose transaction the leader stamped mtime (ms since 1970): a hybrid
+// logical clock, above floor whatever the clock does and, when the name's
+// node is lost, the leader's time in µs.
+func tokenAt(floor fence.Token, mtime int64) fence.Token {
+	return max(floor+1, fence.Token(max(mtime, 0))*1000)
+}
+
+// lastToken reads a name node (Stat and data): the token of its last grant
+// or bump, and that grant's identity; 0 and "" before the first. Data of
+// the earlier form "<base>\n<identity>" gives base + Mzxid (the token was
+// the grant's zxid plus a base), and the next grant continues above it.
+func lastToken(dir string, st *zk.Stat, data []byte) (fence.Token, string, error) {
 	if len(data) == 0 {
 		return 0, "", nil
 	}
-	b, identity, ok := strings.Cut(string(data), "\n")
-	n, perr := strconv.ParseUint(b, 10, 63)
-	if !ok || perr != nil {
-		return 0, "", fmt.Errorf("zklease: %s holds %q, not a token base and an identity: not written by zklease", dir, short(data))
+	head, identity, ok := strings.Cut(string(data), "\n")
+	digits, floor := strings.CutPrefix(head, "floor ")
+	n, err := strconv.ParseUint(digits, 10, 63)
+	switch {
+	case !ok || err != nil:
+		return 0, "", fmt.Errorf("zklease: %s holds %q, not a token floor and an identity: not written by zklease", dir, short(data))
+	case floor:
+		return tokenAt(fence.Token(n), st.Mtime), identity, nil
+	default:
+		return fence.Token(n) + fence.Token(st.Mzxid), identity, nil
 	}
-	return fence.Token(n), identity, nil
 }
 
 func short(b []byte) []byte {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
 )
@@ -56,8 +57,8 @@ func TestGrantAndRefusal(t *testing.T) {
 	}
 	dir := env.Root + "/lease/x"
 	_, st, err := conn.Get(dir)
-	if err != nil || st.NumChildren != 1 || st.Mzxid != int64(l.Token()) {
-		t.Fatalf("name node: %+v, %v; want one child and Mzxid = token %v", st, err, l.Token())
+	if err != nil || st.NumChildren != 1 || l.Token() != fence.Token(st.Mtime)*1000 {
+		t.Fatalf("name node: %+v, %v; want one child and mtime × 1000 = the first token %v", st, err, l.Token())
 	}
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)

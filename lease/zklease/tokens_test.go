@@ -1,0 +1,102 @@
+package zklease
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/testenv"
+	"github.com/fencekit/fencekit/lease"
+)
+
+// TestTokensFollowTheClock bumps a name to the current time, as a switch
+// from Redis or PostgreSQL does, then kills the ensemble's leader and later
+// deletes the name's node: every grant's token is above the one before and
+// never more than lease.MaxAhead above the clock, so that an issuer that
+// loses its counter (Redis, PostgreSQL, a wiped ZooKeeper) recovers past
+// it with its clock.
+func TestTokensFollowTheClock(t *testing.T) {
+	e := testenv.StartZooKeeperEnsemble(t, 3)
+	env := &testenv.ZooKeeperEnv{Servers: e.Servers, Root: "/clock"}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, conn := newClient(t, env, e.Servers, zkTTL, "")
+	const name = "jobs"
+	var last fence.Token
+	grant := func(after string) {
+		t.Helper()
+		actx, acancel := context.WithTimeout(ctx, 30*time.Second)
+		defer acancel()
+		for {
+			l, err := c.Acquire(actx, name, zkTTL)
+			if err == nil {
+				now := fence.Token(time.Now().Add(lease.MaxAhead).UnixMicro())
+				if l.Token() <= last || l.Token() > now {
+					t.Errorf("%s: token %v after %v; want above it and at most %v (the clock + %v)", after, l.Token(), last, now, lease.MaxAhead)
+				}
+				last = l.Token()
+				if err := l.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if actx.Err() != nil {
+				t.Fatalf("%s: no grant: %v", after, err)
+			}
+			time.Sleep(100 * time.Millisecond) // no quorum for a moment
+		}
+	}
+	grant("first grant")
+	if _, _, err := Bump(ctx, conn, prefixOf(env), name, fence.Token(time.Now().UnixMicro())); err != nil {
+		t.Fatal(err)
+	}
+	grant("after a bump to the current time")
+
+	leader, err := e.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Members[leader].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	grant("after the leader was killed")
+	if next, err := e.Leader(ctx); err != nil || next == leader {
+		t.Fatalf("no new leader: %d, %v", next, err)
+	}
+
+	if err := testenv.ZooKeeperDeleteTree(e.Servers, env.Root+"/lease"); err != nil {
+		t.Fatal(err)
+	}
+	grant("after the name's node was deleted")
+}
+
+// TestEarlierNodeData reads a name node in the form zklease wrote when
+// tokens were a base plus the zxid: Inspect's Last is base + Mzxid, and
+// the next grant's token is above it.
+func TestEarlierNodeData(t *testing.T) {
+	env := testenv.ZooKeeper(t)
+	ctx := context.Background()
+	c, conn := newClient(t, env, env.Servers, 10*time.Second, "")
+	l, err := c.Acquire(ctx, "old", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	base := fence.Token(time.Now().UnixMicro())
+	st, err := conn.Set(env.Root+"/lease/old", []byte(base.String()+"\nworker-a"), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := base + fence.Token(st.Mzxid)
+	if info, err := c.Inspect(ctx, "old"); err != nil || info.Last != want {
+		t.Fatalf("Inspect of the earlier form: %+v, %v; want Last %v", info, err, want)
+	}
+	l, err = c.Acquire(ctx, "old", 10*time.Second)
+	if err != nil || l.Token() <= want {
+		t.Fatalf("grant after the earlier form: %v, %v; want a token above %v", l, err, want)
+	}
+	l.Release(ctx)
+}
