@@ -54,7 +54,10 @@
 // and only a write that changed no row sends a second statement, to tell a
 // stale write (with the row's version) from a missing row ([ErrNoRow]).
 // [Table.Insert] inserts a row that does not exist yet, and [Table.Upsert]
-// does either. Use it when each write touches one row; use guard-row mode
+// does either. For a read-modify-write, read with [Table.Claim]: it raises
+// the row's version to the token in the same statement, so an older
+// holder's write between the read and the write is refused instead of
+// being accepted and then overwritten. Use it when each write touches one row; use guard-row mode
 // when a write spans rows or tables, or the schema cannot get a version
 // column.
 //

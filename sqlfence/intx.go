@@ -88,8 +88,9 @@ func InTx(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 //
 // Cost: the caller's statements plus two round trips, as for the same
 // unfenced transaction: on a *pgx.Conn or *pgxpool.Pool the claim travels
-// in the BEGIN's message (see beginClaim), and COMMIT. On a pgx.Tx the
-// savepoint and the claim are a round trip each.
+// in the BEGIN's message (see beginClaim), and COMMIT, which travels with
+// the check that fn left the transaction open (checkCommit). On a pgx.Tx
+// the savepoint and the claim are a round trip each.
 //
 // When fn returns an error the transaction is rolled back and that error is
 // returned (wrapping also ctx's cause when ctx has ended, see below). With IsoLevel RepeatableRead or Serializable, a
@@ -97,6 +98,11 @@ func InTx(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 // back and re-runs the whole transaction, up to MaxRetries times, so fn must
 // have no effects outside the transaction; the final error joins the last
 // failure with ctx's error when ctx ended the retries.
+//
+// fn must leave the transaction open: when it ends it itself (COMMIT,
+// ROLLBACK, tx.Commit), the claim ends with it, and InTx returns an error
+// saying "fn ended the transaction" and commits nothing more; statements fn
+// ran after that were not fenced (see docs/postgres.md).
 //
 // Errors: a [*fence.StaleError] (fn not called, nothing changed);
 // [fence.ErrInvalid] for a nil db or fn, a zero token or one above
@@ -144,7 +150,7 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fe
 		if err != nil {
 			return fmt.Errorf("sqlfence: InTx(%q): prepare the claim: %w", resource, err)
 		}
-		tx, err = db.BeginTx(ctx, pgx.TxOptions{BeginQuery: begin})
+		tx, err = db.BeginTx(ctx, pgx.TxOptions{BeginQuery: begin, CommitQuery: checkCommit})
 		if err != nil {
 			return beginClaimFailed(ctx, db, resource, tok, err)
 		}
@@ -168,15 +174,60 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fe
 	if err = fn(tx); err != nil {
 		return err
 	}
+	switch tx.Conn().PgConn().TxStatus() {
+	case 'I':
+		return fnEnded(resource, nil)
+	case 'E': // fn ignored a failed statement: COMMIT would roll back
+		return fmt.Errorf("sqlfence: InTx(%q): commit: %w", resource, pgx.ErrTxCommitRollback)
+	}
 	if err = tx.Commit(ctx); err != nil {
+		if endedByFn(err) {
+			return fnEnded(resource, err)
+		}
 		return fmt.Errorf("sqlfence: InTx(%q): commit: %w", resource, err)
 	}
 	committed = true
 	return nil
 }
 
-// beginClaim is the BEGIN of InTx's transaction on conn followed by its
-// claim, in one simple-protocol message (one round trip). Unlike claimSQL,
+// checkCommit is the COMMIT of InTx's transaction on a connection, one
+// simple-protocol message: the SELECT fails (SQLSTATE 22P02, with
+// endedText in the message) unless the transaction is the one
+// beginClaim began, whose SET LOCAL marker PostgreSQL resets when the
+// transaction ends. So when fn ended InTx's transaction and began another
+// (COMMIT; BEGIN, COMMIT AND CHAIN), the COMMIT never runs, and pgx closes
+// the connection, which rolls fn's transaction back.
+const checkCommit = "SELECT (CASE WHEN current_setting('" + marker + "', true) = 'on' THEN '1' ELSE '" + endedText + "' END)::int; COMMIT"
+
+// marker is the transaction-local setting that marks InTx's transaction.
+const marker = "fencekit.intx"
+
+const endedText = "fn ended the transaction"
+
+// endedByFn reports whether a failed commit found InTx's transaction (or
+// savepoint) ended by fn: pgx's tx closed (fn called its Commit or
+// Rollback), checkCommit's refusal, or a savepoint that no longer exists
+// (25P01 outside any transaction, 3B001 in another one).
+func endedByFn(err error) bool {
+	var pe *pgconn.PgError
+	return errors.Is(err, pgx.ErrTxClosed) ||
+		errors.As(err, &pe) && (pe.Code == "22P02" && strings.Contains(pe.Message, endedText) ||
+			pe.Code == "25P01" || pe.Code == "3B001")
+}
+
+// fnEnded is InTx's error when fn ended the transaction itself: what fn
+// wrote after that was not fenced.
+func fnEnded(resource string, err error) error {
+	msg := fmt.Sprintf("sqlfence: InTx(%q): %s (COMMIT, ROLLBACK or tx.Commit inside fn): InTx committed nothing more, and fn's later statements ran unfenced", resource, endedText)
+	if err == nil {
+		return errors.New(msg)
+	}
+	return fmt.Errorf("%s: %w", msg, err)
+}
+
+// beginClaim is the BEGIN of InTx's transaction on conn, the marker that
+// checkCommit looks for and the claim, in one simple-protocol message (one
+// round trip). Unlike claimSQL,
 // it cannot return the refusal as a row (pgx's BeginTx reads no rows): a
 // refused claim sets the token to NULL, which the NOT NULL column rejects
 // with SQLSTATE 23502, and beginClaimFailed turns that into the stale
@@ -197,7 +248,7 @@ func beginClaim(ctx context.Context, conn *pgx.Conn, level pgx.TxIsoLevel, resou
 		b.WriteString(" ISOLATION LEVEL ")
 		b.WriteString(string(level))
 	}
-	b.WriteString("; ")
+	b.WriteString("; SET LOCAL " + marker + " = on; ")
 	var lit strings.Builder
 	lit.WriteString("E'")
 	for _, c := range []byte(resource) {

@@ -48,6 +48,7 @@ type Table struct {
 	updateSQL string
 	insertSQL string
 	upsertSQL string
+	claimSQL  string
 	readSQL   string // the row's version: $1 key
 	whySQL    string // guarded: the guard's token and the row's version: $1 key, $2 resource
 }
@@ -102,6 +103,7 @@ func NewTable(table, keyColumn, versionColumn string, columns ...string) (*Table
 		updateSQL: buildUpdate(t, k, v, cols, ""),
 		insertSQL: buildInsert(t, k, v, cols, "", ""),
 		upsertSQL: buildInsert(t, k, v, cols, buildUpsertAction(k, v, cols), ""),
+		claimSQL:  buildClaim(t, k, v, cols, ""),
 		readSQL:   "SELECT COALESCE(" + v + ", 0) FROM " + t + " WHERE " + k + " = $1",
 	}, nil
 }
@@ -135,6 +137,7 @@ func (t *Table) WithGuard(resource string) *Table {
 	g.updateSQL = buildUpdate(t.t, t.k, t.v, t.cols, claim)
 	g.insertSQL = buildInsert(t.t, t.k, t.v, t.cols, "", claim)
 	g.upsertSQL = buildInsert(t.t, t.k, t.v, t.cols, buildUpsertAction(t.k, t.v, t.cols), claim)
+	g.claimSQL = buildClaim(t.t, t.k, t.v, t.cols, guardClaim(3))
 	g.whySQL = "SELECT (SELECT token FROM fencekit_tokens WHERE resource = $2), " +
 		"(SELECT COALESCE(" + t.v + ", 0) FROM " + t.t + " WHERE " + t.k + " = $1)"
 	return &g
@@ -169,6 +172,22 @@ func buildUpdate(t, k, v string, cols []string, claim string) string {
 	b.WriteString(" WHERE " + k + " = $1 AND COALESCE(" + v + ", 0) <= $2")
 	if claim != "" {
 		b.WriteString(" AND " + claimed)
+	}
+	return b.String()
+}
+
+// buildClaim returns the claim at read: $1 key, $2 token; with claim
+// (guardClaim), also the guard's resource, $3. It returns the version and
+// the columns.
+func buildClaim(t, k, v string, cols []string, claim string) string {
+	var b strings.Builder
+	b.WriteString(claim + "UPDATE " + t + " SET " + v + " = $2 WHERE " + k + " = $1 AND COALESCE(" + v + ", 0) <= $2")
+	if claim != "" {
+		b.WriteString(" AND " + claimed)
+	}
+	b.WriteString(" RETURNING " + v)
+	for _, c := range cols {
+		b.WriteString(", " + c)
 	}
 	return b.String()
 }
@@ -259,6 +278,43 @@ func (t *Table) Upsert(ctx context.Context, db Querier, key any, tok fence.Token
 	return t.write(ctx, db, "upsert", key, tok, values)
 }
 
+// Claim is the read of a read-modify-write: it raises the row's version to
+// tok and scans the row's columns (those given to [NewTable], in order)
+// into dest, in one statement and one round trip,
+//
+//	UPDATE t SET version = tok WHERE key = $1 AND version <= tok RETURNING columns
+//
+// so that from this read on, every holder with an older token is refused
+// ([Table.Update] returns a stale error): a write the old holder makes
+// after the new holder read the row can no longer be accepted and then
+// overwritten. A plain SELECT followed by Update does not do that. Claim
+// writes a row version, even when the version already is tok; on a pgx.Tx
+// the row stays locked until the transaction ends. On a table bound by
+// [Table.WithGuard] it also claims the guard row, as Update does.
+//
+// Errors are those of [Table.Update]: a [*fence.StaleError] when the row's
+// version (or the guard's token) is greater than tok, nothing changed;
+// [ErrNoRow] when no row has the key; [fence.ErrInvalid] also for a number
+// of destinations other than the number of columns (nothing sent).
+func (t *Table) Claim(ctx context.Context, db Querier, key any, tok fence.Token, dest ...any) error {
+	if err := t.checkWrite(ctx, db, "claim", key, tok, len(dest), "destinations"); err != nil {
+		return err
+	}
+	args := []any{key, int64(tok)}
+	if t.guarded {
+		args = append(args, t.guard)
+	}
+	var ver int64
+	err := db.QueryRow(ctx, t.claimSQL, args...).Scan(append([]any{&ver}, dest...)...)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return t.refused(ctx, db, "claim", key, tok)
+	case err != nil:
+		return fmt.Errorf("sqlfence: claim %s with token %s: %w", t.resource(key), tok, withCause(ctx, err))
+	}
+	return nil
+}
+
 // Version returns the row's version (0 for a NULL version). One round trip.
 //
 // Errors: [ErrNoRow] when no row has the key; [fence.ErrInvalid] for a nil
@@ -288,17 +344,8 @@ func (t *Table) Version(ctx context.Context, db Querier, key any) (fence.Token, 
 
 // write runs op ("update", "insert" or "upsert") after checking its input.
 func (t *Table) write(ctx context.Context, db Querier, op string, key any, tok fence.Token, values []any) error {
-	switch {
-	case t == nil:
-		return errNilTable
-	case isNil(db):
-		return errNilDB
-	}
-	if err := t.checkWrite(tok, values); err != nil {
-		return fmt.Errorf("sqlfence: %s %s: %w", op, t.resource(key), err)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("sqlfence: %s %s: %w", op, t.resource(key), withCause(ctx, err))
+	if err := t.checkWrite(ctx, db, op, key, tok, len(values), "values"); err != nil {
+		return err
 	}
 	args := make([]any, 0, 3+len(values))
 	args = append(args, key, int64(tok))
@@ -347,7 +394,7 @@ func (t *Table) refused(ctx context.Context, db Querier, op string, key any, tok
 		return fmt.Errorf("%w: %s has version %d", ErrRowExists, res, *ver)
 	case op == "insert":
 		return fmt.Errorf("%w: %s (inserted and deleted concurrently)", ErrRowExists, res)
-	case op == "update" && ver == nil:
+	case (op == "update" || op == "claim") && ver == nil:
 		return fmt.Errorf("%w: %s", ErrNoRow, res)
 	default:
 		// The row was deleted, or deleted and inserted again, while the
@@ -360,17 +407,29 @@ func (t *Table) refused(ctx context.Context, db Querier, op string, key any, tok
 // errNilTable is what the methods of a nil *Table return.
 var errNilTable = fence.Invalid("sqlfence: nil *sqlfence.Table (NewTable returned an error)")
 
-// checkWrite validates a write's token, values and guard resource; the
-// error has no package prefix.
-func (t *Table) checkWrite(tok fence.Token, values []any) error {
-	if err := tok.Validate(); err != nil {
-		return err
+// checkWrite validates what op sends before sending it: the table, the
+// handle, the token, the number of values (or Claim's destinations: what),
+// the guard resource, then ctx.
+func (t *Table) checkWrite(ctx context.Context, db Querier, op string, key any, tok fence.Token, n int, what string) error {
+	switch {
+	case t == nil:
+		return errNilTable
+	case isNil(db):
+		return errNilDB
 	}
-	if len(values) != t.columns {
-		return fence.Invalid("%d values for %d columns", len(values), t.columns)
+	err := tok.Validate()
+	switch {
+	case err != nil:
+	case n != t.columns:
+		err = fence.Invalid("%d %s for %d columns", n, what, t.columns)
+	case t.guarded:
+		err = fence.ValidateName("WithGuard resource", t.guard)
 	}
-	if t.guarded {
-		return fence.ValidateName("WithGuard resource", t.guard)
+	if err == nil && ctx.Err() != nil {
+		err = withCause(ctx, ctx.Err())
+	}
+	if err != nil {
+		return fmt.Errorf("sqlfence: %s %s: %w", op, t.resource(key), err)
 	}
 	return nil
 }

@@ -1,0 +1,146 @@
+package sqlfence_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/sqlfence"
+)
+
+// TestInTxFnEndsTransaction runs InTx with token 10 whose fn ends the
+// transaction itself (COMMIT, ROLLBACK, COMMIT then BEGIN, tx.Commit),
+// after which a newer holder claims with token 20 and writes, and then the
+// old fn writes again and returns nil. InTx must return an error naming the
+// problem, never nil, and must not commit what fn wrote after its COMMIT
+// inside a transaction it began itself. On every handle.
+func TestInTxFnEndsTransaction(t *testing.T) {
+	env := setup(t)
+	ctx := testCtx(t)
+	exec(t, env.Pool, `CREATE TABLE data (k text PRIMARY KEY, v text NOT NULL)`)
+	write := func(db execer, v string) error {
+		_, err := db.Exec(ctx, `INSERT INTO data (k, v) VALUES ('doc', $1) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`, v)
+		return err
+	}
+	ends := []struct {
+		name string
+		end  func(tx pgx.Tx) error
+		// lateCommitted: the late write runs in autocommit, so it is
+		// committed before InTx can see anything (not preventable).
+		lateCommitted bool
+	}{
+		{"COMMIT", func(tx pgx.Tx) error { _, err := tx.Exec(ctx, "COMMIT"); return err }, true},
+		{"ROLLBACK", func(tx pgx.Tx) error { _, err := tx.Exec(ctx, "ROLLBACK"); return err }, true},
+		{"COMMIT then BEGIN", func(tx pgx.Tx) error { _, err := tx.Exec(ctx, "COMMIT; BEGIN"); return err }, false},
+		{"COMMIT AND CHAIN", func(tx pgx.Tx) error { _, err := tx.Exec(ctx, "COMMIT AND CHAIN"); return err }, false},
+		{"tx.Commit", func(tx pgx.Tx) error { return tx.Commit(ctx) }, false},
+	}
+	handles := []struct {
+		name string
+		db   func(t *testing.T) sqlfence.TxBeginner
+	}{
+		{"pool", func(*testing.T) sqlfence.TxBeginner { return env.Pool }},
+		{"conn", func(t *testing.T) sqlfence.TxBeginner { return connect(t, env.URL) }},
+		{"conn exec mode", func(t *testing.T) sqlfence.TxBeginner { return connect(t, env.URL+"&default_query_exec_mode=exec") }},
+	}
+	n := 0
+	for _, h := range handles {
+		for _, e := range ends {
+			t.Run(h.name+"/"+e.name, func(t *testing.T) {
+				n++
+				resource := "doc-" + strings.ReplaceAll(h.name+e.name, " ", "")
+				old, newer := fence.Token(100*n+10), fence.Token(100*n+20)
+				err := sqlfence.InTx(ctx, h.db(t), resource, old, func(tx pgx.Tx) error {
+					if err := write(tx, "A early"); err != nil {
+						return err
+					}
+					if err := e.end(tx); err != nil {
+						return err
+					}
+					// The claim is gone with A's transaction: B claims and writes.
+					if err := sqlfence.InTx(ctx, env.Pool, resource, newer, func(btx pgx.Tx) error {
+						return write(btx, "B")
+					}); err != nil {
+						t.Errorf("B's InTx: %v", err)
+					}
+					_ = write(tx, "A late") // ignored, as careless code does
+					return nil
+				})
+				if err == nil || !strings.Contains(err.Error(), "fn ended the transaction") {
+					t.Fatalf("InTx whose fn ended the transaction returned %v; want an error saying fn ended the transaction", err)
+				}
+				if errors.Is(err, fence.ErrStale) {
+					t.Fatalf("error %v matches fence.ErrStale; nothing was refused as stale", err)
+				}
+				got := readData(t, env.Pool, "doc")
+				if !e.lateCommitted && got != "B" {
+					t.Fatalf("row after InTx = %q, want B's write (A's late write must not be committed)", got)
+				}
+				if cur, err := sqlfence.Current(ctx, env.Pool, resource); err != nil || cur != newer {
+					t.Fatalf("guard token %v, %v; want %v", cur, err, newer)
+				}
+			})
+		}
+	}
+}
+
+// TestInTxFnEndsOuterTransaction is TestInTxFnEndsTransaction on a pgx.Tx
+// (InTx's transaction is a savepoint): fn's COMMIT ends the caller's
+// transaction, and InTx must say so.
+func TestInTxFnEndsOuterTransaction(t *testing.T) {
+	env := setup(t)
+	ctx := testCtx(t)
+	for _, end := range []string{"COMMIT", "ROLLBACK", "COMMIT; BEGIN"} {
+		t.Run(end, func(t *testing.T) {
+			outer, err := env.Pool.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer outer.Rollback(ctx)
+			err = sqlfence.InTx(ctx, outer, "outer", 5, func(tx pgx.Tx) error {
+				_, err := tx.Exec(ctx, end)
+				return err
+			})
+			if err == nil || !strings.Contains(err.Error(), "fn ended the transaction") {
+				t.Fatalf("InTx on a pgx.Tx whose fn sent %s returned %v; want an error saying fn ended the transaction", end, err)
+			}
+		})
+	}
+}
+
+// TestInTxSavepointsInFn: fn's own savepoints (tx.Begin) keep working, committed
+// or rolled back, and InTx commits.
+func TestInTxSavepointsInFn(t *testing.T) {
+	env := setup(t)
+	ctx := testCtx(t)
+	exec(t, env.Pool, `CREATE TABLE data (k text PRIMARY KEY, v text NOT NULL)`)
+	err := sqlfence.InTx(ctx, env.Pool, "doc", 1, func(tx pgx.Tx) error {
+		for _, v := range []string{"kept", "undone"} {
+			sp, err := tx.Begin(ctx)
+			if err != nil {
+				return err
+			}
+			if _, err := sp.Exec(ctx, `INSERT INTO data (k, v) VALUES ($1, $1)`, v); err != nil {
+				return err
+			}
+			if v == "undone" {
+				err = sp.Rollback(ctx)
+			} else {
+				err = sp.Commit(ctx)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if readData(t, env.Pool, "kept") != "kept" || readData(t, env.Pool, "undone") != "<none>" {
+		t.Fatal("savepoints inside fn did not keep and undo their writes")
+	}
+}
