@@ -107,8 +107,8 @@ func TestInTxFnErrorRollsBackClaim(t *testing.T) {
 		exec(t, tx, `INSERT INTO data (k, v) VALUES ('other', 'x')`)
 		return boom
 	})
-	if err != boom {
-		t.Fatalf("err = %v, want fn's error unchanged", err)
+	if !errors.Is(err, boom) || err.Error() != `sqlfence: InTx("doc") with token 7: boom` {
+		t.Fatalf("err = %v, want fn's error wrapped once with the resource and token", err)
 	}
 	if got := readData(t, env.Pool, "doc"); got != "five" {
 		t.Fatalf("data = %q after failed tx, want five", got)

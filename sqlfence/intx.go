@@ -93,7 +93,7 @@ func InTx(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 // the savepoint and the claim are a round trip each.
 //
 // When fn returns an error the transaction is rolled back and that error is
-// returned (wrapping also ctx's cause when ctx has ended, see below). With IsoLevel RepeatableRead or Serializable, a
+// returned, wrapped once with InTx's resource and token (wrapping also ctx's cause when ctx has ended, see below). With IsoLevel RepeatableRead or Serializable, a
 // serialization failure or deadlock (from the claim, fn or commit) rolls
 // back and re-runs the whole transaction, up to MaxRetries times, so fn must
 // have no effects outside the transaction; the final error joins the last
@@ -134,6 +134,12 @@ func (g *Guard) InTx(ctx context.Context, db TxBeginner, resource string, tok fe
 	}
 }
 
+// txErr names InTx, its resource and its token once in err, a step's
+// error ("begin: ", "commit: ") or fn's own ("").
+func txErr(resource string, tok fence.Token, step string, err error) error {
+	return fmt.Errorf("sqlfence: InTx(%q) with token %s: %s%w", resource, tok, step, err)
+}
+
 // once runs one attempt: begin and claim, fn, commit.
 func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fence.Token, fn func(pgx.Tx) error) (err error) {
 	var tx pgx.Tx
@@ -141,14 +147,14 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fe
 	case *pgxpool.Pool:
 		c, err := db.Acquire(ctx)
 		if err != nil {
-			return fmt.Errorf("sqlfence: InTx(%q): begin: %w", resource, err)
+			return txErr(resource, tok, "begin: ", err)
 		}
 		defer c.Release()
 		return g.once(ctx, c.Conn(), resource, tok, fn)
 	case *pgx.Conn:
 		begin, err := beginClaim(ctx, db, g.opts.IsoLevel, resource, tok)
 		if err != nil {
-			return fmt.Errorf("sqlfence: InTx(%q): prepare the claim: %w", resource, err)
+			return txErr(resource, tok, "prepare the claim: ", err)
 		}
 		tx, err = db.BeginTx(ctx, pgx.TxOptions{BeginQuery: begin, CommitQuery: checkCommit})
 		if err != nil {
@@ -156,7 +162,7 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fe
 		}
 	default: // a pgx.Tx: a savepoint, then the claim
 		if tx, err = db.Begin(ctx); err != nil {
-			return fmt.Errorf("sqlfence: InTx(%q): begin: %w", resource, err)
+			return txErr(resource, tok, "begin: ", err)
 		}
 	}
 	committed := false
@@ -172,19 +178,19 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fe
 		}
 	}
 	if err = fn(tx); err != nil {
-		return err
+		return txErr(resource, tok, "", err)
 	}
 	switch tx.Conn().PgConn().TxStatus() {
 	case 'I':
-		return fnEnded(resource, nil)
+		return fnEnded(resource, tok, nil)
 	case 'E': // fn ignored a failed statement: COMMIT would roll back
-		return fmt.Errorf("sqlfence: InTx(%q): commit: %w", resource, pgx.ErrTxCommitRollback)
+		return txErr(resource, tok, "commit: ", pgx.ErrTxCommitRollback)
 	}
 	if err = tx.Commit(ctx); err != nil {
 		if endedByFn(err) {
-			return fnEnded(resource, err)
+			return fnEnded(resource, tok, err)
 		}
-		return fmt.Errorf("sqlfence: InTx(%q): commit: %w", resource, err)
+		return txErr(resource, tok, "commit: ", err)
 	}
 	committed = true
 	return nil
@@ -217,8 +223,8 @@ func endedByFn(err error) bool {
 
 // fnEnded is InTx's error when fn ended the transaction itself: what fn
 // wrote after that was not fenced.
-func fnEnded(resource string, err error) error {
-	msg := fmt.Sprintf("sqlfence: InTx(%q): %s (COMMIT, ROLLBACK or tx.Commit inside fn): InTx committed nothing more, and fn's later statements ran unfenced", resource, endedText)
+func fnEnded(resource string, tok fence.Token, err error) error {
+	msg := fmt.Sprintf("sqlfence: InTx(%q) with token %s: %s (COMMIT, ROLLBACK or tx.Commit inside fn): InTx committed nothing more, and fn's later statements ran unfenced", resource, tok, endedText)
 	if err == nil {
 		return errors.New(msg)
 	}
@@ -334,7 +340,7 @@ func beginClaimFailed(ctx context.Context, conn *pgx.Conn, resource string, tok 
 	if errors.As(err, &pe) && pe.Code == "23502" && pe.TableName == "fencekit_tokens" {
 		return staleFromReread(ctx, conn, resource, tok)
 	}
-	return fmt.Errorf("sqlfence: InTx(%q): begin and claim with token %s: %w", resource, tok, err)
+	return txErr(resource, tok, "begin and claim: ", err)
 }
 
 // rollback ends tx even when ctx is already done, so that a pooled

@@ -425,11 +425,11 @@ func (t *Table) checkWrite(ctx context.Context, db Querier, op string, key any, 
 	case t.guarded:
 		err = fence.ValidateName("WithGuard resource", t.guard)
 	}
-	if err == nil && ctx.Err() != nil {
-		err = withCause(ctx, ctx.Err())
-	}
 	if err != nil {
 		return fmt.Errorf("sqlfence: %s %s: %w", op, t.resource(key), err)
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("sqlfence: %s %s with token %s: nothing sent: %w", op, t.resource(key), tok, withCause(ctx, ctx.Err()))
 	}
 	return nil
 }
