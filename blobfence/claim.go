@@ -13,13 +13,11 @@ import (
 // from now on every write with an older token is refused, not only after
 // this holder's first write (the S3 form of sqlfence's read claim). It
 // rewrites the object's body and fields under tok in a new envelope: a
-// HEAD, a GET conditional on the ETag it read, and a conditional PUT; a
-// HEAD and a PUT of a tombstone when the key is absent or deleted (it
-// stays absent to readers); one HEAD when the key carries tok already.
+// read, a GET conditional on the ETag it read, and a conditional PUT; a
+// read and a PUT of a tombstone when the key is absent or deleted (it
+// stays absent to readers); one read when the key carries tok already.
 //
-// Errors: as for [Store.PutReader]; [ErrContention] also when an object
-// written by another tool, on a server whose ETags are not the MD5 of the
-// bytes, cannot be proven to be the body the GET returned.
+// Errors: as for [Store.PutReader].
 func (s *Store) Claim(ctx context.Context, key string, tok fence.Token) error {
 	if err := s.checkWrite("claim", key, tok); err != nil {
 		return err
@@ -31,7 +29,7 @@ func (s *Store) Claim(ctx context.Context, key string, tok fence.Token) error {
 		case !cur.live():
 			return &content{}, nil
 		}
-		g, err := s.getOnce(ctx, key, cur.etag)
+		g, err := s.getOnce(ctx, key, cur.etag, false)
 		if httpStatus(err) == http.StatusPreconditionFailed || errors.Is(err, ErrNotFound) {
 			return nil, errChanged
 		}
@@ -39,7 +37,7 @@ func (s *Store) Claim(ctx context.Context, key string, tok fence.Token) error {
 			return nil, err
 		}
 		// The body must be the one of the state that was checked.
-		same := g.record.envelope && g.record.nonce == cur.record.nonce || !cur.record.envelope && g.proven && g.etag == cur.etag
+		same := g.proven && g.Version == cur.Version && g.envelope == cur.envelope && g.nonce == cur.nonce
 		if !same || g.deleted {
 			return nil, errChanged
 		}

@@ -99,19 +99,24 @@ func Decode(stored []byte) (Envelope, []byte, error) {
 	return e, body, nil
 }
 
-// writeRecord is what a HEAD tells of the write that produced an object.
+// writeRecord is what an object's metadata says of the write that
+// produced it. Metadata is a hint: it is read apart from the bytes on some
+// servers and dropped by outside edits, so a record proves a version only
+// when the bytes read with the ETag agree with it (see [Store.decode]).
 type writeRecord struct {
-	envelope bool // written by this release: the stored bytes are an envelope
-	deleted  bool
-	nonce    string
-	etag     string // the ETag the record predicts for an MD5 server; "" when none
+	envelope bool        // this release's form: the nonce of an envelope and the MD5 of its bytes
+	old      bool        // the second release's form: the token and the MD5 of the bytes as they are
+	nonce    string      // envelope only
+	token    fence.Token // old form only
+	sum      [md5.Size]byte
+	etag     string // the ETag the record predicts on a server whose ETags are the MD5
 }
 
 // parseRecord parses the <MetadataKey>-write entry: this release's form,
 // or the second release's (<token> <md5> <put|mpu> <id> <alt> <fields>[
-// opaque]), whose MD5 and form still predict the ETag. ok is false for
-// anything else (another tool wrote the entry).
-func parseRecord(raw string, tok fence.Token) (writeRecord, bool) {
+// opaque]), whose MD5 and form predict the ETag. ok is false for anything
+// else (no entry, or another tool wrote it).
+func parseRecord(raw string) (writeRecord, bool) {
 	f := strings.Fields(raw)
 	switch {
 	case len(f) == 4 && f[0] == recordFormat && (f[1] == statePut || f[1] == stateDel):
@@ -119,17 +124,18 @@ func parseRecord(raw string, tok fence.Token) (writeRecord, bool) {
 		if !ok {
 			return writeRecord{}, false
 		}
-		return writeRecord{envelope: true, deleted: f[1] == stateDel, nonce: f[2], etag: plainETag(sum)}, true
+		return writeRecord{envelope: true, nonce: f[2], sum: sum, etag: plainETag(sum)}, true
 	case len(f) == 6 || len(f) == 7 && f[6] == "opaque":
 		sum, ok := md5Hex(f[1])
-		if !ok || f[0] != tok.String() {
+		tok, err := fence.ParseToken(f[0])
+		if !ok || err != nil {
 			return writeRecord{}, false
 		}
 		switch f[2] {
 		case "put":
-			return writeRecord{etag: plainETag(sum)}, true
+			return writeRecord{old: true, token: tok, sum: sum, etag: plainETag(sum)}, true
 		case "mpu":
-			return writeRecord{etag: multipartETag(sum)}, true
+			return writeRecord{old: true, token: tok, sum: sum, etag: multipartETag(sum)}, true
 		}
 	}
 	return writeRecord{}, false
@@ -153,4 +159,17 @@ func plainETag(sum [md5.Size]byte) string { return strconv.Quote(hex.EncodeToStr
 func multipartETag(sum [md5.Size]byte) string {
 	m := md5.Sum(sum[:])
 	return strconv.Quote(hex.EncodeToString(m[:]) + "-1")
+}
+
+// md5Shaped reports whether etag looks like the MD5 of the bytes (32
+// lower-case hex digits, quoted), as single PUTs without SSE-KMS get on
+// AWS and versitygw. Such an ETag is trusted only when the MD5 of bytes
+// proves it.
+func md5Shaped(etag string) bool {
+	u, err := strconv.Unquote(etag)
+	if err != nil || len(u) != 2*md5.Size {
+		return false
+	}
+	_, ok := md5Hex(u)
+	return ok
 }

@@ -1,14 +1,17 @@
 package blobfence
 
 import (
+	"bytes"
 	"context"
 	"crypto/md5"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/fencekit/fencekit/fence"
 )
@@ -23,7 +26,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, fence.Token, error
 	if err := s.check("get", key); err != nil {
 		return nil, 0, err
 	}
-	g, err := s.getOnce(ctx, key, "")
+	g, err := s.getOnce(ctx, key, "", false)
 	if err == nil && g.deleted {
 		err = ErrNotFound
 	}
@@ -34,18 +37,16 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, fence.Token, error
 }
 
 // GetVersion is [Store.Get] that also returns the object's version, for
-// [After]. It costs one request on a server whose ETags are the MD5 of the
-// bytes: the MD5 of what it read proves the ETag is this body's. Otherwise
-// it also reads the state as a put does (one or two HEADs) and checks that
-// the state's write is the one it read, reading again, up to
-// [Options.MaxAttempts]+1 times, while they differ ([ErrContention] if
-// they never agree). Other errors as for Get.
+// [After]. It costs one request when the object's write record or the MD5
+// of the bytes proves that the ETag is this body's; otherwise it reads
+// again, up to [Options.MaxAttempts]+1 times ([ErrContention] if no read
+// is proven). Other errors as for Get.
 func (s *Store) GetVersion(ctx context.Context, key string) ([]byte, Version, error) {
 	if err := s.check("get", key); err != nil {
 		return nil, Version{}, err
 	}
 	for range s.maxAttempts + 1 {
-		g, err := s.getOnce(ctx, key, "")
+		g, err := s.getOnce(ctx, key, "", false)
 		if err == nil && g.deleted {
 			err = ErrNotFound
 		}
@@ -53,13 +54,6 @@ func (s *Store) GetVersion(ctx context.Context, key string) ([]byte, Version, er
 			return nil, Version{}, s.wrap(ctx, "get", key, err)
 		}
 		if g.proven {
-			return g.body, g.Version, nil
-		}
-		st, err := s.read(ctx, key)
-		if err != nil {
-			return nil, Version{}, s.wrap(ctx, "get", key, err)
-		}
-		if st.Version == g.Version && st.raw == g.raw && g.raw != "" {
 			return g.body, g.Version, nil
 		}
 	}
@@ -71,17 +65,20 @@ type got struct {
 	state
 	body   []byte
 	fields objectFields // the object's other fields, as a claim rewrites them
-	proven bool         // the ETag is the MD5 of the bytes read
+	proven bool         // the ETag is the one of the version whose bytes were read
 }
 
-// getOnce reads the object once, with If-Match: ifMatch unless it is "".
-// An envelope's token and state come from its header, which the body
-// carries; an object without one (written by the second release or by
-// another tool) is its bytes as they are, with the token of its metadata.
-func (s *Store) getOnce(ctx context.Context, key, ifMatch string) (got, error) {
+// getOnce reads the object once, with If-Match: ifMatch unless it is "";
+// with headerOnly, only its first maxHeaderLen bytes (asked for with a
+// Range, and no more read when a server ignores it).
+func (s *Store) getOnce(ctx context.Context, key, ifMatch string, headerOnly bool) (got, error) {
 	in := &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)}
 	if ifMatch != "" {
 		in.IfMatch = aws.String(ifMatch)
+	}
+	var r io.Reader
+	if headerOnly {
+		in.Range = aws.String(fmt.Sprintf("bytes=0-%d", maxHeaderLen-1))
 	}
 	out, err := s.client.GetObject(ctx, in)
 	if err != nil {
@@ -91,26 +88,19 @@ func (s *Store) getOnce(ctx context.Context, key, ifMatch string) (got, error) {
 		return got{}, err
 	}
 	defer out.Body.Close()
-	stored, err := io.ReadAll(out.Body)
+	r = out.Body
+	if headerOnly {
+		r = io.LimitReader(out.Body, maxHeaderLen)
+	}
+	stored, err := io.ReadAll(r)
 	if err != nil {
 		return got{}, fmt.Errorf("read the body: %w", err)
 	}
-	st, err := s.stateOf(key, aws.ToString(out.ETag), out.Metadata)
+	kms := out.ServerSideEncryption == types.ServerSideEncryptionAwsKms || out.ServerSideEncryption == types.ServerSideEncryptionAwsKmsDsse
+	whole := !headerOnly || len(stored) < maxHeaderLen
+	g, err := s.decode(key, aws.ToString(out.ETag), out.Metadata, kms, stored, whole)
 	if err != nil {
 		return got{}, err
-	}
-	// The ETag is the MD5 of these bytes, or the one-part upload ETag the
-	// second release's record predicts for them.
-	sum := md5.Sum(stored)
-	proven := st.etag == plainETag(sum) || st.etag == multipartETag(sum) && st.etag == st.record.etag
-	g := got{state: st, body: stored, proven: proven}
-	if st.record.envelope {
-		e, body, err := Decode(stored)
-		if err != nil {
-			return got{}, err
-		}
-		g.body, g.token, g.deleted = body, e.Token, e.Deleted
-		g.record.nonce = e.Nonce
 	}
 	g.fields = objectFields{
 		contentType: aws.ToString(out.ContentType), cacheControl: aws.ToString(out.CacheControl),
@@ -124,6 +114,49 @@ func (s *Store) getOnce(ctx context.Context, key, ifMatch string) (got, error) {
 			}
 			g.fields.metadata[k] = v
 		}
+	}
+	return g, nil
+}
+
+// decode is the state and body that the bytes read with etag and md
+// describe (all the object's bytes when whole, else its start). The token
+// is what the bytes say: an envelope's header, or, for bytes that are no
+// envelope, the second release's write record, or 0 (another tool wrote
+// them). proven says the ETag is that of the version whose bytes were
+// read: the write record names the header's nonce and predicts the ETag,
+// or the MD5 of the whole bytes is the ETag, or the ETag is not the MD5
+// kind (then the server is trusted to return the bytes and ETag of one
+// version).
+func (s *Store) decode(key, etag string, md map[string]string, kms bool, stored []byte, whole bool) (got, error) {
+	if etag == "" {
+		return got{}, errors.New("the object has no ETag; it cannot be written conditionally")
+	}
+	g := got{state: state{Version: Version{key: key, etag: etag}}, body: stored}
+	raw, hasRecord := lookupMeta(md, s.writeKey)
+	rec, _ := parseRecord(raw)
+	sum := md5.Sum(stored)
+	if bytes.HasPrefix(stored, []byte(headerMagic)) {
+		e, body, err := Decode(stored)
+		if err != nil {
+			return got{}, err
+		}
+		g.body, g.token, g.deleted, g.envelope, g.nonce = body, e.Token, e.Deleted, true, e.Nonce
+		g.proven = rec.envelope && rec.nonce == e.Nonce && rec.etag == etag || whole && plainETag(sum) == etag
+	} else {
+		if rec.old {
+			g.token = rec.token
+		}
+		switch {
+		case rec.old && rec.etag == etag:
+			g.proven = true
+		case whole && plainETag(sum) == etag:
+			// Another tool's bytes (no record), or the second release's
+			// whose record is of these very bytes.
+			g.proven = !hasRecord || rec.old && rec.sum == sum
+		}
+	}
+	if !g.proven && (kms || !md5Shaped(etag)) {
+		g.proven = true
 	}
 	return g, nil
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
 
 	"github.com/fencekit/fencekit/fence"
@@ -34,12 +32,12 @@ func (v Version) Token() fence.Token { return v.token }
 
 // state is what a writer knows of the key before it writes: the version
 // (no ETag when no object has the key), whether it is a tombstone, and
-// the write record.
+// the envelope's nonce (none for an object another tool wrote).
 type state struct {
 	Version
-	deleted bool
-	record  writeRecord
-	raw     string // the write record as stored, "" when none
+	deleted  bool
+	envelope bool
+	nonce    string
 }
 
 // exists reports whether an object (a tombstone included) has the key.
@@ -48,64 +46,47 @@ func (st state) exists() bool { return st.etag != "" }
 // live reports whether readers see the object: it exists and is no tombstone.
 func (st state) live() bool { return st.exists() && !st.deleted }
 
-// headOnce reads the key's state with one HEAD; an absent key is the zero
-// state and no error.
-func (s *Store) headOnce(ctx context.Context, key string) (state, error) {
-	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
-	if err != nil {
-		if isNotFound(err) {
+// read reads the key's state: an ETag and the token of the version that
+// has it, from that version's own bytes. A ranged GET of the first
+// maxHeaderLen bytes gives the ETag, the envelope's header and the write
+// record; the record proves the pair when it names the header's nonce and
+// predicts the ETag. Otherwise (the metadata was read apart from the bytes,
+// or an outside edit dropped it) a whole GET conditional on the ETag proves
+// it when the MD5 of the bytes is the ETag. A server whose ETags are not
+// MD5-shaped is trusted to return the bytes and ETag of one version. An
+// absent key is the zero state. At most 2(maxAttempts+1) GETs.
+func (s *Store) read(ctx context.Context, key string) (state, error) {
+	for range s.maxAttempts + 1 {
+		g, err := s.getOnce(ctx, key, "", true)
+		if httpStatus(err) == http.StatusRequestedRangeNotSatisfiable { // an empty object
+			g, err = s.getOnce(ctx, key, "", false)
+		}
+		if errors.Is(err, ErrNotFound) {
 			return state{}, nil
 		}
-		return state{}, err
-	}
-	return s.stateOf(key, aws.ToString(out.ETag), out.Metadata)
-}
-
-// stateOf is the state an object's ETag and metadata describe.
-func (s *Store) stateOf(key, etag string, md map[string]string) (state, error) {
-	if etag == "" {
-		return state{}, errors.New("the object has no ETag; it cannot be written conditionally")
-	}
-	tok, err := s.parseToken(md)
-	if err != nil {
-		return state{}, err
-	}
-	st := state{Version: Version{key: key, etag: etag, token: tok}}
-	if raw, ok := lookupMeta(md, s.writeKey); ok {
-		st.raw = raw
-		st.record, _ = parseRecord(raw, tok)
-		st.deleted = st.record.deleted
-	}
-	return st, nil
-}
-
-// read reads the key's state until the read is proven to pair the ETag
-// with the metadata of the same write: one HEAD whose ETag is the one the
-// write record predicts, or else two HEADs in a row that agree. (A HEAD is
-// not one atomic read on every server: versitygw's posix backend reads the
-// metadata and then the ETag by path, so a HEAD racing a PUT can return the
-// new ETag with the old token. Every write leaves new bytes, so no state
-// comes back: two agreeing HEADs saw the same write.) An absent key is the
-// zero state. At most maxAttempts+1 HEADs.
-func (s *Store) read(ctx context.Context, key string) (state, error) {
-	var prev *state
-	for range s.maxAttempts + 1 {
-		st, err := s.headOnce(ctx, key)
 		if err != nil {
 			return state{}, err
 		}
-		if !st.exists() || st.etag == st.record.etag || prev != nil && prev.Version == st.Version && prev.raw == st.raw {
-			return st, nil
+		if g.proven {
+			return g.state, nil
 		}
-		prev = &st
+		g, err = s.getOnce(ctx, key, g.etag, false)
+		switch {
+		case errors.Is(err, ErrNotFound) || httpStatus(err) == http.StatusPreconditionFailed:
+			continue // it changed; read again
+		case err != nil:
+			return state{}, err
+		case g.proven:
+			return g.state, nil
+		}
 	}
-	return state{}, fmt.Errorf("%w: the object kept changing between reads (%d reads)", ErrContention, s.maxAttempts+1)
+	return state{}, fmt.Errorf("%w: no read proved that the ETag and the bytes it returned belong together (%d rounds)", ErrContention, s.maxAttempts+1)
 }
 
 // Head returns the object's current version, for [After]. It costs one
-// HEAD request on a server whose ETags are the MD5 of the bytes, and two
-// otherwise (see [Store.PutReader]). Errors: [ErrNotFound] when the key is
-// absent or deleted, [ErrContention] (no two reads agreed),
+// ranged GET, two when the object's metadata does not prove it (see
+// [Store.PutReader]). Errors: [ErrNotFound] when the key is absent or
+// deleted, [ErrContention] (no read was proven),
 // [ErrBadMetadata], [fence.ErrInvalid], the context's cause, S3 errors.
 func (s *Store) Head(ctx context.Context, key string) (Version, error) {
 	if err := s.check("head", key); err != nil {

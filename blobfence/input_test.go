@@ -165,7 +165,7 @@ func TestErrorsNameTheObjectOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := env.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: &env.Bucket, Key: aws.String("reports/bad.csv"),
-		Body: strings.NewReader("x"), Metadata: map[string]string{blobfence.DefaultMetadataKey: "x"}})
+		Body: strings.NewReader("fencekit-blob 1 put x n\nx")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,9 +11,9 @@ import (
 )
 
 // TestOpaqueETags: behind a proxy that gives every write a new opaque ETag
-// of 32 hex digits (as SSE-KMS does), puts and reads stay correct; a read
-// that the MD5 cannot prove costs one HEAD more (Put 3 requests, Put with
-// After 1, GetVersion 3, Delete 3).
+// of 32 hex digits (as SSE-KMS does), puts and reads stay correct at the
+// usual cost: the reply says aws:kms, so the ETag is not taken for an MD5
+// (Put 2 requests, Put with After 1, GetVersion 1, Delete 2).
 func TestOpaqueETags(t *testing.T) {
 	ctx := context.Background()
 	_, _, env := newStore(t, nil)
@@ -36,12 +36,11 @@ func TestOpaqueETags(t *testing.T) {
 		v1, err = s.PutReader(ctx, "k", strings.NewReader("one"), 5)
 		return err
 	})
-	// The ETag is not the record's MD5: two HEADs that agree, then the PUT.
-	requests("Put over an object with an opaque ETag", 3, func() (err error) {
+	requests("Put over an object with an opaque ETag", 2, func() (err error) {
 		v2, err = s.PutReader(ctx, "k", strings.NewReader("two"), 6)
 		return err
 	})
-	requests("Put of the same bytes under a newer token", 3, func() (err error) {
+	requests("Put of the same bytes under a newer token", 2, func() (err error) {
 		v3, err = s.PutReader(ctx, "k", strings.NewReader("two"), 7)
 		return err
 	})
@@ -56,14 +55,14 @@ func TestOpaqueETags(t *testing.T) {
 		v3, err = s.PutReader(ctx, "k", strings.NewReader("three"), 7, blobfence.After(v3))
 		return err
 	})
-	requests("GetVersion (a GET, then two HEADs)", 3, func() error {
+	requests("GetVersion", 1, func() error {
 		body, v, err := s.GetVersion(ctx, "k")
 		if err == nil && (string(body) != "three" || v != v3) {
 			t.Errorf("GetVersion = %q %+v; want three %+v", body, v, v3)
 		}
 		return err
 	})
-	requests("Delete", 3, func() error { return s.Delete(ctx, "k", 8) })
+	requests("Delete", 2, func() error { return s.Delete(ctx, "k", 8) })
 	if _, _, err := s.Get(ctx, "k"); !errors.Is(err, blobfence.ErrNotFound) {
 		t.Fatalf("Get after Delete: %v", err)
 	}

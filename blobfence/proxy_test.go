@@ -76,7 +76,7 @@ func dropIfMatch() *s3Proxy {
 // some S3-compatible servers): the same bytes written twice get two
 // ETags. It keeps, per object, the server's ETag and the one it handed out,
 // translates If-Match back, and never lets an ETag it did not hand out for
-// the current version match.
+// the current version match. Its replies say aws:kms, as SSE-KMS's do.
 type opaqueETags struct {
 	mu      sync.Mutex
 	current map[string][2]string // path -> {server's ETag, the proxy's}
@@ -103,9 +103,10 @@ func (o *opaqueETags) request(r *http.Request) {
 
 func (o *opaqueETags) reply(resp *http.Response) error {
 	r := resp.Request
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusPartialContent {
 		return nil
 	}
+	resp.Header.Set("X-Amz-Server-Side-Encryption", "aws:kms")
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if real := resp.Header.Get("ETag"); real != "" {

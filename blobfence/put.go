@@ -275,11 +275,11 @@ type attempts struct {
 
 // mine reports whether cur was written by one of w's attempts.
 func (w *attempts) mine(cur state) bool {
-	if !cur.record.envelope {
+	if !cur.envelope {
 		return false
 	}
 	for _, n := range w.nonces {
-		if n == cur.record.nonce {
+		if n == cur.nonce {
 			return true
 		}
 	}

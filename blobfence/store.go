@@ -66,8 +66,8 @@ var (
 	// the key is absent or deleted.
 	ErrNotFound = errors.New("blobfence: object not found")
 
-	// ErrBadMetadata is returned (wrapped) when an object's token metadata
-	// or its envelope does not parse. Writes
+	// ErrBadMetadata is returned (wrapped) when an object's bytes start
+	// like an envelope's header but the header does not parse. Writes
 	// refuse to touch such an object.
 	ErrBadMetadata = errors.New("blobfence: malformed token metadata")
 )
@@ -278,22 +278,6 @@ func (e *opError) Error() string {
 }
 
 func (e *opError) Unwrap() error { return e.err }
-
-// parseToken reads the token from an object's metadata: 0 when the object
-// carries none (written by another tool), an error wrapping
-// [ErrBadMetadata] when the value is malformed (stored data, not bad input:
-// it does not match [fence.ErrInvalid]).
-func (s *Store) parseToken(md map[string]string) (fence.Token, error) {
-	v, ok := lookupMeta(md, s.tokenKey)
-	if !ok {
-		return 0, nil
-	}
-	tok, err := fence.ParseToken(v)
-	if err != nil {
-		return 0, fmt.Errorf("%w: x-amz-meta-%s: %v", ErrBadMetadata, s.tokenKey, err)
-	}
-	return tok, nil
-}
 
 // lookupMeta finds name in md; S3 and the SDK lower-case metadata names,
 // other clients may not.

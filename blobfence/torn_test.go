@@ -14,15 +14,16 @@ import (
 	"github.com/fencekit/fencekit/fence"
 )
 
-// Torn reads: a server whose HEAD or GET reads the ETag and the metadata of
-// an object one after the other can pair them from two versions when the
-// read races a PUT (versitygw's posix backend does). The faulty client
-// replays such pairs deterministically; the race test meets them by chance.
+// Torn reads: a server whose GET reads the ETag, the metadata and the
+// bytes of an object one after the other can pair them from two versions
+// when the read races a PUT (versitygw's posix backend does). The faulty
+// client replays such pairs deterministically; the race test meets them by
+// chance.
 
-// TestTornHeadIsNotTrusted: a HEAD that pairs the current ETag with an
-// older object's metadata (what versitygw returns when the HEAD races a
-// PUT) must not let an older token through.
-func TestTornHeadIsNotTrusted(t *testing.T) {
+// TestTornMetadataIsNotTrusted: a read that pairs the current ETag and
+// bytes with an older write's metadata (or none) must not let an older
+// token through: the token is what the bytes say.
+func TestTornMetadataIsNotTrusted(t *testing.T) {
 	ctx := context.Background()
 	f := newRacer(t)
 	s := mustNew(t, f, f.env.Bucket, nil)
@@ -36,44 +37,36 @@ func TestTornHeadIsNotTrusted(t *testing.T) {
 	if err := s.Put(ctx, "k", []byte("v2"), 9); err != nil {
 		t.Fatal(err)
 	}
-	heads := len(f.sdkAttempts["HeadObject"])
-	f.tornHeads = []map[string]string{old.Metadata}
-	err = s.Put(ctx, "k", []byte("stale"), 7)
-	var se *fence.StaleError
-	if !errors.As(err, &se) || se.Current != 9 {
-		t.Fatalf("put with token 7 after a torn read of token 5: %v; want StaleError current 9", err)
-	}
-	if n := len(f.sdkAttempts["HeadObject"]) - heads; n != 2 {
-		t.Fatalf("%d HEADs; want 2 (the torn one is not self-consistent, so it is read again)", n)
-	}
-	// Without write records, two agreeing reads are needed: a torn read of a
-	// foreign object's metadata is not trusted either.
-	f.tornHeads = []map[string]string{{}}
-	if err := s.Put(ctx, "k", []byte("stale"), 7); !errors.Is(err, fence.ErrStale) {
-		t.Fatalf("put with token 7 after a torn read of no metadata: %v; want ErrStale", err)
+	for _, md := range []map[string]string{old.Metadata, {}} {
+		f.tornMeta = []map[string]string{md}
+		err = s.Put(ctx, "k", []byte("stale"), 7)
+		var se *fence.StaleError
+		if !errors.As(err, &se) || se.Current != 9 {
+			t.Fatalf("put with token 7 after a read with metadata %v: %v; want StaleError current 9", md, err)
+		}
 	}
 	wantStored(t, s, "k", "v2", 9)
 }
 
-// TestTornHeadsNeverAgree: when no HEAD can be trusted (none is
-// self-consistent and no two in a row agree), the put gives up with
-// ErrContention after MaxAttempts+1 reads and writes nothing.
-func TestTornHeadsNeverAgree(t *testing.T) {
+// TestUnprovenReadsGiveUp: when no read can be proven (its ETag is neither
+// the one the write record predicts nor the MD5 of the bytes, and the GET
+// conditional on it is refused), the put gives up with ErrContention after
+// MaxAttempts+1 rounds and writes nothing.
+func TestUnprovenReadsGiveUp(t *testing.T) {
 	ctx := context.Background()
 	f := newRacer(t)
 	s := mustNew(t, f, f.env.Bucket, &blobfence.Options{MaxAttempts: 2})
 	if err := s.Put(ctx, "k", []byte("v1"), 5); err != nil {
 		t.Fatal(err)
 	}
-	heads, puts := len(f.sdkAttempts["HeadObject"]), len(f.sdkAttempts["PutObject"])
-	tok := blobfence.DefaultMetadataKey
-	f.tornHeads = []map[string]string{{tok: "1"}, {tok: "2"}, {tok: "3"}}
+	gets, puts := len(f.sdkAttempts["GetObject"]), len(f.sdkAttempts["PutObject"])
+	f.tornGets = []string{`"11111111111111111111111111111111"`, `"22222222222222222222222222222222"`, `"33333333333333333333333333333333"`}
 	err := s.Put(ctx, "k", []byte("v2"), 7)
 	if !errors.Is(err, blobfence.ErrContention) || errors.Is(err, fence.ErrStale) {
-		t.Fatalf("put over reads that never agree: %v; want ErrContention", err)
+		t.Fatalf("put over reads that are never proven: %v; want ErrContention", err)
 	}
-	if h, p := len(f.sdkAttempts["HeadObject"])-heads, len(f.sdkAttempts["PutObject"])-puts; h != 3 || p != 0 {
-		t.Fatalf("%d HEADs and %d PUTs; want 3 (MaxAttempts+1) and none", h, p)
+	if g, p := len(f.sdkAttempts["GetObject"])-gets, len(f.sdkAttempts["PutObject"])-puts; g != 6 || p != 0 {
+		t.Fatalf("%d GETs and %d PUTs; want 6 (two per round, MaxAttempts+1 rounds) and none", g, p)
 	}
 	wantStored(t, s, "k", "v1", 5)
 }
@@ -81,7 +74,7 @@ func TestTornHeadsNeverAgree(t *testing.T) {
 // TestTornGet: GetVersion must not return an ETag that is not proven to
 // be the body's, since a put with After would write If-Match on it trusting
 // the body's token. It reads again until a read is proven (the ETag is the
-// MD5 of the bytes, or a HEAD shows the same write), and gives up with
+// MD5 of the bytes, or the write record of the same write predicts it), and gives up with
 // ErrContention when none is; Get, which returns no ETag, reads once.
 func TestTornGet(t *testing.T) {
 	ctx := context.Background()
@@ -110,8 +103,7 @@ func TestTornGet(t *testing.T) {
 	if _, v, err := s.GetVersion(ctx, "k"); !errors.Is(err, blobfence.ErrContention) || v != (blobfence.Version{}) || gets()-n != 3 {
 		t.Fatalf("GetVersion when every read is torn: %+v, %v after %d GETs; want ErrContention after 3 (MaxAttempts+1)", v, err, gets()-n)
 	}
-	// Two reads torn the same way are refused all the same: the HEAD shows
-	// another write.
+	// Two reads torn the same way are refused all the same.
 	f.tornGets = slices.Repeat([]string{v1.ETag()}, 2)
 	n = gets()
 	if _, v, err := s.GetVersion(ctx, "k"); err != nil || v != v2 || gets()-n != 3 {
@@ -126,7 +118,7 @@ func TestTornGet(t *testing.T) {
 }
 
 // TestTornHeadAcrossSameBytes: after the same bytes were written under
-// tokens 5 and 9, a HEAD that pairs 9's ETag with 5's metadata must not be
+// tokens 5 and 9, a read that pairs 9's ETag with 5's metadata must not be
 // trusted: a writer with token 7 deciding on that pair would land over 9.
 func TestTornHeadAcrossSameBytes(t *testing.T) {
 	ctx := context.Background()
@@ -142,7 +134,7 @@ func TestTornHeadAcrossSameBytes(t *testing.T) {
 	if err := s.Put(ctx, "k", []byte("same"), 9); err != nil {
 		t.Fatal(err)
 	}
-	f.tornHeads = []map[string]string{old.Metadata}
+	f.tornMeta = []map[string]string{old.Metadata}
 	err = s.Put(ctx, "k", []byte("stale"), 7)
 	var se *fence.StaleError
 	if !errors.As(err, &se) || se.Current != 9 {

@@ -98,9 +98,11 @@ func (p *probe) refused(what string, err error) {
 }
 
 // accepted takes the error of a write that had to be accepted; it returns
-// the error when it says nothing about conditions.
+// the error when it says nothing about conditions. A 404 on a conditional
+// PUT of a key in a bucket that exists means the server cannot evaluate
+// the condition (versitygw --nometa keeps no ETags).
 func (p *probe) accepted(what string, err error) error {
-	if st := httpStatus(err); st == 400 || st == 412 || st == 501 {
+	if st := httpStatus(err); st == 400 || st == 412 || st == 501 || isNotFound(err) {
 		p.miss("%s is not supported (%v)", what, err)
 		return nil
 	}

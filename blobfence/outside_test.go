@@ -1,0 +1,135 @@
+package blobfence_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/fencekit/fencekit/blobfence"
+	"github.com/fencekit/fencekit/internal/testenv"
+)
+
+// Outside edits and servers whose metadata can disagree with the object's
+// bytes: the token of a version is what its own bytes say.
+
+// TestMetadataEditKeepsFence: an operator's metadata-only edit (CopyObject
+// of the key onto itself with MetadataDirective REPLACE, as `aws s3 cp
+// s3://b/k s3://b/k --metadata-directive REPLACE` sends) drops the token
+// metadata but keeps the bytes: a later put with an older token is still
+// refused, and Get returns the body without the header line.
+func TestMetadataEditKeepsFence(t *testing.T) {
+	env := testenv.S3(t)
+	testMetadataEditKeepsFence(t, env.Client, env.Bucket)
+}
+
+func testMetadataEditKeepsFence(t *testing.T, c *s3.Client, bucket string) {
+	ctx := context.Background()
+	s := mustNew(t, c, bucket, nil)
+	mustPut(t, s, "edited", "v100", 100)
+	_, err := c.CopyObject(ctx, &s3.CopyObjectInput{
+		Bucket: aws.String(bucket), Key: aws.String("edited"), CopySource: aws.String(bucket + "/edited"),
+		MetadataDirective: "REPLACE", ContentType: aws.String("text/plain"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String("edited")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := head.Metadata[blobfence.DefaultMetadataKey]; ok {
+		t.Fatalf("the edit kept the token metadata (%v); the test does not test what it says", head.Metadata)
+	}
+	body, tok, err := s.Get(ctx, "edited")
+	if err != nil || string(body) != "v100" || tok != 100 {
+		t.Errorf("Get after the edit: %q, token %d, %v; want \"v100\", 100", body, tok, err)
+	}
+	wantStale(t, "put with token 50 after the edit", s.Put(ctx, "edited", []byte("v50"), 50))
+	wantStale(t, "delete with token 50 after the edit", s.Delete(ctx, "edited", 50))
+	wantStored(t, s, "edited", "v100", 100)
+	mustPut(t, s, "edited", "v101", 101)
+	wantStored(t, s, "edited", "v101", 101)
+}
+
+// TestSidecarTornMetadata: versitygw --sidecar stores an object's ETag and
+// its metadata in separate files, written one after the other; a HEAD in
+// between returns the new ETag with the previous write's token. The test
+// holds that state still (it puts the previous write's metadata files
+// back) and checks that a put with a token older than the current write's
+// is refused.
+func TestSidecarTornMetadata(t *testing.T) {
+	ctx := context.Background()
+	sidecar := t.TempDir()
+	srv := testenv.StartS3Server(t, "--sidecar", sidecar)
+	c := srv.Client()
+	bucket := "torn"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	s := mustNew(t, c, bucket, nil)
+	metaDir := filepath.Join(sidecar, bucket, "k", "meta")
+	mustPut(t, s, "k", "v33", 33)
+	old := readMetaFiles(t, metaDir)
+	mustPut(t, s, "k", "v35", 35)
+	for name, v := range old { // the write of 35's ETag, the write of 33's metadata
+		if err := os.WriteFile(filepath.Join(metaDir, name), v, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	head, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String("k")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := head.Metadata[blobfence.DefaultMetadataKey]; got != "33" {
+		t.Fatalf("a HEAD shows token %q; the torn state is not in place", got)
+	}
+	wantStale(t, "put with token 34 on a torn object", s.Put(ctx, "k", []byte("v34"), 34))
+	wantStored(t, s, "k", "v35", 35)
+}
+
+// readMetaFiles returns the sidecar metadata files of an object, all but
+// its ETag.
+func readMetaFiles(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, e := range entries {
+		if e.IsDir() || strings.Contains(strings.ToLower(e.Name()), "etag") {
+			continue
+		}
+		v, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = v
+	}
+	if len(files) == 0 {
+		t.Fatalf("no sidecar metadata files in %s", dir)
+	}
+	return files
+}
+
+// TestVerifyNoMetadata: on versitygw --nometa (no user metadata kept),
+// Verify says what is missing, wrapping ErrUnsupported.
+func TestVerifyNoMetadata(t *testing.T) {
+	ctx := context.Background()
+	srv := testenv.StartS3Server(t, "--nometa")
+	c := srv.Client()
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("nometa")}); err != nil {
+		t.Fatal(err)
+	}
+	err := mustNew(t, c, "nometa", nil).Verify(ctx)
+	if !errors.Is(err, blobfence.ErrUnsupported) || !strings.Contains(err.Error(), "If-None-Match") {
+		t.Fatalf("Verify on --nometa: %v; want ErrUnsupported naming If-None-Match", err)
+	}
+	t.Log(err)
+}
