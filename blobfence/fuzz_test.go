@@ -2,6 +2,7 @@ package blobfence
 
 import (
 	"bytes"
+	"crypto/md5"
 	"errors"
 	"regexp"
 	"strings"
@@ -72,27 +73,38 @@ func FuzzMetadataKey(f *testing.F) {
 	})
 }
 
-// FuzzTokenMetadata: the token metadata value parses exactly when
-// fence.ParseToken accepts it, and a malformed value is ErrBadMetadata.
-func FuzzTokenMetadata(f *testing.F) {
-	for _, v := range []string{"1", "0", "34", "007", "-1", "+1", " 1", "9223372036854775807", "9223372036854775808", "1e3", ""} {
-		f.Add(v)
-	}
+// FuzzMetadataIsAHint: whatever the metadata says (the token, the write
+// record), the token of an envelope read is its header's, and an
+// MD5-shaped ETag is proven only by the record of the same write or the
+// MD5 of the whole bytes.
+func FuzzMetadataIsAHint(f *testing.F) {
+	f.Add(uint64(34), "NONCE", []byte("body"), "7", "2 put NONCE 00000000000000000000000000000000", true)
+	f.Add(uint64(9), "n", []byte{}, "x", "", false)
 	s, err := New(nopClient{}, "b", nil)
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Fuzz(func(t *testing.T, v string) {
-		tok, err := s.parseToken(map[string]string{"Fencekit-Token": v})
-		want, werr := fence.ParseToken(v)
-		if (err == nil) != (werr == nil) || tok != want {
-			t.Fatalf("parseToken(%q) = %d, %v; fence.ParseToken = %d, %v", v, tok, err, want, werr)
+	f.Fuzz(func(t *testing.T, tok uint64, nonce string, body []byte, mdToken, record string, whole bool) {
+		e := Envelope{Token: fence.Token(tok), Nonce: nonce}
+		if e.Token.Validate() != nil || nonce == "" || strings.ContainsFunc(nonce, isSpace) || len(e.header()) > maxHeaderLen {
+			return
 		}
-		if err != nil && (!errors.Is(err, ErrBadMetadata) || errors.Is(err, fence.ErrInvalid)) {
-			t.Fatalf("parseToken(%q) = %v; want ErrBadMetadata, not fence.ErrInvalid (stored data, not bad input)", v, err)
+		stored := append(e.header(), body...)
+		sum := md5.Sum(stored)
+		etag := `"ffffffffffffffffffffffffffffffff"`
+		if r, _ := parseRecord(record); r.envelope && r.nonce == nonce && r.etag == etag {
+			return // the record of this write says its bytes have that MD5
 		}
-		if err == nil && tok > fence.MaxToken {
-			t.Fatalf("parseToken(%q) = %d, above MaxToken", v, tok)
+		md := map[string]string{DefaultMetadataKey: mdToken, DefaultMetadataKey + "-write": record}
+		g, err := s.decode("k", etag, md, false, stored, whole)
+		if err != nil || g.token != e.Token || g.nonce != nonce {
+			t.Fatalf("decode of %q with metadata %v: %+v, %v; want token %d from the header", stored, md, g, err, e.Token)
+		}
+		if g.proven {
+			t.Fatalf("decode of %q with metadata %v proved the ETag %s, which is neither the record's of this write nor the MD5 %x", stored, md, etag, sum)
+		}
+		if g, _ := s.decode("k", plainETag(sum), md, false, stored, true); !g.proven {
+			t.Fatalf("decode of the whole %q with its MD5 as ETag is not proven", stored)
 		}
 	})
 }
