@@ -102,15 +102,32 @@ func (s *Store) create(ctx context.Context, key string, body []byte, md map[stri
 
 // existsError describes the object that has the key from its metadata.
 func (s *Store) existsError(md map[string]string) error {
-	tok, _ := s.parseToken(md)
+	tok := metaToken(md, s.tokenKey)
 	if created, ok := lookupMeta(md, s.createKey); ok {
-		_, who, _ := strings.Cut(created, " ")
-		return fmt.Errorf("%w: created by %q with token %s", ErrExists, who, tok)
+		return existsError(created, tok)
 	}
 	if tok != 0 {
 		return fmt.Errorf("%w: written by a fenced Put or Delete with token %s", ErrExists, tok)
 	}
 	return fmt.Errorf("%w: written by another tool", ErrExists)
+}
+
+// existsError is the error for an object a Create stored, with its
+// "<nonce> <identity>" metadata and its token.
+func existsError(created string, tok fence.Token) error {
+	_, who, _ := strings.Cut(created, " ")
+	return fmt.Errorf("%w: created by %q with token %s (Create's objects are written once; Retire removes one)", ErrExists, who, tok)
+}
+
+// metaToken is the token in md's name key, 0 when absent or malformed:
+// metadata is only a hint, which other tools can drop or change.
+func metaToken(md map[string]string, name string) fence.Token {
+	v, _ := lookupMeta(md, name)
+	tok, err := fence.ParseToken(v)
+	if err != nil {
+		return 0
+	}
+	return tok
 }
 
 // defaultIdentity is "<hostname>/<pid>".

@@ -70,6 +70,17 @@ func TestCreateOnce(t *testing.T) {
 		}
 	}
 	wantStored(t, store, "r", report, 41)
+	// Fenced writes refuse a created key too, whatever their token.
+	for name, write := range map[string]func() error{
+		"Put":    func() error { return late.Put(ctx, "r", []byte("overwritten"), 99) },
+		"Delete": func() error { return late.Delete(ctx, "r", 99) },
+		"Claim":  func() error { return late.Claim(ctx, "r", 99) },
+	} {
+		if err := write(); !errors.Is(err, blobfence.ErrExists) || !strings.Contains(err.Error(), `created by "worker/1"`) {
+			t.Errorf("%s over a created key = %v; want ErrExists naming worker/1", name, err)
+		}
+	}
+	wantStored(t, store, "r", report, 41)
 	if err := store.Put(ctx, "p", []byte("fenced"), 7); err != nil {
 		t.Fatal(err)
 	}

@@ -108,7 +108,7 @@ func (s *Store) getOnce(ctx context.Context, key, ifMatch string, headerOnly boo
 		sse: out.ServerSideEncryption, kmsKeyID: aws.ToString(out.SSEKMSKeyId),
 	}
 	for k, v := range out.Metadata {
-		if !strings.EqualFold(k, s.tokenKey) && !strings.EqualFold(k, s.writeKey) {
+		if !strings.EqualFold(k, s.tokenKey) && !strings.EqualFold(k, s.writeKey) && !strings.EqualFold(k, s.createKey) {
 			if g.fields.metadata == nil {
 				g.fields.metadata = map[string]string{}
 			}
@@ -154,6 +154,12 @@ func (s *Store) decode(key, etag string, md map[string]string, kms bool, stored 
 			// whose record is of these very bytes.
 			g.proven = !hasRecord || rec.old && rec.sum == sum
 		}
+	}
+	if c, ok := lookupMeta(md, s.createKey); ok && !g.envelope {
+		// A Create's object: its token is a hint from metadata, shown by
+		// Get; writes refuse the key (see Store.Create).
+		g.created = c
+		g.token = metaToken(md, s.tokenKey)
 	}
 	if !g.proven && (kms || !md5Shaped(etag)) {
 		g.proven = true

@@ -38,6 +38,7 @@ type state struct {
 	deleted  bool
 	envelope bool
 	nonce    string
+	created  string // a Create's "<nonce> <identity>" metadata on bytes that are no envelope
 }
 
 // exists reports whether an object (a tombstone included) has the key.

@@ -119,6 +119,9 @@ func (s *Store) write(ctx context.Context, op, key string, tok fence.Token, know
 		if n == s.maxAttempts {
 			break
 		}
+		if cur.created != "" {
+			return Version{}, w.fail(existsError(cur.created, cur.token))
+		}
 		if err := fence.Check(s.resource(key), tok, cur.token); err != nil {
 			obs.StaleRejected(ctx, obs.StoreS3)
 			return Version{}, w.fail(err)
