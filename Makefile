@@ -7,6 +7,7 @@ VERSITYGW := $(GOBIN)/versitygw
 # server module: its go.mod has replace directives, so it is built as a tool).
 ETCD_VERSION := $(shell sed -n 's/^[[:space:]]*go.etcd.io\/etcd\/server\/v3 \(v[0-9.]*\).*/\1/p' tools/etcd/go.mod)
 ETCD      := $(GOBIN)/etcd
+ETCDUTL   := $(GOBIN)/etcdutl
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(GOBIN)/staticcheck
 FUZZTIME  ?= 30s
@@ -15,6 +16,7 @@ TESTFLAGS ?=
 # The test harness finds the versitygw that `make tools` installed here.
 export FENCEKIT_VERSITYGW ?= $(VERSITYGW)
 export FENCEKIT_ETCD ?= $(ETCD)
+export FENCEKIT_ETCDUTL ?= $(ETCDUTL)
 
 .PHONY: demo tools test vet fmt-check lint bench bench-issuers bench-short fuzz soak timeline playground serve violation-map playground-screenshot
 
@@ -44,7 +46,7 @@ violation-map:
 playground-screenshot: tools
 	cd internal/playground/browser && FENCEKIT_REQUIRE_SERVERS=1 $(GO) test -count=1 -run 'TestBrowserMovesPause' . -args -playground.screenshot=$(CURDIR)/docs/img/playground.png
 
-## tools: install versitygw $(VERSITYGW_VERSION) (the S3 server the tests start) and etcd $(ETCD_VERSION) unless installed,
+## tools: install versitygw $(VERSITYGW_VERSION) (the S3 server the tests start) and etcd and etcdutl $(ETCD_VERSION) unless installed,
 ## and Debian's chromium (the playground's browser test) and zookeeper (lease/zklease's tests) when missing
 tools:
 	@if command -v chromium >/dev/null 2>&1; then \
@@ -70,6 +72,12 @@ tools:
 	else \
 		echo "building etcd $(ETCD_VERSION) (a minute or two the first time)"; \
 		cd tools/etcd && $(GO) build -o $(ETCD) go.etcd.io/etcd/server/v3; \
+	fi
+	@if $(ETCDUTL) version 2>/dev/null | grep -qx 'etcdutl version: $(patsubst v%,%,$(ETCD_VERSION))'; then \
+		echo "etcdutl $(ETCD_VERSION) already installed at $(ETCDUTL)"; \
+	else \
+		echo "building etcdutl $(ETCD_VERSION) (the runbook's etcd restore, TestRestoreRecovery)"; \
+		cd tools/etcd && $(GO) build -o $(ETCDUTL) go.etcd.io/etcd/etcdutl/v3; \
 	fi
 	@if $(GO) version -m $(STATICCHECK) 2>/dev/null | grep -Eq 'mod[[:space:]]+honnef.co/go/tools[[:space:]]+$(STATICCHECK_VERSION)([[:space:]]|$$)'; then \
 		echo "staticcheck $(STATICCHECK_VERSION) already installed at $(STATICCHECK)"; \
