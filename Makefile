@@ -12,6 +12,7 @@ ETCD      := $(GOBIN)/etcd
 # $(WEED).version records the version built.
 SEAWEEDFS_VERSION := v0.0.0-20261109003541-7506e5f91cd6
 WEED      := $(GOBIN)/weed
+ETCDUTL   := $(GOBIN)/etcdutl
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := $(GOBIN)/staticcheck
 FUZZTIME  ?= 30s
@@ -21,6 +22,7 @@ TESTFLAGS ?=
 export FENCEKIT_VERSITYGW ?= $(VERSITYGW)
 export FENCEKIT_ETCD ?= $(ETCD)
 export FENCEKIT_WEED ?= $(WEED)
+export FENCEKIT_ETCDUTL ?= $(ETCDUTL)
 
 .PHONY: demo tools test vet fmt-check lint bench bench-issuers bench-short fuzz soak timeline playground serve violation-map playground-screenshot
 
@@ -50,8 +52,8 @@ violation-map:
 playground-screenshot: tools
 	cd internal/playground/browser && FENCEKIT_REQUIRE_SERVERS=1 $(GO) test -count=1 -run 'TestBrowserMovesPause' . -args -playground.screenshot=$(CURDIR)/docs/img/playground.png
 
-## tools: install versitygw $(VERSITYGW_VERSION) and SeaweedFS (the S3 servers the tests start) and etcd $(ETCD_VERSION) unless
-## installed, and Debian's chromium (the playground's browser test), pgbouncer and zookeeper when missing
+## tools: install versitygw $(VERSITYGW_VERSION) and SeaweedFS (the S3 servers the tests start) and etcd and etcdutl
+## $(ETCD_VERSION) unless installed, and Debian's chromium (the playground's browser test), pgbouncer and zookeeper when missing
 tools:
 	@if command -v chromium >/dev/null 2>&1; then \
 		echo "chromium already installed at $$(command -v chromium)"; \
@@ -76,6 +78,12 @@ tools:
 	else \
 		echo "building etcd $(ETCD_VERSION) (a minute or two the first time)"; \
 		cd tools/etcd && GOWORK=off $(GO) build -o $(ETCD) go.etcd.io/etcd/server/v3; \
+	fi
+	@if $(ETCDUTL) version 2>/dev/null | grep -qx 'etcdutl version: $(patsubst v%,%,$(ETCD_VERSION))'; then \
+		echo "etcdutl $(ETCD_VERSION) already installed at $(ETCDUTL)"; \
+	else \
+		echo "building etcdutl $(ETCD_VERSION) (the runbook's etcd restore, TestRestoreRecovery)"; \
+		cd tools/etcd && GOWORK=off $(GO) build -o $(ETCDUTL) go.etcd.io/etcd/etcdutl/v3; \
 	fi
 	@if $(GO) version -m $(STATICCHECK) 2>/dev/null | grep -Eq 'mod[[:space:]]+honnef.co/go/tools[[:space:]]+$(STATICCHECK_VERSION)([[:space:]]|$$)'; then \
 		echo "staticcheck $(STATICCHECK_VERSION) already installed at $(STATICCHECK)"; \

@@ -53,9 +53,10 @@ func TestPGStatus(t *testing.T) {
 }
 
 // TestRunbookCounterLostWithAClockBehind follows docs/operations.md's repair
-// after Redis lost a token counter while its clock was behind the tokens
-// it had issued: new grants are fenced out until the counter is bumped past
-// the highest token the storage has seen.
+// after Redis lost a token counter while its clock was an hour behind the
+// tokens it had issued: new grants are fenced out; bump --time does not
+// lift them over the storage's token, and a bump --to it is refused,
+// changing nothing, with an error that says until when to wait.
 func TestRunbookCounterLostWithAClockBehind(t *testing.T) {
 	renv := testenv.Redis(t)
 	pg := testenv.PostgresMigrated(t)
@@ -92,14 +93,24 @@ func TestRunbookCounterLostWithAClockBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The repair: read the highest token the storage saw, bump past it.
+	// The repair: bump --time, then (still refused) --to the storage's token.
+	runWant(t, e, 0, "bump", name, "--time")
+	l = acquire(t, c, name, time.Minute)
+	if err := write(l); !errors.Is(err, fence.ErrStale) {
+		t.Fatalf("after bump --time, a grant (%v) below the storage's token wrote: %v, want stale", l.Token(), err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
 	rows := decode[[]guardRow](t, runWant(t, e, 0, "pg-status", "-json", name))
 	if len(rows) != 1 || rows[0].Token != ahead+1 {
 		t.Fatalf("pg-status: %+v, want token %d", rows, ahead+1)
 	}
-	runWant(t, e, 0, "bump", name, "--to", strconv.FormatUint(rows[0].Token, 10))
-	l = acquire(t, c, name, time.Minute)
-	if err := write(l); err != nil {
-		t.Fatalf("after bump, a new grant (%v) still cannot write: %v", l.Token(), err)
+	r := runWant(t, e, exitFailed, "bump", name, "--to", strconv.FormatUint(rows[0].Token, 10))
+	if !strings.Contains(r.stderr, "wait until the server's clock passes") {
+		t.Errorf("bump --to a token an hour ahead: %s, want refused saying until when to wait", r.stderr)
+	}
+	if v, err := renv.Client.Get(ctx, counter).Uint64(); err != nil || v != uint64(l.Token()) {
+		t.Errorf("counter after the refused bump: %v, %v; want %v", v, err, l.Token())
 	}
 }

@@ -3,6 +3,7 @@ package etcdlease
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -35,21 +36,39 @@ func restoreScript(t *testing.T) string {
 	return ""
 }
 
+// findEtcdutl returns the etcdutl that make tools builds: at
+// FENCEKIT_ETCDUTL, else in PATH, else in $GOPATH/bin.
+func findEtcdutl() (string, error) {
+	if p := os.Getenv("FENCEKIT_ETCDUTL"); p != "" {
+		_, err := os.Stat(p)
+		return p, err
+	}
+	if p, err := exec.LookPath("etcdutl"); err == nil {
+		return p, nil
+	}
+	out, err := exec.Command("go", "env", "GOPATH").Output()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(filepath.SplitList(strings.TrimSpace(string(out)))[0], "bin", "etcdutl")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("etcdutl is not installed (not in PATH nor %s): run make tools or set FENCEKIT_ETCDUTL", p)
+	}
+	return p, nil
+}
+
 // TestRestoreRecovery runs the etcd recovery of docs/operations.md in the
 // interleaving it must cover: G1 writes; a snapshot is taken; other leases
 // are granted; G2 is granted a larger token but pauses before writing; the
 // member's data is lost and the snapshot restored as the runbook says; G3
 // is granted the name and writes; G2's late write must be refused.
 func TestRestoreRecovery(t *testing.T) {
-	etcdutl := os.Getenv("FENCEKIT_ETCDUTL")
-	if etcdutl == "" {
-		etcdutl, _ = exec.LookPath("etcdutl")
-	}
-	if etcdutl == "" {
+	etcdutl, err := findEtcdutl()
+	if err != nil {
 		if testenv.Required() {
-			t.Fatal("etcdutl is not installed: put it in PATH or set FENCEKIT_ETCDUTL")
+			t.Fatal(err)
 		}
-		t.Skip("etcdutl is not installed (skipping; set FENCEKIT_REQUIRE_SERVERS=1 to fail instead)")
+		t.Skip(err.Error() + " (skipping; set FENCEKIT_REQUIRE_SERVERS=1 to fail instead)")
 	}
 	script := restoreScript(t)
 	cluster := testenv.StartEtcdCluster(t, 1)

@@ -1,11 +1,15 @@
-// Module etcd pins the etcd server that the tests start (make tools builds it).
+// Module etcd pins the etcd server that the tests start, and its etcdutl
+// (make tools builds both).
 // `go install go.etcd.io/etcd/server/v3@VERSION` is refused because that module's
 // go.mod has replace directives; building it as a tool of this module is the way.
 module github.com/fencekit/fencekit/tools/etcd
 
 go 1.26.8
 
-tool go.etcd.io/etcd/server/v3
+tool (
+	go.etcd.io/etcd/etcdutl/v3
+	go.etcd.io/etcd/server/v3
+)
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
@@ -31,11 +35,14 @@ require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/jonboulle/clockwork v0.5.0 // indirect
 	github.com/klauspost/compress v1.18.7 // indirect
+	github.com/mattn/go-runewidth v0.0.16 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/olekukonko/tablewriter v0.0.5 // indirect
 	github.com/prometheus/client_golang v1.20.5 // indirect
 	github.com/prometheus/client_model v0.6.1 // indirect
 	github.com/prometheus/common v0.62.0 // indirect
 	github.com/prometheus/procfs v0.15.1 // indirect
+	github.com/rivo/uniseg v0.4.7 // indirect
 	github.com/sirupsen/logrus v1.9.4 // indirect
 	github.com/soheilhy/cmux v0.1.5 // indirect
 	github.com/spf13/cobra v1.10.2 // indirect
@@ -46,6 +53,7 @@ require (
 	go.etcd.io/etcd/api/v3 v3.6.16 // indirect
 	go.etcd.io/etcd/client/pkg/v3 v3.6.16 // indirect
 	go.etcd.io/etcd/client/v3 v3.6.16 // indirect
+	go.etcd.io/etcd/etcdutl/v3 v3.6.16 // indirect
 	go.etcd.io/etcd/pkg/v3 v3.6.16 // indirect
 	go.etcd.io/etcd/server/v3 v3.6.16 // indirect
 	go.etcd.io/raft/v3 v3.6.0 // indirect
