@@ -115,8 +115,11 @@ func (s *Store) existsError(md map[string]string) error {
 // existsError is the error for an object a Create stored, with its
 // "<nonce> <identity>" metadata and its token.
 func existsError(created string, tok fence.Token) error {
-	_, who, _ := strings.Cut(created, " ")
-	return fmt.Errorf("%w: created by %q with token %s (Create's objects are written once; Retire removes one)", ErrExists, who, tok)
+	by := "by Create"
+	if _, who, _ := strings.Cut(created, " "); who != "" {
+		by = fmt.Sprintf("by %q", who)
+	}
+	return fmt.Errorf("%w: created %s with token %s (Create's objects are written once; Retire removes one)", ErrExists, by, tok)
 }
 
 // metaToken is the token in md's name key, 0 when absent or malformed:

@@ -60,5 +60,6 @@ func (s *Store) Retire(ctx context.Context, key string) error {
 	default:
 		_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key), IfMatch: aws.String(st.etag)})
 	}
+	s.versions.forget(key)
 	return s.wrap(ctx, "retire", key, err)
 }

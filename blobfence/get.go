@@ -54,6 +54,7 @@ func (s *Store) GetVersion(ctx context.Context, key string) ([]byte, Version, er
 			return nil, Version{}, s.wrap(ctx, "get", key, err)
 		}
 		if g.proven {
+			s.versions.put(g.Version)
 			return g.body, g.Version, nil
 		}
 	}
@@ -158,7 +159,7 @@ func (s *Store) decode(key, etag string, md map[string]string, kms bool, stored 
 	if c, ok := lookupMeta(md, s.createKey); ok && !g.envelope {
 		// A Create's object: its token is a hint from metadata, shown by
 		// Get; writes refuse the key (see Store.Create).
-		g.created = c
+		g.creator, g.created = c, true
 		g.token = metaToken(md, s.tokenKey)
 	}
 	if !g.proven && (kms || !md5Shaped(etag)) {

@@ -19,6 +19,7 @@ import (
 type Version struct {
 	key, etag string
 	token     fence.Token
+	created   bool // a Create's object: fenced writes refuse the key
 }
 
 // Key is the object key the version belongs to.
@@ -38,7 +39,7 @@ type state struct {
 	deleted  bool
 	envelope bool
 	nonce    string
-	created  string // a Create's "<nonce> <identity>" metadata on bytes that are no envelope
+	creator  string // a Create's "<nonce> <identity>" metadata on bytes that are no envelope
 }
 
 // exists reports whether an object (a tombstone included) has the key.
@@ -94,6 +95,9 @@ func (s *Store) Head(ctx context.Context, key string) (Version, error) {
 		return Version{}, err
 	}
 	st, err := s.read(ctx, key)
+	if err == nil {
+		s.versions.put(st.Version)
+	}
 	if err == nil && !st.live() {
 		err = ErrNotFound
 	}

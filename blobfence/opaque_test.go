@@ -20,7 +20,7 @@ func TestOpaqueETags(t *testing.T) {
 	_, proxy := newOpaqueETags()
 	client := proxy.client(t, env)
 	c := &counting{S3API: client}
-	s := mustNew(t, c, env.Bucket, nil)
+	s := mustNew(t, c, env.Bucket, &blobfence.Options{VersionCache: -1}) // count every read
 	requests := func(what string, want int64, f func() error) {
 		t.Helper()
 		before := c.total()

@@ -69,7 +69,11 @@ func (s *Store) PutReader(ctx context.Context, key string, r io.ReadSeeker, tok 
 		return Version{}, err
 	}
 	decide := func(context.Context, state) (*content, error) { return c, nil }
-	v, err := s.write(ctx, "put", key, tok, f.after, decide)
+	known := f.after
+	if known.etag == "" {
+		known = s.versions.get(key)
+	}
+	v, err := s.write(ctx, "put", key, tok, known, decide)
 	return v, s.wrap(ctx, "put", key, err)
 }
 
@@ -107,11 +111,13 @@ func (s *Store) write(ctx context.Context, op, key string, tok fence.Token, know
 			break // the last write lost a race: it did not land
 		}
 		cur := state{Version: known}
-		if n > 0 || known.etag == "" {
+		unread := n == 0 && known.etag != "" // a version known before the call
+		if !unread {
 			var err error
 			if cur, err = s.read(ctx, key); err != nil {
 				return Version{}, w.fail(fmt.Errorf("read the current state: %w", err))
 			}
+			s.versions.put(cur.Version)
 			if w.mine(cur) {
 				return cur.Version, nil // an attempt that got no answer landed
 			}
@@ -119,10 +125,12 @@ func (s *Store) write(ctx context.Context, op, key string, tok fence.Token, know
 		if n == s.maxAttempts {
 			break
 		}
-		if cur.created != "" {
-			return Version{}, w.fail(existsError(cur.created, cur.token))
+		if cur.created {
+			return Version{}, w.fail(existsError(cur.creator, cur.token))
 		}
 		if err := fence.Check(s.resource(key), tok, cur.token); err != nil {
+			// A known version's token is one the key had: tokens only go
+			// up, so it refuses as a read would.
 			obs.StaleRejected(ctx, obs.StoreS3)
 			return Version{}, w.fail(err)
 		}
@@ -144,7 +152,9 @@ func (s *Store) write(ctx context.Context, op, key string, tok fence.Token, know
 			if err != nil {
 				return Version{}, err
 			}
-			return Version{key: key, etag: etag, token: tok}, nil
+			v := Version{key: key, etag: etag, token: tok}
+			s.versions.put(v)
+			return v, nil
 		}
 		known = Version{}
 	}

@@ -90,6 +90,14 @@ type Options struct {
 	// [Store.PutReader]). Must not be negative.
 	MaxAttempts int
 
+	// VersionCache is how many keys' last versions the Store remembers, so
+	// that a Put of a key it wrote or read before sends one request
+	// (If-Match with that version) instead of two; default
+	// [DefaultVersionCache] (about 150 bytes per key); negative: none. An
+	// out-of-date version costs a refused PUT, then the Put reads and
+	// decides again: it never lets a stale write through.
+	VersionCache int
+
 	// Identity names the writer in the metadata of the objects
 	// [Store.Create] stores, and in the error of a refused Create; default
 	// "<hostname>/<pid>", as lease.Options.Identity.
@@ -105,6 +113,7 @@ type Store struct {
 	writeKey    string
 	createKey   string // <tokenKey>-created: "<nonce> <identity>" of a Create
 	identity    string
+	versions    *versionCache
 	maxAttempts int
 }
 
@@ -127,6 +136,7 @@ func New(client S3API, bucket string, opts *Options) (*Store, error) {
 	}
 	s.writeKey = s.tokenKey + "-write"
 	s.createKey = s.tokenKey + "-created"
+	s.versions = newVersionCache(o.VersionCache)
 	s.identity = o.Identity
 	if s.identity == "" {
 		s.identity = defaultIdentity()

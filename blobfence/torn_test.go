@@ -55,7 +55,7 @@ func TestTornMetadataIsNotTrusted(t *testing.T) {
 func TestUnprovenReadsGiveUp(t *testing.T) {
 	ctx := context.Background()
 	f := newRacer(t)
-	s := mustNew(t, f, f.env.Bucket, &blobfence.Options{MaxAttempts: 2})
+	s := mustNew(t, f, f.env.Bucket, &blobfence.Options{MaxAttempts: 2, VersionCache: -1})
 	if err := s.Put(ctx, "k", []byte("v1"), 5); err != nil {
 		t.Fatal(err)
 	}
