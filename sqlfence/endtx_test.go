@@ -144,3 +144,25 @@ func TestInTxSavepointsInFn(t *testing.T) {
 		t.Fatal("savepoints inside fn did not keep and undo their writes")
 	}
 }
+
+// TestInTxFnIgnoresFailedStatement: fn returns nil after a statement failed
+// (the transaction is aborted): InTx rolls back and returns
+// pgx.ErrTxCommitRollback, and the connection stays open for the next call.
+func TestInTxFnIgnoresFailedStatement(t *testing.T) {
+	env := setup(t)
+	ctx := testCtx(t)
+	conn := connect(t, env.URL)
+	err := sqlfence.InTx(ctx, conn, "doc", 1, func(tx pgx.Tx) error {
+		_, _ = tx.Exec(ctx, `SELECT 1/0`)
+		return nil
+	})
+	if !errors.Is(err, pgx.ErrTxCommitRollback) {
+		t.Fatalf("InTx after a failed statement fn ignored: %v, want pgx.ErrTxCommitRollback", err)
+	}
+	if conn.IsClosed() {
+		t.Fatal("InTx closed the connection")
+	}
+	if err := sqlfence.InTx(ctx, conn, "doc", 1, func(pgx.Tx) error { return nil }); err != nil {
+		t.Fatalf("next InTx on the connection: %v", err)
+	}
+}
