@@ -142,9 +142,7 @@ func ExampleTable_Update() {
 	_, pool, cleanup := exampleDB()
 	defer cleanup()
 	ctx := context.Background()
-	_, _ = pool.Exec(ctx, `CREATE TABLE accounts (
-		id int PRIMARY KEY, balance int NOT NULL, lock_version bigint NOT NULL DEFAULT 0)`)
-	_, _ = pool.Exec(ctx, "INSERT INTO accounts (id, balance) VALUES (1, 100)")
+	createAccounts(ctx, pool)
 
 	accounts, err := sqlfence.NewTable("accounts", "id", "lock_version", "balance")
 	if err != nil {
@@ -167,6 +165,14 @@ func ExampleTable_Update() {
 	// 34 <nil>
 }
 
+// createAccounts creates the examples' table accounts(id, balance,
+// lock_version) with account 1 holding 100.
+func createAccounts(ctx context.Context, pool *pgxpool.Pool) {
+	_, _ = pool.Exec(ctx, `CREATE TABLE accounts (
+		id int PRIMARY KEY, balance int NOT NULL, lock_version bigint NOT NULL DEFAULT 0)`)
+	_, _ = pool.Exec(ctx, "INSERT INTO accounts (id, balance) VALUES (1, 100)")
+}
+
 // A read-modify-write in row mode: Claim reads the balance and raises the
 // row's version to the new holder's token, so the old holder's write that
 // arrives before the new holder's is refused instead of being overwritten.
@@ -174,9 +180,7 @@ func ExampleTable_Claim() {
 	_, pool, cleanup := exampleDB()
 	defer cleanup()
 	ctx := context.Background()
-	_, _ = pool.Exec(ctx, `CREATE TABLE accounts (
-		id int PRIMARY KEY, balance int NOT NULL, lock_version bigint NOT NULL DEFAULT 0)`)
-	_, _ = pool.Exec(ctx, "INSERT INTO accounts (id, balance) VALUES (1, 100)")
+	createAccounts(ctx, pool)
 
 	accounts, err := sqlfence.NewTable("accounts", "id", "lock_version", "balance")
 	if err != nil {
