@@ -45,6 +45,14 @@ func TestInTxFnEndsTransaction(t *testing.T) {
 		{"pool", func(*testing.T) sqlfence.TxBeginner { return env.Pool }},
 		{"conn", func(t *testing.T) sqlfence.TxBeginner { return connect(t, env.URL) }},
 		{"conn exec mode", func(t *testing.T) sqlfence.TxBeginner { return connect(t, env.URL+"&default_query_exec_mode=exec") }},
+		{"pool conn", func(t *testing.T) sqlfence.TxBeginner {
+			c, err := env.Pool.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(c.Release)
+			return c
+		}},
 	}
 	n := 0
 	for _, h := range handles {

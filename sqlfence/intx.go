@@ -102,7 +102,9 @@ func InTx(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 // fn must leave the transaction open: when it ends it itself (COMMIT,
 // ROLLBACK, tx.Commit), the claim ends with it, and InTx returns an error
 // saying "fn ended the transaction" and commits nothing more; statements fn
-// ran after that were not fenced (see docs/postgres.md).
+// ran after that were not fenced (see docs/postgres.md). On a connection
+// or pool, the COMMIT checks a marker of InTx's transaction; on a pgx.Tx,
+// the savepoint's release fails.
 //
 // Errors: a [*fence.StaleError] (fn not called, nothing changed);
 // [fence.ErrInvalid] for a nil db or fn, a zero token or one above
@@ -145,6 +147,8 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fe
 		}
 		defer c.Release()
 		return g.once(ctx, c.Conn(), resource, tok, fn)
+	case *pgxpool.Conn:
+		return g.once(ctx, db.Conn(), resource, tok, fn)
 	case *pgx.Conn:
 		mark := strconv.FormatUint(rand.Uint64(), 36)
 		begin, err := beginClaim(ctx, db, g.opts.IsoLevel, mark, resource, tok)
