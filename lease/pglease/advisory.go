@@ -106,9 +106,7 @@ func (h *hold) drop(ctx context.Context) {
 // the key and the schema of the fencekit_leases_advisory table that the
 // session's search_path finds. Advisory locks are per database and the
 // token rows per table, so every client that takes its tokens from one
-// table takes one lock, whatever its search_path. (Where the table is in
-// the first schema of the search_path, this is the key of the releases
-// that hashed current_schema().)
+// table takes one lock, whatever its search_path.
 const lockKey = `hashtextextended((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
     WHERE c.oid = 'fencekit_leases_advisory'::regclass) || '.' || $1, 0)`
 
