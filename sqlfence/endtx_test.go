@@ -45,6 +45,14 @@ func TestInTxFnEndsTransaction(t *testing.T) {
 		{"pool", func(*testing.T) sqlfence.TxBeginner { return env.Pool }},
 		{"conn", func(t *testing.T) sqlfence.TxBeginner { return connect(t, env.URL) }},
 		{"conn exec mode", func(t *testing.T) sqlfence.TxBeginner { return connect(t, env.URL+"&default_query_exec_mode=exec") }},
+		{"pool conn", func(t *testing.T) sqlfence.TxBeginner {
+			c, err := env.Pool.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(c.Release)
+			return c
+		}},
 	}
 	n := 0
 	for _, h := range handles {
@@ -142,5 +150,27 @@ func TestInTxSavepointsInFn(t *testing.T) {
 	}
 	if readData(t, env.Pool, "kept") != "kept" || readData(t, env.Pool, "undone") != "<none>" {
 		t.Fatal("savepoints inside fn did not keep and undo their writes")
+	}
+}
+
+// TestInTxFnIgnoresFailedStatement: fn returns nil after a statement failed
+// (the transaction is aborted): InTx rolls back and returns
+// pgx.ErrTxCommitRollback, and the connection stays open for the next call.
+func TestInTxFnIgnoresFailedStatement(t *testing.T) {
+	env := setup(t)
+	ctx := testCtx(t)
+	conn := connect(t, env.URL)
+	err := sqlfence.InTx(ctx, conn, "doc", 1, func(tx pgx.Tx) error {
+		_, _ = tx.Exec(ctx, `SELECT 1/0`)
+		return nil
+	})
+	if !errors.Is(err, pgx.ErrTxCommitRollback) {
+		t.Fatalf("InTx after a failed statement fn ignored: %v, want pgx.ErrTxCommitRollback", err)
+	}
+	if conn.IsClosed() {
+		t.Fatal("InTx closed the connection")
+	}
+	if err := sqlfence.InTx(ctx, conn, "doc", 1, func(pgx.Tx) error { return nil }); err != nil {
+		t.Fatalf("next InTx on the connection: %v", err)
 	}
 }

@@ -142,9 +142,7 @@ func ExampleTable_Update() {
 	_, pool, cleanup := exampleDB()
 	defer cleanup()
 	ctx := context.Background()
-	_, _ = pool.Exec(ctx, `CREATE TABLE accounts (
-		id int PRIMARY KEY, balance int NOT NULL, lock_version bigint NOT NULL DEFAULT 0)`)
-	_, _ = pool.Exec(ctx, "INSERT INTO accounts (id, balance) VALUES (1, 100)")
+	createAccounts(ctx, pool)
 
 	accounts, err := sqlfence.NewTable("accounts", "id", "lock_version", "balance")
 	if err != nil {
@@ -165,6 +163,37 @@ func ExampleTable_Update() {
 	// insert 2: <nil>
 	// balance: 150
 	// 34 <nil>
+}
+
+// createAccounts creates the examples' table accounts(id, balance,
+// lock_version) with account 1 holding 100.
+func createAccounts(ctx context.Context, pool *pgxpool.Pool) {
+	_, _ = pool.Exec(ctx, `CREATE TABLE accounts (
+		id int PRIMARY KEY, balance int NOT NULL, lock_version bigint NOT NULL DEFAULT 0)`)
+	_, _ = pool.Exec(ctx, "INSERT INTO accounts (id, balance) VALUES (1, 100)")
+}
+
+// A read-modify-write in row mode: Claim reads the balance and raises the
+// row's version to the new holder's token, so the old holder's write that
+// arrives before the new holder's is refused instead of being overwritten.
+func ExampleTable_Claim() {
+	_, pool, cleanup := exampleDB()
+	defer cleanup()
+	ctx := context.Background()
+	createAccounts(ctx, pool)
+
+	accounts, err := sqlfence.NewTable("accounts", "id", "lock_version", "balance")
+	if err != nil {
+		panic(err)
+	}
+	var bal int
+	fmt.Println("token 34 reads:", accounts.Claim(ctx, pool, 1, 34, &bal), bal)
+	fmt.Println("token 33 writes:", accounts.Update(ctx, pool, 1, 33, 1100))
+	fmt.Println("token 34 writes:", accounts.Update(ctx, pool, 1, 34, bal+1))
+	// Output:
+	// token 34 reads: <nil> 100
+	// token 33 writes: fence: stale token 33 for "accounts:1": token 34 was already accepted
+	// token 34 writes: <nil>
 }
 
 // The rows of invoices are written both by Table calls and inside

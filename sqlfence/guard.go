@@ -14,8 +14,8 @@ import (
 )
 
 // TxBeginner starts a transaction. It is satisfied by *pgx.Conn,
-// *pgxpool.Pool and pgx.Tx (whose Begin starts a savepoint, a nested
-// transaction).
+// *pgxpool.Pool, *pgxpool.Conn and pgx.Tx (whose Begin starts a savepoint,
+// a nested transaction).
 type TxBeginner interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
 }

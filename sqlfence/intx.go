@@ -102,7 +102,9 @@ func InTx(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 // fn must leave the transaction open: when it ends it itself (COMMIT,
 // ROLLBACK, tx.Commit), the claim ends with it, and InTx returns an error
 // saying "fn ended the transaction" and commits nothing more; statements fn
-// ran after that were not fenced (see docs/postgres.md).
+// ran after that were not fenced (see docs/postgres.md). On a connection
+// or pool, the COMMIT checks a marker of InTx's transaction; on a pgx.Tx,
+// the savepoint's release fails.
 //
 // Errors: a [*fence.StaleError] (fn not called, nothing changed);
 // [fence.ErrInvalid] for a nil db or fn, a zero token or one above
@@ -151,12 +153,15 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fe
 		}
 		defer c.Release()
 		return g.once(ctx, c.Conn(), resource, tok, fn)
+	case *pgxpool.Conn:
+		return g.once(ctx, db.Conn(), resource, tok, fn)
 	case *pgx.Conn:
-		begin, err := beginClaim(ctx, db, g.opts.IsoLevel, resource, tok)
+		mark := strconv.FormatUint(rand.Uint64(), 36)
+		begin, err := beginClaim(ctx, db, g.opts.IsoLevel, mark, resource, tok)
 		if err != nil {
 			return txErr(resource, tok, "prepare the claim: ", err)
 		}
-		tx, err = db.BeginTx(ctx, pgx.TxOptions{BeginQuery: begin, CommitQuery: checkCommit})
+		tx, err = db.BeginTx(ctx, pgx.TxOptions{BeginQuery: begin, CommitQuery: checkCommit(mark)})
 		if err != nil {
 			return beginClaimFailed(ctx, db, resource, tok, err)
 		}
@@ -182,13 +187,13 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fe
 	}
 	switch tx.Conn().PgConn().TxStatus() {
 	case 'I':
-		return fnEnded(resource, tok, nil)
+		return errFnEnded(resource, tok)
 	case 'E': // fn ignored a failed statement: COMMIT would roll back
 		return txErr(resource, tok, "commit: ", pgx.ErrTxCommitRollback)
 	}
 	if err = tx.Commit(ctx); err != nil {
 		if endedByFn(err) {
-			return fnEnded(resource, tok, err)
+			return errFnEnded(resource, tok)
 		}
 		return txErr(resource, tok, "commit: ", err)
 	}
@@ -196,16 +201,20 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fe
 	return nil
 }
 
-// checkCommit is the COMMIT of InTx's transaction on a connection, one
-// simple-protocol message: the SELECT fails (SQLSTATE 22P02, with
-// endedText in the message) unless the transaction is the one
-// beginClaim began, whose SET LOCAL marker PostgreSQL resets when the
-// transaction ends. So when fn ended InTx's transaction and began another
-// (COMMIT; BEGIN, COMMIT AND CHAIN), the COMMIT never runs, and pgx closes
-// the connection, which rolls fn's transaction back.
-const checkCommit = "SELECT (CASE WHEN current_setting('" + marker + "', true) = 'on' THEN '1' ELSE '" + endedText + "' END)::int; COMMIT"
+// checkCommit is the COMMIT of InTx's transaction on a connection, in one
+// simple-protocol message with a check that fails (SQLSTATE 22P02, with
+// endedText in the message) unless the transaction is the one beginClaim
+// began: it set the marker, transaction-locally, to mark, a random value
+// no other transaction has, and PostgreSQL resets it when the transaction
+// ends. So when fn ended InTx's transaction and began another (COMMIT;
+// BEGIN, COMMIT AND CHAIN), COMMIT never runs, and pgx closes the
+// connection, which rolls fn's transaction back.
+func checkCommit(mark string) string {
+	return "SELECT (CASE WHEN current_setting('" + marker + "', true) = '" + mark + "' THEN '1' ELSE '" +
+		endedText + "' END)::int; COMMIT"
+}
 
-// marker is the transaction-local setting that marks InTx's transaction.
+// marker is the setting that marks InTx's transaction.
 const marker = "fencekit.intx"
 
 const endedText = "fn ended the transaction"
@@ -221,19 +230,15 @@ func endedByFn(err error) bool {
 			pe.Code == "25P01" || pe.Code == "3B001")
 }
 
-// fnEnded is InTx's error when fn ended the transaction itself: what fn
+// errFnEnded is InTx's error when fn ended the transaction itself: what fn
 // wrote after that was not fenced.
-func fnEnded(resource string, tok fence.Token, err error) error {
-	msg := fmt.Sprintf("sqlfence: InTx(%q) with token %s: %s (COMMIT, ROLLBACK or tx.Commit inside fn): InTx committed nothing more, and fn's later statements ran unfenced", resource, tok, endedText)
-	if err == nil {
-		return errors.New(msg)
-	}
-	return fmt.Errorf("%s: %w", msg, err)
+func errFnEnded(resource string, tok fence.Token) error {
+	return fmt.Errorf("sqlfence: InTx(%q) with token %s: %s (COMMIT, ROLLBACK or tx.Commit inside fn): InTx committed nothing more, and fn's later statements ran unfenced", resource, tok, endedText)
 }
 
 // beginClaim is the BEGIN of InTx's transaction on conn, the marker that
-// checkCommit looks for and the claim, in one simple-protocol message (one
-// round trip). Unlike claimSQL,
+// checkCommit looks for (mark: letters and digits) and the claim, in one
+// simple-protocol message (one round trip). Unlike claimSQL,
 // it cannot return the refusal as a row (pgx's BeginTx reads no rows): a
 // refused claim sets the token to NULL, which the NOT NULL column rejects
 // with SQLSTATE 23502, and beginClaimFailed turns that into the stale
@@ -247,14 +252,14 @@ func fnEnded(resource string, tok fence.Token, err error) error {
 // as text, which the server parses and plans faster than lockClaimSQL's
 // text. resource is an E'...' string literal with its backslashes and
 // quotes escaped (InTx refuses NUL bytes), tok a decimal number.
-func beginClaim(ctx context.Context, conn *pgx.Conn, level pgx.TxIsoLevel, resource string, tok fence.Token) (string, error) {
+func beginClaim(ctx context.Context, conn *pgx.Conn, level pgx.TxIsoLevel, mark, resource string, tok fence.Token) (string, error) {
 	var b strings.Builder
 	b.WriteString("BEGIN")
 	if level != "" {
 		b.WriteString(" ISOLATION LEVEL ")
 		b.WriteString(string(level))
 	}
-	b.WriteString("; SET LOCAL " + marker + " = on; ")
+	b.WriteString("; SET LOCAL " + marker + " = '" + mark + "'; ")
 	var lit strings.Builder
 	lit.WriteString("E'")
 	for _, c := range []byte(resource) {

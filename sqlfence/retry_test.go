@@ -196,3 +196,26 @@ func TestDeadlockRetryReal(t *testing.T) {
 	}
 	t.Logf("%d attempts, SQLSTATEs %v", attempts.Load(), codes)
 }
+
+// TestIsoLevelOnPoolConn: a Guard's isolation level applies on a
+// *pgxpool.Conn too.
+func TestIsoLevelOnPoolConn(t *testing.T) {
+	env := setup(t)
+	ctx := testCtx(t)
+	g, err := sqlfence.New(&sqlfence.Options{IsoLevel: pgx.Serializable})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := env.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	var level string
+	err = g.InTx(ctx, c, "r", 1, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, "SHOW transaction_isolation").Scan(&level)
+	})
+	if err != nil || level != "serializable" {
+		t.Fatalf("InTx on a *pgxpool.Conn with IsoLevel serializable ran at %q (%v)", level, err)
+	}
+}

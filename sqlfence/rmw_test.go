@@ -99,9 +99,10 @@ func TestReadModifyWrite(t *testing.T) {
 	})
 }
 
-// TestTableClaim: Claim reads every column, an equal token claims again, a
-// stale Claim is a *fence.StaleError and changes nothing, and a missing row
-// is ErrNoRow. (Bad input: TestBadInput.)
+// TestTableClaim: Claim reads every column in one statement, an equal
+// token claims again, a stale Claim is a *fence.StaleError and changes
+// nothing, and a missing row is ErrNoRow (each refusal a second statement,
+// to tell why). Bad input: TestBadInput.
 func TestTableClaim(t *testing.T) {
 	env := setup(t)
 	ctx := testCtx(t)
@@ -111,19 +112,30 @@ func TestTableClaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	conn, rec := recordingConn(t, env.URL)
+	statements := func(what string, want int) {
+		t.Helper()
+		if sqls := rec.take(); len(sqls) != want {
+			t.Fatalf("%s sent %d statements %q, want %d", what, len(sqls), sqls, want)
+		}
+	}
 	var bal int64
 	var owner string
-	if err := accounts.Claim(ctx, env.Pool, 1, 5, &bal, &owner); err != nil || bal != 7 || owner != "ann" {
+	if err := accounts.Claim(ctx, conn, 1, 5, &bal, &owner); err != nil || bal != 7 || owner != "ann" {
 		t.Fatalf("Claim: %d %q %v", bal, owner, err)
 	}
-	if err := accounts.Claim(ctx, env.Pool, 1, 5, &bal, &owner); err != nil {
+	statements("Claim", 1)
+	if err := accounts.Claim(ctx, conn, 1, 5, &bal, &owner); err != nil {
 		t.Fatalf("Claim with the same token: %v", err)
 	}
-	wantStale(t, accounts.Claim(ctx, env.Pool, 1, 4, &bal, &owner), "accounts:1", 4, 5)
+	statements("Claim with the same token", 1)
+	wantStale(t, accounts.Claim(ctx, conn, 1, 4, &bal, &owner), "accounts:1", 4, 5)
+	statements("stale Claim", 2)
 	if v, err := accounts.Version(ctx, env.Pool, 1); err != nil || v != 5 {
 		t.Fatalf("version after a stale Claim: %v, %v; want 5", v, err)
 	}
-	if err := accounts.Claim(ctx, env.Pool, 2, 5, &bal, &owner); !errors.Is(err, sqlfence.ErrNoRow) {
+	if err := accounts.Claim(ctx, conn, 2, 5, &bal, &owner); !errors.Is(err, sqlfence.ErrNoRow) {
 		t.Fatalf("Claim of a missing row: %v, want ErrNoRow", err)
 	}
+	statements("Claim of a missing row", 2)
 }

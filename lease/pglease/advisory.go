@@ -2,6 +2,7 @@ package pglease
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -28,17 +29,56 @@ import (
 //
 // Call Release (Do and Campaign do) also for a lease whose Context ended by
 // its deadline: until then it keeps its connection, and its session the
-// lock. Not usable through transaction-pooling
-// PgBouncer, which hands the session to another client after each
-// statement.
+// lock.
+//
+// Each pool connection must be a server session of its own: PgBouncer in
+// transaction or statement pooling mode hands the session, and the locks
+// it holds, to other clients after each transaction, so that two clients
+// would hold one lease. NewAdvisory checks this with one statement on a
+// pool connection (bounded by 10 s) and refuses a pool whose connections
+// go through a pooler: the server process that answers is not the one the
+// connection was given at start-up. Session-pooling PgBouncer is refused
+// too: a client cannot tell it from transaction pooling.
 //
 // Errors: an error wrapping [lease.ErrInvalid] for a nil pool or an invalid
-// option.
+// option (nothing sent); an error naming the pooler for a pool through one;
+// the error of the check (for example, no server).
 func NewAdvisory(pool *pgxpool.Pool, opts *lease.Options) (*lease.Client, error) {
 	if pool == nil {
 		return nil, fence.Invalid("pglease: NewAdvisory: nil *pgxpool.Pool")
 	}
-	return lease.NewClient(&advisory{tableBackend(pool, opts)}, opts)
+	c, err := lease.NewClient(&advisory{tableBackend(pool, opts)}, opts)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := ownSessions(ctx, pool); err != nil {
+		c.Close(ctx)
+		return nil, err
+	}
+	return c, nil
+}
+
+// ownSessions returns an error when a connection of pool does not talk to
+// the server process it was given at start-up (its BackendKeyData), which
+// is what a pooler in between (PgBouncer, in any mode) makes it do.
+func ownSessions(ctx context.Context, pool *pgxpool.Pool) error {
+	var pid, given int64
+	err := pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error {
+		given = int64(c.Conn().PgConn().PID())
+		return c.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid)
+	})
+	if err != nil {
+		return fmt.Errorf("pglease: NewAdvisory: checking that each pool connection is a server session of its own: %w", err)
+	}
+	if pid != given {
+		return fmt.Errorf("pglease: NewAdvisory: the pool goes through a connection pooler such as PgBouncer "+
+			"(server process %d answered a connection that was given process %d): a pooler hands a session, "+
+			"and its advisory locks, to other clients, so two of them could hold one lease; "+
+			"give NewAdvisory a pool connected to PostgreSQL directly, or use pglease.New", pid, given)
+	}
+	return nil
 }
 
 // advisory keeps each lease as a session advisory lock on a pool
@@ -62,10 +102,13 @@ func (h *hold) drop(ctx context.Context) {
 	h.conn = nil
 }
 
-// lockKey is the advisory lock's key for a row key: a 64-bit hash of the
-// schema and the key, since advisory locks are per database and the
-// counter rows per schema.
-const lockKey = `hashtextextended(current_schema() || '.' || $1, 0)`
+// lockKey is the advisory lock's key for the row key $1: a 64-bit hash of
+// the key and the schema of the fencekit_leases_advisory table that the
+// session's search_path finds. Advisory locks are per database and the
+// token rows per table, so every client that takes its tokens from one
+// table takes one lock, whatever its search_path.
+const lockKey = `hashtextextended((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE c.oid = 'fencekit_leases_advisory'::regclass) || '.' || $1, 0)`
 
 // advisoryAcquireSQL tries the lock and, when it got it, takes the next
 // token, in one statement; refused, it reads the holder's token and

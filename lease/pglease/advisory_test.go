@@ -3,11 +3,15 @@ package pglease
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
+	"github.com/fencekit/fencekit/migrations"
 )
 
 // waitLost waits, up to limit, for l to end lost.
@@ -132,5 +136,87 @@ func TestAdvisoryReleaseDuringRenewal(t *testing.T) {
 		if err := l.Release(ctx); err != nil {
 			t.Fatalf("release %d: %v", i, err)
 		}
+	}
+}
+
+// TestAdvisorySearchPath gives two clients of one database different
+// search_paths that both find the tables in public (app,public with an
+// app schema that has no fencekit tables, and public): they must exclude
+// each other, and the operator functions on either pool must see the
+// lease held.
+func TestAdvisorySearchPath(t *testing.T) {
+	env := testenv.PostgresDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := migrations.Up(ctx, env.URL); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Pool.Exec(ctx, `CREATE SCHEMA app`); err != nil {
+		t.Fatal(err)
+	}
+	appPool := poolNamed(t, env.URL+"?search_path=app,public", "fencekit-app")
+	publicPool := poolNamed(t, env.URL+"?search_path=public", "fencekit-public")
+	app, err := NewAdvisory(appPool, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close(ctx)
+	public, err := NewAdvisory(publicPool, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer public.Close(ctx)
+	l, err := app.Acquire(ctx, "job", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other, err := public.Acquire(ctx, "job", time.Minute); !errors.Is(err, lease.ErrNotAcquired) {
+		if err == nil {
+			other.Release(ctx)
+			t.Fatalf("second client (search_path public) was granted token %v while token %v holds the lease; want ErrNotAcquired", other.Token(), l.Token())
+		}
+		t.Fatalf("second client (search_path public): %v, want ErrNotAcquired", err)
+	}
+	if info, err := public.Inspect(ctx, "job"); err != nil || !info.Held || info.Holder != l.Token() {
+		t.Fatalf("Inspect through the other search_path: %+v, %v; want held by %v", info, err, l.Token())
+	}
+	if _, _, err := BumpAdvisory(ctx, publicPool, "", "job", l.Token()+1000); err == nil || !strings.Contains(err.Error(), "held by") {
+		t.Fatalf("BumpAdvisory of a held lease through the other search_path: %v; want held", err)
+	}
+	r, err := ForceReleaseAdvisory(ctx, publicPool, "", "job", 0)
+	if err != nil || !r.Held || !r.Released || r.Holder != l.Token() {
+		t.Fatalf("ForceReleaseAdvisory through the other search_path: %+v, %v; want held by %v and released", r, err, l.Token())
+	}
+	waitLost(t, l, 30*time.Second)
+}
+
+// TestAdvisoryRefusesTransactionPooling: NewAdvisory on a pool through
+// PgBouncer in transaction pooling mode, where a session advisory lock
+// stays on a server connection that PgBouncer hands to other clients, must
+// fail with an error that says so.
+func TestAdvisoryRefusesTransactionPooling(t *testing.T) {
+	env := testenv.PostgresDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := migrations.Up(ctx, env.URL); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, testenv.StartPgBouncer(t).URL(t, env.URL)+"?default_query_exec_mode=exec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	c, err := NewAdvisory(pool, quiet)
+	if err == nil {
+		defer c.Close(ctx)
+		if _, err := c.Acquire(ctx, "job", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		_, err := c.Acquire(ctx, "job", time.Minute)
+		t.Fatalf("NewAdvisory through PgBouncer in transaction pooling mode: no error (and a second Acquire of the held lease returned %v)", err)
+	}
+	t.Log(err)
+	if !strings.Contains(err.Error(), "pooler") || !strings.Contains(err.Error(), "session") {
+		t.Fatalf("NewAdvisory through PgBouncer: %v; want an error naming the pooler and the session", err)
 	}
 }

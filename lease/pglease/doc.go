@@ -25,8 +25,8 @@
 // [NewAdvisory] issues the same leases as session advisory locks
 // (pg_try_advisory_lock), the seed's design: no TTL on the server, lost
 // when the holder's connection dies. Prefer the table: an advisory lease
-// pins a pool connection for its whole life (a transaction-mode PgBouncer
-// cannot hold one at all), a dropped connection frees the lock at once,
+// pins a pool connection for its whole life (NewAdvisory refuses a pool
+// through PgBouncer, whose transaction mode cannot hold one), a dropped connection frees the lock at once,
 // before the holder's Context can end, a half-open one or a paused holder
 // keeps it until its session ends, and a failover frees every lock. A row
 // has none of that: any connection renews it, a terminated backend only
