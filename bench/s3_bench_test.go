@@ -30,8 +30,10 @@ var s3Sizes = []struct {
 // per benchmark on the S3 server:
 //
 //	mode=plain        PutObject, unconditional
-//	mode=fenced       blobfence Store.Put: HEAD (current ETag and token), then a
-//	                  PUT conditional on that ETag (If-Match, or If-None-Match: *)
+//	mode=fenced       blobfence Store.Put, repeated: the Store remembers the
+//	                  version it wrote, so the conditional PUT alone (If-Match)
+//	mode=fenced-read  Store.Put without the version cache: what a first put
+//	                  costs, a ranged GET (current ETag and token), then the PUT
 //	mode=fenced-etag  blobfence Store.PutReader with After(the version the
 //	                  previous put returned): the conditional PUT alone
 //
@@ -47,10 +49,14 @@ func BenchmarkS3Put(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	reading, err := blobfence.New(env.client, env.bucket, &blobfence.Options{VersionCache: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
 	var tok atomic.Int64
 	for _, size := range s3Sizes {
 		body := bytes.Repeat([]byte("fencekit"), size.n/8)
-		for _, mode := range rotated([]string{"plain", "fenced", "fenced-etag"}) {
+		for _, mode := range rotated([]string{"plain", "fenced", "fenced-read", "fenced-etag"}) {
 			b.Run("size="+size.name+"/mode="+mode, func(b *testing.B) {
 				ctx := context.Background()
 				key := uniqueKey(size.name, mode)
@@ -67,6 +73,8 @@ func BenchmarkS3Put(b *testing.B) {
 						return err
 					case "fenced":
 						return store.Put(ctx, key, body, t)
+					case "fenced-read":
+						return reading.Put(ctx, key, body, t)
 					default:
 						var opts []blobfence.PutOption
 						if prev.ETag() != "" {
