@@ -81,6 +81,13 @@ func TestCreateOnce(t *testing.T) {
 		}
 	}
 	wantStored(t, store, "r", report, 41)
+	// Retire removes a created object; the key can be created again.
+	if err := late.Retire(ctx, "r"); err != nil {
+		t.Fatalf("Retire of a created object: %v", err)
+	}
+	if err := late.Create(ctx, "r", []byte("again"), 50); err != nil {
+		t.Fatalf("Create after Retire: %v", err)
+	}
 	if err := store.Put(ctx, "p", []byte("fenced"), 7); err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,8 @@ func (s *Store) Delete(ctx context.Context, key string, tok fence.Token) error {
 // afterwards a put with any token may create the key. It is an operator's
 // step, for keys that will not be written again or whose writers have all
 // stopped: run it only when no holder of an older token can still be
-// running. It refuses a key that readers still see (delete it first). It
+// running. It refuses a key that readers still see (delete it first),
+// except an object [Store.Create] stored, which it removes. It
 // costs a HEAD and a DELETE with If-Match on the tombstone's ETag (a server
 // that checks DELETE's condition late or ignores it could remove a put that
 // raced the retirement: retire only keys nobody writes). Errors:
@@ -55,7 +56,7 @@ func (s *Store) Retire(ctx context.Context, key string) error {
 	case err != nil:
 	case !st.exists():
 		return nil
-	case !st.deleted:
+	case !st.deleted && !st.created:
 		err = fence.Invalid("blobfence: readers still see the object (token %d); Delete it first", st.token)
 	default:
 		_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key), IfMatch: aws.String(st.etag)})

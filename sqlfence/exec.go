@@ -84,7 +84,7 @@ func execBatch(ctx context.Context, bs batchSender, resource string, tok fence.T
 		}
 		return pgconn.CommandTag{}, staleFromReread(ctx, q, resource, tok)
 	case claimErr != nil:
-		return pgconn.CommandTag{}, fmt.Errorf("sqlfence: Exec %q: claim with token %s: %w", resource, tok, claimErr)
+		return pgconn.CommandTag{}, fmt.Errorf("sqlfence: Exec %q with token %s: %w", resource, tok, claimErr)
 	case stmtErr != nil:
 		return pgconn.CommandTag{}, fmt.Errorf("sqlfence: Exec %q with token %s: %w", resource, tok, stmtErr)
 	case closeErr != nil:

@@ -134,7 +134,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func explainPG(err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "42P01" {
-		return fmt.Errorf("%w: fencekit's tables are not in this database's search_path: apply fencekit's migrations, or point -postgres at the right database and search_path", err)
+		return fmt.Errorf("%w: fencekit's tables are not in this database's search_path: apply fencekit's migrations (migrations.Up from Go, or the SQL files in fencekit's migrations folder), or point -postgres at the right database and search_path", err)
 	}
 	return err
 }

@@ -74,9 +74,10 @@ func setupS3Check(fs *flag.FlagSet, o *output) func(context.Context, []string) e
 			return usagef("%v", err)
 		}
 		err = store.Verify(ctx)
-		r := s3Result{Endpoint: *endpoint, Bucket: *bucket, OK: err == nil}
-		where := *bucket + " on " + *endpoint
-		if *endpoint == "" {
+		used := aws.ToString(client.Options().BaseEndpoint) // the flag, or the SDK's AWS_ENDPOINT_URL_S3
+		r := s3Result{Endpoint: used, Bucket: *bucket, OK: err == nil}
+		where := *bucket + " on " + used
+		if used == "" {
 			where = *bucket + " on AWS S3 (" + cfg.Region + ")"
 		}
 		if err != nil {

@@ -50,8 +50,8 @@ func TestS3Check(t *testing.T) {
 		return []string{"AWS_ENDPOINT_URL_S3=" + endpoint, "AWS_ACCESS_KEY_ID=" + srv.AccessKey, "AWS_SECRET_ACCESS_KEY=" + srv.SecretKey, "AWS_REGION=us-east-1"}
 	}
 	r := runWant(t, creds(srv.Endpoint), 0, "s3-check", "-bucket", bucket)
-	if !strings.HasPrefix(r.stdout, "ok: ") {
-		t.Errorf("s3-check on versitygw: %q", r.stdout)
+	if !strings.HasPrefix(r.stdout, "ok: ") || !strings.Contains(r.stdout, srv.Endpoint) {
+		t.Errorf("s3-check on the server AWS_ENDPOINT_URL_S3 names: %q; want ok, naming %s", r.stdout, srv.Endpoint)
 	}
 	if res := decode[s3Result](t, runWant(t, creds(srv.Endpoint), 0, "s3-check", "-json", "-bucket", bucket)); !res.OK || res.Bucket != bucket {
 		t.Errorf("s3-check -json: %+v", res)
