@@ -14,8 +14,8 @@ import (
 // with no body and the token tok, so a later put with an older token is
 // still refused. It never sends a DELETE (S3-compatible servers check, or
 // ignore, DELETE's If-Match in ways that let a stale delete through). It
-// costs what a put costs: a HEAD and a conditional PUT of a few bytes; one
-// HEAD when the key is already deleted under tok. Deleting an absent key
+// costs what a put costs: a read and a conditional PUT of a few bytes; one
+// read when the key is already deleted under tok. Deleting an absent key
 // writes a tombstone too. Removing the tombstone for good is an operator's
 // step: [Store.Retire].
 //
@@ -41,12 +41,12 @@ func (s *Store) Delete(ctx context.Context, key string, tok fence.Token) error {
 // stopped: run it only when no holder of an older token can still be
 // running. It refuses a key that readers still see (delete it first),
 // except an object [Store.Create] stored, which it removes. It
-// costs a HEAD and a DELETE with If-Match on the tombstone's ETag (a server
+// costs a read and a DELETE with If-Match on the tombstone's ETag (a server
 // that checks DELETE's condition late or ignores it could remove a put that
 // raced the retirement: retire only keys nobody writes). Errors:
-// [fence.ErrInvalid] (also for a live object), [ErrContention] (no two
-// reads agreed), the context's cause, S3 errors (412 when the key changed
-// since the HEAD).
+// [fence.ErrInvalid] (also for a live object), [ErrContention] (no read
+// was proven), the context's cause, S3 errors (412 when the key changed
+// since the read).
 func (s *Store) Retire(ctx context.Context, key string) error {
 	if err := s.check("retire", key); err != nil {
 		return err

@@ -17,20 +17,24 @@
 // server whose ETag is derived from the bytes (MD5, checksums) or new per
 // write. [Store.Put] costs two requests:
 //
-//	HEAD key                  → ETag E and stored token c (0 when absent or
-//	                            written by another tool)
-//	fence.Check(key, tok, c)  → *fence.StaleError when c > tok; nothing sent
-//	PUT key  If-Match: E      → lands only while the key is still in the
-//	         (If-None-Match: *  state that was checked
+//	GET key  Range: bytes=0-127 → ETag E, the header (token c; 0 when absent
+//	                              or written by another tool), write record
+//	fence.Check(key, tok, c)    → *fence.StaleError when c > tok; nothing sent
+//	PUT key  If-Match: E        → lands only while the key is still in the
+//	         (If-None-Match: *    state that was checked
 //	          when absent)
 //	         header "fencekit-blob 1 put <tok> <nonce>\n" + body
 //
-// The token and the write's MD5 are also in the metadata, so the HEAD
-// proves it read ETag and metadata of the same write (versitygw's HEAD
-// reads them one after the other); where the ETag is not the MD5, two
-// HEADs that agree prove it. [After] skips the HEAD with a version the
-// store returned: one request. Losing a race (412, 409, 404) makes the
-// store read and decide again, up to [Options.MaxAttempts] times.
+// The token of a version is what its own bytes say; metadata is a hint.
+// The write record in the metadata (the nonce and the MD5 of the bytes)
+// proves that E is the ETag of the bytes read when it names the header's
+// nonce and predicts E; otherwise (versitygw --sidecar writes ETag,
+// metadata and bytes one after the other; an outside edit drops the
+// metadata) a GET of the whole object conditional on E must have E as its
+// MD5. A server whose ETags are not MD5-shaped (or SSE-KMS) is trusted to
+// return the ETag and bytes of one version. [After] skips the read with a
+// version the store returned: one request. Losing a race (412, 409, 404)
+// makes the store read and decide again, up to [Options.MaxAttempts] times.
 //
 // [Store.Get] strips the header: one request. [Store.Delete] writes a
 // tombstone (the header alone, state "del"), so the key reads as absent
@@ -63,8 +67,8 @@
 // [fence.ErrFencedOut]); the context's cause when ctx ended (a lost
 // lease's lease.ErrLost, which matches fence.ErrFencedOut too);
 // [ErrContention]; [ErrOutcomeUnknown]; [ErrNotFound] (Get, Head);
-// [ErrBadMetadata] (the stored token or envelope does not parse; writes
-// leave such an object alone); [fence.ErrInvalid] (nil client, empty
+// [ErrBadMetadata] (the object starts like an envelope but its header does
+// not parse; writes leave such an object alone); [fence.ErrInvalid] (nil client, empty
 // bucket, bad option, a key that is empty, over 1024 bytes, not UTF-8 or
 // with control characters, token 0 or above 2^63-1: nothing is sent);
 // [ErrUnsupported] (Verify). Other errors come from S3 and the SDK.

@@ -21,17 +21,18 @@ import (
 // random and new for every write, so every write's bytes, and hence its
 // ETag, differ from every earlier state of the key, whatever the body: an
 // If-Match on an ETag the writer read passes only while that very write
-// is current. The token is also in the object's metadata, with a write
-// record, so that one HEAD tells a writer the state:
+// is current. The header is the token; the metadata holds a copy for
+// people and a write record:
 //
 //	x-amz-meta-fencekit-token:       <token>
 //	x-amz-meta-fencekit-token-write: 2 <state> <nonce> <md5 of the stored bytes, hex>
 //
 // The record's MD5 is the ETag the object has on a server whose ETags are
-// the MD5 of the bytes (AWS without SSE-KMS, versitygw, SeaweedFS): a HEAD
-// whose ETag equals it read the ETag and metadata of the same write. An
-// object whose record does not start with "2 " was written by the second
-// release (its bytes are the body as is) or by another tool.
+// the MD5 of the bytes (AWS without SSE-KMS, versitygw, SeaweedFS): a read whose ETag
+// equals it and whose header has its nonce read the ETag and bytes of the
+// same write. Bytes that do not start with the header's magic were written
+// by the second release (its record holds the token) or by another tool
+// (token 0).
 
 // headerMagic starts every envelope.
 const headerMagic = "fencekit-blob 1 "
@@ -102,7 +103,7 @@ func Decode(stored []byte) (Envelope, []byte, error) {
 // writeRecord is what an object's metadata says of the write that
 // produced it. Metadata is a hint: it is read apart from the bytes on some
 // servers and dropped by outside edits, so a record proves a version only
-// when the bytes read with the ETag agree with it (see [Store.decode]).
+// when the bytes read with the ETag agree with it (see decode).
 type writeRecord struct {
 	envelope bool        // this release's form: the nonce of an envelope and the MD5 of its bytes
 	old      bool        // the second release's form: the token and the MD5 of the bytes as they are

@@ -13,7 +13,7 @@ import (
 
 // Version is one state of an object, as [Store.Head], [Store.GetVersion]
 // and [Store.PutReader] return it: its key, its ETag and its token. Pass
-// it to a later put with [After] to skip that put's HEAD. It can only come
+// it to a later put with [After] to skip that put's read. It can only come
 // from a Store, so its ETag and token belong together; the zero Version
 // names nothing.
 type Version struct {
@@ -125,9 +125,7 @@ func errorCode(err error) string {
 	return ""
 }
 
-// isNotFound reports a 404 about the key (not the bucket). A HEAD's 404 has
-// no body, so a missing bucket looks like a missing key there; the
-// conditional write that follows then fails with NoSuchBucket.
+// isNotFound reports a 404 about the key (not the bucket).
 func isNotFound(err error) bool {
 	return httpStatus(err) == http.StatusNotFound && errorCode(err) != "NoSuchBucket"
 }

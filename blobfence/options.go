@@ -33,7 +33,7 @@ type objectFields struct {
 
 // After tells a put the object's current version, as a Version that this
 // store returned for the same key ([Store.PutReader], [Store.Head],
-// [Store.GetVersion]), so that the put skips its HEAD: one request while v
+// [Store.GetVersion]), so that the put skips its read: one request while v
 // is still current. When v is out of date, the put reads the object and
 // decides as without it. A zero Version or one of another key is an
 // error wrapping [fence.ErrInvalid].
@@ -88,7 +88,8 @@ func Metadata(md map[string]string) PutOption {
 // ServerSideEncryption sets how S3 encrypts the object: AES256 (SSE-S3),
 // aws:kms or aws:kms:dsse (SSE-KMS, with kmsKeyID or "" for the bucket's
 // default key). Objects encrypted with KMS have ETags that are not the
-// MD5 of the bytes: puts of them cost one HEAD more (see [Store.PutReader]).
+// MD5 of the bytes; the store takes a GET's ETag and bytes of them to be of
+// one version (see [Store.PutReader]).
 func ServerSideEncryption(sse types.ServerSideEncryption, kmsKeyID string) PutOption {
 	return func(f *objectFields) error {
 		switch sse {

@@ -3,6 +3,7 @@ package blobfence_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -132,4 +133,32 @@ func TestVerifyNoMetadata(t *testing.T) {
 		t.Fatalf("Verify on --nometa: %v; want ErrUnsupported naming If-None-Match", err)
 	}
 	t.Log(err)
+}
+
+// TestRangeIgnored: behind a proxy that drops Range (as a server that
+// ignores it does), a put reads only the header's bytes of the whole
+// object it is sent, and still refuses an older token.
+func TestRangeIgnored(t *testing.T) {
+	ctx := context.Background()
+	env := testenv.S3(t)
+	proxy := &s3Proxy{request: func(r *http.Request) { r.Header.Del("Range") }}
+	s := mustNew(t, proxy.client(t, env), env.Bucket, nil)
+	big := strings.Repeat("x", 1<<20)
+	mustPut(t, s, "k", big, 9)
+	wantStale(t, "put with token 7", s.Put(ctx, "k", []byte("stale"), 7))
+	mustPut(t, s, "k", "small", 10)
+	wantStored(t, s, "k", "small", 10)
+}
+
+// TestVerifyOpaqueMD5ETags: a server whose ETags look like MD5s but are
+// not (and that does not say aws:kms) fails Verify: no read could be
+// proven there.
+func TestVerifyOpaqueMD5ETags(t *testing.T) {
+	env := testenv.S3(t)
+	o, proxy := newOpaqueETags()
+	o.noKMS = true
+	err := mustNew(t, proxy.client(t, env), env.Bucket, nil).Verify(context.Background())
+	if !errors.Is(err, blobfence.ErrUnsupported) || !strings.Contains(err.Error(), "not the MD5") {
+		t.Fatalf("Verify behind opaque MD5-shaped ETags: %v; want ErrUnsupported naming them", err)
+	}
 }

@@ -78,6 +78,7 @@ func dropIfMatch() *s3Proxy {
 // translates If-Match back, and never lets an ETag it did not hand out for
 // the current version match. Its replies say aws:kms, as SSE-KMS's do.
 type opaqueETags struct {
+	noKMS   bool // the replies do not say aws:kms (a server that hides why)
 	mu      sync.Mutex
 	current map[string][2]string // path -> {server's ETag, the proxy's}
 }
@@ -106,7 +107,9 @@ func (o *opaqueETags) reply(resp *http.Response) error {
 	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusPartialContent {
 		return nil
 	}
-	resp.Header.Set("X-Amz-Server-Side-Encryption", "aws:kms")
+	if !o.noKMS {
+		resp.Header.Set("X-Amz-Server-Side-Encryption", "aws:kms")
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if real := resp.Header.Get("ETag"); real != "" {

@@ -32,20 +32,23 @@ func (s *Store) Put(ctx context.Context, key string, body []byte, tok fence.Toke
 // with Seek and r is rewound for every attempt (it is read twice per
 // attempt: for the MD5, then to send); r is not closed.
 //
-// It costs two requests when nobody races it: a HEAD that reads the
-// key's ETag and token, and a PUT conditional on that ETag (If-Match), or
-// on the key being absent (If-None-Match: *). With [After] and a version
-// still current, one request. When the server's ETags are not the MD5 of
-// the bytes (SSE-KMS, checksum ETags), one HEAD more: the store reads until
-// two HEADs agree. A lost race (412, 409, 404) makes it read and decide
-// again, up to [Options.MaxAttempts] writes. opts set the object's other
+// It costs two requests when nobody races it: a GET of the first 128 bytes
+// that reads the key's ETag, envelope header (the token) and write record,
+// and a PUT conditional on that ETag (If-Match), or on the key being absent
+// (If-None-Match: *). With [After] and a version still current, one
+// request. When the write record does not prove that the ETag is the one
+// of the bytes read (an outside edit dropped it, or the server read it
+// apart from the bytes while a PUT landed), one GET more, of the whole
+// object, conditional on the ETag, whose MD5 must be the ETag. A lost race
+// (412, 409, 404) makes it read and decide again, up to
+// [Options.MaxAttempts] writes. opts set the object's other
 // fields (Content-Type, user metadata, encryption).
 //
 // Errors: a [*fence.StaleError] (errors.Is [fence.ErrStale] and
 // [fence.ErrFencedOut]; Resource is "bucket/key", Current the stored token)
 // when the key carries a newer token, nothing written; [ErrContention] when
 // every attempt lost a race; [fence.ErrInvalid] for a bad key, token or
-// option, nothing sent; [ErrBadMetadata] when the stored token does not
+// option, nothing sent; [ErrBadMetadata] when the stored header does not
 // parse; [ErrOutcomeUnknown] (with the final error) when a write got no
 // answer and a later read could not tell whether it landed; the context's
 // cause (such as lease.ErrLost) when ctx ended; S3 and SDK errors otherwise,

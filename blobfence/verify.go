@@ -3,6 +3,7 @@ package blobfence
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
 	"crypto/rand"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/fencekit/fencekit/fence"
 )
@@ -29,7 +31,8 @@ const cleanupTimeout = 10 * time.Second
 // own client, what fencing relies on: PUT honours If-None-Match: * and
 // If-Match, comparing with the object's current ETag (an ETag that was
 // current before is refused); a write of other bytes gets another ETag;
-// the ETag a PUT's reply gives is the one a HEAD then shows (puts with
+// an ETag shaped like an MD5 is the MD5 of the bytes (unless the reply
+// says aws:kms); the ETag a PUT's reply gives is the one a HEAD then shows (puts with
 // [After] condition the next write on it); user metadata and the bytes
 // come back as written. Run it once at start-up against a server or
 // client set-up you have not tested: one that ignores a condition lets
@@ -68,6 +71,7 @@ type probe struct {
 	s       *Store
 	key     string
 	missing []string
+	opaque  bool // an opaque MD5-shaped ETag was noted
 }
 
 func (p *probe) miss(format string, args ...any) {
@@ -75,6 +79,8 @@ func (p *probe) miss(format string, args ...any) {
 }
 
 // put writes body with the given condition and returns the reply's ETag.
+// It notes an ETag shaped like an MD5 that is not the body's (without
+// SSE-KMS): no read of such objects could be proven.
 func (p *probe) put(ctx context.Context, body string, ifMatch, ifNoneMatch *string) (string, error) {
 	out, err := p.s.client.PutObject(ctx, &s3.PutObjectInput{
 		Bucket: aws.String(p.s.bucket), Key: aws.String(p.key), Body: strings.NewReader(body),
@@ -83,7 +89,13 @@ func (p *probe) put(ctx context.Context, body string, ifMatch, ifNoneMatch *stri
 	if err != nil {
 		return "", err
 	}
-	return aws.ToString(out.ETag), nil
+	etag := aws.ToString(out.ETag)
+	kms := out.ServerSideEncryption == types.ServerSideEncryptionAwsKms || out.ServerSideEncryption == types.ServerSideEncryptionAwsKmsDsse
+	if md5Shaped(etag) && !kms && etag != plainETag(md5.Sum([]byte(body))) && !p.opaque {
+		p.opaque = true
+		p.miss("the ETag %s looks like an MD5 but is not the MD5 of the bytes, and the reply does not say aws:kms (no read could be proven: every write would end in ErrContention)", etag)
+	}
+	return etag, nil
 }
 
 // refused takes the error of a write that had to be refused with 412 or
