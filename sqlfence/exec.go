@@ -2,8 +2,10 @@ package sqlfence
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -14,8 +16,22 @@ import (
 // execClaimSQL claims resource's guard row for token $2 as claimSQL does,
 // but fails when it is refused (division by zero: no row claimed), so that
 // the statements sent with it in the same implicit transaction do not run.
+// It also marks the transaction with $3 (SET LOCAL), which execCheckSQL
+// finds only while the transaction is still the claim's.
 const execClaimSQL = `WITH claimed AS (` + claimInsert + `)
-SELECT 1 / count(*) FROM claimed`
+SELECT 1 / count(*), set_config('` + execMarker + `', $3, true) FROM claimed`
+
+// execMarker is the setting that marks the claim's transaction.
+const execMarker = "fencekit.exec"
+
+// execCheckSQL fails (SQLSTATE 22P02, execEndedText in the message) when
+// the transaction is no longer the claim's: the statement committed part
+// way (COMMIT in a procedure or a DO block, or between statements of a
+// simple-protocol query). The failure rolls back what ran after that
+// COMMIT.
+const execCheckSQL = `SELECT (CASE WHEN current_setting('` + execMarker + `', true) = $1 THEN '1' ELSE '` + execEndedText + `' END)::int`
+
+const execEndedText = "fencekit: the statement ended the fenced transaction"
 
 // batchSender sends a batch of statements as one pipeline: *pgx.Conn and
 // *pgxpool.Pool.
@@ -53,10 +69,16 @@ func Exec(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 			return pgconn.CommandTag{}, withCause(ctx, err)
 		}
 		tag, err := tx.Exec(ctx, sql, args...)
-		if err != nil {
+		switch {
+		case err != nil:
 			err = fmt.Errorf("sqlfence: Exec %q with token %s: %w", resource, tok, err)
+		case tx.Conn().PgConn().TxStatus() != 'T':
+			err = errStatementEnded(resource, tok)
 		}
 		return tag, withCause(ctx, err)
+	}
+	if c, ok := db.(*pgx.Conn); ok && c.PgConn().TxStatus() != 'I' {
+		return pgconn.CommandTag{}, fence.Invalid("sqlfence: Exec %q: the connection is inside a transaction; pass its pgx.Tx", resource)
 	}
 	bs, ok := db.(batchSender)
 	if !ok {
@@ -69,14 +91,20 @@ func Exec(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 // execBatch sends the claim and the statement as one pipeline.
 func execBatch(ctx context.Context, bs batchSender, resource string, tok fence.Token, sql string, args []any) (pgconn.CommandTag, error) {
 	b := &pgx.Batch{}
-	b.Queue(execClaimSQL, resource, int64(tok))
+	mark := rand.Text()
+	b.Queue(execClaimSQL, resource, int64(tok), mark)
 	b.Queue(sql, args...)
+	b.Queue(execCheckSQL, mark)
 	br := bs.SendBatch(ctx, b)
 	_, claimErr := br.Exec()
 	tag, stmtErr := br.Exec()
+	_, checkErr := br.Exec()
 	closeErr := br.Close()
 	var pe *pgconn.PgError
 	switch {
+	case endedStatement(claimErr) || endedStatement(stmtErr) || endedStatement(checkErr) || endedStatement(closeErr):
+		// (a simple-protocol batch reports the check's failure when it closes)
+		return pgconn.CommandTag{}, errStatementEnded(resource, tok)
 	case errors.As(claimErr, &pe) && pe.Code == "22012": // refused: nothing ran
 		q, ok := bs.(Querier)
 		if !ok {
@@ -87,8 +115,22 @@ func execBatch(ctx context.Context, bs batchSender, resource string, tok fence.T
 		return pgconn.CommandTag{}, fmt.Errorf("sqlfence: Exec %q with token %s: %w", resource, tok, claimErr)
 	case stmtErr != nil:
 		return pgconn.CommandTag{}, fmt.Errorf("sqlfence: Exec %q with token %s: %w", resource, tok, stmtErr)
+	case checkErr != nil:
+		return pgconn.CommandTag{}, fmt.Errorf("sqlfence: Exec %q with token %s: %w", resource, tok, checkErr)
 	case closeErr != nil:
 		return pgconn.CommandTag{}, fmt.Errorf("sqlfence: Exec %q with token %s: %w", resource, tok, closeErr)
 	}
 	return tag, nil
+}
+
+// errStatementEnded is Exec's error when its statement ended the claim's
+// transaction itself.
+func errStatementEnded(resource string, tok fence.Token) error {
+	return fmt.Errorf("sqlfence: Exec %q with token %s: the statement ended the transaction (a COMMIT inside it); its work after that COMMIT is not fenced (on a pool or connection Exec rolled it back)", resource, tok)
+}
+
+// endedStatement reports execCheckSQL's failure (in the simple protocol
+// pgx reports it as the batch's error, not a *pgconn.PgError of its own).
+func endedStatement(err error) bool {
+	return err != nil && strings.Contains(err.Error(), execEndedText)
 }

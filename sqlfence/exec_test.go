@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -228,4 +229,45 @@ func TestExecRacingWriters(t *testing.T) {
 		t.Fatalf("%d entries, %d accepted", len(toks), accepted.Load())
 	}
 	t.Logf("%d accepted, %d refused", accepted.Load(), refused.Load())
+}
+
+// TestExecStatementThatCommits: a statement that commits part way (a
+// procedure or DO block with COMMIT, or COMMIT between the statements of a
+// simple-protocol query) makes Exec fail, and what it ran after the
+// COMMIT, outside the claim, is rolled back.
+func TestExecStatementThatCommits(t *testing.T) {
+	env := setup(t)
+	ctx := testCtx(t)
+	exec(t, env.Pool, `CREATE TABLE steps (id int PRIMARY KEY, log text NOT NULL)`, `INSERT INTO steps VALUES (1, '')`,
+		`CREATE PROCEDURE twostep() LANGUAGE plpgsql AS $$
+		BEGIN
+			UPDATE steps SET log = log || 'a;' WHERE id = 1;
+			COMMIT;
+			UPDATE steps SET log = log || 'b;' WHERE id = 1;
+		END $$`)
+	simple := newPool(t, env.URL+"&default_query_exec_mode=simple_protocol")
+	for i, tc := range []struct {
+		name string
+		db   sqlfence.TxBeginner
+		sql  string
+	}{
+		{"CALL", env.Pool, `CALL twostep()`},
+		{"DO", connect(t, env.URL), `DO $$ BEGIN UPDATE steps SET log = log || 'a;' WHERE id = 1; COMMIT; UPDATE steps SET log = log || 'b;' WHERE id = 1; END $$`},
+		{"simple protocol", simple, `UPDATE steps SET log = log || 'a;' WHERE id = 1; COMMIT; UPDATE steps SET log = log || 'b;' WHERE id = 1`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			exec(t, env.Pool, `UPDATE steps SET log = ''`)
+			_, err := sqlfence.Exec(ctx, tc.db, "steps", fence.Token(10+i), tc.sql)
+			if err == nil || !strings.Contains(err.Error(), "ended the transaction") {
+				t.Fatalf("Exec of a statement that commits = %v; want an error saying it ended the transaction", err)
+			}
+			var log string
+			if err := env.Pool.QueryRow(ctx, `SELECT log FROM steps WHERE id = 1`).Scan(&log); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(log, "b;") {
+				t.Fatalf("steps.log = %q: the work after the COMMIT, outside the claim, stayed", log)
+			}
+		})
+	}
 }
