@@ -39,7 +39,8 @@ var ErrExists = errors.New("blobfence: an object has the key already")
 //
 // Errors: an error wrapping [ErrExists] when an object has the key
 // (nothing written); [fence.ErrInvalid] for a bad key, token or option
-// ([After] has no meaning here), nothing sent; the context's cause when
+// ([After] has no meaning here) or a body that starts like an envelope's
+// header, nothing sent; the context's cause when
 // ctx ended; S3 and SDK errors otherwise. Each names the object once.
 func (s *Store) Create(ctx context.Context, key string, body []byte, tok fence.Token, opts ...PutOption) error {
 	if err := s.checkWrite("create", key, tok); err != nil {
@@ -51,6 +52,10 @@ func (s *Store) Create(ctx context.Context, key string, body []byte, tok fence.T
 	}
 	if f.after.etag != "" {
 		return fence.Invalid("blobfence: create %s: After has no meaning for Create (the key must not exist)", s.resource(key))
+	}
+	if bytes.HasPrefix(body, []byte(headerMagic)) {
+		// Readers would take it for an envelope, its token for the key's.
+		return fence.Invalid("blobfence: create %s: the body starts with %q, the envelope's header; store it with Put", s.resource(key), headerMagic)
 	}
 	nonce := rand.Text()
 	md, err := s.userMetadata(f, tok.String(), "")

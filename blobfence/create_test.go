@@ -146,6 +146,13 @@ func TestCreateBadInputSendsNothing(t *testing.T) {
 	if err := store.Create(ctx, "k", []byte("y"), 0); !errors.Is(err, fence.ErrInvalid) {
 		t.Errorf("Create with token 0 = %v; want ErrInvalid", err)
 	}
+	// A body that looks like an envelope would be read as one, with its
+	// own token and state (a tombstone: "absent", and created twice).
+	for _, body := range []string{"fencekit-blob 1 put 5 N\nsnapshot", "fencekit-blob 1 del 3 X\n"} {
+		if err := store.Create(ctx, "snap", []byte(body), 1000); !errors.Is(err, fence.ErrInvalid) {
+			t.Errorf("Create of %q = %v; want ErrInvalid", body, err)
+		}
+	}
 	if n := c.total() - before; n != 0 {
 		t.Errorf("bad Creates sent %d requests", n)
 	}

@@ -294,7 +294,9 @@ func (t *Table) Upsert(ctx context.Context, db Querier, key any, tok fence.Token
 //
 // Errors are those of [Table.Update]: a [*fence.StaleError] when the row's
 // version (or the guard's token) is greater than tok, nothing changed;
-// [ErrNoRow] when no row has the key; [fence.ErrInvalid] also for a number
+// [ErrNoRow] when no row has the key (then nothing is recorded: an older
+// holder can still insert it; fence a read-modify-write that may create
+// the row with [InTx] or a table bound by [Table.WithGuard]); [fence.ErrInvalid] also for a number
 // of destinations other than the number of columns (nothing sent).
 func (t *Table) Claim(ctx context.Context, db Querier, key any, tok fence.Token, dest ...any) error {
 	if err := t.checkWrite(ctx, db, "claim", key, tok, len(dest), "destinations"); err != nil {
