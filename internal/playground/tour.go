@@ -55,6 +55,9 @@ type Step struct {
 	At   string  `json:"at"`
 	X    float64 `json:"x"`
 	Text string  `json:"text"`
+	// Outcome: the step tells the runs' outcome, or comes after the one
+	// that does; the page shows the verdicts from it on.
+	Outcome bool `json:"outcome,omitempty"`
 }
 
 // tour tells the first run (off: fencing off for most) event by event,
@@ -156,6 +159,7 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 		}
 	}
 	last := sim.Event{At: max(off.End, on.End)}
+	end := len(steps)
 	add(last, "the end. %s: %s, final value %s. %s: %s, final value %s.",
 		heading(off.Storage), verdictText(off), off.ValueString(off.Final),
 		onName, verdictText(on), on.ValueString(on.Final))
@@ -168,6 +172,9 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 		presetTitle("check-then-write"))
 	add(last, "the TTL. A shorter TTL does not help: the pause outlasted what was left of the lease, and a shorter TTL "+
 		"only lets a shorter pause do the same (preset %q). Nor does a heartbeat: a pause stops it too.", presetTitle("ttl=4s"))
+	for i := range steps[end:] {
+		steps[end+i].Outcome = true
+	}
 	return steps
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -214,4 +215,77 @@ func TestBrowserPhoneFirstView(t *testing.T) {
 	}
 	eval[bool](t, tab, `(document.getElementById("run-off").scrollIntoView(), true)`)
 	shot(t, tab, "phone-figure")
+}
+
+// revealState is what a step of the tour shows of the outcome: whether
+// the runs' verdict badges and the lost-write marks are visible, the
+// veils' opacity, and the labels of events at or before the cursor that
+// the veil covers.
+type revealState struct {
+	Text     string
+	Verdicts []bool
+	LostMark []bool
+	Opacity  []float64
+	Covered  []string
+}
+
+const revealStateJS = `((x) => {
+  const shown = (el) => !!el && el.getClientRects().length > 0 && getComputedStyle(el).visibility === "visible";
+  const svgs = [...document.querySelectorAll(".run .timeline svg")];
+  return {
+    Text: document.getElementById("tour-text").textContent,
+    Verdicts: [...document.querySelectorAll(".run .verdict")].map(shown),
+    LostMark: svgs.flatMap((svg) => [...svg.querySelectorAll("circle[r='7']")].map(shown)),
+    Opacity: svgs.map((svg) => { const v = svg.querySelector("rect.veil"); return v ? +getComputedStyle(v).fillOpacity * +getComputedStyle(v).opacity : 0; }),
+    Covered: svgs.flatMap((svg) => {
+      const v = svg.querySelector("rect.veil");
+      return [...svg.querySelectorAll("text[data-x]")].filter((t) => +t.dataset.x <= x + 0.5 && shown(t) &&
+        v && (t.compareDocumentPosition(v) & Node.DOCUMENT_POSITION_FOLLOWING)).map((t) => t.textContent);
+    }),
+  };
+})`
+
+// TestBrowserTourRevealsInOrder: the tour shows no outcome before its
+// narration reaches it: the verdict badges stay hidden until the step
+// that tells the end, the lost-write mark until the step that tells the
+// loss, and the veil hides the future entirely; and every label of an
+// event the cursor has reached is drawn above the veil, at full strength.
+func TestBrowserTourRevealsInOrder(t *testing.T) {
+	tab, steps := startTour(t, 1280, 800, "scenario=kleppmann")
+	end, loss := -1, -1
+	for i, s := range steps {
+		if end < 0 && strings.Contains(s.Text, "the end.") {
+			end = i
+		}
+		if loss < 0 && strings.Contains(s.Text, "is now lost") {
+			loss = i
+		}
+	}
+	if end < 0 || loss < 0 {
+		t.Fatalf("no step tells the end (%d) or the loss (%d)", end, loss)
+	}
+	eachStep(t, tab, steps, func(i int, _ tourState) {
+		s := eval[revealState](t, tab, fmt.Sprintf("%s(%f)", revealStateJS, steps[i].X))
+		for f, v := range s.Verdicts {
+			if v != (i >= end) {
+				t.Errorf("step %d: verdict badge %d shown %v; the end is told at step %d", i+1, f, v, end+1)
+			}
+		}
+		for _, m := range s.LostMark {
+			if m != (i >= loss) {
+				t.Errorf("step %d: the lost-write mark shown %v; the loss is told at step %d", i+1, m, loss+1)
+			}
+		}
+		for f, o := range s.Opacity {
+			if o < 0.999 {
+				t.Errorf("step %d: figure %d's veil has opacity %.2f: the future shows through", i+1, f, o)
+			}
+		}
+		if len(s.Covered) > 0 {
+			t.Errorf("step %d: labels of events the cursor has reached lie under the veil: %q", i+1, s.Covered)
+		}
+		if i == len(steps)-1 {
+			shot(t, tab, "tour-last-1280")
+		}
+	})
 }

@@ -295,12 +295,22 @@ function showStep(i) {
   document.getElementById("tour-text").textContent = s.text;
   document.getElementById("tour-back").disabled = step === 0;
   document.getElementById("tour-next").disabled = step === steps.length - 1;
+  document.body.classList.toggle("outcome", !!s.outcome);
   for (const fig of document.querySelectorAll(".run .timeline")) {
     const svg = fig.querySelector("svg");
     const width = Number(svg.getAttribute("width")), height = Number(svg.getAttribute("height"));
     const veil = svgChild(svg, "rect", "veil", { y: 0, height: height });
     veil.setAttribute("x", String(s.x));
     veil.setAttribute("width", String(Math.max(0, width - s.x)));
+    // Labels of events the cursor has reached are drawn above the veil,
+    // the later ones below it; what holds only from a later moment
+    // (data-from: a write's loss) waits for it.
+    const labels = [...svg.querySelectorAll("text[data-x]")];
+    for (const t of labels) if (Number(t.dataset.x) > s.x + 0.5) veil.before(t);
+    for (const t of labels) if (Number(t.dataset.x) <= s.x + 0.5) svg.append(t);
+    for (const el of svg.querySelectorAll("[data-from]")) {
+      el.style.visibility = Number(el.dataset.from) > s.x + 0.5 ? "hidden" : "";
+    }
     const line = svgChild(svg, "line", "cursor", { y1: 40, y2: height - 30 });
     line.setAttribute("x1", String(s.x));
     line.setAttribute("x2", String(s.x));
@@ -323,8 +333,9 @@ document.getElementById("tour-next").addEventListener("click", () => showStep(st
 document.getElementById("tour-close").addEventListener("click", () => {
   tourBox.hidden = true;
   step = -1;
-  document.body.classList.remove("touring");
+  document.body.classList.remove("touring", "outcome");
   for (const el of document.querySelectorAll(".timeline .cursor, .timeline .veil")) el.remove();
+  for (const el of document.querySelectorAll(".timeline [data-from]")) el.style.visibility = "";
 });
 tourBox.addEventListener("keydown", (ev) => {
   if (ev.key === "ArrowLeft") showStep(step - 1);
