@@ -37,6 +37,7 @@ type tourState struct {
 	Text      string
 	Veils     []veil
 	Lanes     [][2]float64 // per figure: the first and the last lane's y on screen
+	Axes      []float64    // per figure: the bottom of its time axis' labels on screen
 	StickyTop float64
 	StickyBot float64
 	Screen    float64
@@ -58,6 +59,8 @@ const tourStateJS = `(() => {
       const ys = [...svg.querySelectorAll("line[stroke='#bbb']")].map((l) => l.getBoundingClientRect().top);
       return [Math.min(...ys), Math.max(...ys)];
     }),
+    Axes: [...document.querySelectorAll(".run .timeline svg")].map((svg) =>
+      Math.max(...[...svg.querySelectorAll("text[font-size='11']")].map((l) => l.getBoundingClientRect().bottom))),
     StickyTop: sticky.top, StickyBot: sticky.bottom, Screen: innerHeight,
   };
 })()`
@@ -135,8 +138,8 @@ func TestBrowserTourDrawsUpToTheStep(t *testing.T) {
 }
 
 // TestBrowserTourShowsBothRuns: at 1280 x 800, every step of the tour
-// scrolls so that both figures' lanes, from the first client's to the
-// storage's, are on screen below the tour's bar.
+// scrolls so that both figures, from the first client's lane to the
+// labels of the time axis, are on screen below the tour's bar.
 func TestBrowserTourShowsBothRuns(t *testing.T) {
 	tab, steps := startTour(t, 1280, 800, "scenario=kleppmann")
 	eachStep(t, tab, steps, func(i int, s tourState) {
@@ -144,6 +147,11 @@ func TestBrowserTourShowsBothRuns(t *testing.T) {
 			if l[0] < s.StickyBot || l[1] > s.Screen {
 				t.Errorf("step %d: figure %d's lanes span y %.0f..%.0f, not all between the bar (%.0f) and the screen's bottom (%.0f)",
 					i, f, l[0], l[1], s.StickyBot, s.Screen)
+			}
+		}
+		for f, a := range s.Axes {
+			if a > s.Screen {
+				t.Errorf("step %d: figure %d's time axis ends at y %.0f, below the screen's bottom (%.0f)", i, f, a, s.Screen)
 			}
 		}
 		if i == len(steps)/2 {
@@ -227,6 +235,7 @@ type revealState struct {
 	LostMark []bool
 	Opacity  []float64
 	Covered  []string
+	Future   []string
 }
 
 const revealStateJS = `((x) => {
@@ -242,6 +251,7 @@ const revealStateJS = `((x) => {
       return [...svg.querySelectorAll("text[data-x]")].filter((t) => +t.dataset.x <= x + 0.5 && shown(t) &&
         v && (t.compareDocumentPosition(v) & Node.DOCUMENT_POSITION_FOLLOWING)).map((t) => t.textContent);
     }),
+    Future: svgs.flatMap((svg) => [...svg.querySelectorAll("text[data-x]")].filter((t) => +t.dataset.x > x + 0.5 && shown(t)).map((t) => t.textContent)),
   };
 })`
 
@@ -280,6 +290,9 @@ func TestBrowserTourRevealsInOrder(t *testing.T) {
 			if o < 0.999 {
 				t.Errorf("step %d: figure %d's veil has opacity %.2f: the future shows through", i+1, f, o)
 			}
+		}
+		if len(s.Future) > 0 {
+			t.Errorf("step %d: labels of events after the cursor are shown (a part may stick out left of the veil): %q", i+1, s.Future)
 		}
 		if len(s.Covered) > 0 {
 			t.Errorf("step %d: labels of events the cursor has reached lie under the veil: %q", i+1, s.Covered)

@@ -302,12 +302,14 @@ function showStep(i) {
     const veil = svgChild(svg, "rect", "veil", { y: 0, height: height });
     veil.setAttribute("x", String(s.x));
     veil.setAttribute("width", String(Math.max(0, width - s.x)));
-    // Labels of events the cursor has reached are drawn above the veil,
-    // the later ones below it; what holds only from a later moment
-    // (data-from: a write's loss) waits for it.
-    const labels = [...svg.querySelectorAll("text[data-x]")];
-    for (const t of labels) if (Number(t.dataset.x) > s.x + 0.5) veil.before(t);
-    for (const t of labels) if (Number(t.dataset.x) <= s.x + 0.5) svg.append(t);
+    // Labels of events the cursor has reached are drawn above the veil;
+    // later ones are hidden (a label may reach left of its event), and so
+    // is what holds only from a later moment (data-from: a write's loss).
+    for (const t of svg.querySelectorAll("text[data-x]")) {
+      const reached = Number(t.dataset.x) <= s.x + 0.5;
+      t.style.visibility = reached ? "" : "hidden";
+      if (reached) svg.append(t);
+    }
     for (const el of svg.querySelectorAll("[data-from]")) {
       el.style.visibility = Number(el.dataset.from) > s.x + 0.5 ? "hidden" : "";
     }
@@ -335,7 +337,7 @@ document.getElementById("tour-close").addEventListener("click", () => {
   step = -1;
   document.body.classList.remove("touring", "outcome");
   for (const el of document.querySelectorAll(".timeline .cursor, .timeline .veil")) el.remove();
-  for (const el of document.querySelectorAll(".timeline [data-from]")) el.style.visibility = "";
+  for (const el of document.querySelectorAll(".timeline [data-from], .timeline text[data-x]")) el.style.visibility = "";
 });
 tourBox.addEventListener("keydown", (ev) => {
   if (ev.key === "ArrowLeft") showStep(step - 1);
