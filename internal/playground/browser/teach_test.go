@@ -302,3 +302,70 @@ func TestBrowserTourRevealsInOrder(t *testing.T) {
 		}
 	})
 }
+
+// phoneState is what a phone shows at a step: whether each figure's lane
+// names sit on an opaque strip drawn over everything else, and where the
+// fenced run's REJECTED label is on screen.
+type phoneState struct {
+	Text      string
+	Strips    []string // per figure: "" when its names have a strip over the data, else what is wrong
+	Rejected  [2]float64
+	StickyBot float64
+	Screen    float64
+}
+
+const phoneStateJS = `(() => {
+  const svgs = [...document.querySelectorAll(".run .timeline svg")];
+  const rej = [...svgs[1].querySelectorAll("text[data-x]")].find((t) => t.textContent.includes("REJECTED") && getComputedStyle(t).visibility === "visible");
+  const r = rej ? rej.getBoundingClientRect() : {top: -1, bottom: -1};
+  return {
+    Text: document.getElementById("tour-text").textContent,
+    Strips: svgs.map((svg) => {
+      const strip = svg.querySelector("rect.name-strip");
+      if (!strip) return "no strip";
+      if (+getComputedStyle(strip).fillOpacity < 0.999) return "a see-through strip";
+      const s = strip.getBoundingClientRect();
+      for (const n of svg.querySelectorAll("text.lane-name")) {
+        const b = n.getBoundingClientRect();
+        if (b.left < s.left - 1 || b.right > s.right + 1) return "a name outside the strip: " + n.textContent;
+      }
+      let after = false;
+      for (const el of svg.children) {
+        if (el === strip) { after = true; continue; }
+        if (after && !el.classList.contains("lane-name") && el.tagName !== "line") return "drawn over the strip: " + el.tagName + " " + el.textContent;
+      }
+      return "";
+    }),
+    Rejected: [r.top, r.bottom],
+    StickyBot: document.getElementById("sticky").getBoundingClientRect().bottom, Screen: innerHeight,
+  };
+})()`
+
+// TestBrowserPhoneTourNames: on a 400 x 860 phone, at every step, each
+// figure's lane names sit on an opaque strip that nothing is drawn over
+// but them, so no data shows under a name; and from the step that tells
+// A's late write on, the fenced run's REJECTED label is on screen.
+func TestBrowserPhoneTourNames(t *testing.T) {
+	tab, steps := startTour(t, 400, 860, "scenario=kleppmann")
+	late := -1
+	for i, s := range steps {
+		if late < 0 && strings.Contains(s.Text, "late write") {
+			late = i
+		}
+	}
+	eachStep(t, tab, steps, func(i int, _ tourState) {
+		s := eval[phoneState](t, tab, phoneStateJS)
+		for f, problem := range s.Strips {
+			if problem != "" {
+				t.Errorf("step %d, figure %d: the lane names' strip: %s", i+1, f, problem)
+			}
+		}
+		if i >= late && (s.Rejected[0] < s.StickyBot || s.Rejected[1] > s.Screen) {
+			t.Errorf("step %d: the fenced run's REJECTED label spans y %.0f..%.0f, not between the bar (%.0f) and the screen's bottom (%.0f)",
+				i+1, s.Rejected[0], s.Rejected[1], s.StickyBot, s.Screen)
+		}
+		if i == late+2 {
+			shot(t, tab, "tour-phone-late")
+		}
+	})
+}

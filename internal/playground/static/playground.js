@@ -204,11 +204,25 @@ function scrollToDanger() {
 }
 
 // keepLaneNames moves a figure's lane names to the left edge of what its
-// column shows, so that they stay in view as the figure scrolls sideways.
+// column shows, so that they stay in view as the figure scrolls sideways,
+// on an opaque strip drawn over everything else: no data shows under a
+// name.
 function keepLaneNames(fig) {
-  for (const name of fig.querySelectorAll("svg text.lane-name")) {
-    name.setAttribute("transform", `translate(${fig.scrollLeft} 0)`);
+  const svg = fig.querySelector("svg");
+  if (!svg) return;
+  const names = [...svg.querySelectorAll("text.lane-name")];
+  if (!names.length) return;
+  let strip = svg.querySelector("rect.name-strip");
+  if (!strip) {
+    const right = Math.max(...names.map((n) => { const b = n.getBBox(); return b.x + b.width; }));
+    strip = document.createElementNS("http://www.w3.org/2000/svg", "rect");
+    strip.setAttribute("class", "name-strip");
+    for (const [k, v] of Object.entries({ x: 0, y: 0, width: Math.ceil(right + 8), height: svg.getAttribute("height") })) {
+      strip.setAttribute(k, String(v));
+    }
   }
+  svg.append(strip, ...names); // last: over every label and mark
+  for (const el of [strip, ...names]) el.setAttribute("transform", `translate(${fig.scrollLeft} 0)`);
 }
 
 for (const fig of document.querySelectorAll(".run .timeline")) {
@@ -316,7 +330,12 @@ function showStep(i) {
     const line = svgChild(svg, "line", "cursor", { y1: 40, y2: height - 30 });
     line.setAttribute("x1", String(s.x));
     line.setAttribute("x2", String(s.x));
-    fig.scrollLeft = Math.max(0, s.x - fig.clientWidth / 2); // a narrow screen follows the cursor
+    // A narrow screen follows the cursor, centred in what the lane names
+    // leave of the figure's width.
+    const strip = svg.querySelector("rect.name-strip");
+    const left = strip ? Number(strip.getAttribute("width")) : 0;
+    fig.scrollLeft = Math.max(0, s.x - left - 0.5 * (fig.clientWidth - left));
+    keepLaneNames(fig);
   }
   // The first run's heading just below the sticky bar: on a desktop screen
   // both figures fit below it.
