@@ -342,6 +342,12 @@ function showStep(i) {
   const sticky = document.getElementById("sticky").offsetHeight;
   const top = document.getElementById("run-off").getBoundingClientRect().top + scrollY - sticky;
   scrollTo({ top: top, behavior: "instant" });
+  // On a short screen, scroll on until the labels of the step's moment
+  // (and just before it) are on screen, the second run's included.
+  const recent = [...document.querySelectorAll(".run .timeline svg text[data-x]")].filter((t) =>
+    Number(t.dataset.x) <= s.x + 0.5 && Number(t.dataset.x) >= s.x - 60);
+  const bottom = Math.max(0, ...recent.map((t) => t.getBoundingClientRect().bottom));
+  if (bottom > innerHeight - 4) scrollBy({ top: bottom - innerHeight + 8, behavior: "instant" });
 }
 
 document.getElementById("tour-start").addEventListener("click", () => {
