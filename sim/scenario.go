@@ -172,12 +172,13 @@ func kleppmannBuild(p Params) Config {
 var scenarios = []Scenario{
 	{
 		Name:  "kleppmann",
-		Title: "Kleppmann's GC pause: A is paused just before its write while B waits for the lease",
+		Title: "Kleppmann's GC pause: A is paused holding the lease while B waits for it",
 		story: func(p Params) string {
 			return pauseStory(p, 2*time.Second, whereInStep(p.PauseAt, 2*time.Second)) + writeDelayStory(p)
 		},
 		tip: "Try -pause 5s (the pause ends in time), -pause-at 1s (A is paused mid-work) and " +
-			"-work 8s -fencing writes,claim (B is still working when A writes: the write check alone loses A's update).",
+			"-work 8s -fencing writes,claim (two storages side by side, write check only and both rules; B is still working " +
+			"when A writes: the write check alone loses A's update).",
 		// B's step (-work) is short enough for B to write while A is still
 		// paused, as in Kleppmann's figure.
 		Defaults: Params{TTL: 10 * time.Second, Heartbeat: 3 * time.Second, Pause: 15 * time.Second,
@@ -190,8 +191,9 @@ var scenarios = []Scenario{
 		Title: "Why the check must be atomic: A passes the token check, pauses, then writes unchecked",
 		story: func(p Params) string {
 			return pauseStory(p, 2*time.Second, "after it sent its token check but before the answer came back") +
-				" Both storages answer A's token check (33 is current: ok). The check-then-write storage then applies " +
-				"A's late write without checking again; the atomic storage (claim) checks the write itself."
+				" The check-then-write storage answers A's token check (33 is current: ok), then applies " +
+				"A's late write without checking again. The atomic storage (claim) checks each write in the same step " +
+				"as it applies it (it answers the early check too; not shown)."
 		},
 		Defaults: Params{TTL: 10 * time.Second, Heartbeat: 3 * time.Second, Pause: 15 * time.Second,
 			PauseAt: 2100 * time.Millisecond, Work: 2 * time.Second, Delay: 100 * time.Millisecond, Seed: 1,

@@ -104,16 +104,15 @@ func TestLessonTimesMatchOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(doc)
-	from, to := strings.Index(s, "## What went wrong"), strings.Index(s, "## Why the claim")
+	from, to := strings.Index(s, "## What went wrong"), strings.Index(s, "## Why the check must be atomic")
 	if from < 0 || to < from {
 		t.Fatal("fencing.md lost its sections")
 	}
 	prose := regexp.MustCompile("(?s)```.*?```").ReplaceAllString(s[from:to], "")
 	_, out, _ := runCmd(t)
 	derived := map[string]string{
-		"2.3": "A paused 2.3 s after the grant (2.4s - 0.1s)",
 		"8.5": "the -pause of the next example",
-		"7.7": "the lease A had left when it paused (10 s - 2.3 s)",
+		"7.7": "the lease A had left when it paused (10.1s - 2.4s)",
 		"5":   "the -pause of the short-TTL example",
 		"4":   "the -ttl of the short-TTL example",
 	}
@@ -125,8 +124,8 @@ func TestLessonTimesMatchOutput(t *testing.T) {
 			t.Errorf("fencing.md says %q, which the demo's output never shows", m[0])
 		}
 	}
-	if !strings.Contains(out, "    0.1s │ A:33") || !strings.Contains(out, "A was paused from 2.4s") {
-		t.Errorf("the 2.3 s the lesson derives (grant at 0.1s, pause at 2.4s) no longer holds:\n%s", out)
+	if !strings.Contains(out, "expired at 10.1s") || !strings.Contains(out, "A was paused from 2.4s") {
+		t.Errorf("the 7.7 s the lesson derives (pause at 2.4s, expiry at 10.1s) no longer holds:\n%s", out)
 	}
 }
 
@@ -168,6 +167,9 @@ func TestLessonAnswers(t *testing.T) {
 		"why the claim at the read":              "Claims at the read",
 		"where do real tokens come from":         "max(counter + 1, server time in microseconds)",
 		"what if Redis loses the counter":        "restarts without persistence and loses the counter",
+		"is an equal token accepted":             "an equal one, the same holder again, passes",
+		"what does the claim do to older reads":  "older reads and writes are refused",
+		"what if the clock goes back":            "a clock going back alone is harmless",
 		"why 33 and not a real token":            "starts at 33 to stay readable",
 		"why a lost accepted write matters":      "was told its write succeeded",
 		"side effects":                           "Side effects outside the storage",
@@ -181,11 +183,12 @@ func TestLessonAnswers(t *testing.T) {
 }
 
 // TestLessonPauseBands: each row of the lesson's pause table (pauses,
-// where A's late write lands, the verdict with fencing off) is what
-// fencesim prints for each pause, and fencing on is safe for all of them.
+// where A's late write lands, the verdict with fencing off and the write
+// it loses) is what fencesim prints for each pause, and fencing on is safe
+// for all of them.
 func TestLessonPauseBands(t *testing.T) {
 	doc := readDoc(t, "docs/fencing.md")
-	rows := regexp.MustCompile(`(?m)^\| ([\d.]+s(?:, [\d.]+s)*) \| [^|]+ \| ([A-Z ]+) \|$`).FindAllStringSubmatch(doc, -1)
+	rows := regexp.MustCompile(`(?m)^\| ([\d.]+s(?:, [\d.]+s)*) \| [^|]+ \| ([A-Z ]+?)(?: \((\w+) lost\))? \|$`).FindAllStringSubmatch(doc, -1)
 	if len(rows) != 3 {
 		t.Fatalf("docs/fencing.md has %d rows of pause bands, want 3 (safe, A's write lost, B's write lost)", len(rows))
 	}
@@ -194,6 +197,13 @@ func TestLessonPauseBands(t *testing.T) {
 			_, out, _ := runCmd(t, "-pause", pause)
 			if !strings.Contains(out, "Fencing OFF:\n  • "+row[2]) {
 				t.Errorf("-pause %s: fencing off is not %s:\n%s", pause, row[2], out)
+			}
+			lost := regexp.MustCompile(`write (\w+) \(token \d+, accepted at [\d.]+s\) is LOST`).FindStringSubmatch(out)
+			switch {
+			case row[2] != "SAFE" && (lost == nil || lost[1] != row[3]):
+				t.Errorf("-pause %s: the table says %q is lost; fencesim says %q", pause, row[3], lost)
+			case row[2] == "SAFE" && lost != nil:
+				t.Errorf("-pause %s: the table says SAFE; fencesim loses %s", pause, lost[1])
 			}
 			if !strings.Contains(out, "Fencing ON:\n  • SAFE") {
 				t.Errorf("-pause %s: fencing on is not safe:\n%s", pause, out)

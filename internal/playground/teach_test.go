@@ -161,3 +161,51 @@ func TestLabelsKeepTheirEventsOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestTourSaysWhichRun: the tour defines the fenced run's terms (write
+// check, claim) in the step that first names it; a step that tells both
+// runs names the first run before its half; it defines "tokens went
+// backwards" where it uses it, says where real tokens come from and
+// states atomicity plainly; no preset's title claims more than the tour.
+func TestTourSaysWhichRun(t *testing.T) {
+	resp, err := Run("scenario=kleppmann", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, on := resp.Runs[0].Heading, resp.Runs[1].Heading
+	named := false
+	var all []string
+	for i, s := range resp.Tour {
+		text := s.Text[strings.Index(s.Text, ": ")+2:]
+		all = append(all, text)
+		if strings.Contains(text, on) && !named {
+			named = true
+			if !strings.Contains(text, "(the write check)") || !strings.Contains(text, "(the claim)") {
+				t.Errorf("step %d names %q before defining the write check and the claim: %q", i+1, on, text)
+			}
+		}
+		if strings.Contains(text, ". "+on+": ") && strings.Contains(text, "accepts") && !strings.HasPrefix(text, off+": ") {
+			t.Errorf("step %d tells both runs but its first half does not name %q: %q", i+1, off, text)
+		}
+		if strings.Contains(text, "will be lost") && !strings.Contains(text, off+": this write will be lost") {
+			t.Errorf("step %d foretells a loss without naming the run it happens in: %q", i+1, text)
+		}
+		if strings.Contains(text, "tokens went backwards") && !strings.Contains(text, "tokens went backwards (") {
+			t.Errorf("step %d says tokens went backwards without saying what it means: %q", i+1, text)
+		}
+	}
+	joined := strings.Join(all, "\n")
+	for what, phrase := range map[string]string{
+		"where tokens come from": "microsecond timestamps, max(counter + 1, server time)",
+		"atomicity, plainly":     "checks the token and applies the write in one step",
+	} {
+		if !strings.Contains(joined, phrase) {
+			t.Errorf("the tour never says %s (%q)", what, phrase)
+		}
+	}
+	for _, p := range presets {
+		if strings.Contains(p.Title, "worse") {
+			t.Errorf("preset %q claims a shorter TTL makes it worse; the tour says it does not help", p.Title)
+		}
+	}
+}

@@ -24,7 +24,7 @@ var presets = []Preset{
 		"A pauses 15 s, past its 10 s lease, just before it writes."},
 	{"The pause ends in time", "scenario=kleppmann&pause=5s",
 		"A 5 s pause under a 10 s TTL: both runs are safe."},
-	{"A shorter TTL makes it worse", "scenario=kleppmann&ttl=4s&pause=5s",
+	{"A shorter TTL: a shorter pause outlasts it", "scenario=kleppmann&ttl=4s&pause=5s",
 		"The same 5 s pause, now longer than the lease."},
 	{"B still working: the write check alone against the claim", "scenario=kleppmann&work=8s&base=writes&storage=claim",
 		"Alone, the check accepts A's late write, then B's replaces it: A was told ok. B's read claims 34 and stops it."},
@@ -55,6 +55,9 @@ type Step struct {
 	At   string  `json:"at"`
 	X    float64 `json:"x"`
 	Text string  `json:"text"`
+	// Outcome: the step tells the runs' outcome, or comes after the one
+	// that does; the page shows the verdicts from it on.
+	Outcome bool `json:"outcome,omitempty"`
 }
 
 // tour tells the first run (off: fencing off for most) event by event,
@@ -75,9 +78,11 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 		steps = append(steps, Step{At: sim.FormatTime(e.At), X: l.X(e.At),
 			Text: sim.FormatTime(e.At) + ": " + fmt.Sprintf(format, args...)})
 	}
+	offName := heading(off.Storage)
 	add(sim.Event{}, "the start. Each client reads the file, adds its entry and writes the whole value back. "+
-		"Every lease grant carries a token larger than every earlier grant's, and every request to the storage carries its token. "+
-		"The first figure is %s, the second %s.", lower(heading(off.Storage)), lower(onName))
+		"Every lease grant carries a token larger than every earlier grant's (33 and up here; real ones are "+
+		"microsecond timestamps, max(counter + 1, server time)), and every request to the storage carries its token.")
+	add(sim.Event{}, "the two figures. The first is %s: %s The second is %s: %s", offName, defines(off.Storage), onName, defines(on.Storage))
 	for _, e := range off.Events {
 		name := ""
 		if e.Client >= 0 {
@@ -137,10 +142,10 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 				}
 			}
 			if slices.Contains(lost, e.Write) {
-				text += " (This write will be lost.)"
+				text += fmt.Sprintf(" (%s: this write will be lost.)", offName)
 			}
 			if i := slices.Index(onLabels, labels[e.Write]); i >= 0 && !on.Writes[i].Accepted {
-				text += fmt.Sprintf(" %s: the storage refuses it, as it has seen token %d.", onName, rejectedWith(on, i))
+				text = fmt.Sprintf("%s: %s %s: the storage refuses it, as it has seen token %d.", offName, text, onName, rejectedWith(on, i))
 			}
 			add(e, "%s", text)
 		case sim.KindWriteRejected:
@@ -154,16 +159,22 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 		}
 	}
 	last := sim.Event{At: max(off.End, on.End)}
+	end := len(steps)
 	add(last, "the end. %s: %s, final value %s. %s: %s, final value %s.",
 		heading(off.Storage), verdictText(off), off.ValueString(off.Final),
 		onName, verdictText(on), on.ValueString(on.Final))
 	add(last, "the rule. The storage, which sees every write in order, refuses any write whose token is older than one it has seen. "+
 		"The lease cannot do it: no process can know, as its write lands, that it still holds its lease.")
-	add(last, "the claim and atomicity. With the claim, a read records its token at once, so a late write is refused even "+
-		"before the new holder writes (preset %q). And the check and the write must be one atomic step, or a late write "+
-		"slips in between (preset %q).", presetTitle("base=writes"), presetTitle("check-then-write"))
+	add(last, "the claim. A read records its token at once, so a late write is refused even "+
+		"before the new holder writes (preset %q).", presetTitle("base=writes"))
+	add(last, "atomicity. The storage checks the token and applies the write in one step, so nothing can come between "+
+		"them. A storage that checks in one request and writes in the next lets a late write slip in between (preset %q).",
+		presetTitle("check-then-write"))
 	add(last, "the TTL. A shorter TTL does not help: the pause outlasted what was left of the lease, and a shorter TTL "+
 		"only lets a shorter pause do the same (preset %q). Nor does a heartbeat: a pause stops it too.", presetTitle("ttl=4s"))
+	for i := range steps[end:] {
+		steps[end+i].Outcome = true
+	}
 	return steps
 }
 
@@ -177,8 +188,19 @@ func presetTitle(part string) string {
 	panic("playground: no preset runs " + part)
 }
 
-// lower returns s with its first letter in lower case.
-func lower(s string) string { return strings.ToLower(s[:1]) + s[1:] }
+// defines says what a storage mode does with tokens, naming the rules.
+func defines(s sim.Storage) string {
+	const check = "it refuses a write whose token is older than one it has seen (the write check)"
+	switch s {
+	case sim.StorageWrites:
+		return check + "."
+	case sim.StorageClaim:
+		return check + ", and a read records the reader's token (the claim); it checks and writes in one step."
+	case sim.StorageCheckThenWrite:
+		return check + ", and a read records the reader's token (the claim), but it checks in one request and writes in the next."
+	}
+	return "it accepts every write."
+}
 
 // seenBy reports whether r's storage had seen token tok by time at: a
 // read claimed it or a write with it was accepted.
@@ -253,7 +275,7 @@ func rejectedWith(r *sim.Result, i int) fence.Token {
 func verdictText(r *sim.Result) string {
 	switch r.Verdict() {
 	case sim.VerdictBackwards:
-		return "tokens went backwards"
+		return "tokens went backwards (a write was accepted after a newer token's)"
 	case sim.VerdictLost:
 		return "a write was lost"
 	}

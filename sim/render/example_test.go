@@ -22,13 +22,13 @@ func ExampleText() {
 	// Fencing ON: the storage applies the write check and the claim: a read records the reader's token, and any write with an older token is refused.
 	//
 	//          │ fencing ON
-	// time     │ lease A
-	// ─────────┼────────────────────────
-	//       0s │ A:1
-	//          │ A:1   acquired 1
-	//          │ A:1   read "" claims 1
-	//       1s │ A:1   write A1/1 ok
-	//          │ -     released
+	// time     │ lease ┆ A
+	// ─────────┼──────────────────────────
+	//       0s │ A:1   ┆
+	//       0s │ A:1   ┆ acquired 1
+	//       0s │ A:1   ┆ read "" claims 1
+	//       1s │ A:1   ┆ write A1/1 ok
+	//       1s │ -     ┆ released
 	//
 	// Fencing ON:
 	//   • SAFE: 1 write(s) accepted, 0 rejected, none lost, tokens never went backwards.

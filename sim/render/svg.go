@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -220,7 +221,9 @@ type queued struct {
 	altDir      int
 	text, color string
 	bold        bool
-	centre      bool // try centred in own first
+	later       string  // said after text from x from on (the tour hides it before)
+	from        float64 // where later becomes true
+	centre      bool    // try centred in own first
 	cx          float64
 	own         rect
 }
@@ -297,7 +300,11 @@ func (p *svgPlot) place() {
 		if !q.centre || best.anchor != "middle" || best.x != q.cx {
 			attrs = fmt.Sprintf(` data-x="%.1f" data-y="%.1f"`, q.x, q.y) // the event it labels
 		}
-		p.putAttrs(best.x, best.y, best.anchor, q.text, q.color, q.bold, attrs)
+		if q.later != "" {
+			p.putLater(best.x, best.y, best.anchor, q, attrs)
+		} else {
+			p.putAttrs(best.x, best.y, best.anchor, q.text, q.color, q.bold, attrs)
+		}
 		p.placed = append(p.placed, placed{q.x, q.y, textBox(best.x, best.y, q.text, best.anchor)})
 	}
 }
@@ -315,6 +322,14 @@ func (p *svgPlot) putAttrs(x, y float64, anchor, text, color string, bold bool, 
 	}
 	fmt.Fprintf(&p.labels, `<text x="%.1f" y="%.1f" fill="%s" text-anchor="%s" font-size="12"%s%s>%s</text>`+"\n",
 		x, y, color, anchor, weight, attrs, html.EscapeString(text))
+}
+
+// putLater writes q's text then, in red, q.later marked with the x from
+// which it holds (data-from), so that the tour can hide it until then.
+func (p *svgPlot) putLater(x, y float64, anchor string, q queued, attrs string) {
+	p.taken = append(p.taken, textBox(x, y, q.text+q.later, anchor))
+	fmt.Fprintf(&p.labels, `<text x="%.1f" y="%.1f" fill="%s" text-anchor="%s" font-size="12"%s>%s<tspan fill="%s" data-from="%.1f">%s</tspan></text>`+"\n",
+		x, y, q.color, anchor, attrs, html.EscapeString(q.text), red, q.from, html.EscapeString(q.later))
 }
 
 // line draws a segment that labels must avoid; marker is an arrowhead
@@ -677,6 +692,18 @@ func readText(r *sim.Result, e sim.Event) string {
 	return text
 }
 
+// lostAt is when lost write i was replaced: the first accepted write after
+// it, with another token, based on a read without it.
+func lostAt(r *sim.Result, i int) time.Duration {
+	at := r.End
+	for _, w := range r.Writes {
+		if w.Accepted && w.At > r.Writes[i].At && w.Token != r.Writes[i].Token && !slices.Contains(w.Read, i) {
+			at = min(at, w.At)
+		}
+	}
+	return at
+}
+
 // messages draws every message as an arrow from sender to receiver, then
 // labels the events.
 func (p *svgPlot) messages() {
@@ -756,14 +783,20 @@ func (p *svgPlot) messages() {
 			case !p.r.Writes[e.Write].Live:
 				text, rc = fmt.Sprintf("%s (token %d): ok, but lease %d had expired!", labels[e.Write], e.Token, e.Token), red
 			}
-			if lost[e.Write] {
-				text, rc = fmt.Sprintf("%s (token %d): ok, later LOST", labels[e.Write], e.Token), red
-				x := p.x(e.At)
-				fmt.Fprintf(p.b, `<circle cx="%.1f" cy="%.1f" r="7" fill="#fff" stroke="%s" stroke-width="2"/><path d="M%.1f,%.1f l8,8 m0,-8 l-8,8" stroke="%s" stroke-width="2"/>`+"\n",
-					x, p.storeY, red, x-4, p.storeY-4, red)
-				p.taken = append(p.taken, rect{x - 8, p.storeY - 8, x + 8, p.storeY + 8})
-			}
 			sent := p.r.Writes[e.Write].Sent
+			if lost[e.Write] {
+				// The loss happens when a later write replaces it: the mark
+				// and the word carry that moment (data-from).
+				x, from := p.x(e.At), p.x(lostAt(p.r, e.Write))
+				fmt.Fprintf(p.b, `<g class="lost" data-from="%.1f"><circle cx="%.1f" cy="%.1f" r="7" fill="#fff" stroke="%s" stroke-width="2"/><path d="M%.1f,%.1f l8,8 m0,-8 l-8,8" stroke="%s" stroke-width="2"/></g>`+"\n",
+					from, x, p.storeY, red, x-4, p.storeY-4, red)
+				p.taken = append(p.taken, rect{x - 8, p.storeY - 8, x + 8, p.storeY + 8})
+				p.line(seg{p.x(sent), toward(cy, p.storeY), p.x(e.At), p.storeY - 8}, col, 2.2, "", mk)
+				near(c, sent, fmt.Sprintf("write %s, token %d", labels[e.Write], e.Token), col)
+				p.queued = append(p.queued, queued{x: p.x(e.At), y: p.storeY + p.storeLbl, dir: 1, color: green,
+					text: fmt.Sprintf("%s (token %d): ok", labels[e.Write], e.Token), later: ", later LOST", from: from})
+				continue
+			}
 			p.line(seg{p.x(sent), toward(cy, p.storeY), p.x(e.At), p.storeY - 8}, col, 2.2, "", mk)
 			near(c, sent, fmt.Sprintf("write %s, token %d", labels[e.Write], e.Token), col)
 			store(e.At, text, rc)

@@ -142,7 +142,11 @@ func (rb *rowBuilder) event(e sim.Event) {
 	case sim.KindWriteRejected:
 		rb.emit(e.At, c, fmt.Sprintf("write %s/%d REJECTED", rb.labels[e.Write], e.Token))
 	case sim.KindChecked:
+		if rb.r.Storage != sim.StorageCheckThenWrite {
+			return // an atomic storage checks the write itself: an early check is not the one that counts
+		}
 		rb.emit(e.At, c, fmt.Sprintf("check %s/%d ok", rb.labels[e.Write], e.Token))
+		rb.beforePause(c)
 	case sim.KindCheckFailed:
 		rb.emit(e.At, c, "lease check: stop")
 	case sim.KindPaused:
@@ -155,6 +159,16 @@ func (rb *rowBuilder) event(e sim.Event) {
 		rb.crashed[c], rb.paused[c] = true, false
 		rb.emit(e.At, c, "CRASHED")
 	}
+}
+
+// beforePause moves client c's last row, a check it sent before pausing
+// but the storage answered at the instant of the pause, above the pause.
+func (rb *rowBuilder) beforePause(c int) {
+	n := len(rb.rows)
+	if n < 2 || !rb.paused[c] || rb.rows[n-2].at != rb.rows[n-1].at || !strings.HasPrefix(rb.rows[n-2].cells[c+1], "PAUSED") {
+		return
+	}
+	rb.rows[n-2], rb.rows[n-1] = rb.rows[n-1], rb.rows[n-2]
 }
 
 // readAt returns the value a read event returned: the Read of the first
@@ -272,7 +286,10 @@ type timeline struct {
 	leaseW, laneW int
 }
 
-func (t *timeline) width(r *sim.Result) int { return t.leaseW + 1 + len(r.Clients)*(t.laneW+1) }
+// leaseSep separates a run's lease column from its client lanes.
+const leaseSep = " ┆ "
+
+func (t *timeline) width(r *sim.Result) int { return t.leaseW + 3 + len(r.Clients)*(t.laneW+1) }
 
 func (t *timeline) header() {
 	b := t.b
@@ -282,7 +299,7 @@ func (t *timeline) header() {
 	}
 	b.WriteString("\n" + pad("time", timeWidth) + " ")
 	for _, r := range t.runs {
-		b.WriteString("│ " + pad("lease", t.leaseW) + " ")
+		b.WriteString("│ " + pad("lease", t.leaseW) + leaseSep)
 		for _, name := range r.Clients {
 			b.WriteString(pad(name, t.laneW) + " ")
 		}
@@ -317,11 +334,7 @@ func (t *timeline) body() {
 			lines = max(lines, k)
 		}
 		for l := range lines {
-			tcol := ""
-			if l == 0 {
-				tcol = sim.FormatTime(at)
-			}
-			fmt.Fprintf(t.b, "%*s ", timeWidth, tcol)
+			fmt.Fprintf(t.b, "%*s ", timeWidth, sim.FormatTime(at)) // every line: a line without a time reads as later
 			for i := range t.runs {
 				t.cells(t.cellsAt(i, next[i]+l, at))
 			}
@@ -350,7 +363,7 @@ func (t *timeline) cellsAt(i, j int, at time.Duration) []string {
 }
 
 func (t *timeline) cells(cells []string) {
-	t.b.WriteString("│ " + pad(cells[0], t.leaseW) + " ")
+	t.b.WriteString("│ " + pad(cells[0], t.leaseW) + leaseSep)
 	for _, c := range cells[1:] {
 		t.b.WriteString(pad(c, t.laneW) + " ")
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -36,6 +37,7 @@ type tourState struct {
 	Text      string
 	Veils     []veil
 	Lanes     [][2]float64 // per figure: the first and the last lane's y on screen
+	Axes      []float64    // per figure: the bottom of its time axis' labels on screen
 	StickyTop float64
 	StickyBot float64
 	Screen    float64
@@ -57,6 +59,8 @@ const tourStateJS = `(() => {
       const ys = [...svg.querySelectorAll("line[stroke='#bbb']")].map((l) => l.getBoundingClientRect().top);
       return [Math.min(...ys), Math.max(...ys)];
     }),
+    Axes: [...document.querySelectorAll(".run .timeline svg")].map((svg) =>
+      Math.max(...[...svg.querySelectorAll("text[font-size='11']")].map((l) => l.getBoundingClientRect().bottom))),
     StickyTop: sticky.top, StickyBot: sticky.bottom, Screen: innerHeight,
   };
 })()`
@@ -134,8 +138,8 @@ func TestBrowserTourDrawsUpToTheStep(t *testing.T) {
 }
 
 // TestBrowserTourShowsBothRuns: at 1280 x 800, every step of the tour
-// scrolls so that both figures' lanes, from the first client's to the
-// storage's, are on screen below the tour's bar.
+// scrolls so that both figures, from the first client's lane to the
+// labels of the time axis, are on screen below the tour's bar.
 func TestBrowserTourShowsBothRuns(t *testing.T) {
 	tab, steps := startTour(t, 1280, 800, "scenario=kleppmann")
 	eachStep(t, tab, steps, func(i int, s tourState) {
@@ -143,6 +147,11 @@ func TestBrowserTourShowsBothRuns(t *testing.T) {
 			if l[0] < s.StickyBot || l[1] > s.Screen {
 				t.Errorf("step %d: figure %d's lanes span y %.0f..%.0f, not all between the bar (%.0f) and the screen's bottom (%.0f)",
 					i, f, l[0], l[1], s.StickyBot, s.Screen)
+			}
+		}
+		for f, a := range s.Axes {
+			if a > s.Screen {
+				t.Errorf("step %d: figure %d's time axis ends at y %.0f, below the screen's bottom (%.0f)", i, f, a, s.Screen)
 			}
 		}
 		if i == len(steps)/2 {
@@ -214,4 +223,149 @@ func TestBrowserPhoneFirstView(t *testing.T) {
 	}
 	eval[bool](t, tab, `(document.getElementById("run-off").scrollIntoView(), true)`)
 	shot(t, tab, "phone-figure")
+}
+
+// revealState is what a step of the tour shows of the outcome: whether
+// the runs' verdict badges and the lost-write marks are visible, the
+// veils' opacity, and the labels of events at or before the cursor that
+// the veil covers.
+type revealState struct {
+	Text     string
+	Verdicts []bool
+	LostMark []bool
+	Opacity  []float64
+	Covered  []string
+	Future   []string
+}
+
+const revealStateJS = `((x) => {
+  const shown = (el) => !!el && el.getClientRects().length > 0 && getComputedStyle(el).visibility === "visible";
+  const svgs = [...document.querySelectorAll(".run .timeline svg")];
+  return {
+    Text: document.getElementById("tour-text").textContent,
+    Verdicts: [...document.querySelectorAll(".run .verdict")].map(shown),
+    LostMark: svgs.flatMap((svg) => [...svg.querySelectorAll("circle[r='7']")].map(shown)),
+    Opacity: svgs.map((svg) => { const v = svg.querySelector("rect.veil"); return v ? +getComputedStyle(v).fillOpacity * +getComputedStyle(v).opacity : 0; }),
+    Covered: svgs.flatMap((svg) => {
+      const v = svg.querySelector("rect.veil");
+      return [...svg.querySelectorAll("text[data-x]")].filter((t) => +t.dataset.x <= x + 0.5 && shown(t) &&
+        v && (t.compareDocumentPosition(v) & Node.DOCUMENT_POSITION_FOLLOWING)).map((t) => t.textContent);
+    }),
+    Future: svgs.flatMap((svg) => [...svg.querySelectorAll("text[data-x]")].filter((t) => +t.dataset.x > x + 0.5 && shown(t)).map((t) => t.textContent)),
+  };
+})`
+
+// TestBrowserTourRevealsInOrder: the tour shows no outcome before its
+// narration reaches it: the verdict badges stay hidden until the step
+// that tells the end, the lost-write mark until the step that tells the
+// loss, and the veil hides the future entirely; and every label of an
+// event the cursor has reached is drawn above the veil, at full strength.
+func TestBrowserTourRevealsInOrder(t *testing.T) {
+	tab, steps := startTour(t, 1280, 800, "scenario=kleppmann")
+	end, loss := -1, -1
+	for i, s := range steps {
+		if end < 0 && strings.Contains(s.Text, "the end.") {
+			end = i
+		}
+		if loss < 0 && strings.Contains(s.Text, "is now lost") {
+			loss = i
+		}
+	}
+	if end < 0 || loss < 0 {
+		t.Fatalf("no step tells the end (%d) or the loss (%d)", end, loss)
+	}
+	eachStep(t, tab, steps, func(i int, _ tourState) {
+		s := eval[revealState](t, tab, fmt.Sprintf("%s(%f)", revealStateJS, steps[i].X))
+		for f, v := range s.Verdicts {
+			if v != (i >= end) {
+				t.Errorf("step %d: verdict badge %d shown %v; the end is told at step %d", i+1, f, v, end+1)
+			}
+		}
+		for _, m := range s.LostMark {
+			if m != (i >= loss) {
+				t.Errorf("step %d: the lost-write mark shown %v; the loss is told at step %d", i+1, m, loss+1)
+			}
+		}
+		for f, o := range s.Opacity {
+			if o < 0.999 {
+				t.Errorf("step %d: figure %d's veil has opacity %.2f: the future shows through", i+1, f, o)
+			}
+		}
+		if len(s.Future) > 0 {
+			t.Errorf("step %d: labels of events after the cursor are shown (a part may stick out left of the veil): %q", i+1, s.Future)
+		}
+		if len(s.Covered) > 0 {
+			t.Errorf("step %d: labels of events the cursor has reached lie under the veil: %q", i+1, s.Covered)
+		}
+		if i == len(steps)-1 {
+			shot(t, tab, "tour-last-1280")
+		}
+	})
+}
+
+// phoneState is what a phone shows at a step: whether each figure's lane
+// names sit on an opaque strip drawn over everything else, and where the
+// fenced run's REJECTED label is on screen.
+type phoneState struct {
+	Text      string
+	Strips    []string // per figure: "" when its names have a strip over the data, else what is wrong
+	Rejected  [2]float64
+	StickyBot float64
+	Screen    float64
+}
+
+const phoneStateJS = `(() => {
+  const svgs = [...document.querySelectorAll(".run .timeline svg")];
+  const rej = [...svgs[1].querySelectorAll("text[data-x]")].find((t) => t.textContent.includes("REJECTED") && getComputedStyle(t).visibility === "visible");
+  const r = rej ? rej.getBoundingClientRect() : {top: -1, bottom: -1};
+  return {
+    Text: document.getElementById("tour-text").textContent,
+    Strips: svgs.map((svg) => {
+      const strip = svg.querySelector("rect.name-strip");
+      if (!strip) return "no strip";
+      if (+getComputedStyle(strip).fillOpacity < 0.999) return "a see-through strip";
+      const s = strip.getBoundingClientRect();
+      for (const n of svg.querySelectorAll("text.lane-name")) {
+        const b = n.getBoundingClientRect();
+        if (b.left < s.left - 1 || b.right > s.right + 1) return "a name outside the strip: " + n.textContent;
+      }
+      let after = false;
+      for (const el of svg.children) {
+        if (el === strip) { after = true; continue; }
+        if (after && !el.classList.contains("lane-name") && el.tagName !== "line") return "drawn over the strip: " + el.tagName + " " + el.textContent;
+      }
+      return "";
+    }),
+    Rejected: [r.top, r.bottom],
+    StickyBot: document.getElementById("sticky").getBoundingClientRect().bottom, Screen: innerHeight,
+  };
+})()`
+
+// TestBrowserPhoneTourNames: on a 400 x 860 phone, at every step, each
+// figure's lane names sit on an opaque strip that nothing is drawn over
+// but them, so no data shows under a name; and from the step that tells
+// A's late write on, the fenced run's REJECTED label is on screen.
+func TestBrowserPhoneTourNames(t *testing.T) {
+	tab, steps := startTour(t, 400, 860, "scenario=kleppmann")
+	late := -1
+	for i, s := range steps {
+		if late < 0 && strings.Contains(s.Text, "late write") {
+			late = i
+		}
+	}
+	eachStep(t, tab, steps, func(i int, _ tourState) {
+		s := eval[phoneState](t, tab, phoneStateJS)
+		for f, problem := range s.Strips {
+			if problem != "" {
+				t.Errorf("step %d, figure %d: the lane names' strip: %s", i+1, f, problem)
+			}
+		}
+		if i >= late && (s.Rejected[0] < s.StickyBot || s.Rejected[1] > s.Screen) {
+			t.Errorf("step %d: the fenced run's REJECTED label spans y %.0f..%.0f, not between the bar (%.0f) and the screen's bottom (%.0f)",
+				i+1, s.Rejected[0], s.Rejected[1], s.StickyBot, s.Screen)
+		}
+		if i == late+2 {
+			shot(t, tab, "tour-phone-late")
+		}
+	})
 }

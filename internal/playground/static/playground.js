@@ -204,11 +204,25 @@ function scrollToDanger() {
 }
 
 // keepLaneNames moves a figure's lane names to the left edge of what its
-// column shows, so that they stay in view as the figure scrolls sideways.
+// column shows, so that they stay in view as the figure scrolls sideways,
+// on an opaque strip drawn over everything else: no data shows under a
+// name.
 function keepLaneNames(fig) {
-  for (const name of fig.querySelectorAll("svg text.lane-name")) {
-    name.setAttribute("transform", `translate(${fig.scrollLeft} 0)`);
+  const svg = fig.querySelector("svg");
+  if (!svg) return;
+  const names = [...svg.querySelectorAll("text.lane-name")];
+  if (!names.length) return;
+  let strip = svg.querySelector("rect.name-strip");
+  if (!strip) {
+    const right = Math.max(...names.map((n) => { const b = n.getBBox(); return b.x + b.width; }));
+    strip = document.createElementNS("http://www.w3.org/2000/svg", "rect");
+    strip.setAttribute("class", "name-strip");
+    for (const [k, v] of Object.entries({ x: 0, y: 0, width: Math.ceil(right + 8), height: svg.getAttribute("height") })) {
+      strip.setAttribute(k, String(v));
+    }
   }
+  svg.append(strip, ...names); // last: over every label and mark
+  for (const el of [strip, ...names]) el.setAttribute("transform", `translate(${fig.scrollLeft} 0)`);
 }
 
 for (const fig of document.querySelectorAll(".run .timeline")) {
@@ -295,22 +309,45 @@ function showStep(i) {
   document.getElementById("tour-text").textContent = s.text;
   document.getElementById("tour-back").disabled = step === 0;
   document.getElementById("tour-next").disabled = step === steps.length - 1;
+  document.body.classList.toggle("outcome", !!s.outcome);
   for (const fig of document.querySelectorAll(".run .timeline")) {
     const svg = fig.querySelector("svg");
     const width = Number(svg.getAttribute("width")), height = Number(svg.getAttribute("height"));
     const veil = svgChild(svg, "rect", "veil", { y: 0, height: height });
     veil.setAttribute("x", String(s.x));
     veil.setAttribute("width", String(Math.max(0, width - s.x)));
+    // Labels of events the cursor has reached are drawn above the veil;
+    // later ones are hidden (a label may reach left of its event), and so
+    // is what holds only from a later moment (data-from: a write's loss).
+    for (const t of svg.querySelectorAll("text[data-x]")) {
+      const reached = Number(t.dataset.x) <= s.x + 0.5;
+      t.style.visibility = reached ? "" : "hidden";
+      if (reached) svg.append(t);
+    }
+    for (const el of svg.querySelectorAll("[data-from]")) {
+      el.style.visibility = Number(el.dataset.from) > s.x + 0.5 ? "hidden" : "";
+    }
     const line = svgChild(svg, "line", "cursor", { y1: 40, y2: height - 30 });
     line.setAttribute("x1", String(s.x));
     line.setAttribute("x2", String(s.x));
-    fig.scrollLeft = Math.max(0, s.x - fig.clientWidth / 2); // a narrow screen follows the cursor
+    // A narrow screen follows the cursor, centred in what the lane names
+    // leave of the figure's width.
+    const strip = svg.querySelector("rect.name-strip");
+    const left = strip ? Number(strip.getAttribute("width")) : 0;
+    fig.scrollLeft = Math.max(0, s.x - left - 0.5 * (fig.clientWidth - left));
+    keepLaneNames(fig);
   }
   // The first run's heading just below the sticky bar: on a desktop screen
   // both figures fit below it.
   const sticky = document.getElementById("sticky").offsetHeight;
   const top = document.getElementById("run-off").getBoundingClientRect().top + scrollY - sticky;
   scrollTo({ top: top, behavior: "instant" });
+  // On a short screen, scroll on until the labels of the step's moment
+  // (and just before it) are on screen, the second run's included.
+  const recent = [...document.querySelectorAll(".run .timeline svg text[data-x]")].filter((t) =>
+    Number(t.dataset.x) <= s.x + 0.5 && Number(t.dataset.x) >= s.x - 60);
+  const bottom = Math.max(0, ...recent.map((t) => t.getBoundingClientRect().bottom));
+  if (bottom > innerHeight - 4) scrollBy({ top: bottom - innerHeight + 8, behavior: "instant" });
 }
 
 document.getElementById("tour-start").addEventListener("click", () => {
@@ -323,8 +360,9 @@ document.getElementById("tour-next").addEventListener("click", () => showStep(st
 document.getElementById("tour-close").addEventListener("click", () => {
   tourBox.hidden = true;
   step = -1;
-  document.body.classList.remove("touring");
+  document.body.classList.remove("touring", "outcome");
   for (const el of document.querySelectorAll(".timeline .cursor, .timeline .veil")) el.remove();
+  for (const el of document.querySelectorAll(".timeline [data-from], .timeline text[data-x]")) el.style.visibility = "";
 });
 tourBox.addEventListener("keydown", (ev) => {
   if (ev.key === "ArrowLeft") showStep(step - 1);
