@@ -223,6 +223,7 @@ function keepLaneNames(fig) {
   }
   svg.append(strip, ...names); // last: over every label and mark
   for (const el of [strip, ...names]) el.setAttribute("transform", `translate(${fig.scrollLeft} 0)`);
+  strip.style.visibility = fig.scrollLeft > 0 ? "" : "hidden"; // unscrolled, the names leave the axis' start clear
 }
 
 for (const fig of document.querySelectorAll(".run .timeline")) {
