@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -132,7 +133,11 @@ const readRunJS = `(() => {
     What: el.querySelector(".what").textContent,
     Verdict: el.querySelector(".verdict").className.replace("verdict ", ""),
     Accepted: count("accepted"), Rejected: count("rejected"), Lost: count("lost"), Fin: count("final value"),
-    SVGText: el.querySelector(".timeline svg").textContent,
+    SVGText: (() => { // lane names aside: the page draws them last, over the figure
+      const svg = el.querySelector(".timeline svg").cloneNode(true);
+      for (const n of svg.querySelectorAll(".lane-name")) n.remove();
+      return svg.textContent;
+    })(),
     Summary: [...el.querySelectorAll(".summary li")].map((li) => li.textContent),
     Tones: [...el.querySelectorAll(".summary li")].map((li) => li.className),
   };
@@ -192,18 +197,28 @@ func expect(t *testing.T, got [2]shown, query string) *playground.Response {
 	return resp
 }
 
-// svgText is the text an SVG shows (its textContent), spaces collapsed.
+// svgText is the text an SVG shows (its textContent) but its lane names
+// (which the page moves to the end, to draw them over the figure),
+// spaces collapsed.
 func svgText(t *testing.T, svg string) string {
 	t.Helper()
 	var b strings.Builder
 	dec := xml.NewDecoder(strings.NewReader(svg))
+	laneName := false
 	for {
 		tok, err := dec.Token()
 		if err != nil {
 			break
 		}
-		if cd, ok := tok.(xml.CharData); ok {
-			b.Write(cd)
+		switch tok := tok.(type) {
+		case xml.StartElement:
+			laneName = slices.ContainsFunc(tok.Attr, func(a xml.Attr) bool { return a.Name.Local == "class" && a.Value == "lane-name" })
+		case xml.EndElement:
+			laneName = false
+		case xml.CharData:
+			if !laneName {
+				b.Write(tok)
+			}
 		}
 	}
 	return strings.Join(strings.Fields(b.String()), " ")

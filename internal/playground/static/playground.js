@@ -223,6 +223,7 @@ function keepLaneNames(fig) {
   }
   svg.append(strip, ...names); // last: over every label and mark
   for (const el of [strip, ...names]) el.setAttribute("transform", `translate(${fig.scrollLeft} 0)`);
+  strip.style.visibility = fig.scrollLeft > 0 ? "" : "hidden"; // unscrolled, the names leave the axis' start clear
 }
 
 for (const fig of document.querySelectorAll(".run .timeline")) {
@@ -331,10 +332,15 @@ function showStep(i) {
     line.setAttribute("x1", String(s.x));
     line.setAttribute("x2", String(s.x));
     // A narrow screen follows the cursor, centred in what the lane names
-    // leave of the figure's width.
+    // leave of the figure's width, or further left to show whole the
+    // labels of the step's moment, as long as the cursor stays in view.
     const strip = svg.querySelector("rect.name-strip");
     const left = strip ? Number(strip.getAttribute("width")) : 0;
-    fig.scrollLeft = Math.max(0, s.x - left - 0.5 * (fig.clientWidth - left));
+    const recent = [...svg.querySelectorAll("text[data-x]")].filter((t) =>
+      Number(t.dataset.x) <= s.x + 0.5 && Number(t.dataset.x) >= s.x - 60);
+    const labelsLeft = Math.min(Infinity, ...recent.map((t) => t.getBBox().x));
+    const target = Math.min(s.x - left - 0.5 * (fig.clientWidth - left), labelsLeft - left - 4);
+    fig.scrollLeft = Math.max(0, target, s.x - fig.clientWidth + 12);
     keepLaneNames(fig);
   }
   // The first run's heading just below the sticky bar: on a desktop screen
