@@ -25,9 +25,9 @@ type cutLabel struct {
 // sticky bar or below the screen's bottom. A label wholly out of view is
 // not cut (a scroll brings it whole), nor is the part of one the tour's
 // veil covers. It lists too the labels that must show whole and do not:
-// at a step, those of its moment's events (all if side by side they fit
-// the view, else one at least); as the page opens, the danger's of the
-// run on screen.
+// at a step, those of its moment's events, up to 6 px before (all if side by
+// side they fit the view, else the storage's and one at least); as the
+// page opens, the danger's of the run on screen.
 const cutLabelsJS = `((x, id) => {
   const sticky = document.getElementById("sticky").getBoundingClientRect().bottom;
   const out = [];
@@ -39,6 +39,7 @@ const cutLabelsJS = `((x, id) => {
     const veil = svg.querySelector("rect.veil");
     const veilLeft = veil ? veil.getBoundingClientRect().left : Infinity;
     const musts = [];
+    const storeY = Math.max(...[...svg.querySelectorAll("text.lane-name")].map((n) => +n.getAttribute("y")));
     for (const t of svg.querySelectorAll("text")) {
       const r = t.getBoundingClientRect();
       const name = t.classList.contains("lane-name");
@@ -48,7 +49,7 @@ const cutLabelsJS = `((x, id) => {
         t: Math.max(f.top, sticky), b: Math.min(f.bottom, innerHeight),
       };
       const at = t.dataset.x === undefined ? NaN : +t.dataset.x;
-      const must = x >= 0 ? Math.abs(at - x) <= 1 : t.classList.contains("danger") && !!fig.closest("#" + id);
+      const must = x >= 0 ? at <= x + 0.5 && at >= x - 6 : t.classList.contains("danger") && !!fig.closest("#" + id);
       const shown = getComputedStyle(t).visibility !== "hidden" && t.getClientRects().length > 0 && r.width > 0;
       const under = veil && (t.compareDocumentPosition(veil) & Node.DOCUMENT_POSITION_FOLLOWING);
       const b = {left: r.left, right: under ? Math.min(r.right, veilLeft) : r.right, top: r.top, bottom: r.bottom};
@@ -57,14 +58,16 @@ const cutLabelsJS = `((x, id) => {
       const found = {Text: t.textContent, Why: "", Left: b.left, Right: b.right, Top: b.top, Bottom: b.bottom,
         VisL: v.l, VisR: v.r, VisT: v.t, VisB: v.b};
       if (seen && !whole) out.push({...found, Why: "cut"});
-      if (must) musts.push({...found, Why: "not shown whole", ok: seen && whole, width: v.r - v.l});
+      if (must) musts.push({...found, Why: "not shown whole", ok: seen && whole, width: v.r - v.l, store: +t.dataset.y > storeY});
     }
-    // Those that must show, all whole if side by side they fit the view,
-    // else one at least.
+    // Those that must show: all whole if side by side they fit the view,
+    // else the storage's (a write's fate) and one at least.
     if (musts.length) {
       const span = Math.max(...musts.map((m) => m.Right)) - Math.min(...musts.map((m) => m.Left));
       const missing = musts.filter((m) => !m.ok);
-      if (span <= musts[0].width + 1 ? missing.length : missing.length === musts.length) out.push(...missing);
+      if (span <= musts[0].width + 1) out.push(...missing);
+      else if (missing.length === musts.length) out.push(...missing);
+      else out.push(...missing.filter((m) => m.store));
     }
   }
   return out;

@@ -198,12 +198,11 @@ function renderRun(el, run) {
 function scrollToDanger() {
   const d = document.querySelector("#run-off .timeline svg rect.danger") || document.querySelector(".run .timeline svg rect.danger");
   const x = d ? Number(d.getAttribute("x")) : 0;
-  for (const fig of document.querySelectorAll(".run .timeline")) {
-    keepLaneNames(fig);
-    // The danger's label whole, if it fits.
-    const label = fig.querySelector("svg text.danger");
-    scrollWhole(fig, x - 150, x - fig.clientWidth + 40, x - stripWidth(fig), label ? [label] : []);
-  }
+  const figs = [...document.querySelectorAll(".run .timeline")];
+  figs.forEach(keepLaneNames);
+  // The danger's labels whole, if they fit.
+  const labels = [...document.querySelectorAll(".run .timeline svg text.danger")];
+  scrollWhole(figs, x - 150, x - figs[0].clientWidth + 40, x - stripWidth(figs[0]), new Map(labels.map((l) => [l, 100])));
 }
 
 // leastCut returns the whole position from lo to hi, nearest target, at
@@ -260,24 +259,28 @@ function stripWidth(fig) {
   return strip ? Number(strip.dataset.scrolled) : 0;
 }
 
-// scrollWhole scrolls fig sideways to the position nearest target, from
-// lo to hi, at which the fewest labels are cut by its edges or by the
-// lane names' strip, counting each of the labels keep that does not show
-// whole as a hundred.
-function scrollWhole(fig, target, lo, hi, keep) {
-  const boxes = shownBoxes(fig.querySelector("svg"));
-  const strip = stripWidth(fig), width = fig.clientWidth;
-  const max = fig.scrollWidth - width;
-  fig.scrollLeft = leastCut(target, Math.max(0, lo), Math.min(max, hi), (p) => {
+// scrollWhole scrolls the figures figs (of one width, on one time axis)
+// sideways together to the position nearest target, from lo to hi, at
+// which the fewest labels are cut by their edges or by the lane names'
+// strip, counting each label of keep (a map from label to weight) that
+// does not show whole as its weight.
+function scrollWhole(figs, target, lo, hi, keep) {
+  const boxes = figs.flatMap((fig) => shownBoxes(fig.querySelector("svg")));
+  const strip = stripWidth(figs[0]), width = figs[0].clientWidth;
+  const max = figs[0].scrollWidth - width;
+  const p = leastCut(target, Math.max(0, lo), Math.min(max, hi), (p) => {
     const from = p + (p > 0 ? strip : 0), to = p + width;
     let n = 0;
     for (const b of boxes) {
-      if (keep.includes(b.t)) n += b.x0 >= from && b.x1 <= to ? 0 : 100;
+      if (keep.has(b.t)) n += b.x0 >= from && b.x1 <= to ? 0 : keep.get(b.t);
       else if (cut(b.x0, b.x1, from, to)) n++;
     }
     return n;
   });
-  keepLaneNames(fig);
+  for (const fig of figs) {
+    fig.scrollLeft = p;
+    keepLaneNames(fig);
+  }
 }
 
 // scrollPageWhole scrolls the page to the position nearest target, from
@@ -446,16 +449,21 @@ function showStep(i) {
     // A narrow screen follows the cursor, centred in what the lane names
     // leave of the figure's width, or further left to show whole the
     // labels of the step's moment and just before, as long as the cursor
-    // stays in view; the step's own labels above all, then where no label
-    // is cut.
-    const left = stripWidth(fig);
+    // stays in view; there, the step's own labels (within 6 px: the other
+    // run may end a little later) whole above all, the storage's first
+    // (they tell a write's fate), then where no label is cut. Each figure
+    // scrolls to its own labels: one position cannot always show both
+    // runs' storage labels whole.
+    const left = stripWidth(fig), view = fig.clientWidth;
     const recent = [...svg.querySelectorAll("text[data-x]")].filter((t) =>
       Number(t.dataset.x) <= s.x + 0.5 && Number(t.dataset.x) >= s.x - 60);
     const labelsLeft = Math.min(Infinity, ...recent.map((t) => t.getBBox().x));
-    const target = Math.min(s.x - left - 0.5 * (fig.clientWidth - left), labelsLeft - left - 4);
-    const lo = s.x - fig.clientWidth + 12;
-    const own = recent.filter((t) => Math.abs(Number(t.dataset.x) - s.x) <= 1);
-    scrollWhole(fig, Math.max(lo, target), lo, s.x - left - 4, own);
+    const target = Math.min(s.x - left - 0.5 * (view - left), labelsLeft - left - 4);
+    const lo = s.x - view + 12;
+    const storeY = Math.max(...[...svg.querySelectorAll("text.lane-name")].map((n) => Number(n.getAttribute("y"))));
+    const own = new Map(recent.filter((t) => Number(t.dataset.x) >= s.x - 6)
+      .map((t) => [t, Number(t.dataset.y) > storeY ? 300 : 100]));
+    scrollWhole([fig], Math.max(lo, target), lo, s.x - left - 4, own);
   }
   // The first run's heading just below the sticky bar: on a desktop screen
   // both figures fit below it.
