@@ -232,9 +232,10 @@ func svgShapes(t *testing.T, svg string) (texts []svgText, lines [][4]float64) {
 		}
 		return f
 	}
-	textRe := regexp.MustCompile(`<text x="([-\d.]+)" y="([-\d.]+)" fill="[^"]*" text-anchor="(\w+)" font-size="12"[^>]*>([^<]*)</text>`)
+	textRe := regexp.MustCompile(`<text x="([-\d.]+)" y="([-\d.]+)" fill="[^"]*" text-anchor="(\w+)" font-size="12"[^>]*>(.*?)</text>`)
+	tag := regexp.MustCompile(`<[^>]*>`) // a tspan: the part the tour shows later
 	for _, m := range textRe.FindAllStringSubmatch(svg, -1) {
-		x, y, s := num(m[1]), num(m[2]), html.UnescapeString(m[4])
+		x, y, s := num(m[1]), num(m[2]), html.UnescapeString(tag.ReplaceAllString(m[4], ""))
 		w := float64(utf8.RuneCountInString(s)) * 7.0
 		switch m[3] {
 		case "middle":
