@@ -268,8 +268,8 @@ function scrollWhole(figs, target, lo, hi, keep) {
   const boxes = figs.flatMap((fig) => shownBoxes(fig.querySelector("svg")));
   const strip = stripWidth(figs[0]), width = figs[0].clientWidth;
   const max = figs[0].scrollWidth - width;
-  const p = leastCut(target, Math.max(0, lo), Math.min(max, hi), (p) => {
-    const from = p + (p > 0 ? strip : 0), to = p + width;
+  const p = leastCut(target, Math.max(0, lo), Math.min(max, hi), (at) => {
+    const from = at + (at > 0 ? strip : 0), to = at + width;
     let n = 0;
     for (const b of boxes) {
       if (keep.has(b.t)) n += b.x0 >= from && b.x1 <= to ? 0 : keep.get(b.t);
