@@ -1,6 +1,7 @@
 package playground
 
 import (
+	"html"
 	"regexp"
 	"slices"
 	"strconv"
@@ -206,6 +207,42 @@ func TestTourSaysWhichRun(t *testing.T) {
 	for _, p := range presets {
 		if strings.Contains(p.Title, "worse") {
 			t.Errorf("preset %q claims a shorter TTL makes it worse; the tour says it does not help", p.Title)
+		}
+	}
+}
+
+// TestLabelsInsideTheDrawing: in every preset's figures, at a phone's
+// width (1000, the narrowest) and the default, every label, the part the
+// tour shows later (", later LOST") included, lies inside the drawing,
+// which would cut it otherwise.
+func TestLabelsInsideTheDrawing(t *testing.T) {
+	label := regexp.MustCompile(`<text x="([\d.]+)" y="[\d.]+" fill="[^"]+" text-anchor="(\w+)" font-size="12"[^>]*>(.*?)</text>`)
+	tag := regexp.MustCompile(`<[^>]*>`)
+	for _, width := range []int{1000, 0} {
+		for _, p := range presets {
+			resp, err := Run(p.Query, width)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range resp.Runs {
+				w := regexp.MustCompile(`<svg [^>]*width="(\d+)"`).FindStringSubmatch(o.SVG)
+				drawing, _ := strconv.ParseFloat(w[1], 64)
+				for _, m := range label.FindAllStringSubmatch(o.SVG, -1) {
+					x, _ := strconv.ParseFloat(m[1], 64)
+					text := tag.ReplaceAllString(m[3], "")
+					size := float64(len([]rune(html.UnescapeString(text)))) * 7
+					switch m[2] {
+					case "middle":
+						x -= size / 2
+					case "end":
+						x -= size
+					}
+					if x < 0 || x+size > drawing {
+						t.Errorf("preset %q at width %d, %s: label %q spans x %.0f..%.0f, outside the drawing's 0..%.0f",
+							p.Title, width, o.Heading, text, x, x+size, drawing)
+					}
+				}
+			}
 		}
 	}
 }

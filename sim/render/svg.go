@@ -221,6 +221,7 @@ type queued struct {
 	altDir      int
 	text, color string
 	bold        bool
+	class       string  // the label's class, if any
 	later       string  // said after text from x from on (the tour hides it before)
 	from        float64 // where later becomes true
 	centre      bool    // try centred in own first
@@ -261,7 +262,8 @@ func (p *svgPlot) place() {
 		if q.centre {
 			spots = append(spots, spot{q.cx, (q.own.y0+q.own.y1)/2 + 4, "middle"})
 		}
-		w := float64(utf8.RuneCountInString(q.text)) * charWidth
+		whole := q.text + q.later // the part the tour shows later takes its room now
+		w := float64(utf8.RuneCountInString(whole)) * charWidth
 		rows := func(y float64, dir int) {
 			for row := 0; row <= p.rows; row++ {
 				ty := y + float64(dir*row*rowH)
@@ -284,11 +286,11 @@ func (p *svgPlot) place() {
 			own := rect{}
 			if q.centre && i == 0 {
 				own = q.own
-				if textBox(s.x, s.y, q.text, s.anchor).x0 < q.own.x0 {
+				if textBox(s.x, s.y, whole, s.anchor).x0 < q.own.x0 {
 					continue // does not fit in its bar
 				}
 			}
-			box := textBox(s.x, s.y, q.text, s.anchor)
+			box := textBox(s.x, s.y, whole, s.anchor)
 			if n := p.conflicts(box, own) + p.misordered(box, q.x, q.y); least < 0 || n < least {
 				best, least = s, n
 				if n == 0 {
@@ -300,12 +302,15 @@ func (p *svgPlot) place() {
 		if !q.centre || best.anchor != "middle" || best.x != q.cx {
 			attrs = fmt.Sprintf(` data-x="%.1f" data-y="%.1f"`, q.x, q.y) // the event it labels
 		}
+		if q.class != "" {
+			attrs += ` class="` + q.class + `"`
+		}
 		if q.later != "" {
 			p.putLater(best.x, best.y, best.anchor, q, attrs)
 		} else {
 			p.putAttrs(best.x, best.y, best.anchor, q.text, q.color, q.bold, attrs)
 		}
-		p.placed = append(p.placed, placed{q.x, q.y, textBox(best.x, best.y, q.text, best.anchor)})
+		p.placed = append(p.placed, placed{q.x, q.y, textBox(best.x, best.y, whole, best.anchor)})
 	}
 }
 
@@ -457,19 +462,21 @@ func (p *svgPlot) legend() {
 }
 
 func (p *svgPlot) lanes() {
-	lane := func(y float64, name, color string) {
+	// short is the name a page shows on a narrow screen (data-short).
+	lane := func(y float64, name, short, color string) {
 		fmt.Fprintf(p.b, `<line x1="%d" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#bbb" stroke-width="1"/>`, svgLeft, y, p.width-svgRight, y)
-		fmt.Fprintf(p.b, `<text class="lane-name" x="%d" y="%.1f" font-size="14" font-weight="bold" fill="%s">%s</text>`+"\n", 12, y+5, color, html.EscapeString(name))
+		fmt.Fprintf(p.b, `<text class="lane-name" x="%d" y="%.1f" font-size="14" font-weight="bold" fill="%s" data-short="%s">%s</text>`+"\n",
+			12, y+5, color, html.EscapeString(short), html.EscapeString(name))
 	}
 	for c, name := range p.r.Clients {
-		lane(p.laneY[c], "Client "+name, clientColor(c))
+		lane(p.laneY[c], "Client "+name, name, clientColor(c))
 	}
-	lane(p.leaseY, "Lease service", "#333")
+	lane(p.leaseY, "Lease service", "Lease", "#333")
 	storage := "Storage"
 	if p.r.Storage.Fenced() {
 		storage += " (" + p.r.Storage.String() + ")"
 	}
-	lane(p.storeY, storage, "#333")
+	lane(p.storeY, storage, "Storage", "#333")
 }
 
 // leaseSpan is a lease as the lease service saw it: from the grant until
@@ -641,9 +648,8 @@ func (p *svgPlot) danger() {
 			x0, x1 := p.x(max(ls.to, bl.from)), p.x(bl.to)
 			fmt.Fprintf(p.b, `<rect class="danger" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.08"/>`+"\n",
 				x0, p.dangerY+8, x1-x0, p.storeY+p.tokens+9-p.dangerY-8, red)
-			text := fmt.Sprintf("danger: %s believes it holds lease %d, which expired at %s",
-				p.r.Clients[bl.c], bl.tok, sim.FormatTime(ls.to))
-			p.label(x0, p.dangerY, -1, text, red, true)
+			text := fmt.Sprintf("danger: %s holds expired lease %d", p.r.Clients[bl.c], bl.tok)
+			p.queued = append(p.queued, queued{x: x0, y: p.dangerY, dir: -1, text: text, color: red, bold: true, class: "danger"})
 		}
 	}
 }

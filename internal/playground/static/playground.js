@@ -193,37 +193,152 @@ function renderRun(el, run) {
 
 // scrollToDanger scrolls a figure wider than its column to where the
 // first run's danger begins (the time a client writes on an expired
-// lease), a little before it; a figure that fits does not move.
+// lease), a little before it, where no label is cut at the edges; a
+// figure that fits does not move.
 function scrollToDanger() {
   const d = document.querySelector("#run-off .timeline svg rect.danger") || document.querySelector(".run .timeline svg rect.danger");
   const x = d ? Number(d.getAttribute("x")) : 0;
-  for (const fig of document.querySelectorAll(".run .timeline")) {
-    fig.scrollLeft = Math.max(0, x - 150);
+  const figs = [...document.querySelectorAll(".run .timeline")];
+  figs.forEach(keepLaneNames);
+  // The danger's labels whole, if they fit.
+  const labels = [...document.querySelectorAll(".run .timeline svg text.danger")];
+  scrollWhole(figs, x - 150, x - figs[0].clientWidth + 40, x - stripWidth(figs[0]), new Map(labels.map((l) => [l, 100])));
+}
+
+// leastCut returns the whole position from lo to hi, nearest target, at
+// which cuts(p), the number of labels a view at p shows only in part, is
+// least.
+function leastCut(target, lo, hi, cuts) {
+  lo = Math.ceil(lo);
+  hi = Math.max(lo, Math.floor(hi));
+  target = Math.round(Math.min(Math.max(target, lo), hi));
+  let best = target, least = cuts(target);
+  for (let d = 1; least > 0 && (target - d >= lo || target + d <= hi); d++) {
+    for (const p of [target - d, target + d]) {
+      if (p < lo || p > hi) continue;
+      const n = cuts(p);
+      if (n < least) [best, least] = [p, n];
+    }
+  }
+  return best;
+}
+
+// cut reports whether a label spanning a..b shows only in part in a view
+// from lo to hi.
+function cut(a, b, lo, hi) {
+  return a < hi && b > lo && (a < lo - 0.5 || b > hi + 0.5);
+}
+
+// shownBoxes is where the labels a figure shows lie, in the figure's own
+// units, each cut at the tour's veil if drawn under it.
+function shownBoxes(svg) {
+  const veil = svg.querySelector("rect.veil");
+  const veilX = veil ? Number(veil.getAttribute("x")) : Infinity;
+  const boxes = [];
+  for (const t of svg.querySelectorAll("text:not(.lane-name)")) {
+    if (t.style.visibility === "hidden") continue;
+    const b = t.getBBox();
+    const under = veil && (t.compareDocumentPosition(veil) & Node.DOCUMENT_POSITION_FOLLOWING);
+    const right = under ? Math.min(b.x + b.width, veilX) : b.x + b.width;
+    if (b.x < right) boxes.push({ t: t, x0: b.x, x1: right, y0: b.y, y1: b.y + b.height });
+  }
+  return boxes;
+}
+
+// inView is the part of fig's width its column shows: [from, to] in the
+// figure's own units, right of the lane names' strip.
+function inView(fig) {
+  const from = fig.scrollLeft + (fig.scrollLeft > 0 ? stripWidth(fig) : 0);
+  return [from, fig.scrollLeft + fig.clientWidth];
+}
+
+// stripWidth is the width the lane names' strip covers when the figure
+// is scrolled (0 for a figure without one).
+function stripWidth(fig) {
+  const strip = fig.querySelector("svg rect.name-strip");
+  return strip ? Number(strip.dataset.scrolled) : 0;
+}
+
+// scrollWhole scrolls the figures figs (of one width, on one time axis)
+// sideways together to the position nearest target, from lo to hi, at
+// which the fewest labels are cut by their edges or by the lane names'
+// strip, counting each label of keep (a map from label to weight) that
+// does not show whole as its weight.
+function scrollWhole(figs, target, lo, hi, keep) {
+  const boxes = figs.flatMap((fig) => shownBoxes(fig.querySelector("svg")));
+  const strip = stripWidth(figs[0]), width = figs[0].clientWidth;
+  const max = figs[0].scrollWidth - width;
+  const p = leastCut(target, Math.max(0, lo), Math.min(max, hi), (at) => {
+    const from = at + (at > 0 ? strip : 0), to = at + width;
+    let n = 0;
+    for (const b of boxes) {
+      if (keep.has(b.t)) n += b.x0 >= from && b.x1 <= to ? 0 : keep.get(b.t);
+      else if (cut(b.x0, b.x1, from, to)) n++;
+    }
+    return n;
+  });
+  for (const fig of figs) {
+    fig.scrollLeft = p;
     keepLaneNames(fig);
   }
+}
+
+// scrollPageWhole scrolls the page to the position nearest target, from
+// lo to hi, at which the fewest labels the figures show across are cut
+// by the sticky bar or the screen's bottom.
+function scrollPageWhole(target, lo, hi) {
+  const spans = [];
+  for (const fig of document.querySelectorAll(".run .timeline")) {
+    const svg = fig.querySelector("svg");
+    const top = svg.getBoundingClientRect().top + scrollY;
+    const [from, to] = inView(fig);
+    for (const b of shownBoxes(svg)) {
+      if (b.x1 > from && b.x0 < to) spans.push([top + b.y0, top + b.y1]);
+    }
+    for (const n of svg.querySelectorAll("text.lane-name")) {
+      const r = n.getBoundingClientRect();
+      spans.push([r.top + scrollY, r.bottom + scrollY]);
+    }
+  }
+  const sticky = document.getElementById("sticky").offsetHeight;
+  const max = document.documentElement.scrollHeight - innerHeight;
+  const y = leastCut(target, Math.max(0, lo), Math.min(max, hi), (p) =>
+    spans.filter(([a, b]) => cut(a, b, p + sticky, p + innerHeight)).length);
+  scrollTo({ top: y, behavior: "instant" });
 }
 
 // keepLaneNames moves a figure's lane names to the left edge of what its
 // column shows, so that they stay in view as the figure scrolls sideways,
 // on an opaque strip drawn over everything else: no data shows under a
-// name.
+// name. Scrolled, the names are short (data-short: "A", "Lease"), to
+// leave the figure room. A label the column's edges or the strip would
+// cut is hidden until a scroll brings it whole.
 function keepLaneNames(fig) {
   const svg = fig.querySelector("svg");
   if (!svg) return;
   const names = [...svg.querySelectorAll("text.lane-name")];
   if (!names.length) return;
+  // right shows the names in form ("short" or "full") and returns the
+  // width of a strip that covers them.
+  const right = (form) => Math.ceil(8 + Math.max(...names.map((n) => {
+    n.textContent = n.dataset[form];
+    const b = n.getBBox();
+    return b.x + b.width;
+  })));
   let strip = svg.querySelector("rect.name-strip");
   if (!strip) {
-    const right = Math.max(...names.map((n) => { const b = n.getBBox(); return b.x + b.width; }));
+    for (const n of names) n.dataset.full = n.textContent;
     strip = document.createElementNS("http://www.w3.org/2000/svg", "rect");
     strip.setAttribute("class", "name-strip");
-    for (const [k, v] of Object.entries({ x: 0, y: 0, width: Math.ceil(right + 8), height: svg.getAttribute("height") })) {
-      strip.setAttribute(k, String(v));
-    }
+    for (const [k, v] of Object.entries({ x: 0, y: 0, height: svg.getAttribute("height") })) strip.setAttribute(k, String(v));
+    strip.dataset.scrolled = String(right("short"));
   }
+  strip.setAttribute("width", String(right(fig.scrollLeft > 0 ? "short" : "full")));
   svg.append(strip, ...names); // last: over every label and mark
   for (const el of [strip, ...names]) el.setAttribute("transform", `translate(${fig.scrollLeft} 0)`);
   strip.style.visibility = fig.scrollLeft > 0 ? "" : "hidden"; // unscrolled, the names leave the axis' start clear
+  const [from, to] = inView(fig);
+  for (const b of shownBoxes(svg)) b.t.classList.toggle("cut", cut(b.x0, b.x1, from, to));
 }
 
 for (const fig of document.querySelectorAll(".run .timeline")) {
@@ -333,15 +448,22 @@ function showStep(i) {
     line.setAttribute("x2", String(s.x));
     // A narrow screen follows the cursor, centred in what the lane names
     // leave of the figure's width, or further left to show whole the
-    // labels of the step's moment, as long as the cursor stays in view.
-    const strip = svg.querySelector("rect.name-strip");
-    const left = strip ? Number(strip.getAttribute("width")) : 0;
+    // labels of the step's moment and just before, as long as the cursor
+    // stays in view; there, the step's own labels (within 6 px: the other
+    // run may end a little later) whole above all, the storage's first
+    // (they tell a write's fate), then where no label is cut. Each figure
+    // scrolls to its own labels: one position cannot always show both
+    // runs' storage labels whole.
+    const left = stripWidth(fig), view = fig.clientWidth;
     const recent = [...svg.querySelectorAll("text[data-x]")].filter((t) =>
       Number(t.dataset.x) <= s.x + 0.5 && Number(t.dataset.x) >= s.x - 60);
     const labelsLeft = Math.min(Infinity, ...recent.map((t) => t.getBBox().x));
-    const target = Math.min(s.x - left - 0.5 * (fig.clientWidth - left), labelsLeft - left - 4);
-    fig.scrollLeft = Math.max(0, target, s.x - fig.clientWidth + 12);
-    keepLaneNames(fig);
+    const target = Math.min(s.x - left - 0.5 * (view - left), labelsLeft - left - 4);
+    const lo = s.x - view + 12;
+    const storeY = Math.max(...[...svg.querySelectorAll("text.lane-name")].map((n) => Number(n.getAttribute("y"))));
+    const own = new Map(recent.filter((t) => Number(t.dataset.x) >= s.x - 6)
+      .map((t) => [t, Number(t.dataset.y) > storeY ? 300 : 100]));
+    scrollWhole([fig], Math.max(lo, target), lo, s.x - left - 4, own);
   }
   // The first run's heading just below the sticky bar: on a desktop screen
   // both figures fit below it.
@@ -349,11 +471,14 @@ function showStep(i) {
   const top = document.getElementById("run-off").getBoundingClientRect().top + scrollY - sticky;
   scrollTo({ top: top, behavior: "instant" });
   // On a short screen, scroll on until the labels of the step's moment
-  // (and just before it) are on screen, the second run's included.
+  // (and just before it) are on screen, the second run's included; then,
+  // nearby, to where no label shows only in part, those kept on screen.
   const recent = [...document.querySelectorAll(".run .timeline svg text[data-x]")].filter((t) =>
     Number(t.dataset.x) <= s.x + 0.5 && Number(t.dataset.x) >= s.x - 60);
-  const bottom = Math.max(0, ...recent.map((t) => t.getBoundingClientRect().bottom));
-  if (bottom > innerHeight - 4) scrollBy({ top: bottom - innerHeight + 8, behavior: "instant" });
+  const bottom = Math.max(0, ...recent.map((t) => t.getBoundingClientRect().bottom + scrollY));
+  const topmost = Math.min(Infinity, ...recent.map((t) => t.getBoundingClientRect().top + scrollY));
+  const need = bottom - innerHeight;
+  scrollPageWhole(Math.max(top, need + 8), Math.max(top - 60, need + 2), Math.min(top + 160, topmost - sticky - 2));
 }
 
 document.getElementById("tour-start").addEventListener("click", () => {
@@ -369,6 +494,7 @@ document.getElementById("tour-close").addEventListener("click", () => {
   document.body.classList.remove("touring", "outcome");
   for (const el of document.querySelectorAll(".timeline .cursor, .timeline .veil")) el.remove();
   for (const el of document.querySelectorAll(".timeline [data-from], .timeline text[data-x]")) el.style.visibility = "";
+  for (const fig of document.querySelectorAll(".run .timeline")) keepLaneNames(fig);
 });
 tourBox.addEventListener("keydown", (ev) => {
   if (ev.key === "ArrowLeft") showStep(step - 1);

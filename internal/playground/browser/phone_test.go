@@ -1,0 +1,125 @@
+package browser
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/fencekit/fencekit/internal/playground"
+)
+
+// cutLabel is a label of a figure that shows only in part, or one that
+// must show and does not: its box on screen, and the part of the screen
+// the figure shows.
+type cutLabel struct {
+	Text, Why                string
+	Left, Right, Top, Bottom float64
+	VisL, VisR, VisT, VisB   float64
+}
+
+// cutLabelsJS, called with a tour step's x (or -1 for the page as it
+// opens, and the id of the run brought on screen), lists the labels of both figures that are partly visible: part
+// of the box shows, part is clipped by the figure's scrolled view, hidden
+// under the lane names' strip, off the screen's sides, or under the
+// sticky bar or below the screen's bottom. A label wholly out of view is
+// not cut (a scroll brings it whole), nor is the part of one the tour's
+// veil covers. It lists too the labels that must show whole and do not:
+// at a step, those of its moment's events, up to 6 px before (all if side by
+// side they fit the view, else the storage's and one at least); as the
+// page opens, the danger's of the run on screen.
+const cutLabelsJS = `((x, id) => {
+  const sticky = document.getElementById("sticky").getBoundingClientRect().bottom;
+  const out = [];
+  for (const fig of document.querySelectorAll(".run .timeline")) {
+    const svg = fig.querySelector("svg");
+    const f = fig.getBoundingClientRect();
+    const strip = svg.querySelector("rect.name-strip");
+    const stripRight = strip && getComputedStyle(strip).visibility !== "hidden" ? strip.getBoundingClientRect().right : -Infinity;
+    const veil = svg.querySelector("rect.veil");
+    const veilLeft = veil ? veil.getBoundingClientRect().left : Infinity;
+    const musts = [];
+    const storeY = Math.max(...[...svg.querySelectorAll("text.lane-name")].map((n) => +n.getAttribute("y")));
+    for (const t of svg.querySelectorAll("text")) {
+      const r = t.getBoundingClientRect();
+      const name = t.classList.contains("lane-name");
+      const v = {
+        l: Math.max(f.left + fig.clientLeft, 0, name ? -Infinity : stripRight),
+        r: Math.min(f.left + fig.clientLeft + fig.clientWidth, innerWidth),
+        t: Math.max(f.top, sticky), b: Math.min(f.bottom, innerHeight),
+      };
+      const at = t.dataset.x === undefined ? NaN : +t.dataset.x;
+      const must = x >= 0 ? at <= x + 0.5 && at >= x - 6 : t.classList.contains("danger") && !!fig.closest("#" + id);
+      const shown = getComputedStyle(t).visibility !== "hidden" && t.getClientRects().length > 0 && r.width > 0;
+      const under = veil && (t.compareDocumentPosition(veil) & Node.DOCUMENT_POSITION_FOLLOWING);
+      const b = {left: r.left, right: under ? Math.min(r.right, veilLeft) : r.right, top: r.top, bottom: r.bottom};
+      const seen = shown && b.right > b.left && b.right > v.l && b.left < v.r && b.bottom > v.t && b.top < v.b;
+      const whole = b.left >= v.l - 0.5 && b.right <= v.r + 0.5 && b.top >= v.t - 0.5 && b.bottom <= v.b + 0.5;
+      const found = {Text: t.textContent, Why: "", Left: b.left, Right: b.right, Top: b.top, Bottom: b.bottom,
+        VisL: v.l, VisR: v.r, VisT: v.t, VisB: v.b};
+      if (seen && !whole) out.push({...found, Why: "cut"});
+      if (must) musts.push({...found, Why: "not shown whole", ok: seen && whole, width: v.r - v.l, store: +t.dataset.y > storeY});
+    }
+    // Those that must show: all whole if side by side they fit the view,
+    // else the storage's (a write's fate) and one at least.
+    if (musts.length) {
+      const span = Math.max(...musts.map((m) => m.Right)) - Math.min(...musts.map((m) => m.Left));
+      const missing = musts.filter((m) => !m.ok);
+      if (span <= musts[0].width + 1) out.push(...missing);
+      else if (missing.length === musts.length) out.push(...missing);
+      else out.push(...missing.filter((m) => m.store));
+    }
+  }
+  return out;
+})`
+
+// reportCut fails t for every label in cut, saying where.
+func reportCut(t *testing.T, where string, cut []cutLabel) {
+	t.Helper()
+	for _, c := range cut {
+		t.Errorf("%s: label %q %s: it spans x %.0f..%.0f, y %.0f..%.0f; the view shows x %.0f..%.0f, y %.0f..%.0f",
+			where, c.Text, c.Why, c.Left, c.Right, c.Top, c.Bottom, c.VisL, c.VisR, c.VisT, c.VisB)
+	}
+}
+
+// TestBrowserPhoneLabelsWhole: on a 400 x 860 phone, no label of either
+// figure is cut by the figure's scrolled view, the lane names' strip or
+// the screen's edges, in every preset's first view (each figure brought
+// on screen) and at every step of every preset's tour; and the labels
+// that matter there show whole: the danger's as the page opens, the
+// step's own at each step.
+func TestBrowserPhoneLabelsWhole(t *testing.T) {
+	tab := openPage(t, 400, 860, "")
+	def, err := playground.Run("", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := 0
+	for i, p := range def.Presets {
+		if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(fmt.Sprintf(`#presets button:nth-child(%d)`, i+1)))); err != nil {
+			t.Fatal(err)
+		}
+		q, _ := readPage(t, tab)
+		for _, id := range []string{"run-off", "run-on"} {
+			eval[bool](t, tab, fmt.Sprintf(`(document.querySelector("#%s .timeline").scrollIntoView({block: "end"}), true)`, id))
+			reportCut(t, fmt.Sprintf("%s, first view of %s", p.Title, id), eval[[]cutLabel](t, tab, fmt.Sprintf("%s(-1, %q)", cutLabelsJS, id)))
+		}
+		resp, err := playground.Run(q, pageWidth)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("tour-start"))); err != nil {
+			t.Fatal(err)
+		}
+		eachStep(t, tab, resp.Tour, func(j int, _ tourState) {
+			js := fmt.Sprintf("%s(%f)", cutLabelsJS, resp.Tour[j].X)
+			reportCut(t, fmt.Sprintf("%s, tour step %d", p.Title, j+1), eval[[]cutLabel](t, tab, js))
+			steps++
+		})
+		if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("tour-close"))); err != nil {
+			t.Fatal(err)
+		}
+		eval[bool](t, tab, `(scrollTo(0, 0), true)`)
+	}
+	t.Logf("%d presets, %d tour steps checked", len(def.Presets), steps)
+}
