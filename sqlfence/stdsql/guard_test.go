@@ -1,10 +1,12 @@
 package stdsql_test
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/sqlfence/stdsql"
@@ -132,6 +134,37 @@ func TestInTxFnEndsTransaction(t *testing.T) {
 		}
 		if n := scalar(t, db, `SELECT count(*) FROM notes WHERE body = 'after'`); n != 0 {
 			t.Fatalf("InTx committed %d rows fn wrote after ending the transaction", n)
+		}
+	})
+}
+
+// TestInTxContextEndsInFn: when ctx ends while fn runs (a lease lost),
+// database/sql rolls the transaction back; InTx returns an error wrapping
+// ctx's cause, not "fn ended the transaction", and nothing is written.
+func TestInTxContextEndsInFn(t *testing.T) {
+	eachDriver(t, func(t *testing.T, db *sql.DB) {
+		exec(t, db, `CREATE TABLE notes (id serial PRIMARY KEY, body text)`)
+		lost := errors.New("lease lost")
+		ctx, cancel := context.WithCancelCause(testCtx(t))
+		err := stdsql.InTx(ctx, db, "notes", 3, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO notes (body) VALUES ('cut off')`); err != nil {
+				return err
+			}
+			cancel(lost)
+			// Wait until database/sql has rolled the transaction back.
+			for i := 0; i < 500; i++ {
+				if _, err := tx.ExecContext(context.Background(), `SELECT 1`); errors.Is(err, sql.ErrTxDone) {
+					return nil
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			return errors.New("database/sql did not roll back the transaction of an ended ctx in 5 s")
+		})
+		if !errors.Is(err, lost) || strings.Contains(err.Error(), "fn ended") {
+			t.Fatalf("InTx whose ctx ended in fn = %v; want an error wrapping the cause", err)
+		}
+		if n := scalar(t, db, `SELECT count(*) FROM notes`); n != 0 {
+			t.Fatalf("%d rows written by a transaction whose ctx ended", n)
 		}
 	})
 }
