@@ -24,8 +24,8 @@ import (
 // the statement, and COMMIT with a check that the statement did not end
 // the transaction itself. database/sql sends a statement with arguments
 // alone in its message, so the claim cannot share its round trip; pgx's
-// sqlfence.Exec takes one. A refusal costs a round trip more, to read the
-// current token.
+// sqlfence.Exec takes one. A refusal costs two more: ROLLBACK, and a read
+// of the current token for the error.
 //
 // Errors: a [*fence.StaleError] (nothing changed; counted in
 // fencekit_stale_rejected); [fence.ErrInvalid] for a nil db, an empty
