@@ -2,7 +2,8 @@
 // fencing token is older than one it has already accepted, in the same
 // statement or transaction as the write, so a paused or partitioned former
 // holder cannot overwrite its successor's work. It uses pgx v5 and accepts
-// a *pgx.Conn, a *pgxpool.Pool or a pgx.Tx.
+// a *pgx.Conn, a *pgxpool.Pool or a pgx.Tx. For database/sql, use
+// package github.com/fencekit/fencekit/sqlfence/stdsql.
 //
 // # Set-up
 //

@@ -11,27 +11,16 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/pgsql"
 )
 
-// execClaimSQL claims resource's guard row for token $2 as claimSQL does,
-// but fails when it is refused (division by zero: no row claimed), so that
-// the statements sent with it in the same implicit transaction do not run.
-// It also marks the transaction with $3 (SET LOCAL), which execCheckSQL
-// finds only while the transaction is still the claim's.
-const execClaimSQL = `WITH claimed AS (` + claimInsert + `)
-SELECT 1 / count(*), set_config('` + execMarker + `', $3, true) FROM claimed`
-
-// execMarker is the setting that marks the claim's transaction.
-const execMarker = "fencekit.exec"
-
-// execCheckSQL fails (SQLSTATE 22P02, execEndedText in the message) when
-// the transaction is no longer the claim's: the statement committed part
-// way (COMMIT in a procedure or a DO block, or between statements of a
-// simple-protocol query). The failure rolls back what ran after that
-// COMMIT.
-const execCheckSQL = `SELECT (CASE WHEN current_setting('` + execMarker + `', true) = $1 THEN '1' ELSE '` + execEndedText + `' END)::int`
-
-const execEndedText = "fencekit: the statement ended the fenced transaction"
+// execClaimSQL claims resource's guard row for token $2 as pgsql.ClaimSQL
+// does, but fails when it is refused (division by zero: no row claimed), so
+// that the statements sent with it in the same implicit transaction do not
+// run. It also marks the transaction with $3 (SET LOCAL), which
+// pgsql.ExecCheckSQL finds only while the transaction is still the claim's.
+const execClaimSQL = `WITH claimed AS (` + pgsql.ClaimInsert + `)
+SELECT 1 / count(*), set_config('` + pgsql.ExecMarker + `', $3, true) FROM claimed`
 
 // batchSender sends a batch of statements as one pipeline: *pgx.Conn and
 // *pgxpool.Pool.
@@ -94,7 +83,7 @@ func execBatch(ctx context.Context, bs batchSender, resource string, tok fence.T
 	mark := rand.Text()
 	b.Queue(execClaimSQL, resource, int64(tok), mark)
 	b.Queue(sql, args...)
-	b.Queue(execCheckSQL, mark)
+	b.Queue(pgsql.ExecCheckSQL, mark)
 	br := bs.SendBatch(ctx, b)
 	_, claimErr := br.Exec()
 	tag, stmtErr := br.Exec()
@@ -110,7 +99,7 @@ func execBatch(ctx context.Context, bs batchSender, resource string, tok fence.T
 		if !ok {
 			return pgconn.CommandTag{}, fmt.Errorf("sqlfence: %q refused token %s", resource, tok)
 		}
-		return pgconn.CommandTag{}, staleFromReread(ctx, q, resource, tok)
+		return pgconn.CommandTag{}, pgsql.StaleFromReread(ctx, pgxSender{q}, "sqlfence", resource, tok)
 	case claimErr != nil:
 		return pgconn.CommandTag{}, fmt.Errorf("sqlfence: Exec %q with token %s: %w", resource, tok, claimErr)
 	case stmtErr != nil:
@@ -132,5 +121,5 @@ func errStatementEnded(resource string, tok fence.Token) error {
 // endedStatement reports execCheckSQL's failure (in the simple protocol
 // pgx reports it as the batch's error, not a *pgconn.PgError of its own).
 func endedStatement(err error) bool {
-	return err != nil && strings.Contains(err.Error(), execEndedText)
+	return err != nil && strings.Contains(err.Error(), pgsql.ExecEndedText)
 }

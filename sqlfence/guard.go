@@ -3,14 +3,13 @@ package sqlfence
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
-	"github.com/fencekit/fencekit/internal/obs"
+	"github.com/fencekit/fencekit/internal/pgsql"
 )
 
 // TxBeginner starts a transaction. It is satisfied by *pgx.Conn,
@@ -45,31 +44,6 @@ var (
 	_ txOptionsBeginner = (*pgx.Conn)(nil)
 	_ txOptionsBeginner = (*pgxpool.Pool)(nil)
 )
-
-// claimInsert takes resource $1's guard row for token $2 unless it holds a
-// newer token, returning the token when it did.
-const claimInsert = `
-	INSERT INTO fencekit_tokens AS t (resource, token) VALUES ($1, $2)
-	ON CONFLICT (resource) DO UPDATE SET token = EXCLUDED.token,
-		updated_at = CASE WHEN t.token < EXCLUDED.token THEN now() ELSE t.updated_at END
-	WHERE t.token <= EXCLUDED.token
-	RETURNING t.token
-`
-
-// claimSQL claims resource's guard row for token $2 in one statement. The
-// CTE either returns the claimed row (claimed = true) or, when the row holds
-// a newer token and the WHERE refused the update, the row as this
-// statement's snapshot saw it (claimed = false), so a stale claim learns the
-// current token in the same round trip. ON CONFLICT locks the conflicting row
-// even when its WHERE is false, so the row cannot change until this
-// transaction ends.
-const claimSQL = `WITH claimed AS (` + claimInsert + `)
-SELECT true, token FROM claimed
-UNION ALL
-SELECT false, token FROM fencekit_tokens WHERE resource = $1 AND NOT EXISTS (SELECT 1 FROM claimed)`
-
-// currentSQL reads resource's guard token with a fresh snapshot.
-const currentSQL = `SELECT token FROM fencekit_tokens WHERE resource = $1`
 
 // Claim claims resource's guard row for tok inside the caller's own
 // transaction tx: afterwards no transaction presenting a smaller token can
@@ -123,80 +97,31 @@ func Current(ctx context.Context, db Querier, resource string) (fence.Token, err
 	if isNil(db) {
 		return 0, errNilDB
 	}
-	if err := fence.ValidateName("resource", resource); err != nil {
-		return 0, fmt.Errorf("sqlfence: %w", err)
-	}
-	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("sqlfence: current token of %q: %w", resource, withCause(ctx, err))
-	}
-	var cur int64
-	err := db.QueryRow(ctx, currentSQL, resource).Scan(&cur)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("sqlfence: current token of %q: %w", resource, withCause(ctx, err))
-	}
-	return fence.Token(cur), nil
+	return pgsql.Current(ctx, pgxSender{db}, "sqlfence", resource)
 }
 
-// claim runs claimSQL and turns a refusal into a *fence.StaleError.
+// claim claims resource's guard row for tok through q (pgsql.Claim).
 func claim(ctx context.Context, q Querier, resource string, tok fence.Token) error {
-	var claimed bool
-	var cur int64
-	err := q.QueryRow(ctx, claimSQL, resource, int64(tok)).Scan(&claimed, &cur)
-	switch {
-	case err == nil && claimed:
-		return nil
-	case err == nil && fence.IsStale(tok, fence.Token(cur)):
-		return staleError(ctx, resource, tok, fence.Token(cur))
-	case err == nil, errors.Is(err, pgx.ErrNoRows):
-		// Refused, but the statement's snapshot predates the newer token
-		// (it was committed while the claim waited on the row lock, or the
-		// row was inserted then). The row is locked by this transaction
-		// now, or committed for good in autocommit: re-read it.
-		return staleFromReread(ctx, q, resource, tok)
-	default:
-		return fmt.Errorf("sqlfence: claim %q with token %s: %w", resource, tok, err)
-	}
+	return pgsql.Claim(ctx, pgxSender{q}, "sqlfence", resource, tok)
 }
 
-// staleFromReread re-reads resource's token in a new statement, which sees
-// what was committed while the refused claim waited, and returns the stale
-// error it explains.
-func staleFromReread(ctx context.Context, q Querier, resource string, tok fence.Token) error {
-	var cur int64
-	if err := q.QueryRow(ctx, currentSQL, resource).Scan(&cur); err != nil {
-		return fmt.Errorf("sqlfence: %q refused token %s; reading the current token: %w", resource, tok, err)
+// withCause returns err, wrapping also context.Cause(ctx) (pgsql.WithCause).
+func withCause(ctx context.Context, err error) error { return pgsql.WithCause(ctx, err) }
+
+// pgxSender sends statements through a pgx Querier, for pgsql.
+type pgxSender struct{ q Querier }
+
+func (s pgxSender) Row(ctx context.Context, sql string, args []any, dest ...any) (bool, error) {
+	err := s.q.QueryRow(ctx, sql, args...).Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
 	}
-	if !fence.IsStale(tok, fence.Token(cur)) {
-		// Cannot happen while the row lock is held; say so rather than
-		// pretend the write was stale.
-		return fmt.Errorf("sqlfence: %q refused token %s but holds token %d; retry", resource, tok, cur)
-	}
-	return staleError(ctx, resource, tok, fence.Token(cur))
+	return err == nil, err
 }
 
-// staleError counts a refused write (fencekit_stale_rejected, store
-// postgres) and returns its error.
-func staleError(ctx context.Context, resource string, tok, cur fence.Token) error {
-	obs.StaleRejected(ctx, obs.StorePostgres)
-	return &fence.StaleError{Resource: resource, Presented: tok, Current: cur}
-}
-
-// withCause returns err, wrapping also context.Cause(ctx) when ctx has
-// ended for a reason err does not carry yet: a query cut off by a lost
-// lease's Context then matches lease.ErrLost (and fence.ErrFencedOut), not
-// only context.Canceled.
-func withCause(ctx context.Context, err error) error {
-	if err == nil || ctx.Err() == nil {
-		return err
-	}
-	cause := context.Cause(ctx)
-	if cause == nil || errors.Is(err, cause) {
-		return err
-	}
-	return fmt.Errorf("%w (%w)", err, cause)
+func (s pgxSender) Exec(ctx context.Context, sql string, args []any) (int64, error) {
+	tag, err := s.q.Exec(ctx, sql, args...)
+	return tag.RowsAffected(), err
 }
 
 // errNilDB is the error for a nil database handle.
@@ -206,16 +131,7 @@ var errNilDB = fence.Invalid("sqlfence: nil database handle")
 // anything: the handle, the resource and the token (fence.ValidateWrite),
 // then ctx. It allocates nothing on success.
 func checkArgs(ctx context.Context, db any, resource string, tok fence.Token) error {
-	if isNil(db) {
-		return errNilDB
-	}
-	if err := fence.ValidateWrite("resource", resource, tok); err != nil {
-		return fmt.Errorf("sqlfence: %w", err)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("sqlfence: resource %q: %w", resource, withCause(ctx, err))
-	}
-	return nil
+	return pgsql.CheckArgs(ctx, "sqlfence", isNil(db), errNilDB, resource, tok)
 }
 
 // isNil reports whether db is nil or one of pgx's handles as a nil

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/pgsql"
 )
 
 // Options configures a [Guard]. The zero value (and a nil *Options) means
@@ -201,23 +202,13 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fe
 	return nil
 }
 
-// checkCommit is the COMMIT of InTx's transaction on a connection, in one
-// simple-protocol message with a check that fails (SQLSTATE 22P02, with
-// endedText in the message) unless the transaction is the one beginClaim
-// began: it set the marker, transaction-locally, to mark, a random value
-// no other transaction has, and PostgreSQL resets it when the transaction
-// ends. So when fn ended InTx's transaction and began another (COMMIT;
-// BEGIN, COMMIT AND CHAIN), COMMIT never runs, and pgx closes the
+// checkCommit is the COMMIT of InTx's transaction on a connection
+// (pgsql.CheckCommit): when fn ended InTx's transaction and began another
+// (COMMIT; BEGIN, COMMIT AND CHAIN), COMMIT never runs, and pgx closes the
 // connection, which rolls fn's transaction back.
-func checkCommit(mark string) string {
-	return "SELECT (CASE WHEN current_setting('" + marker + "', true) = '" + mark + "' THEN '1' ELSE '" +
-		endedText + "' END)::int; COMMIT"
-}
+func checkCommit(mark string) string { return pgsql.CheckCommit(mark) }
 
-// marker is the setting that marks InTx's transaction.
-const marker = "fencekit.intx"
-
-const endedText = "fn ended the transaction"
+const endedText = pgsql.EndedText
 
 // endedByFn reports whether a failed commit found InTx's transaction (or
 // savepoint) ended by fn: pgx's tx closed (fn called its Commit or
@@ -238,7 +229,7 @@ func errFnEnded(resource string, tok fence.Token) error {
 
 // beginClaim is the BEGIN of InTx's transaction on conn, the marker that
 // checkCommit looks for (mark: letters and digits) and the claim, in one
-// simple-protocol message (one round trip). Unlike claimSQL,
+// simple-protocol message (one round trip). Unlike pgsql.ClaimSQL,
 // it cannot return the refusal as a row (pgx's BeginTx reads no rows): a
 // refused claim sets the token to NULL, which the NOT NULL column rejects
 // with SQLSTATE 23502, and beginClaimFailed turns that into the stale
@@ -248,41 +239,19 @@ func errFnEnded(resource string, tok fence.Token) error {
 // statement), the claim is the prepared statement lockClaimSQL, run by
 // EXECUTE: the server neither parses nor plans it per transaction. In the
 // other modes (those for PgBouncer in transaction pooling mode, where a
-// session's prepared statements are not there) the claim is upsertClaim
+// session's prepared statements are not there) the claim is pgsql.UpsertClaim
 // as text, which the server parses and plans faster than lockClaimSQL's
 // text. resource is an E'...' string literal with its backslashes and
 // quotes escaped (InTx refuses NUL bytes), tok a decimal number.
 func beginClaim(ctx context.Context, conn *pgx.Conn, level pgx.TxIsoLevel, mark, resource string, tok fence.Token) (string, error) {
-	var b strings.Builder
-	b.WriteString("BEGIN")
-	if level != "" {
-		b.WriteString(" ISOLATION LEVEL ")
-		b.WriteString(string(level))
-	}
-	b.WriteString("; SET LOCAL " + marker + " = '" + mark + "'; ")
-	var lit strings.Builder
-	lit.WriteString("E'")
-	for _, c := range []byte(resource) {
-		if c == '\\' || c == '\'' {
-			lit.WriteByte('\\')
-		}
-		lit.WriteByte(c)
-	}
-	lit.WriteByte('\'')
-	num := strconv.FormatUint(uint64(tok), 10)
 	if !prepares(conn) {
-		b.WriteString(upsertClaim(lit.String(), num))
-		return b.String(), nil
+		return pgsql.BeginClaim(string(level), mark, pgsql.UpsertClaim(resource, tok)), nil
 	}
 	if _, err := conn.Prepare(ctx, lockClaimName, lockClaimSQL); err != nil {
 		return "", err
 	}
-	b.WriteString("EXECUTE " + lockClaimName + "(")
-	b.WriteString(lit.String())
-	b.WriteString(", ")
-	b.WriteString(num)
-	b.WriteString(")")
-	return b.String(), nil
+	claim := "EXECUTE " + lockClaimName + "(" + pgsql.Literal(resource) + ", " + strconv.FormatUint(uint64(tok), 10) + ")"
+	return pgsql.BeginClaim(string(level), mark, claim), nil
 }
 
 // prepares reports whether conn prepares statements (pgx's default query
@@ -300,21 +269,7 @@ func prepares(conn *pgx.Conn) bool {
 
 const preparesKey = "fencekit/sqlfence: prepares"
 
-// upsertClaim claims resource's guard row for token tok (SQL expressions):
-// it inserts the row or, on conflict, stores tok when it is not older than
-// the stored token and NULL when it is (the refusal). updated_at changes
-// only with the token. ON CONFLICT locks the row (and, under READ
-// COMMITTED, decides on its newest version), so the claim holds the row
-// until the transaction ends.
-func upsertClaim(resource, tok string) string {
-	return "INSERT INTO fencekit_tokens AS t (resource, token) VALUES (" + resource + ", " + tok + ")" + upsertAction
-}
-
-const upsertAction = " ON CONFLICT (resource) DO UPDATE SET" +
-	" token = CASE WHEN t.token <= EXCLUDED.token THEN EXCLUDED.token END," +
-	" updated_at = CASE WHEN t.token < EXCLUDED.token THEN now() ELSE t.updated_at END"
-
-// lockClaimSQL is upsertClaim's claim for $1 and $2 that, when the row
+// lockClaimSQL is pgsql.UpsertClaim's claim for $1 and $2 that, when the row
 // already holds the token (a holder writing again, the usual case), only
 // locks the row (FOR NO KEY UPDATE, the lock the upsert takes) and writes
 // no new row version. Under READ COMMITTED a lock that had to wait
@@ -324,7 +279,7 @@ const upsertAction = " ON CONFLICT (resource) DO UPDATE SET" +
 // SQLSTATE 40001 instead (retried by Guard.InTx).
 const lockClaimSQL = "INSERT INTO fencekit_tokens AS t (resource, token) SELECT $1::text, $2::bigint" +
 	" WHERE NOT EXISTS (SELECT FROM fencekit_tokens WHERE resource = $1 AND token = $2 FOR NO KEY UPDATE)" +
-	upsertAction
+	pgsql.UpsertAction
 
 // lockClaimName is lockClaimSQL's prepared statement.
 const lockClaimName = "fencekit_intx_claim_1"
@@ -343,7 +298,7 @@ func beginClaimFailed(ctx context.Context, conn *pgx.Conn, resource string, tok 
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "23502" && pe.TableName == "fencekit_tokens" {
-		return staleFromReread(ctx, conn, resource, tok)
+		return pgsql.StaleFromReread(ctx, pgxSender{conn}, "sqlfence", resource, tok)
 	}
 	return txErr(resource, tok, "begin and claim: ", err)
 }

@@ -3,13 +3,9 @@ package sqlfence
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strconv"
-	"strings"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/pgsql"
 )
 
 // ErrNoRow is returned (wrapped) by [Table.Update] when no row has the key.
@@ -35,23 +31,10 @@ var ErrRowExists = errors.New("sqlfence: row already exists")
 // the token and knows nothing of [InTx]'s guard rows. To write rows that
 // InTx transactions of a resource also write, bind the table to that
 // resource with [Table.WithGuard].
-type Table struct {
-	name    string // as given, for errors
-	columns int
-	guarded bool   // made by WithGuard
-	guard   string // the guard row's resource; empty only when WithGuard got ""
+type Table struct{ core *pgsql.Table }
 
-	// Quoted names, to build the guarded statements from.
-	t, k, v string
-	cols    []string
-
-	updateSQL string
-	insertSQL string
-	upsertSQL string
-	claimSQL  string
-	readSQL   string // the row's version: $1 key
-	whySQL    string // guarded: the guard's token and the row's version: $1 key, $2 resource
-}
+// pkg names sqlfence in the errors of its tables.
+var pkg = &pgsql.Pkg{Name: "sqlfence", ErrNoRow: ErrNoRow, ErrRowExists: ErrRowExists}
 
 // NewTable validates the names and builds the statements for table (name or
 // schema.name), its unique key column, its version column and the columns
@@ -63,49 +46,11 @@ type Table struct {
 // Errors: [fence.ErrInvalid] naming the bad argument: a name that is not a
 // plain identifier, or a column listed twice.
 func NewTable(table, keyColumn, versionColumn string, columns ...string) (*Table, error) {
-	tid, err := parseIdent("table", table, true)
+	core, err := pgsql.NewTable(pkg, table, keyColumn, versionColumn, columns)
 	if err != nil {
 		return nil, err
 	}
-	key, err := parseIdent("key column", keyColumn, false)
-	if err != nil {
-		return nil, err
-	}
-	ver, err := parseIdent("version column", versionColumn, false)
-	if err != nil {
-		return nil, err
-	}
-	seen := map[string]string{keyColumn: "key column"}
-	if prev, dup := seen[versionColumn]; dup {
-		return nil, fence.Invalid("sqlfence: version column %q is named twice (also the %s)", versionColumn, prev)
-	}
-	seen[versionColumn] = "version column"
-	cols := make([]string, len(columns))
-	for i, c := range columns {
-		id, err := parseIdent("column "+strconv.Itoa(i+1), c, false)
-		if err != nil {
-			return nil, err
-		}
-		if prev, dup := seen[c]; dup {
-			return nil, fence.Invalid("sqlfence: column %d %q is named twice (also the %s)", i+1, c, prev)
-		}
-		seen[c] = "column " + strconv.Itoa(i+1)
-		cols[i] = id.Sanitize()
-	}
-	t, k, v := tid.Sanitize(), key.Sanitize(), ver.Sanitize()
-	return &Table{
-		name:      table,
-		columns:   len(columns),
-		t:         t,
-		k:         k,
-		v:         v,
-		cols:      cols,
-		updateSQL: buildUpdate(t, k, v, cols, ""),
-		insertSQL: buildInsert(t, k, v, cols, "", ""),
-		upsertSQL: buildInsert(t, k, v, cols, buildUpsertAction(k, v, cols), ""),
-		claimSQL:  buildClaim(t, k, v, cols, ""),
-		readSQL:   "SELECT COALESCE(" + v + ", 0) FROM " + t + " WHERE " + k + " = $1",
-	}, nil
+	return &Table{core}, nil
 }
 
 // WithGuard returns a copy of t whose writes also claim resource's guard
@@ -131,105 +76,7 @@ func (t *Table) WithGuard(resource string) *Table {
 	if t == nil {
 		return nil
 	}
-	g := *t
-	g.guarded, g.guard = true, resource
-	claim := guardClaim(len(t.cols) + 3)
-	g.updateSQL = buildUpdate(t.t, t.k, t.v, t.cols, claim)
-	g.insertSQL = buildInsert(t.t, t.k, t.v, t.cols, "", claim)
-	g.upsertSQL = buildInsert(t.t, t.k, t.v, t.cols, buildUpsertAction(t.k, t.v, t.cols), claim)
-	g.claimSQL = buildClaim(t.t, t.k, t.v, t.cols, guardClaim(3))
-	g.whySQL = "SELECT (SELECT token FROM fencekit_tokens WHERE resource = $2), " +
-		"(SELECT COALESCE(" + t.v + ", 0) FROM " + t.t + " WHERE " + t.k + " = $1)"
-	return &g
-}
-
-// guardClaim is the WITH item that claims the guard row of resource $n for
-// token $2, as claimSQL does; the write it precedes runs only when the claim
-// returned a row. The write's condition on it is an uncorrelated subquery,
-// which PostgreSQL's plan evaluates once, before the write's scan (EXPLAIN:
-// a one-time filter), so the guard row is locked before the user's row, in
-// the order InTx locks them. Were a plan to lock them the other way, the
-// cost would be a deadlock error (40P01) against a concurrent InTx, never a
-// wrong write; TestRaceMixedModes would report it.
-func guardClaim(n int) string {
-	return "WITH fencekit_claim AS (INSERT INTO fencekit_tokens AS fencekit_guard (resource, token) VALUES ($" +
-		strconv.Itoa(n) + ", $2) ON CONFLICT (resource) DO UPDATE SET token = EXCLUDED.token, " +
-		"updated_at = CASE WHEN fencekit_guard.token < EXCLUDED.token THEN now() ELSE fencekit_guard.updated_at END " +
-		"WHERE fencekit_guard.token <= EXCLUDED.token RETURNING 1)\n"
-}
-
-// claimed is the condition that ties a guarded write to its claim.
-const claimed = "EXISTS (SELECT 1 FROM fencekit_claim)"
-
-// buildUpdate returns the fenced update: $1 key, $2 token, $3... values; with
-// claim (guardClaim), also the guard's resource after the values.
-func buildUpdate(t, k, v string, cols []string, claim string) string {
-	var b strings.Builder
-	b.WriteString(claim + "UPDATE " + t + " SET " + v + " = $2")
-	for i, c := range cols {
-		b.WriteString(", " + c + " = $" + strconv.Itoa(i+3))
-	}
-	b.WriteString(" WHERE " + k + " = $1 AND COALESCE(" + v + ", 0) <= $2")
-	if claim != "" {
-		b.WriteString(" AND " + claimed)
-	}
-	return b.String()
-}
-
-// buildClaim returns the claim at read: $1 key, $2 token; with claim
-// (guardClaim), also the guard's resource, $3. It returns the version and
-// the columns.
-func buildClaim(t, k, v string, cols []string, claim string) string {
-	var b strings.Builder
-	b.WriteString(claim + "UPDATE " + t + " SET " + v + " = $2 WHERE " + k + " = $1 AND COALESCE(" + v + ", 0) <= $2")
-	if claim != "" {
-		b.WriteString(" AND " + claimed)
-	}
-	b.WriteString(" RETURNING " + v)
-	for _, c := range cols {
-		b.WriteString(", " + c)
-	}
-	return b.String()
-}
-
-// buildUpsertAction returns the ON CONFLICT action of the fenced upsert.
-func buildUpsertAction(k, v string, cols []string) string {
-	var b strings.Builder
-	b.WriteString("DO UPDATE SET " + v + " = EXCLUDED." + v)
-	for _, c := range cols {
-		b.WriteString(", " + c + " = EXCLUDED." + c)
-	}
-	b.WriteString(" WHERE COALESCE(fencekit_row." + v + ", 0) <= EXCLUDED." + v)
-	return b.String()
-}
-
-// buildInsert returns the insert: $1 key, $2 token, $3... values. With an
-// empty action it is insert-if-absent (DO NOTHING); otherwise action is the
-// ON CONFLICT action of the upsert. With claim, as in buildUpdate.
-func buildInsert(t, k, v string, cols []string, action, claim string) string {
-	var b strings.Builder
-	if action == "" {
-		action = "DO NOTHING"
-	}
-	b.WriteString(claim + "INSERT INTO " + t + " AS fencekit_row (" + k + ", " + v)
-	for _, c := range cols {
-		b.WriteString(", " + c)
-	}
-	if claim == "" {
-		b.WriteString(") VALUES ($1, $2")
-	} else {
-		b.WriteString(") SELECT $1, $2")
-	}
-	for i := range cols {
-		b.WriteString(", $" + strconv.Itoa(i+3))
-	}
-	if claim == "" {
-		b.WriteString(")")
-	} else {
-		b.WriteString(" WHERE " + claimed)
-	}
-	b.WriteString(" ON CONFLICT (" + k + ") " + action)
-	return b.String()
+	return &Table{t.core.WithGuard(resource)}
 }
 
 // Update sets the row with key to values (one per column given to
@@ -299,22 +146,10 @@ func (t *Table) Upsert(ctx context.Context, db Querier, key any, tok fence.Token
 // the row with [InTx] or a table bound by [Table.WithGuard]); [fence.ErrInvalid] also for a number
 // of destinations other than the number of columns (nothing sent).
 func (t *Table) Claim(ctx context.Context, db Querier, key any, tok fence.Token, dest ...any) error {
-	if err := t.checkWrite(ctx, db, "claim", key, tok, len(dest), "destinations"); err != nil {
+	if err := t.checkHandle(db); err != nil {
 		return err
 	}
-	args := []any{key, int64(tok)}
-	if t.guarded {
-		args = append(args, t.guard)
-	}
-	var ver int64
-	err := db.QueryRow(ctx, t.claimSQL, args...).Scan(append([]any{&ver}, dest...)...)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return t.refused(ctx, db, "claim", key, tok)
-	case err != nil:
-		return fmt.Errorf("sqlfence: claim %s with token %s: %w", t.resource(key), tok, withCause(ctx, err))
-	}
-	return nil
+	return t.core.Claim(ctx, pgxSender{db}, key, tok, dest)
 }
 
 // Version returns the row's version (0 for a NULL version). One round trip.
@@ -323,117 +158,30 @@ func (t *Table) Claim(ctx context.Context, db Querier, key any, tok fence.Token,
 // table or db; ctx's error (nothing sent when ctx is already done);
 // PostgreSQL's errors.
 func (t *Table) Version(ctx context.Context, db Querier, key any) (fence.Token, error) {
-	switch {
-	case t == nil:
-		return 0, errNilTable
-	case isNil(db):
-		return 0, errNilDB
+	if err := t.checkHandle(db); err != nil {
+		return 0, err
 	}
-	res := t.resource(key)
-	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("sqlfence: version of %s: %w", res, withCause(ctx, err))
-	}
-	var v int64
-	err := db.QueryRow(ctx, t.readSQL, key).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, fmt.Errorf("%w: %s", ErrNoRow, res)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("sqlfence: version of %s: %w", res, withCause(ctx, err))
-	}
-	return fence.Token(v), nil
+	return t.core.Version(ctx, pgxSender{db}, key)
 }
 
-// write runs op ("update", "insert" or "upsert") after checking its input.
+// write runs op ("update", "insert" or "upsert").
 func (t *Table) write(ctx context.Context, db Querier, op string, key any, tok fence.Token, values []any) error {
-	if err := t.checkWrite(ctx, db, op, key, tok, len(values), "values"); err != nil {
+	if err := t.checkHandle(db); err != nil {
 		return err
 	}
-	args := make([]any, 0, 3+len(values))
-	args = append(args, key, int64(tok))
-	args = append(args, values...)
-	if t.guarded {
-		args = append(args, t.guard)
-	}
-	sql := t.upsertSQL
-	switch op {
-	case "update":
-		sql = t.updateSQL
-	case "insert":
-		sql = t.insertSQL
-	}
-	tag, err := db.Exec(ctx, sql, args...)
-	if err != nil {
-		return fmt.Errorf("sqlfence: %s %s with token %s: %w", op, t.resource(key), tok, withCause(ctx, err))
-	}
-	if tag.RowsAffected() > 0 {
-		return nil
-	}
-	return t.refused(ctx, db, op, key, tok)
+	return t.core.Write(ctx, pgxSender{db}, op, key, tok, values)
 }
 
-// refused explains a write that changed no row, with a second statement:
-// under READ COMMITTED it sees what was committed up to now, including what
-// the refused statement waited for.
-func (t *Table) refused(ctx context.Context, db Querier, op string, key any, tok fence.Token) error {
-	res := t.resource(key)
-	var guard, ver *int64 // nil: no guard row, no row
-	var err error
-	if t.guarded {
-		err = db.QueryRow(ctx, t.whySQL, key, t.guard).Scan(&guard, &ver)
-	} else {
-		err = db.QueryRow(ctx, t.readSQL, key).Scan(&ver)
-	}
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("sqlfence: %s %s refused token %s; reading why: %w", op, res, tok, withCause(ctx, err))
-	}
-	switch {
-	case guard != nil && fence.IsStale(tok, fence.Token(*guard)):
-		return staleError(ctx, t.guard, tok, fence.Token(*guard))
-	case ver != nil && fence.IsStale(tok, fence.Token(*ver)):
-		return staleError(ctx, res, tok, fence.Token(*ver))
-	case op == "insert" && ver != nil:
-		return fmt.Errorf("%w: %s has version %d", ErrRowExists, res, *ver)
-	case op == "insert":
-		return fmt.Errorf("%w: %s (inserted and deleted concurrently)", ErrRowExists, res)
-	case (op == "update" || op == "claim") && ver == nil:
-		return fmt.Errorf("%w: %s", ErrNoRow, res)
-	default:
-		// The row was deleted, or deleted and inserted again, while the
-		// write waited for it: nothing says the write is stale.
-		return fmt.Errorf("sqlfence: %s %s refused token %s while the row changed under it; retry", op, res, tok)
-	}
-}
-
-// resource names a row in errors: table:key.
 // errNilTable is what the methods of a nil *Table return.
 var errNilTable = fence.Invalid("sqlfence: nil *sqlfence.Table (NewTable returned an error)")
 
-// checkWrite validates what op sends before sending it: the table, the
-// handle, the token, the number of values (or Claim's destinations: what),
-// the guard resource, then ctx.
-func (t *Table) checkWrite(ctx context.Context, db Querier, op string, key any, tok fence.Token, n int, what string) error {
+// checkHandle refuses a nil table or db.
+func (t *Table) checkHandle(db Querier) error {
 	switch {
 	case t == nil:
 		return errNilTable
 	case isNil(db):
 		return errNilDB
 	}
-	err := tok.Validate()
-	switch {
-	case err != nil:
-	case n != t.columns:
-		err = fence.Invalid("%d %s for %d columns", n, what, t.columns)
-	case t.guarded:
-		err = fence.ValidateName("WithGuard resource", t.guard)
-	}
-	if err != nil {
-		return fmt.Errorf("sqlfence: %s %s: %w", op, t.resource(key), err)
-	}
-	if ctx.Err() != nil {
-		return fmt.Errorf("sqlfence: %s %s with token %s: nothing sent: %w", op, t.resource(key), tok, withCause(ctx, ctx.Err()))
-	}
 	return nil
 }
-
-func (t *Table) resource(key any) string { return fmt.Sprintf("%s:%v", t.name, key) }

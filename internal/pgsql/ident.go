@@ -1,12 +1,10 @@
-package sqlfence
+package pgsql
 
 import (
 	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/fencekit/fencekit/fence"
 )
@@ -15,29 +13,30 @@ import (
 // truncated by the server, so two different names could mean one table.
 const maxIdentLen = 63
 
-// parseIdent checks that s is a plain identifier, [A-Za-z_][A-Za-z0-9_]* of
+// ParseIdent checks that s is a plain identifier, [A-Za-z_][A-Za-z0-9_]* of
 // at most 63 bytes, or, when qualified is true, optionally two of them joined
-// by one dot (schema.table). It returns the parts for pgx.Identifier, which
-// quotes them; quoting keeps the case, so names are case-sensitive. what
-// names the argument in the error ("table", "key column", ...), which
-// matches [fence.ErrInvalid].
-func parseIdent(what, s string, qualified bool) (pgx.Identifier, error) {
+// by one dot (schema.table). It returns s quoted ("schema"."table"); quoting
+// keeps the case, so names are case-sensitive. what names the argument in
+// the error ("table", "key column", ...), which starts with pkg and matches
+// [fence.ErrInvalid].
+func ParseIdent(pkg, what, s string, qualified bool) (string, error) {
 	if s == "" {
-		return nil, fence.Invalid("sqlfence: %s name is empty", what)
+		return "", fence.Invalid("%s: %s name is empty", pkg, what)
 	}
 	parts := []string{s}
 	if qualified {
 		parts = strings.Split(s, ".")
 		if len(parts) > 2 {
-			return nil, fence.Invalid("sqlfence: %s name %.40q has %d dots; want name or schema.name", what, s, len(parts)-1)
+			return "", fence.Invalid("%s: %s name %.40q has %d dots; want name or schema.name", pkg, what, s, len(parts)-1)
 		}
 	}
 	for _, p := range parts {
 		if err := checkIdentPart(p); err != nil {
-			return nil, fence.Invalid("sqlfence: %s name %.40q: %v", what, s, err)
+			return "", fence.Invalid("%s: %s name %.40q: %v", pkg, what, s, err)
 		}
 	}
-	return pgx.Identifier(parts), nil
+	// The parts hold no quote to escape.
+	return `"` + strings.Join(parts, `"."`) + `"`, nil
 }
 
 // checkIdentPart validates one dot-free part of an identifier.

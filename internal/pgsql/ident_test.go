@@ -1,4 +1,4 @@
-package sqlfence
+package pgsql
 
 import (
 	"errors"
@@ -20,10 +20,10 @@ func FuzzParseIdent(f *testing.F) {
 		f.Add(s, false)
 	}
 	f.Fuzz(func(t *testing.T, s string, qualified bool) {
-		id, err := parseIdent("table", s, qualified)
+		got, err := ParseIdent("sqlfence", "table", s, qualified)
 		want := identOracle.MatchString(s) && (qualified || !strings.Contains(s, "."))
 		if (err == nil) != want {
-			t.Fatalf("parseIdent(%q, %v) err = %v, oracle says valid = %v", s, qualified, err, want)
+			t.Fatalf("ParseIdent(%q, %v) err = %v, oracle says valid = %v", s, qualified, err, want)
 		}
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "sqlfence: table name") || !errors.Is(err, fence.ErrInvalid) || len(err.Error()) > 300 {
@@ -32,8 +32,8 @@ func FuzzParseIdent(f *testing.F) {
 			return
 		}
 		quoted := `"` + strings.ReplaceAll(s, ".", `"."`) + `"`
-		if got := id.Sanitize(); got != quoted {
-			t.Fatalf("Sanitize = %s, want %s", got, quoted)
+		if got != quoted {
+			t.Fatalf("ParseIdent = %s, want %s", got, quoted)
 		}
 	})
 }
