@@ -2,8 +2,11 @@ package zklease
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/testenv"
@@ -99,4 +102,66 @@ func TestEarlierNodeData(t *testing.T) {
 		t.Fatalf("grant after the earlier form: %v, %v; want a token above %v", l, err, want)
 	}
 	l.Release(ctx)
+}
+
+// TestLostNodeSameMillisecond releases each grant and loses the name's node
+// (deleted and created again, empty) in one pipeline with the next grant's
+// read: the leader stamps times in whole milliseconds, so the next grant
+// often falls in the same millisecond as the lost one. Its token must still
+// be above the lost grant's.
+func TestLostNodeSameMillisecond(t *testing.T) {
+	env := testenv.ZooKeeper(t)
+	ctx := context.Background()
+	c, conn := newClient(t, env, env.Servers, 10*time.Second, "")
+	const name, rounds = "lost", 300
+	dir := env.Root + "/lease/" + name
+	var last fence.Token
+	recovered := 0
+	for i := range rounds {
+		l, err := c.Acquire(ctx, name, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Token() <= last {
+			t.Errorf("round %d: token %v after the lost grant's %v", i, l.Token(), last)
+		}
+		last = l.Token()
+		// Queued in this order on conn's one connection, answered in order.
+		released := make(chan error, 1)
+		lost := make(chan error, 1)
+		go func() { released <- l.Release(ctx) }()
+		time.Sleep(50 * time.Microsecond)
+		go func() {
+			for range 20 { // until the release lands; not if the grant came first
+				_, err := conn.Multi(
+					&zk.DeleteRequest{Path: dir, Version: -1},
+					&zk.CreateRequest{Path: dir, Acl: zk.WorldACL(zk.PermAll)})
+				if !errors.Is(err, zk.ErrNotEmpty) {
+					lost <- err
+					return
+				}
+			}
+			lost <- nil
+		}()
+		time.Sleep(50 * time.Microsecond)
+		l, err = c.Acquire(ctx, name, 10*time.Second)
+		if err := <-released; err != nil {
+			t.Fatal(err)
+		}
+		if err := <-lost; err != nil {
+			t.Fatal(err)
+		}
+		if err != nil {
+			continue // held when read, or found the name's node gone: the next round grants
+		}
+		if l.Token() <= last {
+			t.Errorf("round %d: token %v after the lost grant's %v", i, l.Token(), last)
+		}
+		recovered++
+		last = l.Token()
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%d of %d rounds granted right after the loss", recovered, rounds)
 }
