@@ -25,7 +25,7 @@ const (
 // shown is what a HEAD shows: the ETag and the token metadata.
 type shown struct{ etag, meta string }
 
-// tears reports whether the server can keep an object in a shown whose
+// tears reports whether the server can keep an object in a state whose
 // ETag is one write's and whose metadata is another's (versitygw
 // --sidecar stores them as two files, one after the other). It puts the
 // key again and again, each write with its own metadata value, while
@@ -40,7 +40,7 @@ func (p *probe) tears(parent context.Context) (bool, error) {
 	var (
 		mu      sync.Mutex
 		written = map[string]string{} // a PUT's reply ETag → the metadata it wrote
-		held    []shown               // states two HEADs in a row showed
+		held    []shown               // shown by two HEADs in a row, not known whole
 		found   bool
 	)
 	torn := func(s shown) bool { // with mu held
