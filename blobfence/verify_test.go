@@ -15,12 +15,16 @@ import (
 // servers and proxies do), Verify returns ErrUnsupported naming each
 // If-Match it found ignored; behind one whose PUT replies give another
 // ETag than the object has, it says so. Either way the scratch key is
-// gone.
+// gone. Verify logs no torn metadata here (TestVerifyTornMetadata).
 func TestVerify(t *testing.T) {
 	ctx := context.Background()
 	s, c, env := newStore(t, nil)
+	logged := captureLog(t)
 	if err := s.Verify(ctx); err != nil {
 		t.Fatalf("Verify against versitygw: %v", err)
+	}
+	if logged.Len() > 0 {
+		t.Errorf("Verify logged %q; want nothing (the server keeps ETag and metadata together)", logged)
 	}
 	t.Logf("Verify: %d requests", c.total())
 

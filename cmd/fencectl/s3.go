@@ -31,7 +31,7 @@ func setupS3Check(fs *flag.FlagSet, o *output) func(context.Context, []string) e
 	region := fs.String("region", "", "region; empty: the SDK's default (AWS_REGION, the profile), else us-east-1")
 	pathStyle := fs.Bool("path-style", true, "path-style requests (most S3-compatible servers); false for virtual-hosted AWS buckets")
 	bucket := fs.String("bucket", "", "the bucket to probe (required); a scratch key "+blobfence.VerifyKeyPrefix+"... is written and deleted")
-	timeout := fs.Duration("timeout", time.Minute, "bound of the whole check (nine requests)")
+	timeout := fs.Duration("timeout", time.Minute, "bound of the whole check (at most 429 requests)")
 	return func(ctx context.Context, args []string) error {
 		if err := needArgs(args, 0, 0, ""); err != nil {
 			return err

@@ -41,7 +41,10 @@
 // and leader changes whatever the clocks do (F is committed with the
 // grant), and across a deleted name node or a wiped ensemble as long as
 // the leaders' clocks are closer than the time between the last grant and
-// the next (docs/leases.md, "Tokens"). [Bump] raises F. A node in the
+// the next (docs/leases.md, "Tokens"). A node without data (never granted,
+// or lost and created again) counts as F = the last µs of its mtime's
+// millisecond: every lost grant was stamped in that millisecond or before,
+// so the next token is above it. [Bump] raises F. A node in the
 // earlier form, "<base>\n<identity>" with tokens base + zxid, is read as
 // such and continues above its last token; a zklease of that earlier form
 // refuses a node in this one (an error, no grant): upgrade every client of

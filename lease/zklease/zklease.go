@@ -318,12 +318,16 @@ func tokenAt(floor fence.Token, mtime int64) fence.Token {
 }
 
 // lastToken reads a name node (Stat and data): the token of its last grant
-// or bump, and that grant's identity; 0 and "" before the first. Data of
+// or bump, and that grant's identity. A node without data (never granted,
+// or its counter lost: deleted and created again, a wiped ensemble) gives
+// the last µs of the millisecond the leader stamped on it, and "": every
+// lost grant came before that write, in that millisecond or an earlier
+// one, so its token is below the end of that millisecond. Data of
 // the earlier form "<base>\n<identity>" gives base + Mzxid (the token was
 // the grant's zxid plus a base), and the next grant continues above it.
 func lastToken(dir string, st *zk.Stat, data []byte) (fence.Token, string, error) {
 	if len(data) == 0 {
-		return 0, "", nil
+		return fence.Token(max(st.Mtime, 0)+1)*1000 - 1, "", nil
 	}
 	head, identity, ok := strings.Cut(string(data), "\n")
 	digits, floor := strings.CutPrefix(head, "floor ")
