@@ -157,8 +157,59 @@ func TestBatchQueuedCallCancelled(t *testing.T) {
 		t.Fatalf("the cancelled Acquire was sent: %d of its keys exist (%v)", n, err)
 	}
 	// The batcher is idle again: the next call goes out at once.
-	l := mustAcquire(t, c, queued, time.Minute)
+	assertIdle(t, c, queued, nil)
+}
+
+// assertIdle checks that c's batcher is idle: an Acquire of name returns
+// within 10 s, in one round trip if rt is not nil.
+func assertIdle(t *testing.T, c *lease.Client, name string, rt *scriptTrips) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if rt != nil {
+		rt.reset()
+	}
+	l, err := c.Acquire(ctx, name, time.Minute)
+	if err != nil {
+		t.Fatalf("Acquire on an idle Client: %v (is a send still marked in flight?)", err)
+	}
+	if rt != nil && rt.trips.Load() != 1 {
+		t.Errorf("a lone Acquire took %d round trips, want 1", rt.trips.Load())
+	}
 	release(t, l)
+}
+
+// TestBatchCancelStorm: 16 goroutines whose calls' contexts end within 0-2
+// ms, about a round trip, so that calls leave the queue at every step
+// (queued, woken to send, carried): every call returns, and the batcher
+// is idle afterwards.
+func TestBatchCancelStorm(t *testing.T) {
+	env := testenv.Redis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: env.Addr, ContextTimeoutEnabled: true, PoolSize: 16})
+	t.Cleanup(func() { rdb.Close() })
+	rt := &scriptTrips{}
+	rdb.AddHook(rt)
+	c := mustNew(t, rdb, &lease.Options{Logger: slog.New(slog.DiscardHandler)})
+	defer c.Close(context.Background())
+	assertIdle(t, c, env.Name("warm"), nil)
+	var wg sync.WaitGroup
+	var ok atomicInt
+	for i := range 16 {
+		wg.Go(func() {
+			for j := range 150 {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Duration((i*31+j*17)%2000)*time.Microsecond)
+				l, err := c.Acquire(ctx, env.Name(fmt.Sprintf("storm-%d-%d", i, j)), time.Second)
+				if err == nil {
+					ok.Add(1)
+					l.Release(ctx)
+				}
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d of %d acquires granted, %d pipelines", ok.Load(), 16*150, rt.pipelines.Load())
+	assertIdle(t, c, env.Name("after"), rt)
 }
 
 // TestBatchErrorsStayPerCall sends one pipeline of acquires and a release on
@@ -335,11 +386,5 @@ func TestBatchFaultPausedServer(t *testing.T) {
 	if grants.Load() == 0 || rt.pipelines.Load() == 0 {
 		t.Fatal("no grant or no pipeline: the test did not exercise batching")
 	}
-	// Idle again: a lone call takes one round trip.
-	rt.reset()
-	l := mustAcquire(t, c, "after", time.Second)
-	if n := rt.trips.Load(); n != 1 {
-		t.Errorf("a lone Acquire after the faults took %d round trips, want 1", n)
-	}
-	release(t, l)
+	assertIdle(t, c, "after", rt)
 }
