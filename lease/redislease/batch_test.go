@@ -388,3 +388,38 @@ func TestBatchFaultPausedServer(t *testing.T) {
 	}
 	assertIdle(t, c, "after", rt)
 }
+
+// TestBatchCluster: on a Cluster client, whose pipelines go-redis splits by
+// node, concurrent calls on names spread over three masters are batched and
+// each gets its own answer.
+func TestBatchCluster(t *testing.T) {
+	rc := testenv.StartRedisCluster(t, 3)
+	cc := rc.Client(t)
+	rt := &scriptTrips{}
+	cc.AddHook(rt)
+	c := mustNew(t, cc, nil)
+	defer c.Close(context.Background())
+	ctx := context.Background()
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		return errors.Join(node.ScriptLoad(ctx, acquireSrc).Err(), node.ScriptLoad(ctx, releaseSrc).Err())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.reset()
+	const g, n = 16, 20
+	concurrentAcquireRelease(t, c, "cluster", g, n)
+	t.Logf("%d calls in %d round trips (%d pipelines) carrying %d scripts", 2*g*n, rt.trips.Load(), rt.pipelines.Load(), rt.scripts.Load())
+	if rt.scripts.Load() != 2*g*n || rt.pipelines.Load() == 0 {
+		t.Fatalf("%d scripts, %d pipelines for %d concurrent calls; want one script each, some pipelines", rt.scripts.Load(), rt.pipelines.Load(), 2*g*n)
+	}
+	// Every name was granted and released: none is held now.
+	for i := range g {
+		for j := range n {
+			info, err := c.Inspect(ctx, fmt.Sprintf("cluster-%d-%d", i, j))
+			if err != nil || info.Held || info.Last == 0 {
+				t.Fatalf("cluster-%d-%d: %+v, %v; want released after a grant", i, j, info, err)
+			}
+		}
+	}
+}
