@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/backoff"
 	"github.com/fencekit/fencekit/internal/pgsql"
 )
 
@@ -131,7 +132,7 @@ func (g *Guard) InTx(ctx context.Context, db TxBeginner, resource string, tok fe
 		if err == nil || attempt >= g.retries || !retryable(err) {
 			return withCause(ctx, err)
 		}
-		if werr := backoff(ctx, attempt); werr != nil {
+		if werr := backoff.Sleep(ctx, backoff.Delay(time.Millisecond, attempt+1, 256*time.Millisecond)); werr != nil {
 			return withCause(ctx, errors.Join(fmt.Errorf("%w (gave up retrying after %d attempts)", err, attempt+1), werr))
 		}
 	}
@@ -316,19 +317,4 @@ func rollback(ctx context.Context, tx pgx.Tx) {
 func retryable(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
-}
-
-// backoff sleeps a jittered 1-2 ms times 2^attempt (capped at 256 ms), or
-// until ctx is done.
-func backoff(ctx context.Context, attempt int) error {
-	d := time.Millisecond << min(attempt, 8)
-	d += rand.N(d)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
