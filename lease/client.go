@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/join"
 )
 
 // Client grants leases from a [Backend] (lease/redislease, lease/pglease,
@@ -20,6 +21,7 @@ type Client struct {
 	m         *metrics
 	hb        heartbeat      // renews every lease (heartbeat.go)
 	observers sync.WaitGroup // the goroutines of Observe, joined by Close
+	warnings  join.Group     // "lease lost" warnings being written, joined by Close
 }
 
 // ErrClosed is returned by every call of a [Client] after [Client.Close].
@@ -172,12 +174,15 @@ func (c *Client) closed() bool { return c.hb.isClosed() }
 // Close ends every lease of c locally at once (no more renewals, Context
 // cancelled with [ErrReleased]), waits for the renewals in flight to
 // return, then releases the leases in the store with ctx, one round trip
-// each. Afterwards every call of c returns an error wrapping [ErrClosed],
-// and c leaves no goroutine behind. It does not close the store's client.
+// each, waits for the "lease lost" warnings being written, and closes the
+// backend ([Backend.Close]). Afterwards every call of c returns an error
+// wrapping [ErrClosed], and c leaves no goroutine behind unless ctx ended
+// first. It does not close the store's client.
 //
 // Errors: those of [Lease.Release] for leases found lost, joined; when ctx
 // ends first, an error wrapping ctx.Err() that counts the leases left to
-// expire at their TTL; an error wrapping ErrClosed when c was closed before.
+// expire at their TTL, or the warnings and backend work still running; an
+// error wrapping ErrClosed when c was closed before.
 func (c *Client) Close(ctx context.Context) error {
 	if c == nil {
 		return errNilClient
@@ -211,6 +216,12 @@ func (c *Client) Close(ctx context.Context) error {
 	}
 	if notDeleted > 0 {
 		errs = append(errs, errorf("lease: close: %d of %d leases not deleted, they expire at their TTL: %w", notDeleted, len(leases), why))
+	}
+	if n := c.warnings.Close(ctx); n > 0 {
+		errs = append(errs, errorf("lease: close: %d lease lost warnings still being written: %w", n, ctx.Err()))
+	}
+	if err := c.b.Close(ctx); err != nil {
+		errs = append(errs, errorf("lease: close: %w", err))
 	}
 	return errors.Join(errs...)
 }
