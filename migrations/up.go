@@ -225,5 +225,7 @@ type passwordHidden struct {
 	password string
 }
 
-func (e *passwordHidden) Error() string { return strings.ReplaceAll(e.err.Error(), e.password, "xxxxx") }
+func (e *passwordHidden) Error() string {
+	return strings.ReplaceAll(e.err.Error(), e.password, "xxxxx")
+}
 func (e *passwordHidden) Unwrap() error { return e.err }
