@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
@@ -91,5 +92,5 @@ func campaignOver(ctx context.Context, name string, lastErr error) error {
 	if lastErr == nil {
 		return nil
 	}
-	return errorf("lease: campaign for %q: %w", name, errors.Join(ctx.Err(), lastErr))
+	return fmt.Errorf("%w; campaign for %q over: %w", lastErr, name, ctx.Err())
 }

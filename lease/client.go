@@ -90,10 +90,10 @@ func (c *Client) check(name string, ttl time.Duration) (timing, error) {
 
 func (c *Client) acquire(ctx context.Context, name string, t timing) (*Lease, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, errorf("lease: acquire %q: nothing sent: %w", name, err)
+		return nil, fmt.Errorf("lease: acquire %q: nothing sent: %w", name, err)
 	}
 	if c.closed() {
-		return nil, errorf("lease: acquire %q: nothing sent: %w", name, ErrClosed)
+		return nil, fmt.Errorf("%w: acquire %q: nothing sent", ErrClosed, name)
 	}
 	sent := time.Now()
 	g, err := c.b.Acquire(ctx, name, t.ttl, c.cfg.identity)
@@ -112,7 +112,7 @@ func (c *Client) acquire(ctx context.Context, name string, t timing) (*Lease, er
 	l, ok := c.start(ctx, g, t, sent)
 	if !ok { // Close ran meanwhile: give the grant back
 		l.Release(ctx)
-		return nil, errorf("lease: acquire %q: %w", name, ErrClosed)
+		return nil, fmt.Errorf("%w: acquire %q: the grant was given back", ErrClosed, name)
 	}
 	if err := l.Err(); err != nil { // the reply came after the local deadline
 		l.Release(ctx)
@@ -149,7 +149,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (Info, error) {
 		return Info{}, fmt.Errorf("lease: %w", err)
 	}
 	if c.closed() {
-		return Info{}, errorf("lease: inspect %q: %w", name, ErrClosed)
+		return Info{}, fmt.Errorf("%w: inspect %q: nothing sent", ErrClosed, name)
 	}
 	info, err := c.b.Inspect(ctx, name)
 	if err != nil {
@@ -188,7 +188,7 @@ func (c *Client) Close(ctx context.Context) error {
 		return errNilClient
 	}
 	if !c.hb.close() {
-		return errorf("lease: close: %w", ErrClosed)
+		return fmt.Errorf("%w: close: called before", ErrClosed)
 	}
 	leases := c.endAll()
 	c.hb.wait()        // cancels the renewals in flight
@@ -199,11 +199,11 @@ func (c *Client) Close(ctx context.Context) error {
 
 	var errs []error
 	var notDeleted int
-	var why error
+	var why error // the last failure, a message of this package
 	for _, l := range leases {
 		if err := ctx.Err(); err != nil {
 			notDeleted++
-			why = err
+			why = fmt.Errorf("lease: close: %w", err)
 			continue
 		}
 		err := l.Release(ctx)
@@ -215,13 +215,13 @@ func (c *Client) Close(ctx context.Context) error {
 		}
 	}
 	if notDeleted > 0 {
-		errs = append(errs, errorf("lease: close: %d of %d leases not deleted, they expire at their TTL: %w", notDeleted, len(leases), why))
+		errs = append(errs, fmt.Errorf("%w; %d of %d leases not deleted, they expire at their TTL", why, notDeleted, len(leases)))
 	}
 	if n := c.warnings.Close(ctx); n > 0 {
-		errs = append(errs, errorf("lease: close: %d lease lost warnings still being written: %w", n, ctx.Err()))
+		errs = append(errs, fmt.Errorf("lease: close: %d lease lost warnings still being written: %w", n, ctx.Err()))
 	}
 	if err := c.b.Close(ctx); err != nil {
-		errs = append(errs, errorf("lease: close: %w", err))
+		errs = append(errs, err) // it names its package
 	}
 	return errors.Join(errs...)
 }

@@ -221,7 +221,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		select {
 		case <-wait:
 		case <-ctx.Done():
-			return errorf("lease: release %q: ended locally; context done while another Release ran, the key expires at its TTL: %w", l.g.Name, ctx.Err())
+			return fmt.Errorf("lease: release %q: ended locally; context done while another Release ran, the key expires at its TTL: %w", l.g.Name, ctx.Err())
 		}
 		l.mu.Lock()
 	}
@@ -231,7 +231,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	if err := ctx.Err(); err != nil {
 		l.mu.Unlock()
-		return errorf("lease: release %q: ended locally; context already done, nothing sent, the key expires at its TTL: %w", l.g.Name, err)
+		return fmt.Errorf("lease: release %q: ended locally; context already done, nothing sent, the key expires at its TTL: %w", l.g.Name, err)
 	}
 	done := make(chan struct{})
 	l.releasing = done

@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 )
@@ -27,10 +28,10 @@ func (c *Client) AcquireWait(ctx context.Context, name string, ttl time.Duration
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, errorf("lease: wait for %q: %w", name, err)
+		return nil, fmt.Errorf("lease: wait for %q: %w", name, err)
 	}
 	if c.closed() {
-		return nil, errorf("lease: wait for %q: nothing sent: %w", name, ErrClosed)
+		return nil, fmt.Errorf("%w: wait for %q: nothing sent", ErrClosed, name)
 	}
 	// Listen first, so that a release after the first attempt cannot be
 	// missed. If that fails (store down), the attempt below reports the
@@ -48,7 +49,7 @@ func (c *Client) AcquireWait(ctx context.Context, name string, ttl time.Duration
 		var na *NotAcquiredError
 		if !errors.As(err, &na) {
 			if werr != nil && !isContextEnd(werr) && isContextEnd(err) {
-				return nil, errorf("lease: wait for %q: %w", name, errors.Join(werr, err))
+				return nil, fmt.Errorf("%w (listening for releases had failed: %w)", err, werr)
 			}
 			return nil, err
 		}
@@ -68,7 +69,7 @@ func (c *Client) AcquireWait(ctx context.Context, name string, ttl time.Duration
 		w.Wait(wctx)
 		cancel()
 		if ctx.Err() != nil {
-			return nil, errorf("lease: wait for %q: %w; last attempt: %w", name, ctx.Err(), err)
+			return nil, fmt.Errorf("%w; waited until: %w", err, ctx.Err())
 		}
 	}
 }
