@@ -15,6 +15,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/backoff"
+	"github.com/fencekit/fencekit/internal/cause"
 	"github.com/fencekit/fencekit/internal/pgsql"
 )
 
@@ -130,10 +131,10 @@ func (g *Guard) InTx(ctx context.Context, db TxBeginner, resource string, tok fe
 	for attempt := 0; ; attempt++ {
 		err = g.once(ctx, db, resource, tok, fn)
 		if err == nil || attempt >= g.retries || !retryable(err) {
-			return withCause(ctx, err)
+			return cause.With(ctx, err)
 		}
 		if werr := backoff.Sleep(ctx, backoff.Delay(time.Millisecond, attempt+1, 256*time.Millisecond)); werr != nil {
-			return withCause(ctx, errors.Join(fmt.Errorf("%w (gave up retrying after %d attempts)", err, attempt+1), werr))
+			return cause.With(ctx, errors.Join(fmt.Errorf("%w (gave up retrying after %d attempts)", err, attempt+1), werr))
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/cause"
 	"github.com/fencekit/fencekit/internal/pgsql"
 )
 
@@ -43,11 +44,11 @@ func Exec(ctx context.Context, db *sql.DB, resource string, tok fence.Token, que
 	}
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		return nil, pgsql.WithCause(ctx, execErr(resource, tok, err))
+		return nil, cause.With(ctx, execErr(resource, tok, err))
 	}
 	defer conn.Close()
 	res, err := execOn(ctx, conn, resource, tok, query, args)
-	return res, pgsql.WithCause(ctx, err)
+	return res, cause.With(ctx, err)
 }
 
 // execOn runs Exec's three messages on conn, rolling back on any failure.
