@@ -243,16 +243,22 @@ func errFnEnded(resource string, tok fence.Token) error {
 // other modes (those for PgBouncer in transaction pooling mode, where a
 // session's prepared statements are not there) the claim is pgsql.UpsertClaim
 // as text, which the server parses and plans faster than lockClaimSQL's
-// text. resource is an E'...' string literal with its backslashes and
-// quotes escaped (InTx refuses NUL bytes), tok a decimal number.
+// text. A simple-protocol message carries no parameters: resource is a
+// string literal escaped by pgconn (EscapeString, which needs the server's
+// standard_conforming_strings on, its default), tok a decimal number.
 func beginClaim(ctx context.Context, conn *pgx.Conn, level pgx.TxIsoLevel, mark, resource string, tok fence.Token) (string, error) {
+	esc, err := conn.PgConn().EscapeString(resource)
+	if err != nil {
+		return "", err
+	}
+	lit := "'" + esc + "'"
 	if !prepares(conn) {
-		return pgsql.BeginClaim(string(level), mark, pgsql.UpsertClaim(resource, tok)), nil
+		return pgsql.BeginClaim(string(level), mark, pgsql.UpsertClaim(lit, tok)), nil
 	}
 	if _, err := conn.Prepare(ctx, lockClaimName, lockClaimSQL); err != nil {
 		return "", err
 	}
-	claim := "EXECUTE " + lockClaimName + "(" + pgsql.Literal(resource) + ", " + strconv.FormatUint(uint64(tok), 10) + ")"
+	claim := "EXECUTE " + lockClaimName + "(" + lit + ", " + strconv.FormatUint(uint64(tok), 10) + ")"
 	return pgsql.BeginClaim(string(level), mark, claim), nil
 }
 

@@ -105,7 +105,8 @@ func BeginClaim(level, mark, claim string) string {
 }
 
 // Literal returns s as an E'...' string literal, its backslashes and quotes
-// escaped. s must hold no NUL byte (fence.ValidateName refuses them).
+// escaped, for a driver that offers no escaping of its own (stdsql). s must
+// hold no NUL byte (fence.ValidateName refuses them).
 func Literal(s string) string {
 	var b strings.Builder
 	b.WriteString("E'")
@@ -124,9 +125,10 @@ func Literal(s string) string {
 // NULL when it is (the refusal, SQLSTATE 23502 from the NOT NULL column).
 // updated_at changes only with the token. ON CONFLICT locks the row (and,
 // under READ COMMITTED, decides on its newest version), so the claim holds
-// the row until the transaction ends. resource is made a literal.
+// the row until the transaction ends. resource is a string literal (see
+// Literal).
 func UpsertClaim(resource string, tok fence.Token) string {
-	return "INSERT INTO fencekit_tokens AS t (resource, token) VALUES (" + Literal(resource) + ", " +
+	return "INSERT INTO fencekit_tokens AS t (resource, token) VALUES (" + resource + ", " +
 		strconv.FormatUint(uint64(tok), 10) + ")" + UpsertAction
 }
 

@@ -54,7 +54,7 @@ func Exec(ctx context.Context, db *sql.DB, resource string, tok fence.Token, que
 // execOn runs Exec's three messages on conn, rolling back on any failure.
 func execOn(ctx context.Context, conn *sql.Conn, resource string, tok fence.Token, query string, args []any) (sql.Result, error) {
 	mark := rand.Text()
-	if _, err := conn.ExecContext(ctx, pgsql.BeginClaim("", mark, pgsql.UpsertClaim(resource, tok))); err != nil {
+	if _, err := conn.ExecContext(ctx, pgsql.BeginClaim("", mark, pgsql.UpsertClaim(pgsql.Literal(resource), tok))); err != nil {
 		rollback(ctx, conn)
 		if pgsql.SQLState(err) == "23502" { // the refusal: see pgsql.UpsertClaim
 			return nil, pgsql.StaleFromReread(ctx, sender{conn}, "stdsql", resource, tok)
