@@ -20,7 +20,7 @@ type Client struct {
 	cfg       config
 	m         *metrics
 	hb        heartbeat      // renews every lease (heartbeat.go)
-	observers sync.WaitGroup // the goroutines of Observe, joined by Close
+	observers sync.WaitGroup // Observe's goroutines and the AcquireWait calls: they watch the store; joined by Close
 	warnings  join.Group     // "lease lost" warnings being written, joined by Close
 }
 

@@ -21,7 +21,9 @@ import (
 // Errors: those of [Client.Acquire] other than ErrNotAcquired (when that is
 // ctx's end and listening for releases had failed, joined after the
 // store's error from that), and, when ctx ends first, a one-line error
-// wrapping both ctx.Err() and the last refusal (a [*NotAcquiredError]).
+// wrapping both ctx.Err() and the last refusal (a [*NotAcquiredError]); an
+// error wrapping [ErrClosed] when [Client.Close] is called meanwhile (Close
+// waits for the call to return).
 func (c *Client) AcquireWait(ctx context.Context, name string, ttl time.Duration) (*Lease, error) {
 	t, err := c.check(name, ttl)
 	if err != nil {
@@ -30,9 +32,15 @@ func (c *Client) AcquireWait(ctx context.Context, name string, ttl time.Duration
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("lease: wait for %q: %w", name, err)
 	}
-	if c.closed() {
+	if !c.addObserver() {
 		return nil, fmt.Errorf("%w: wait for %q: nothing sent", ErrClosed, name)
 	}
+	defer c.observers.Done()
+	// Close ends the wait (and Close waits for it), so that the watch is
+	// closed before the backend is.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer context.AfterFunc(c.hb.ctx, func() { cancel(ErrClosed) })()
 	// Listen first, so that a release after the first attempt cannot be
 	// missed. If that fails (store down), the attempt below reports the
 	// error or the wait falls back to the holder's TTL.
@@ -48,6 +56,9 @@ func (c *Client) AcquireWait(ctx context.Context, name string, ttl time.Duration
 		}
 		var na *NotAcquiredError
 		if !errors.As(err, &na) {
+			if context.Cause(ctx) == ErrClosed {
+				return nil, fmt.Errorf("%w: wait for %q ended by Close", ErrClosed, name)
+			}
 			if werr != nil && !isContextEnd(werr) && isContextEnd(err) {
 				return nil, fmt.Errorf("%w (listening for releases had failed: %w)", err, werr)
 			}
@@ -68,6 +79,9 @@ func (c *Client) AcquireWait(ctx context.Context, name string, ttl time.Duration
 		wctx, cancel := context.WithTimeout(ctx, wait)
 		w.Wait(wctx)
 		cancel()
+		if context.Cause(ctx) == ErrClosed {
+			return nil, fmt.Errorf("%w: wait for %q ended by Close", ErrClosed, name)
+		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%w; waited until: %w", err, ctx.Err())
 		}

@@ -15,7 +15,7 @@ import (
 
 // testCloseJoins checks that Close ends every goroutine the client and
 // its issuer started: a held lease's heartbeat, an Observe, an
-// AcquireWait that gave up, and the "lease lost" warning of a lease lost
+// AcquireWait that gave up and one still waiting, and the "lease lost" warning of a lease lost
 // by a client whose renewals must come back within a millisecond, written
 // by a handler that blocks until the test lets it: that Close must wait
 // for it. It then looks for goroutines of fencekit's lease packages.
@@ -39,6 +39,8 @@ func testCloseJoins(t *testing.T, iss Issuer) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("AcquireWait of a held name: %v, want the context's deadline", err)
 	}
+	waiting := make(chan error, 1)
+	go func() { _, err := c.AcquireWait(ctx, "close", iss.TTL); waiting <- err }() // still waiting at Close
 
 	h := &holdingHandler{logged: make(chan struct{}), release: make(chan struct{})}
 	fragile := ns.Client(t, &lease.Options{Logger: slog.New(h), DriftMargin: iss.TTL - 10*time.Millisecond, RenewInterval: 9 * time.Millisecond})
@@ -55,8 +57,17 @@ func testCloseJoins(t *testing.T, iss Issuer) {
 	if err := <-closed; err != nil {
 		t.Fatalf("Close of the client that lost a lease: %v", err)
 	}
+	time.Sleep(50 * time.Millisecond) // the waiter is refused and watches (it may be later: Close ends it either way)
 	if err := c.Close(ctx); err != nil {
 		t.Fatalf("Close: %v", err)
+	}
+	select {
+	case err := <-waiting:
+		if !errors.Is(err, lease.ErrClosed) {
+			t.Fatalf("AcquireWait in flight during Close: %v, want ErrClosed", err)
+		}
+	default:
+		t.Fatal("Close returned before the AcquireWait in flight")
 	}
 	testenv.CheckNoGoroutineOf(t, "github.com/fencekit/fencekit/lease", "github.com/fencekit/fencekit/internal/join")
 }
