@@ -362,7 +362,7 @@ func short(b []byte) []byte {
 }
 
 // call runs fn, a go-zookeeper request (they take no context and return
-// when the reply comes or the connection breaks), in a goroutine of b's
+// when the reply comes or the connection breaks), in a goroutine that b's
 // Close joins, and returns its result, or ctx's error when ctx ends first.
 // A result that arrives after that is passed to late, when not nil, to
 // undo what the request did. Once b is closed it sends nothing.
