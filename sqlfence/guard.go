@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/cause"
 	"github.com/fencekit/fencekit/internal/pgsql"
 )
 
@@ -64,7 +65,7 @@ func Claim(ctx context.Context, tx pgx.Tx, resource string, tok fence.Token) err
 	if err := checkArgs(ctx, tx, resource, tok); err != nil {
 		return err
 	}
-	return withCause(ctx, claim(ctx, tx, resource, tok))
+	return cause.With(ctx, claim(ctx, tx, resource, tok))
 }
 
 // Fence claims resource's guard row for tok in a transaction of its own, a
@@ -83,7 +84,7 @@ func Fence(ctx context.Context, db Querier, resource string, tok fence.Token) er
 	if err := checkArgs(ctx, db, resource, tok); err != nil {
 		return err
 	}
-	return withCause(ctx, claim(ctx, db, resource, tok))
+	return cause.With(ctx, claim(ctx, db, resource, tok))
 }
 
 // Current returns the newest token committed for resource's guard row, or
@@ -104,9 +105,6 @@ func Current(ctx context.Context, db Querier, resource string) (fence.Token, err
 func claim(ctx context.Context, q Querier, resource string, tok fence.Token) error {
 	return pgsql.Claim(ctx, pgxSender{q}, "sqlfence", resource, tok)
 }
-
-// withCause returns err, wrapping also context.Cause(ctx) (pgsql.WithCause).
-func withCause(ctx context.Context, err error) error { return pgsql.WithCause(ctx, err) }
 
 // pgxSender sends statements through a pgx Querier, for pgsql.
 type pgxSender struct{ q Querier }

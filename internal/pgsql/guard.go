@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/cause"
 	"github.com/fencekit/fencekit/internal/obs"
 )
 
@@ -104,7 +105,8 @@ func BeginClaim(level, mark, claim string) string {
 }
 
 // Literal returns s as an E'...' string literal, its backslashes and quotes
-// escaped. s must hold no NUL byte (fence.ValidateName refuses them).
+// escaped, for a driver that offers no escaping of its own (stdsql). s must
+// hold no NUL byte (fence.ValidateName refuses them).
 func Literal(s string) string {
 	var b strings.Builder
 	b.WriteString("E'")
@@ -123,9 +125,10 @@ func Literal(s string) string {
 // NULL when it is (the refusal, SQLSTATE 23502 from the NOT NULL column).
 // updated_at changes only with the token. ON CONFLICT locks the row (and,
 // under READ COMMITTED, decides on its newest version), so the claim holds
-// the row until the transaction ends. resource is made a literal.
+// the row until the transaction ends. resource is a string literal (see
+// Literal).
 func UpsertClaim(resource string, tok fence.Token) string {
-	return "INSERT INTO fencekit_tokens AS t (resource, token) VALUES (" + Literal(resource) + ", " +
+	return "INSERT INTO fencekit_tokens AS t (resource, token) VALUES (" + resource + ", " +
 		strconv.FormatUint(uint64(tok), 10) + ")" + UpsertAction
 }
 
@@ -191,11 +194,11 @@ func Current(ctx context.Context, s Sender, pkg, resource string) (fence.Token, 
 		return 0, fmt.Errorf("%s: %w", pkg, err)
 	}
 	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("%s: current token of %q: %w", pkg, resource, WithCause(ctx, err))
+		return 0, fmt.Errorf("%s: current token of %q: %w", pkg, resource, cause.With(ctx, err))
 	}
 	var cur int64
 	if _, err := s.Row(ctx, CurrentSQL, []any{resource}, &cur); err != nil {
-		return 0, fmt.Errorf("%s: current token of %q: %w", pkg, resource, WithCause(ctx, err))
+		return 0, fmt.Errorf("%s: current token of %q: %w", pkg, resource, cause.With(ctx, err))
 	}
 	return fence.Token(cur), nil
 }
@@ -205,21 +208,6 @@ func Current(ctx context.Context, s Sender, pkg, resource string) (fence.Token, 
 func StaleError(ctx context.Context, resource string, tok, cur fence.Token) error {
 	obs.StaleRejected(ctx, obs.StorePostgres)
 	return &fence.StaleError{Resource: resource, Presented: tok, Current: cur}
-}
-
-// WithCause returns err, wrapping also context.Cause(ctx) when ctx has
-// ended for a reason err does not carry yet: a query cut off by a lost
-// lease's Context then matches lease.ErrLost (and fence.ErrFencedOut), not
-// only context.Canceled.
-func WithCause(ctx context.Context, err error) error {
-	if err == nil || ctx.Err() == nil {
-		return err
-	}
-	cause := context.Cause(ctx)
-	if cause == nil || errors.Is(err, cause) {
-		return err
-	}
-	return fmt.Errorf("%w (%w)", err, cause)
 }
 
 // CheckArgs validates what every guard call checks before sending
@@ -234,7 +222,7 @@ func CheckArgs(ctx context.Context, pkg string, isNil bool, nilDB error, resourc
 		return fmt.Errorf("%s: %w", pkg, err)
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%s: resource %q: %w", pkg, resource, WithCause(ctx, err))
+		return fmt.Errorf("%s: resource %q: %w", pkg, resource, cause.With(ctx, err))
 	}
 	return nil
 }

@@ -143,6 +143,10 @@ func makeKeys(k *keys, prefix, name string) {
 // Name is "redis".
 func (b *backend) Name() string { return "redis" }
 
+// Close has nothing to end: every goroutine the backend starts ends before
+// the call that started it returns, or with the Watch that started it.
+func (b *backend) Close(context.Context) error { return nil }
+
 // Acquire runs acquire.lua. When go-redis resends the request after losing
 // a reply (it retries timeouts and EOFs), the resent copy recognises the
 // first copy's grant as its own (same owner id) and returns it: that grant

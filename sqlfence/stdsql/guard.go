@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/cause"
 	"github.com/fencekit/fencekit/internal/pgsql"
 )
 
@@ -46,7 +47,7 @@ func Claim(ctx context.Context, db Execer, resource string, tok fence.Token) err
 	if err := checkArgs(ctx, db, resource, tok); err != nil {
 		return err
 	}
-	return pgsql.WithCause(ctx, pgsql.Claim(ctx, sender{db}, "stdsql", resource, tok))
+	return cause.With(ctx, pgsql.Claim(ctx, sender{db}, "stdsql", resource, tok))
 }
 
 // Current returns the newest token committed for resource's guard row, or
@@ -91,7 +92,7 @@ func InTx(ctx context.Context, db *sql.DB, resource string, tok fence.Token, fn 
 	if fn == nil {
 		return fence.Invalid("stdsql: InTx(%q): nil fn", resource)
 	}
-	return pgsql.WithCause(ctx, inTx(ctx, db, resource, tok, fn))
+	return cause.With(ctx, inTx(ctx, db, resource, tok, fn))
 }
 
 // inTx is InTx after its checks.
