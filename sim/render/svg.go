@@ -472,11 +472,17 @@ func (p *svgPlot) lanes() {
 		lane(p.laneY[c], "Client "+name, name, clientColor(c))
 	}
 	lane(p.leaseY, "Lease service", "Lease", "#333")
-	storage := "Storage"
+	// A fenced storage's name says its rule, the short one too, so that
+	// the two figures' storages look different on a narrow screen.
+	storage, short := "Storage", "Storage"
 	if p.r.Storage.Fenced() {
 		storage += " (" + p.r.Storage.String() + ")"
+		short = storage
+		if p.r.Storage == sim.StorageCheckThenWrite {
+			short = "Storage (2 steps)"
+		}
 	}
-	lane(p.storeY, storage, "Storage", "#333")
+	lane(p.storeY, storage, short, "#333")
 }
 
 // leaseSpan is a lease as the lease service saw it: from the grant until

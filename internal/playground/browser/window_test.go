@@ -1,0 +1,59 @@
+package browser
+
+import (
+	"strings"
+	"testing"
+)
+
+// windowState is what a phone shows of both figures at a tour step: each
+// figure's sideways scroll, its storage lane's short name, and the
+// storage labels (a write's fate) that its view shows whole.
+type windowState struct {
+	Scroll []float64
+	Names  []string
+	Fates  [][]string
+}
+
+const windowStateJS = `(() => {
+  const figs = [...document.querySelectorAll(".run .timeline")];
+  return {
+    Scroll: figs.map((f) => f.scrollLeft),
+    Names: figs.map((f) => [...f.querySelectorAll("svg text.lane-name")].pop().textContent),
+    Fates: figs.map((f) => {
+      const r = f.getBoundingClientRect();
+      const strip = f.querySelector("svg rect.name-strip");
+      const left = strip && getComputedStyle(strip).visibility !== "hidden" ? strip.getBoundingClientRect().right : r.left;
+      return [...f.querySelectorAll("svg text[data-x]")].filter((t) => /token \d+\)/.test(t.textContent) &&
+        getComputedStyle(t).visibility !== "hidden").filter((t) => {
+        const b = t.getBoundingClientRect();
+        return b.left >= left - 0.5 && b.right <= r.left + f.clientWidth + 0.5;
+      }).map((t) => t.textContent);
+    }),
+  };
+})()`
+
+// TestBrowserPhoneTourOneWindow: on a 400 x 860 phone, at every step of
+// the tour both figures are scrolled to one position, so that an instant
+// sits at one place in both; the fenced storage keeps its rule in its
+// short name ("(claim)"); and from the step that tells the outcome on,
+// each figure shows whole the fate of the write the step tells (A1's).
+func TestBrowserPhoneTourOneWindow(t *testing.T) {
+	tab, steps := startTour(t, 400, 860, "scenario=kleppmann")
+	eachStep(t, tab, steps, func(i int, _ tourState) {
+		s := eval[windowState](t, tab, windowStateJS)
+		if len(s.Scroll) != 2 || s.Scroll[0] != s.Scroll[1] {
+			t.Errorf("step %d: the figures are scrolled to %v, want one position", i+1, s.Scroll)
+		}
+		if len(s.Names) == 2 && !strings.Contains(s.Names[1], "(claim)") {
+			t.Errorf("step %d: the fenced storage is named %q, want its rule, (claim)", i+1, s.Names[1])
+		}
+		if !steps[i].Outcome {
+			return
+		}
+		for f, fates := range s.Fates {
+			if !strings.Contains(strings.Join(fates, "|"), "A1 (token 33)") {
+				t.Errorf("step %d (outcome), figure %d: A1's fate is not shown whole; the view shows %q", i+1, f, fates)
+			}
+		}
+	})
+}
