@@ -369,15 +369,16 @@ func TestSVGLabelsClear(t *testing.T) {
 }
 
 // TestSVGStorageTokenStep: the storage lane's step line shows the token
-// the storage holds: 33 (A's read), 34 (B's read), then back to 33 without
-// fencing; with the claim it stays at 34. The page names no seed, which
+// the storage holds: with the claim 33 (A's read), then 34 (B's read);
+// without fencing the storage keeps none, and the line, the token of the
+// last write, says so: "wrote 34", then "wrote 33". The page names no seed, which
 // the reader cannot use.
 func TestSVGStorageTokenStep(t *testing.T) {
-	steps := regexp.MustCompile(`<text [^>]*fill="#555" text-anchor="start" font-size="12">(\d+)</text>`)
+	steps := regexp.MustCompile(`<text [^>]*fill="#555" text-anchor="start" font-size="12">((?:wrote )?\d+)</text>`)
 	for _, tc := range []struct {
 		fencing bool
 		want    string
-	}{{false, "34 33"}, {true, "33 34"}} {
+	}{{false, "wrote 34|wrote 33"}, {true, "33|34"}} {
 		var b strings.Builder
 		if err := render.HTML(&b, "k", kleppmann(t, tc.fencing, nil)); err != nil {
 			t.Fatal(err)
@@ -386,11 +387,28 @@ func TestSVGStorageTokenStep(t *testing.T) {
 		for _, m := range steps.FindAllStringSubmatch(b.String(), -1) {
 			got = append(got, m[1])
 		}
-		if strings.Join(got, " ") != tc.want {
+		if strings.Join(got, "|") != tc.want {
 			t.Errorf("fencing %v: storage token steps %v, want %s", tc.fencing, got, tc.want)
 		}
 		if strings.Contains(b.String(), "seed") {
 			t.Errorf("fencing %v: the page mentions a seed", tc.fencing)
 		}
+	}
+}
+
+// TestSVGLostMarkIsNoRefusal: the mark on an accepted write that a later
+// write replaced (A's B1 without fencing) is drawn, and is no cross, the
+// look of a refusal.
+func TestSVGLostMarkIsNoRefusal(t *testing.T) {
+	var b strings.Builder
+	if err := render.HTML(&b, "k", kleppmann(t, false, nil)); err != nil {
+		t.Fatal(err)
+	}
+	marks := regexp.MustCompile(`<g class="lost"[^>]*>.*?</g>`).FindAllString(b.String(), -1)
+	if len(marks) != 1 {
+		t.Fatalf("%d marks of a lost write, want 1 (B1's)", len(marks))
+	}
+	if strings.Contains(marks[0], "<path") {
+		t.Errorf("the lost write's mark %s draws a cross, as a refusal looks", marks[0])
 	}
 }

@@ -591,8 +591,14 @@ func (p *svgPlot) storageTokens() {
 	fmt.Fprintf(&pts, " %.1f,%.1f", xEnd, prevY)
 	p.segs = append(p.segs, seg{p.x(steps[len(steps)-1].at), prevY, xEnd, prevY})
 	fmt.Fprintf(p.b, `<polyline points="%s" fill="none" stroke="#555" stroke-width="1.5"/>`+"\n", strings.TrimSpace(pts.String()))
+	// A storage that checks nothing keeps no token: its line is the token
+	// of the last write, and says so.
+	format := "%d"
+	if !p.r.Storage.Fenced() {
+		format = "wrote %d"
+	}
 	for _, s := range steps {
-		p.put(p.x(s.at)+3, level(s.tok)-3, "start", fmt.Sprint(s.tok), "#555", false)
+		p.put(p.x(s.at)+3, level(s.tok)-3, "start", fmt.Sprintf(format, s.tok), "#555", false)
 	}
 }
 
@@ -798,10 +804,12 @@ func (p *svgPlot) messages() {
 			sent := p.r.Writes[e.Write].Sent
 			if lost[e.Write] {
 				// The loss happens when a later write replaces it: the mark
-				// and the word carry that moment (data-from).
+				// and the word carry that moment (data-from). The write was
+				// accepted: the mark, a dashed ring round its arrowhead, is
+				// no cross (a refusal's look).
 				x, from := p.x(e.At), p.x(lostAt(p.r, e.Write))
-				fmt.Fprintf(p.b, `<g class="lost" data-from="%.1f"><circle cx="%.1f" cy="%.1f" r="7" fill="#fff" stroke="%s" stroke-width="2"/><path d="M%.1f,%.1f l8,8 m0,-8 l-8,8" stroke="%s" stroke-width="2"/></g>`+"\n",
-					from, x, p.storeY, red, x-4, p.storeY-4, red)
+				fmt.Fprintf(p.b, `<g class="lost" data-from="%.1f"><circle cx="%.1f" cy="%.1f" r="8" fill="none" stroke="%s" stroke-width="2" stroke-dasharray="3 2"/></g>`+"\n",
+					from, x, p.storeY-4, red)
 				p.taken = append(p.taken, rect{x - 8, p.storeY - 8, x + 8, p.storeY + 8})
 				p.line(seg{p.x(sent), toward(cy, p.storeY), p.x(e.At), p.storeY - 8}, col, 2.2, "", mk)
 				near(c, sent, fmt.Sprintf("write %s, token %d", labels[e.Write], e.Token), col)
