@@ -439,7 +439,9 @@ function showStep(i) {
   document.getElementById("tour-count").textContent = `Step ${step + 1} of ${steps.length}.`;
   document.getElementById("tour-text").textContent = s.text;
   document.getElementById("tour-back").disabled = step === 0;
-  document.getElementById("tour-next").disabled = step === steps.length - 1;
+  const next = document.getElementById("tour-next"), last = step === steps.length - 1;
+  next.textContent = last ? "Finish" : "Next \u25b6";
+  next.setAttribute("aria-label", last ? "Finish the tour" : "Next step");
   document.body.classList.toggle("outcome", !!s.outcome);
   for (const fig of document.querySelectorAll(".run .timeline")) {
     const svg = fig.querySelector("svg");
@@ -512,15 +514,21 @@ document.getElementById("tour-start").addEventListener("click", () => {
   document.getElementById("tour-next").focus();
 });
 document.getElementById("tour-back").addEventListener("click", () => showStep(step - 1));
-document.getElementById("tour-next").addEventListener("click", () => showStep(step + 1));
-document.getElementById("tour-close").addEventListener("click", () => {
+document.getElementById("tour-next").addEventListener("click", () => {
+  if (step === shown.tour.length - 1) closeTour();
+  else showStep(step + 1);
+});
+document.getElementById("tour-close").addEventListener("click", closeTour);
+
+// closeTour hides the tour and shows both figures whole.
+function closeTour() {
   tourBox.hidden = true;
   step = -1;
   document.body.classList.remove("touring", "outcome");
   for (const el of document.querySelectorAll(".timeline .cursor, .timeline .veil")) el.remove();
   for (const el of document.querySelectorAll(".timeline [data-from], .timeline text[data-x]")) el.style.visibility = "";
   for (const fig of document.querySelectorAll(".run .timeline")) keepLaneNames(fig);
-});
+}
 tourBox.addEventListener("keydown", (ev) => {
   if (ev.key === "ArrowLeft") showStep(step - 1);
   if (ev.key === "ArrowRight") showStep(step + 1);
