@@ -412,3 +412,29 @@ func TestSVGLostMarkIsNoRefusal(t *testing.T) {
 		t.Errorf("the lost write's mark %s draws a cross, as a refusal looks", marks[0])
 	}
 }
+
+// TestSVGRenewalRefusedToldWhenHeard: the lease service refuses A's
+// renewal at 17.5 s, but A hears of it at 17.6 s, the tour's step that
+// tells it: the label carries that moment (data-from), after its event's.
+func TestSVGRenewalRefusedToldWhenHeard(t *testing.T) {
+	var b strings.Builder
+	if err := render.HTML(&b, "k", kleppmann(t, false, nil)); err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`<text [^>]*data-x="([\d.]+)"[^>]*data-from="([\d.]+)"[^>]*>renewal of 33 refused<`).FindStringSubmatch(b.String())
+	if m == nil {
+		t.Fatal("the label \"renewal of 33 refused\" has no data-from")
+	}
+	if x, from := m[1], m[2]; !(len(from) > 0 && parse(t, from) > parse(t, x)) {
+		t.Errorf("renewal of 33 refused: data-from %s, not after its event's x %s", from, x)
+	}
+}
+
+func parse(t *testing.T, s string) float64 {
+	t.Helper()
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}

@@ -223,7 +223,7 @@ type queued struct {
 	bold        bool
 	class       string  // the label's class, if any
 	later       string  // said after text from x from on (the tour hides it before)
-	from        float64 // where later becomes true
+	from        float64 // where later becomes true, or (no later) from where the tour shows the label
 	centre      bool    // try centred in own first
 	cx          float64
 	own         rect
@@ -304,6 +304,9 @@ func (p *svgPlot) place() {
 		}
 		if q.class != "" {
 			attrs += ` class="` + q.class + `"`
+		}
+		if q.later == "" && q.from > 0 {
+			attrs += fmt.Sprintf(` data-from="%.1f"`, q.from)
 		}
 		if q.later != "" {
 			p.putLater(best.x, best.y, best.anchor, q, attrs)
@@ -771,6 +774,14 @@ func (p *svgPlot) messages() {
 		case sim.KindRenewDenied:
 			p.line(seg{p.x(e.Sent), toward(cy, p.leaseY), p.x(e.At), toward(p.leaseY, cy)}, red, 1.4, "3 2", 2)
 			p.label(p.x(e.At), p.leaseY-14, -1, fmt.Sprintf("renewal of %d refused", e.Token), red, false)
+			// The client hears of it later (KindLost): the tour shows the
+			// label from then (data-from), at the step that tells it.
+			for _, l := range p.r.Events {
+				if l.Kind == sim.KindLost && l.Client == c && l.Token == e.Token && l.At >= e.At {
+					p.queued[len(p.queued)-1].from = p.x(l.At)
+					break
+				}
+			}
 		case sim.KindLost:
 			near(c, e.At, "heartbeat refused: lease lost", red)
 		case sim.KindCheckFailed:

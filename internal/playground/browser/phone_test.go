@@ -49,7 +49,8 @@ const cutLabelsJS = `((x, id) => {
         t: Math.max(f.top, sticky), b: Math.min(f.bottom, innerHeight),
       };
       const at = t.dataset.x === undefined ? NaN : +t.dataset.x;
-      const must = x >= 0 ? at <= x + 0.5 && at >= x - 6 : t.classList.contains("danger") && !!fig.closest("#" + id);
+      const later = t.dataset.from !== undefined && +t.dataset.from > x + 0.5; // told at a later step
+      const must = x >= 0 ? at <= x + 0.5 && at >= x - 6 && !later : t.classList.contains("danger") && !!fig.closest("#" + id);
       const shown = getComputedStyle(t).visibility !== "hidden" && t.getClientRects().length > 0 && r.width > 0;
       const under = veil && (t.compareDocumentPosition(veil) & Node.DOCUMENT_POSITION_FOLLOWING);
       const b = {left: r.left, right: r.right, top: r.top, bottom: r.bottom};
