@@ -438,3 +438,15 @@ func parse(t *testing.T, s string) float64 {
 	}
 	return f
 }
+
+// TestSVGMarksRelease: B's release of lease 34 at 12.9 s, which the tour
+// tells, is drawn and labelled on the lease lane at its moment.
+func TestSVGMarksRelease(t *testing.T) {
+	var b strings.Builder
+	if err := render.HTML(&b, "k", kleppmann(t, true, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`<text [^>]*data-x="[\d.]+"[^>]*>34 released</text>`).MatchString(b.String()) {
+		t.Error("no label \"34 released\" at B's release")
+	}
+}

@@ -516,7 +516,8 @@ func leaseSpans(r *sim.Result) []leaseSpan {
 }
 
 // leaseBars draws, on the lease lane, each token's validity as the lease
-// service saw it: from the grant to its expiry (a red mark) or release.
+// service saw it: from the grant to its expiry (a red mark) or release (a
+// grey one), each labelled.
 func (p *svgPlot) leaseBars() {
 	for _, br := range leaseSpans(p.r) {
 		to := br.to
@@ -530,9 +531,13 @@ func (p *svgPlot) leaseBars() {
 		bar := rect{x0, p.leaseY - 7, x1, p.leaseY + 7}
 		p.taken = append(p.taken, bar)
 		p.inside(bar, x0, p.leaseY-12, -1, fmt.Sprintf("lease %d (%s)", br.tok, p.r.Clients[br.c]), col)
-		if br.expired {
+		switch {
+		case br.expired:
 			p.line(seg{x1, p.leaseY - 14, x1, p.leaseY + 14}, red, 2, "", -1)
 			p.label(x1, p.leaseY+26, 1, fmt.Sprintf("%d expired", br.tok), red, false)
+		case br.to >= 0:
+			p.line(seg{x1, p.leaseY - 7, x1, p.leaseY + 7}, grey, 2, "", -1)
+			p.label(x1, p.leaseY-14, -1, fmt.Sprintf("%d released", br.tok), grey, false)
 		}
 	}
 }

@@ -57,3 +57,30 @@ func TestBrowserPhoneTourOneWindow(t *testing.T) {
 		}
 	})
 }
+
+// TestBrowserTourLineUnderLabels: at 1280 x 800, at every step, the
+// tour's time line is drawn before (under) every label it runs through,
+// and each such label has a halo that keeps it readable over the line.
+func TestBrowserTourLineUnderLabels(t *testing.T) {
+	tab, steps := startTour(t, 1280, 800, "scenario=kleppmann")
+	eachStep(t, tab, steps, func(i int, _ tourState) {
+		over := eval[[]string](t, tab, `(() => {
+  const out = [];
+  for (const svg of document.querySelectorAll(".run .timeline svg")) {
+    const line = svg.querySelector("line.cursor");
+    const x = line.getBoundingClientRect().left;
+    for (const t of svg.querySelectorAll("text")) {
+      const r = t.getBoundingClientRect();
+      if (getComputedStyle(t).visibility === "hidden" || r.left > x || r.right < x) continue;
+      const under = line.compareDocumentPosition(t) & Node.DOCUMENT_POSITION_FOLLOWING;
+      const halo = getComputedStyle(t).paintOrder.startsWith("stroke") && getComputedStyle(t).stroke !== "none";
+      if (!under || !halo) out.push(t.textContent);
+    }
+  }
+  return out;
+})()`)
+		for _, l := range over {
+			t.Errorf("step %d: the time line runs over the label %q", i+1, l)
+		}
+	})
+}
