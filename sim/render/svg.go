@@ -516,8 +516,8 @@ func leaseSpans(r *sim.Result) []leaseSpan {
 }
 
 // leaseBars draws, on the lease lane, each token's validity as the lease
-// service saw it: from the grant to its expiry (a red mark) or release (a
-// grey one), each labelled.
+// service saw it: from the grant to its expiry (a red mark, labelled) or
+// release (a grey one).
 func (p *svgPlot) leaseBars() {
 	for _, br := range leaseSpans(p.r) {
 		to := br.to
@@ -536,8 +536,10 @@ func (p *svgPlot) leaseBars() {
 			p.line(seg{x1, p.leaseY - 14, x1, p.leaseY + 14}, red, 2, "", -1)
 			p.label(x1, p.leaseY+26, 1, fmt.Sprintf("%d expired", br.tok), red, false)
 		case br.to >= 0:
-			p.line(seg{x1, p.leaseY - 7, x1, p.leaseY + 7}, grey, 2, "", -1)
-			p.label(x1, p.leaseY-14, -1, fmt.Sprintf("%d released", br.tok), grey, false)
+			// A grey mark, unlabelled: on a phone's drawing a label
+			// there would crowd the late renewal's.
+			fmt.Fprintf(p.b, `<line class="released" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"/>`+"\n",
+				x1, p.leaseY-7, x1, p.leaseY+7, grey)
 		}
 	}
 }
