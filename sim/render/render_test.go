@@ -267,7 +267,8 @@ func crosses(s svgText, l [4]float64) bool {
 }
 
 // eachFigure draws every scenario's default run in every storage mode at
-// the default width and at widths the playground uses (narrow, wide).
+// the default width and at widths the playground uses (narrow, wide, and
+// a phone's, narrower where its labels stay clear: see Narrowest).
 func eachFigure(t *testing.T, f func(name string, width float64, svg string)) {
 	for _, sc := range sim.Scenarios() {
 		for _, st := range sim.Storages() {
@@ -277,7 +278,11 @@ func eachFigure(t *testing.T, f func(name string, width float64, svg string)) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, l := range []render.Layout{{}, {Width: 1000}, {Width: 1600}, {Width: 1200, Compact: true}} {
+			layouts := []render.Layout{{}, {Width: 1000}, {Width: 1600}, {Width: 1200, Compact: true}}
+			if phone := (render.Layout{Width: 1000, Compact: true}).Narrowest(r); phone.Width < 1000 {
+				layouts = append(layouts, phone)
+			}
+			for _, l := range layouts {
 				var b strings.Builder
 				if err := render.SVGLayout(&b, r, "x", l); err != nil {
 					t.Fatal(err)

@@ -23,7 +23,7 @@ import (
 // no arrow, bar or earlier label (TestSVGLabelsClear checks the result).
 const (
 	svgWidth   = 1100 // the default width (Layout.Width 0)
-	svgMinW    = 1000 // the narrowest drawing Layout allows
+	svgMinW    = 800  // the narrowest drawing Layout allows
 	svgMaxW    = 2400 // the widest
 	svgLeft    = 140
 	svgRight   = 40
@@ -84,7 +84,7 @@ func textBox(x, y float64, text, anchor string) rect {
 }
 
 // Layout sets the size of a drawing: Width in pixels (0: 1100; clamped to
-// 1000..2400), and End, the time at the right end of the axis (0: a round
+// 800..2400), and End, the time at the right end of the axis (0: a round
 // time just past the run's end). Labels are 12px at that width: show the
 // SVG at its own width (scroll it sideways on a narrow screen) to keep
 // them readable.
@@ -163,6 +163,7 @@ type svgPlot struct {
 	taken  []rect // bars and placed labels
 	queued []queued
 	placed []placed
+	texts  []rect // every label's box
 }
 
 // placed is a label placed near its event: the event's x and lane y, and
@@ -324,6 +325,7 @@ func (p *svgPlot) put(x, y float64, anchor, text, color string, bold bool) {
 
 func (p *svgPlot) putAttrs(x, y float64, anchor, text, color string, bold bool, attrs string) {
 	p.taken = append(p.taken, textBox(x, y, text, anchor))
+	p.texts = append(p.texts, textBox(x, y, text, anchor))
 	weight := ""
 	if bold {
 		weight = ` font-weight="bold"`
@@ -336,6 +338,7 @@ func (p *svgPlot) putAttrs(x, y float64, anchor, text, color string, bold bool, 
 // which it holds (data-from), so that the tour can hide it until then.
 func (p *svgPlot) putLater(x, y float64, anchor string, q queued, attrs string) {
 	p.taken = append(p.taken, textBox(x, y, q.text+q.later, anchor))
+	p.texts = append(p.texts, textBox(x, y, q.text+q.later, anchor))
 	fmt.Fprintf(&p.labels, `<text x="%.1f" y="%.1f" fill="%s" text-anchor="%s" font-size="12"%s>%s<tspan fill="%s" data-from="%.1f">%s</tspan></text>`+"\n",
 		x, y, q.color, anchor, attrs, html.EscapeString(q.text), red, q.from, html.EscapeString(q.later))
 }
@@ -359,7 +362,9 @@ func (p *svgPlot) line(s seg, color string, width float64, dash string, marker i
 // 1 green, 2 red, 3+ client colours.
 func (p *svgPlot) marker(i int) string { return fmt.Sprintf("%s-arrow%d", p.id, i) }
 
-func writeSVG(b *strings.Builder, r *sim.Result, id string, l Layout) {
+// writeSVG draws r and returns how many labels clash: overlap another,
+// are crossed by an arrow, or leave the drawing.
+func writeSVG(b *strings.Builder, r *sim.Result, id string, l Layout) int {
 	if l.End <= 0 {
 		l.End = niceEnd(r.End + r.End/20 + time.Second)
 	}
@@ -400,6 +405,48 @@ func writeSVG(b *strings.Builder, r *sim.Result, id string, l Layout) {
 	p.place()
 	b.WriteString(p.labels.String())
 	b.WriteString("</svg>\n")
+	return p.clashes()
+}
+
+// clashes counts the labels that overlap another, are crossed by an
+// arrow (lines along a lane run through labels on purpose), or leave the
+// drawing.
+func (p *svgPlot) clashes() int {
+	n := 0
+	for i, a := range p.texts {
+		if a.x0 < 0 || a.x1 > p.width {
+			n++
+		}
+		for _, c := range p.texts[i+1:] {
+			if a.overlaps(c) {
+				n++
+			}
+		}
+		for _, s := range p.segs {
+			if s.y0 != s.y1 && a.crosses(s) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// Narrowest returns l at the fewest pixels, from 800 up to its own width
+// in steps of 40, at which no label of any of the runs clashes (see
+// clashes), or l itself if none is narrower: on a narrow screen, the
+// most compressed time axis that keeps the labels apart.
+func (l Layout) Narrowest(runs ...*sim.Result) Layout {
+	for w := svgMinW; w < int(l.width()); w += 40 {
+		n, try := 0, l
+		try.Width = w
+		for _, r := range runs {
+			n += writeSVG(&strings.Builder{}, r, "x", try)
+		}
+		if n == 0 {
+			return try
+		}
+	}
+	return l
 }
 
 func niceEnd(d time.Duration) time.Duration {
@@ -437,6 +484,7 @@ func (p *svgPlot) axis() {
 // legend explains the marks above the lanes, in one row, or two on a
 // narrow drawing.
 func (p *svgPlot) legend() {
+	const legend = ` class="legend"` // a page may hide it (the playground's tour does)
 	y := 22.0
 	x := float64(svgLeft)
 	// item starts an entry of width w, moving to the next row when it
@@ -447,21 +495,21 @@ func (p *svgPlot) legend() {
 		}
 	}
 	item(280)
-	fmt.Fprintf(p.b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="5" stroke-opacity="0.45"/>`, x, y-4, x+26, y-4, clientColor(0))
-	p.put(x+30, y, "start", "client believes it holds the lease", "#444", false)
+	fmt.Fprintf(p.b, `<line class="legend" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="5" stroke-opacity="0.45"/>`, x, y-4, x+26, y-4, clientColor(0))
+	p.putAttrs(x+30, y, "start", "client believes it holds the lease", "#444", false, legend)
 	x += 280
 	item(285)
-	fmt.Fprintf(p.b, `<rect x="%.1f" y="%.1f" width="26" height="10" rx="3" fill="%s" fill-opacity="0.25" stroke="%s"/>`, x, y-9, clientColor(0), clientColor(0))
-	p.put(x+30, y, "start", "lease, as the lease service sees it", "#444", false)
+	fmt.Fprintf(p.b, `<rect class="legend" x="%.1f" y="%.1f" width="26" height="10" rx="3" fill="%s" fill-opacity="0.25" stroke="%s"/>`, x, y-9, clientColor(0), clientColor(0))
+	p.putAttrs(x+30, y, "start", "lease, as the lease service sees it", "#444", false, legend)
 	x += 285
 	item(90)
-	fmt.Fprintf(p.b, `<rect x="%.1f" y="%.1f" width="26" height="12" fill="%s" fill-opacity="0.12"/>`, x, y-10, red)
-	p.put(x+30, y, "start", "danger", "#444", false)
+	fmt.Fprintf(p.b, `<rect class="legend" x="%.1f" y="%.1f" width="26" height="12" fill="%s" fill-opacity="0.12"/>`, x, y-10, red)
+	p.putAttrs(x+30, y, "start", "danger", "#444", false, legend)
 	x += 90
 	item(135)
-	fmt.Fprintf(p.b, `<polyline points="%.1f,%.1f %.1f,%.1f %.1f,%.1f" fill="none" stroke="#555" stroke-width="1.5"/>`, x, y, x+13, y, x+13, y-8)
-	fmt.Fprintf(p.b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#555" stroke-width="1.5"/>`+"\n", x+13, y-8, x+26, y-8)
-	p.put(x+30, y, "start", "storage's token", "#444", false)
+	fmt.Fprintf(p.b, `<polyline class="legend" points="%.1f,%.1f %.1f,%.1f %.1f,%.1f" fill="none" stroke="#555" stroke-width="1.5"/>`, x, y, x+13, y, x+13, y-8)
+	fmt.Fprintf(p.b, `<line class="legend" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#555" stroke-width="1.5"/>`+"\n", x+13, y-8, x+26, y-8)
+	p.putAttrs(x+30, y, "start", "storage's token", "#444", false, legend)
 }
 
 func (p *svgPlot) lanes() {

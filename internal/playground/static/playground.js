@@ -21,11 +21,12 @@ function parseSeconds(s) {
   return Math.round(parseFloat(s) * 1000);
 }
 
-// figureWidth is the width the figures are drawn at: the column's, but at
-// least 1000 px, so that labels stay 12 px (a narrow screen scrolls the
-// figure sideways instead of shrinking it).
+// figureWidth is the width of the figures' column, which the simulator
+// draws them at: at least 800 px, the most compressed that keeps labels
+// apart on a narrow column, so that labels stay 12 px (a narrow screen
+// scrolls the figure sideways instead of shrinking it).
 function figureWidth() {
-  return Math.max(1000, Math.floor(document.querySelector("#run-off .timeline").clientWidth));
+  return Math.floor(document.querySelector("#run-off .timeline").clientWidth);
 }
 
 function showValue(input) {
@@ -235,8 +236,9 @@ function shownBoxes(svg) {
   const veil = svg.querySelector("rect.veil");
   const veilX = veil ? Number(veil.getAttribute("x")) : Infinity;
   const boxes = [];
+  const touring = document.body.classList.contains("touring");
   for (const t of svg.querySelectorAll("text:not(.lane-name)")) {
-    if (t.style.visibility === "hidden") continue;
+    if (t.style.visibility === "hidden" || (touring && t.classList.contains("legend"))) continue;
     const b = t.getBBox();
     const under = veil && (t.compareDocumentPosition(veil) & Node.DOCUMENT_POSITION_FOLLOWING);
     const right = under ? Math.min(b.x + b.width, veilX) : b.x + b.width;
@@ -506,7 +508,21 @@ function showStep(i) {
   const topmost = Math.min(Infinity, ...recent.map((l) => l.t.getBoundingClientRect().top + scrollY));
   const need = bottom - innerHeight;
   scrollPageWhole(Math.max(top, need + 8), Math.max(top - 60, need + 2), Math.min(top + 160, topmost - sticky - 2));
+  hideUnderBar();
 }
+
+// hideUnderBar hides, while the tour runs, each label of the figures
+// that the sticky bar covers in part (its top under the bar, its bottom
+// below), until a scroll brings it whole: as keepLaneNames does sideways.
+function hideUnderBar() {
+  const bar = document.getElementById("sticky").getBoundingClientRect().bottom;
+  const touring = step >= 0;
+  for (const t of document.querySelectorAll(".run .timeline svg text:not(.lane-name)")) {
+    const r = t.getBoundingClientRect();
+    t.classList.toggle("under-bar", touring && r.top < bar - 0.5 && r.bottom > bar + 0.5);
+  }
+}
+addEventListener("scroll", hideUnderBar);
 
 document.getElementById("tour-start").addEventListener("click", () => {
   tourBox.hidden = false;
@@ -528,6 +544,7 @@ function closeTour() {
   for (const el of document.querySelectorAll(".timeline .cursor, .timeline .veil")) el.remove();
   for (const el of document.querySelectorAll(".timeline [data-from], .timeline text[data-x]")) el.style.visibility = "";
   for (const fig of document.querySelectorAll(".run .timeline")) keepLaneNames(fig);
+  hideUnderBar();
 }
 tourBox.addEventListener("keydown", (ev) => {
   if (ev.key === "ArrowLeft") showStep(step - 1);
