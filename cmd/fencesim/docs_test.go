@@ -5,6 +5,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -91,6 +92,38 @@ func TestDocsShowRealOutput(t *testing.T) {
 		if blocks == 0 && !testing.Short() && !raceEnabled {
 			t.Errorf("%s shows no fencesim output", page)
 		}
+	}
+}
+
+// TestDocsExcerptsKeepTheirRuns: an excerpt of fencesim output never
+// shows two runs' summary lines without the run's heading ("Fencing OFF:")
+// between them, where they read as one run contradicting itself; and
+// the lesson's demo excerpt shows A's read at 0.3 s, the old read that
+// A's late write is based on.
+func TestDocsExcerptsKeepTheirRuns(t *testing.T) {
+	for _, page := range docPages {
+		doc, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range docBlock.FindAllStringSubmatch(string(doc), -1) {
+			finals := 0
+			for _, line := range strings.Split(m[2], "\n") {
+				switch {
+				case strings.HasPrefix(line, "  • Final value"):
+					finals++
+					if finals > 1 {
+						t.Errorf("%s: fencesim%s: a second run's %q follows the first's with no heading between", page, m[1], line)
+					}
+				case strings.HasSuffix(line, ":") && !strings.HasPrefix(line, " "):
+					finals = 0
+				}
+			}
+		}
+	}
+	demo := docBlock.FindStringSubmatch(readDoc(t, "docs/fencing.md"))
+	if demo == nil || !regexp.MustCompile(`(?m)^ +0\.3s │ A:33 +┆ read ""`).MatchString(demo[2]) {
+		t.Errorf("the lesson's demo excerpt leaves out A's read at 0.3s")
 	}
 }
 
@@ -188,13 +221,17 @@ func TestLessonAnswers(t *testing.T) {
 // for all of them.
 func TestLessonPauseBands(t *testing.T) {
 	doc := readDoc(t, "docs/fencing.md")
-	rows := regexp.MustCompile(`(?m)^\| ([\d.]+s(?:, [\d.]+s)*) \| [^|]+ \| ([A-Z ]+?)(?: \((\w+) lost\))? \|$`).FindAllStringSubmatch(doc, -1)
+	rows := regexp.MustCompile(`(?m)^\| ([\d.]+s(?:, [\d.]+s)*) \| ([^|]+) \| ([A-Z ]+?)(?: \((\w+) lost\))? \|$`).FindAllStringSubmatch(doc, -1)
 	if len(rows) != 3 {
 		t.Fatalf("docs/fencing.md has %d rows of pause bands, want 3 (safe, A's write lost, B's write lost)", len(rows))
 	}
 	for _, row := range rows {
+		row = []string{row[0], row[1], row[3], row[4], row[2]}
 		for _, pause := range strings.Split(row[1], ", ") {
 			_, out, _ := runCmd(t, "-pause", pause)
+			if where := landing(t, out); where != row[4] {
+				t.Errorf("-pause %s: the table says A's write lands %q; fencesim prints it %s", pause, row[4], where)
+			}
 			if !strings.Contains(out, "Fencing OFF:\n  • "+row[2]) {
 				t.Errorf("-pause %s: fencing off is not %s:\n%s", pause, row[2], out)
 			}
@@ -210,6 +247,33 @@ func TestLessonPauseBands(t *testing.T) {
 			}
 		}
 	}
+}
+
+// landing says where A's write lands in the demo's printed timeline, by
+// the times printed: before B's read, between B's read and B's write, or
+// after B's write ("at the same time as ..." when the two print alike).
+func landing(t *testing.T, out string) string {
+	t.Helper()
+	at := func(re string) string {
+		m := regexp.MustCompile(`(?m)^ *([\d.]+s) │.*` + re).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("no line matches %s in:\n%s", re, out)
+		}
+		return m[1]
+	}
+	secs := func(s string) float64 { f, _ := strconv.ParseFloat(strings.TrimSuffix(s, "s"), 64); return f }
+	a, read, b := at(`write A1/`), at(`B:34 +┆.*read "`), at(`write B1/`)
+	switch {
+	case a == read:
+		return "at the same time as B's read (" + a + ")"
+	case a == b:
+		return "at the same time as B's write (" + a + ")"
+	case secs(a) < secs(read):
+		return "before B's read"
+	case secs(a) < secs(b):
+		return "between B's read and B's write"
+	}
+	return "after B's write"
 }
 
 // TestExploreExplainsLateWrites: explore's row of late writes accepted,

@@ -115,6 +115,13 @@ func Run(raw string, width int) (*Response, error) {
 	// event, rounded so that it holds still while a slider moves; compact,
 	// so that both runs fit one screen.
 	layout := render.Layout{Width: width, End: render.StableEnd(end + time.Second), Compact: true}
+	// A column narrower than 1000 px (a phone, which scrolls the figures
+	// sideways) gets the most compressed time axis that keeps both runs'
+	// labels apart, so that its view spans more of the runs.
+	if width < 1000 {
+		layout.Width = 1000
+		layout = layout.Narrowest(results...)
+	}
 	for _, res := range results {
 		o, err := outcome(res, layout)
 		if err != nil {

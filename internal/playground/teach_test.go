@@ -67,7 +67,7 @@ func TestTourTeachesTheRule(t *testing.T) {
 	for what, phrase := range map[string]string{
 		"the rule":        "refuses any write whose token is older than one it has seen",
 		"the claim":       "the claim",
-		"atomicity":       "one atomic step",
+		"atomicity":       "applies the write in one step",
 		"release":         "releasing does not lower",
 		"a shorter TTL":   "A shorter TTL does not help",
 		"the late write":  "B1 is now lost",
@@ -86,6 +86,45 @@ func TestTourTeachesTheRule(t *testing.T) {
 		if strings.Contains(s.Text, "fencing on") {
 			t.Errorf("check-then-write's tour says %q, but both of its runs check tokens", s.Text)
 		}
+	}
+}
+
+// TestTourLessonsShowInTheRun: the tour's last steps make their points
+// with the moments the figures show, not by sending the reader to presets
+// the tour does not run: the rule says in what order the storage sees
+// writes; the claim names B's read and B's write and the gap between
+// them; atomicity the moment after which a check that passed is stale;
+// the TTL how much of A's lease was left when its pause began.
+func TestTourLessonsShowInTheRun(t *testing.T) {
+	resp, err := Run("scenario=kleppmann", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tour := resp.Tour
+	want := map[string][]string{
+		"the rule.":  {"in the order they arrive"},
+		"the claim.": {"read at 10.5s", "2.2s before B's write (12.7s)", "write check alone accepts it"},
+		"atomicity.": {"check passed before 10.5s"},
+		"the TTL.":   {"paused at 2.4s with 7.7s of its lease left", "expired at 10.1s"},
+	}
+	for _, s := range tour {
+		if strings.Contains(s.Text, "preset") {
+			t.Errorf("step %q sends the reader to a preset the tour does not run", s.Text)
+		}
+		for head, phrases := range want {
+			if !strings.Contains(s.Text, ": "+head) {
+				continue
+			}
+			for _, p := range phrases {
+				if !strings.Contains(s.Text, p) {
+					t.Errorf("step %q does not say %q", s.Text, p)
+				}
+			}
+			delete(want, head)
+		}
+	}
+	for head := range want {
+		t.Errorf("no step tells %s", head)
 	}
 }
 

@@ -3,7 +3,6 @@ package playground
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
@@ -163,29 +162,60 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 	add(last, "the end. %s: %s, final value %s. %s: %s, final value %s.",
 		heading(off.Storage), verdictText(off), off.ValueString(off.Final),
 		onName, verdictText(on), on.ValueString(on.Final))
-	add(last, "the rule. The storage, which sees every write in order, refuses any write whose token is older than one it has seen. "+
-		"The lease cannot do it: no process can know, as its write lands, that it still holds its lease.")
-	add(last, "the claim. A read records its token at once, so a late write is refused even "+
-		"before the new holder writes (preset %q).", presetTitle("base=writes"))
-	add(last, "atomicity. The storage checks the token and applies the write in one step, so nothing can come between "+
-		"them. A storage that checks in one request and writes in the next lets a late write slip in between (preset %q).",
-		presetTitle("check-then-write"))
-	add(last, "the TTL. A shorter TTL does not help: the pause outlasted what was left of the lease, and a shorter TTL "+
-		"only lets a shorter pause do the same (preset %q). Nor does a heartbeat: a pause stops it too.", presetTitle("ttl=4s"))
+	add(last, "the rule. The storage, which sees the writes in the order they arrive, refuses any write whose token is older "+
+		"than one it has seen. The lease cannot do it: no process can know, as its write lands, that it still holds its lease.")
+	for _, text := range lessons(off) {
+		add(last, "%s", text)
+	}
 	for i := range steps[end:] {
 		steps[end+i].Outcome = true
 	}
 	return steps
 }
 
-// presetTitle is the title of the preset whose query contains part.
-func presetTitle(part string) string {
-	for _, p := range presets {
-		if strings.Contains(p.Query, part) {
-			return p.Title
+// lessons are the tour's last steps, the claim, atomicity and the TTL,
+// each told with the moments of run r that show it where r has them:
+// the pause, the expiry that follows it, and the new holder's read and
+// write.
+func lessons(r *sim.Result) []string {
+	var pause, expired, read, write *sim.Event
+	for i := range r.Events {
+		e := &r.Events[i]
+		switch {
+		case e.Kind == sim.KindPaused && pause == nil:
+			pause = e
+		case e.Kind == sim.KindExpired && pause != nil && expired == nil && e.Client == pause.Client:
+			expired = e
+		case e.Kind == sim.KindRead && expired != nil && read == nil && e.Token > expired.Token:
+			read = e
+		case (e.Kind == sim.KindWriteAccepted || e.Kind == sim.KindWriteRejected) && read != nil && write == nil && e.Token == read.Token:
+			write = e
 		}
 	}
-	panic("playground: no preset runs " + part)
+	claim := "the claim. A read records its token at once, so a late write is refused even before the new holder writes, " +
+		"not only after: the write check alone accepts it, and the new holder's write, based on its read, then silently replaces it."
+	atomic := "atomicity. The storage checks the token and applies the write in one step, so nothing comes between them. " +
+		"A storage that checks in one request and writes in the next lets a write whose check passed land after a newer token's, unchecked."
+	ttl := "the TTL. A shorter TTL does not help: a pause longer than what is left of the lease loses it, and a shorter TTL " +
+		"only lets a shorter pause do the same. Nor does a heartbeat: a pause stops it too."
+	if read != nil && write != nil {
+		b := r.Clients[read.Client]
+		claim = fmt.Sprintf("the claim. %s's read at %s recorded token %d at once, %s before %s's write (%s). A late write "+
+			"landing in between is refused only thanks to the claim: the write check alone accepts it (it has seen no newer write), "+
+			"then %s's write, based on its read, silently replaces it, though its writer was told ok.",
+			b, sim.FormatTime(read.At), read.Token, sim.FormatTime(write.At-read.At), b, sim.FormatTime(write.At), b)
+		atomic = fmt.Sprintf("atomicity. The storage checks the token and applies the write in one step, so nothing comes between them. "+
+			"A storage that checks in one request and writes in the next is not safe: a write whose check passed before %s, "+
+			"when %s's read claimed %d, can still land after it, unchecked.", sim.FormatTime(read.At), b, read.Token)
+	}
+	if pause != nil && expired != nil {
+		a := r.Clients[pause.Client]
+		ttl = fmt.Sprintf("the TTL. A shorter TTL does not help. %s paused at %s with %s of its lease left (it expired at %s): "+
+			"any pause longer than what is left loses the lease, and a shorter TTL only lets a shorter pause do the same. "+
+			"Nor does a heartbeat: the pause stops it too.",
+			a, sim.FormatTime(pause.At), sim.FormatTime(expired.At-pause.At), sim.FormatTime(expired.At))
+	}
+	return []string{claim, atomic, ttl}
 }
 
 // defines says what a storage mode does with tokens, naming the rules.

@@ -267,7 +267,8 @@ func crosses(s svgText, l [4]float64) bool {
 }
 
 // eachFigure draws every scenario's default run in every storage mode at
-// the default width and at widths the playground uses (narrow, wide).
+// the default width and at widths the playground uses (narrow, wide, and
+// a phone's, narrower where its labels stay clear: see Narrowest).
 func eachFigure(t *testing.T, f func(name string, width float64, svg string)) {
 	for _, sc := range sim.Scenarios() {
 		for _, st := range sim.Storages() {
@@ -277,7 +278,11 @@ func eachFigure(t *testing.T, f func(name string, width float64, svg string)) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, l := range []render.Layout{{}, {Width: 1000}, {Width: 1600}, {Width: 1200, Compact: true}} {
+			layouts := []render.Layout{{}, {Width: 1000}, {Width: 1600}, {Width: 1200, Compact: true}}
+			if phone := (render.Layout{Width: 1000, Compact: true}).Narrowest(r); phone.Width < 1000 {
+				layouts = append(layouts, phone)
+			}
+			for _, l := range layouts {
 				var b strings.Builder
 				if err := render.SVGLayout(&b, r, "x", l); err != nil {
 					t.Fatal(err)
@@ -369,15 +374,16 @@ func TestSVGLabelsClear(t *testing.T) {
 }
 
 // TestSVGStorageTokenStep: the storage lane's step line shows the token
-// the storage holds: 33 (A's read), 34 (B's read), then back to 33 without
-// fencing; with the claim it stays at 34. The page names no seed, which
+// the storage holds: with the claim 33 (A's read), then 34 (B's read);
+// without fencing the storage keeps none, and the line, the token of the
+// last write, says so: "wrote 34", then "wrote 33". The page names no seed, which
 // the reader cannot use.
 func TestSVGStorageTokenStep(t *testing.T) {
-	steps := regexp.MustCompile(`<text [^>]*fill="#555" text-anchor="start" font-size="12">(\d+)</text>`)
+	steps := regexp.MustCompile(`<text [^>]*fill="#555" text-anchor="start" font-size="12">((?:wrote )?\d+)</text>`)
 	for _, tc := range []struct {
 		fencing bool
 		want    string
-	}{{false, "34 33"}, {true, "33 34"}} {
+	}{{false, "wrote 34|wrote 33"}, {true, "33|34"}} {
 		var b strings.Builder
 		if err := render.HTML(&b, "k", kleppmann(t, tc.fencing, nil)); err != nil {
 			t.Fatal(err)
@@ -386,11 +392,67 @@ func TestSVGStorageTokenStep(t *testing.T) {
 		for _, m := range steps.FindAllStringSubmatch(b.String(), -1) {
 			got = append(got, m[1])
 		}
-		if strings.Join(got, " ") != tc.want {
+		if strings.Join(got, "|") != tc.want {
 			t.Errorf("fencing %v: storage token steps %v, want %s", tc.fencing, got, tc.want)
 		}
 		if strings.Contains(b.String(), "seed") {
 			t.Errorf("fencing %v: the page mentions a seed", tc.fencing)
 		}
+	}
+}
+
+// TestSVGLostMarkIsNoRefusal: the mark on an accepted write that a later
+// write replaced (A's B1 without fencing) is drawn, and is no cross, the
+// look of a refusal.
+func TestSVGLostMarkIsNoRefusal(t *testing.T) {
+	var b strings.Builder
+	if err := render.HTML(&b, "k", kleppmann(t, false, nil)); err != nil {
+		t.Fatal(err)
+	}
+	marks := regexp.MustCompile(`<g class="lost"[^>]*>.*?</g>`).FindAllString(b.String(), -1)
+	if len(marks) != 1 {
+		t.Fatalf("%d marks of a lost write, want 1 (B1's)", len(marks))
+	}
+	if strings.Contains(marks[0], "<path") {
+		t.Errorf("the lost write's mark %s draws a cross, as a refusal looks", marks[0])
+	}
+}
+
+// TestSVGRenewalRefusedToldWhenHeard: the lease service refuses A's
+// renewal at 17.5 s, but A hears of it at 17.6 s, the tour's step that
+// tells it: the label carries that moment (data-from), after its event's.
+func TestSVGRenewalRefusedToldWhenHeard(t *testing.T) {
+	var b strings.Builder
+	if err := render.HTML(&b, "k", kleppmann(t, false, nil)); err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`<text [^>]*data-x="([\d.]+)"[^>]*data-from="([\d.]+)"[^>]*>renewal of 33 refused<`).FindStringSubmatch(b.String())
+	if m == nil {
+		t.Fatal("the label \"renewal of 33 refused\" has no data-from")
+	}
+	if x, from := m[1], m[2]; !(len(from) > 0 && parse(t, from) > parse(t, x)) {
+		t.Errorf("renewal of 33 refused: data-from %s, not after its event's x %s", from, x)
+	}
+}
+
+func parse(t *testing.T, s string) float64 {
+	t.Helper()
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestSVGMarksRelease: B's release of lease 34 at 12.9 s, which the tour
+// tells, is marked on the lease lane at its moment, where B's bar ends.
+func TestSVGMarksRelease(t *testing.T) {
+	var b strings.Builder
+	if err := render.SVGLayout(&b, kleppmann(t, true, nil), "k", render.Layout{Width: 1000, End: 20 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	x := render.Layout{Width: 1000, End: 20 * time.Second}.X(12900 * time.Millisecond)
+	if !strings.Contains(b.String(), fmt.Sprintf(`<line class="released" x1="%.1f"`, x)) {
+		t.Errorf("no mark of B's release at x %.1f", x)
 	}
 }

@@ -23,7 +23,7 @@ import (
 // no arrow, bar or earlier label (TestSVGLabelsClear checks the result).
 const (
 	svgWidth   = 1100 // the default width (Layout.Width 0)
-	svgMinW    = 1000 // the narrowest drawing Layout allows
+	svgMinW    = 800  // the narrowest drawing Layout allows
 	svgMaxW    = 2400 // the widest
 	svgLeft    = 140
 	svgRight   = 40
@@ -84,7 +84,7 @@ func textBox(x, y float64, text, anchor string) rect {
 }
 
 // Layout sets the size of a drawing: Width in pixels (0: 1100; clamped to
-// 1000..2400), and End, the time at the right end of the axis (0: a round
+// 800..2400), and End, the time at the right end of the axis (0: a round
 // time just past the run's end). Labels are 12px at that width: show the
 // SVG at its own width (scroll it sideways on a narrow screen) to keep
 // them readable.
@@ -163,6 +163,7 @@ type svgPlot struct {
 	taken  []rect // bars and placed labels
 	queued []queued
 	placed []placed
+	texts  []rect // every label's box
 }
 
 // placed is a label placed near its event: the event's x and lane y, and
@@ -223,7 +224,7 @@ type queued struct {
 	bold        bool
 	class       string  // the label's class, if any
 	later       string  // said after text from x from on (the tour hides it before)
-	from        float64 // where later becomes true
+	from        float64 // where later becomes true, or (no later) from where the tour shows the label
 	centre      bool    // try centred in own first
 	cx          float64
 	own         rect
@@ -305,6 +306,9 @@ func (p *svgPlot) place() {
 		if q.class != "" {
 			attrs += ` class="` + q.class + `"`
 		}
+		if q.later == "" && q.from > 0 {
+			attrs += fmt.Sprintf(` data-from="%.1f"`, q.from)
+		}
 		if q.later != "" {
 			p.putLater(best.x, best.y, best.anchor, q, attrs)
 		} else {
@@ -321,6 +325,7 @@ func (p *svgPlot) put(x, y float64, anchor, text, color string, bold bool) {
 
 func (p *svgPlot) putAttrs(x, y float64, anchor, text, color string, bold bool, attrs string) {
 	p.taken = append(p.taken, textBox(x, y, text, anchor))
+	p.texts = append(p.texts, textBox(x, y, text, anchor))
 	weight := ""
 	if bold {
 		weight = ` font-weight="bold"`
@@ -333,6 +338,7 @@ func (p *svgPlot) putAttrs(x, y float64, anchor, text, color string, bold bool, 
 // which it holds (data-from), so that the tour can hide it until then.
 func (p *svgPlot) putLater(x, y float64, anchor string, q queued, attrs string) {
 	p.taken = append(p.taken, textBox(x, y, q.text+q.later, anchor))
+	p.texts = append(p.texts, textBox(x, y, q.text+q.later, anchor))
 	fmt.Fprintf(&p.labels, `<text x="%.1f" y="%.1f" fill="%s" text-anchor="%s" font-size="12"%s>%s<tspan fill="%s" data-from="%.1f">%s</tspan></text>`+"\n",
 		x, y, q.color, anchor, attrs, html.EscapeString(q.text), red, q.from, html.EscapeString(q.later))
 }
@@ -356,7 +362,9 @@ func (p *svgPlot) line(s seg, color string, width float64, dash string, marker i
 // 1 green, 2 red, 3+ client colours.
 func (p *svgPlot) marker(i int) string { return fmt.Sprintf("%s-arrow%d", p.id, i) }
 
-func writeSVG(b *strings.Builder, r *sim.Result, id string, l Layout) {
+// writeSVG draws r and returns how many labels clash: overlap another,
+// are crossed by an arrow, or leave the drawing.
+func writeSVG(b *strings.Builder, r *sim.Result, id string, l Layout) int {
 	if l.End <= 0 {
 		l.End = niceEnd(r.End + r.End/20 + time.Second)
 	}
@@ -397,6 +405,48 @@ func writeSVG(b *strings.Builder, r *sim.Result, id string, l Layout) {
 	p.place()
 	b.WriteString(p.labels.String())
 	b.WriteString("</svg>\n")
+	return p.clashes()
+}
+
+// clashes counts the labels that overlap another, are crossed by an
+// arrow (lines along a lane run through labels on purpose), or leave the
+// drawing.
+func (p *svgPlot) clashes() int {
+	n := 0
+	for i, a := range p.texts {
+		if a.x0 < 0 || a.x1 > p.width {
+			n++
+		}
+		for _, c := range p.texts[i+1:] {
+			if a.overlaps(c) {
+				n++
+			}
+		}
+		for _, s := range p.segs {
+			if s.y0 != s.y1 && a.crosses(s) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// Narrowest returns l at the fewest pixels, from 800 up to its own width
+// in steps of 40, at which no label of any of the runs clashes (see
+// clashes), or l itself if none is narrower: on a narrow screen, the
+// most compressed time axis that keeps the labels apart.
+func (l Layout) Narrowest(runs ...*sim.Result) Layout {
+	for w := svgMinW; w < int(l.width()); w += 40 {
+		n, try := 0, l
+		try.Width = w
+		for _, r := range runs {
+			n += writeSVG(&strings.Builder{}, r, "x", try)
+		}
+		if n == 0 {
+			return try
+		}
+	}
+	return l
 }
 
 func niceEnd(d time.Duration) time.Duration {
@@ -434,6 +484,7 @@ func (p *svgPlot) axis() {
 // legend explains the marks above the lanes, in one row, or two on a
 // narrow drawing.
 func (p *svgPlot) legend() {
+	const legend = ` class="legend"` // a page may hide it (the playground's tour does)
 	y := 22.0
 	x := float64(svgLeft)
 	// item starts an entry of width w, moving to the next row when it
@@ -444,21 +495,21 @@ func (p *svgPlot) legend() {
 		}
 	}
 	item(280)
-	fmt.Fprintf(p.b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="5" stroke-opacity="0.45"/>`, x, y-4, x+26, y-4, clientColor(0))
-	p.put(x+30, y, "start", "client believes it holds the lease", "#444", false)
+	fmt.Fprintf(p.b, `<line class="legend" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="5" stroke-opacity="0.45"/>`, x, y-4, x+26, y-4, clientColor(0))
+	p.putAttrs(x+30, y, "start", "client believes it holds the lease", "#444", false, legend)
 	x += 280
 	item(285)
-	fmt.Fprintf(p.b, `<rect x="%.1f" y="%.1f" width="26" height="10" rx="3" fill="%s" fill-opacity="0.25" stroke="%s"/>`, x, y-9, clientColor(0), clientColor(0))
-	p.put(x+30, y, "start", "lease, as the lease service sees it", "#444", false)
+	fmt.Fprintf(p.b, `<rect class="legend" x="%.1f" y="%.1f" width="26" height="10" rx="3" fill="%s" fill-opacity="0.25" stroke="%s"/>`, x, y-9, clientColor(0), clientColor(0))
+	p.putAttrs(x+30, y, "start", "lease, as the lease service sees it", "#444", false, legend)
 	x += 285
 	item(90)
-	fmt.Fprintf(p.b, `<rect x="%.1f" y="%.1f" width="26" height="12" fill="%s" fill-opacity="0.12"/>`, x, y-10, red)
-	p.put(x+30, y, "start", "danger", "#444", false)
+	fmt.Fprintf(p.b, `<rect class="legend" x="%.1f" y="%.1f" width="26" height="12" fill="%s" fill-opacity="0.12"/>`, x, y-10, red)
+	p.putAttrs(x+30, y, "start", "danger", "#444", false, legend)
 	x += 90
 	item(135)
-	fmt.Fprintf(p.b, `<polyline points="%.1f,%.1f %.1f,%.1f %.1f,%.1f" fill="none" stroke="#555" stroke-width="1.5"/>`, x, y, x+13, y, x+13, y-8)
-	fmt.Fprintf(p.b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#555" stroke-width="1.5"/>`+"\n", x+13, y-8, x+26, y-8)
-	p.put(x+30, y, "start", "storage's token", "#444", false)
+	fmt.Fprintf(p.b, `<polyline class="legend" points="%.1f,%.1f %.1f,%.1f %.1f,%.1f" fill="none" stroke="#555" stroke-width="1.5"/>`, x, y, x+13, y, x+13, y-8)
+	fmt.Fprintf(p.b, `<line class="legend" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#555" stroke-width="1.5"/>`+"\n", x+13, y-8, x+26, y-8)
+	p.putAttrs(x+30, y, "start", "storage's token", "#444", false, legend)
 }
 
 func (p *svgPlot) lanes() {
@@ -472,11 +523,17 @@ func (p *svgPlot) lanes() {
 		lane(p.laneY[c], "Client "+name, name, clientColor(c))
 	}
 	lane(p.leaseY, "Lease service", "Lease", "#333")
-	storage := "Storage"
+	// A fenced storage's name says its rule, the short one too, so that
+	// the two figures' storages look different on a narrow screen.
+	storage, short := "Storage", "Storage"
 	if p.r.Storage.Fenced() {
 		storage += " (" + p.r.Storage.String() + ")"
+		short = storage
+		if p.r.Storage == sim.StorageCheckThenWrite {
+			short = "Storage (2 steps)"
+		}
 	}
-	lane(p.storeY, storage, "Storage", "#333")
+	lane(p.storeY, storage, short, "#333")
 }
 
 // leaseSpan is a lease as the lease service saw it: from the grant until
@@ -507,7 +564,8 @@ func leaseSpans(r *sim.Result) []leaseSpan {
 }
 
 // leaseBars draws, on the lease lane, each token's validity as the lease
-// service saw it: from the grant to its expiry (a red mark) or release.
+// service saw it: from the grant to its expiry (a red mark, labelled) or
+// release (a grey one).
 func (p *svgPlot) leaseBars() {
 	for _, br := range leaseSpans(p.r) {
 		to := br.to
@@ -521,9 +579,15 @@ func (p *svgPlot) leaseBars() {
 		bar := rect{x0, p.leaseY - 7, x1, p.leaseY + 7}
 		p.taken = append(p.taken, bar)
 		p.inside(bar, x0, p.leaseY-12, -1, fmt.Sprintf("lease %d (%s)", br.tok, p.r.Clients[br.c]), col)
-		if br.expired {
+		switch {
+		case br.expired:
 			p.line(seg{x1, p.leaseY - 14, x1, p.leaseY + 14}, red, 2, "", -1)
 			p.label(x1, p.leaseY+26, 1, fmt.Sprintf("%d expired", br.tok), red, false)
+		case br.to >= 0:
+			// A grey mark, unlabelled: on a phone's drawing a label
+			// there would crowd the late renewal's.
+			fmt.Fprintf(p.b, `<line class="released" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"/>`+"\n",
+				x1, p.leaseY-7, x1, p.leaseY+7, grey)
 		}
 	}
 }
@@ -585,8 +649,14 @@ func (p *svgPlot) storageTokens() {
 	fmt.Fprintf(&pts, " %.1f,%.1f", xEnd, prevY)
 	p.segs = append(p.segs, seg{p.x(steps[len(steps)-1].at), prevY, xEnd, prevY})
 	fmt.Fprintf(p.b, `<polyline points="%s" fill="none" stroke="#555" stroke-width="1.5"/>`+"\n", strings.TrimSpace(pts.String()))
+	// A storage that checks nothing keeps no token: its line is the token
+	// of the last write, and says so.
+	format := "%d"
+	if !p.r.Storage.Fenced() {
+		format = "wrote %d"
+	}
 	for _, s := range steps {
-		p.put(p.x(s.at)+3, level(s.tok)-3, "start", fmt.Sprint(s.tok), "#555", false)
+		p.put(p.x(s.at)+3, level(s.tok)-3, "start", fmt.Sprintf(format, s.tok), "#555", false)
 	}
 }
 
@@ -759,6 +829,14 @@ func (p *svgPlot) messages() {
 		case sim.KindRenewDenied:
 			p.line(seg{p.x(e.Sent), toward(cy, p.leaseY), p.x(e.At), toward(p.leaseY, cy)}, red, 1.4, "3 2", 2)
 			p.label(p.x(e.At), p.leaseY-14, -1, fmt.Sprintf("renewal of %d refused", e.Token), red, false)
+			// The client hears of it later (KindLost): the tour shows the
+			// label from then (data-from), at the step that tells it.
+			for _, l := range p.r.Events {
+				if l.Kind == sim.KindLost && l.Client == c && l.Token == e.Token && l.At >= e.At {
+					p.queued[len(p.queued)-1].from = p.x(l.At)
+					break
+				}
+			}
 		case sim.KindLost:
 			near(c, e.At, "heartbeat refused: lease lost", red)
 		case sim.KindCheckFailed:
@@ -792,10 +870,12 @@ func (p *svgPlot) messages() {
 			sent := p.r.Writes[e.Write].Sent
 			if lost[e.Write] {
 				// The loss happens when a later write replaces it: the mark
-				// and the word carry that moment (data-from).
+				// and the word carry that moment (data-from). The write was
+				// accepted: the mark, a dashed ring round its arrowhead, is
+				// no cross (a refusal's look).
 				x, from := p.x(e.At), p.x(lostAt(p.r, e.Write))
-				fmt.Fprintf(p.b, `<g class="lost" data-from="%.1f"><circle cx="%.1f" cy="%.1f" r="7" fill="#fff" stroke="%s" stroke-width="2"/><path d="M%.1f,%.1f l8,8 m0,-8 l-8,8" stroke="%s" stroke-width="2"/></g>`+"\n",
-					from, x, p.storeY, red, x-4, p.storeY-4, red)
+				fmt.Fprintf(p.b, `<g class="lost" data-from="%.1f"><circle cx="%.1f" cy="%.1f" r="8" fill="none" stroke="%s" stroke-width="2" stroke-dasharray="3 2"/></g>`+"\n",
+					from, x, p.storeY-4, red)
 				p.taken = append(p.taken, rect{x - 8, p.storeY - 8, x + 8, p.storeY + 8})
 				p.line(seg{p.x(sent), toward(cy, p.storeY), p.x(e.At), p.storeY - 8}, col, 2.2, "", mk)
 				near(c, sent, fmt.Sprintf("write %s, token %d", labels[e.Write], e.Token), col)

@@ -172,8 +172,9 @@ func TestBrowserPresets(t *testing.T) {
 
 // TestBrowserTour steps through Kleppmann's scenario: one sentence a
 // step, forward and back (buttons and arrow keys), a cursor at the step's
-// moment in both figures, the late write's step tells both outcomes, and
-// the end's step gives both final values.
+// moment in both figures, the late write's step tells both outcomes, the
+// end's step gives both final values, and the last step's Next reads
+// Finish and closes the tour.
 func TestBrowserTour(t *testing.T) {
 	tab := openPage(t, 1280, 900, "scenario=kleppmann")
 	resp, err := playground.Run("scenario=kleppmann", pageWidth)
@@ -188,6 +189,8 @@ func TestBrowserTour(t *testing.T) {
 		Cursors []string
 		Back    bool
 		Next    bool
+		Label   string
+		Hidden  bool
 	}
 	read := func() state {
 		return eval[state](t, tab, `({
@@ -195,6 +198,8 @@ func TestBrowserTour(t *testing.T) {
   Cursors: [...document.querySelectorAll(".timeline line.cursor")].map((l) => l.getAttribute("x1")),
   Back: document.getElementById("tour-back").disabled,
   Next: document.getElementById("tour-next").disabled,
+  Label: document.getElementById("tour-next").textContent,
+  Hidden: document.getElementById("tour").hidden,
 })`)
 	}
 	check := func(i int) {
@@ -207,8 +212,9 @@ func TestBrowserTour(t *testing.T) {
 		if len(s.Cursors) != 2 || s.Cursors[0] != fmt.Sprint(step.X) || s.Cursors[1] != fmt.Sprint(step.X) {
 			t.Errorf("step %d: cursors at %v, want both at %v", i, s.Cursors, step.X)
 		}
-		if s.Back != (i == 0) || s.Next != (i == len(resp.Tour)-1) {
-			t.Errorf("step %d: back disabled %v, next disabled %v", i, s.Back, s.Next)
+		last := i == len(resp.Tour)-1
+		if s.Back != (i == 0) || s.Next || (s.Label == "Finish") != last {
+			t.Errorf("step %d: back disabled %v, next disabled %v and reads %q", i, s.Back, s.Next, s.Label)
 		}
 	}
 	if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("tour-start"))); err != nil {
@@ -241,6 +247,17 @@ func TestBrowserTour(t *testing.T) {
 	end := slices.IndexFunc(resp.Tour, func(s playground.Step) bool { return strings.Contains(s.Text, "the end.") })
 	if end < 0 || !strings.Contains(resp.Tour[end].Text, `final value "A1"`) || !strings.Contains(resp.Tour[end].Text, `final value "B1"`) {
 		t.Errorf("no step gives the end with both final values: %+v", resp.Tour)
+	}
+	// The last step's Finish closes the tour.
+	for i := late; i < len(resp.Tour)-1; i++ {
+		eval[bool](t, tab, `(document.getElementById("tour").dispatchEvent(new KeyboardEvent("keydown", {key: "ArrowRight", bubbles: true})), true)`)
+	}
+	check(len(resp.Tour) - 1)
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("tour-next"))); err != nil {
+		t.Fatal(err)
+	}
+	if s := read(); !s.Hidden || len(s.Cursors) != 0 {
+		t.Errorf("Finish leaves the tour shown (hidden %v) or its cursors drawn (%v)", s.Hidden, s.Cursors)
 	}
 }
 

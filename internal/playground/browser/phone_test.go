@@ -23,14 +23,15 @@ type cutLabel struct {
 // of the box shows, part is clipped by the figure's scrolled view, hidden
 // under the lane names' strip, off the screen's sides, or under the
 // sticky bar or below the screen's bottom. A label wholly out of view is
-// not cut (a scroll brings it whole), nor is the part of one the tour's
-// veil covers. It lists too the labels that must show whole and do not:
-// at a step, those of its moment's events, up to 6 px before (all if side by
-// side they fit the view, else the storage's and one at least); as the
-// page opens, the danger's of the run on screen.
+// not cut (a scroll brings it whole), nor is one the tour's veil covers
+// whole; one it covers in part is. It lists too the labels that must show whole and do not:
+// at a step, those of its moment's events, up to 6 px before, in both
+// figures together (all if side by side they fit the view, else the
+// storages' if they fit, and one at least); as the page opens, the
+// danger's of the run on screen.
 const cutLabelsJS = `((x, id) => {
   const sticky = document.getElementById("sticky").getBoundingClientRect().bottom;
-  const out = [];
+  const out = [], musts = [];
   for (const fig of document.querySelectorAll(".run .timeline")) {
     const svg = fig.querySelector("svg");
     const f = fig.getBoundingClientRect();
@@ -38,7 +39,6 @@ const cutLabelsJS = `((x, id) => {
     const stripRight = strip && getComputedStyle(strip).visibility !== "hidden" ? strip.getBoundingClientRect().right : -Infinity;
     const veil = svg.querySelector("rect.veil");
     const veilLeft = veil ? veil.getBoundingClientRect().left : Infinity;
-    const musts = [];
     const storeY = Math.max(...[...svg.querySelectorAll("text.lane-name")].map((n) => +n.getAttribute("y")));
     for (const t of svg.querySelectorAll("text")) {
       const r = t.getBoundingClientRect();
@@ -49,26 +49,32 @@ const cutLabelsJS = `((x, id) => {
         t: Math.max(f.top, sticky), b: Math.min(f.bottom, innerHeight),
       };
       const at = t.dataset.x === undefined ? NaN : +t.dataset.x;
-      const must = x >= 0 ? at <= x + 0.5 && at >= x - 6 : t.classList.contains("danger") && !!fig.closest("#" + id);
+      const later = t.dataset.from !== undefined && +t.dataset.from > x + 0.5; // told at a later step
+      const must = x >= 0 ? at <= x + 0.5 && at >= x - 6 && !later : t.classList.contains("danger") && !!fig.closest("#" + id);
       const shown = getComputedStyle(t).visibility !== "hidden" && t.getClientRects().length > 0 && r.width > 0;
       const under = veil && (t.compareDocumentPosition(veil) & Node.DOCUMENT_POSITION_FOLLOWING);
-      const b = {left: r.left, right: under ? Math.min(r.right, veilLeft) : r.right, top: r.top, bottom: r.bottom};
-      const seen = shown && b.right > b.left && b.right > v.l && b.left < v.r && b.bottom > v.t && b.top < v.b;
+      const b = {left: r.left, right: r.right, top: r.top, bottom: r.bottom};
+      const veiled = under && r.left >= veilLeft - 0.5;
+      const seen = shown && !veiled && b.right > b.left && b.right > v.l && b.left < v.r && b.bottom > v.t && b.top < v.b;
       const whole = b.left >= v.l - 0.5 && b.right <= v.r + 0.5 && b.top >= v.t - 0.5 && b.bottom <= v.b + 0.5;
       const found = {Text: t.textContent, Why: "", Left: b.left, Right: b.right, Top: b.top, Bottom: b.bottom,
         VisL: v.l, VisR: v.r, VisT: v.t, VisB: v.b};
       if (seen && !whole) out.push({...found, Why: "cut"});
+      if (seen && under && r.right > veilLeft + 0.5) out.push({...found, Why: "cut by the tour's veil"});
       if (must) musts.push({...found, Why: "not shown whole", ok: seen && whole, width: v.r - v.l, store: +t.dataset.y > storeY});
     }
-    // Those that must show: all whole if side by side they fit the view,
-    // else the storage's (a write's fate) and one at least.
-    if (musts.length) {
-      const span = Math.max(...musts.map((m) => m.Right)) - Math.min(...musts.map((m) => m.Left));
-      const missing = musts.filter((m) => !m.ok);
-      if (span <= musts[0].width + 1) out.push(...missing);
-      else if (missing.length === musts.length) out.push(...missing);
-      else out.push(...missing.filter((m) => m.store));
-    }
+  }
+  // Those that must show, in both figures (scrolled to one position):
+  // all whole if side by side they fit the view, else the storages' (a
+  // write's fate) if they fit, and one at least.
+  if (musts.length) {
+    const span = Math.max(...musts.map((m) => m.Right)) - Math.min(...musts.map((m) => m.Left));
+    const missing = musts.filter((m) => !m.ok);
+    const stores = musts.filter((m) => m.store);
+    const storeSpan = Math.max(...stores.map((m) => m.Right)) - Math.min(...stores.map((m) => m.Left));
+    if (span <= musts[0].width + 1) out.push(...missing);
+    else if (missing.length === musts.length) out.push(...missing);
+    else if (storeSpan <= musts[0].width + 1) out.push(...missing.filter((m) => m.store));
   }
   return out;
 })`

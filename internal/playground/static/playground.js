@@ -21,11 +21,12 @@ function parseSeconds(s) {
   return Math.round(parseFloat(s) * 1000);
 }
 
-// figureWidth is the width the figures are drawn at: the column's, but at
-// least 1000 px, so that labels stay 12 px (a narrow screen scrolls the
-// figure sideways instead of shrinking it).
+// figureWidth is the width of the figures' column, which the simulator
+// draws them at: at least 800 px, the most compressed that keeps labels
+// apart on a narrow column, so that labels stay 12 px (a narrow screen
+// scrolls the figure sideways instead of shrinking it).
 function figureWidth() {
-  return Math.max(1000, Math.floor(document.querySelector("#run-off .timeline").clientWidth));
+  return Math.floor(document.querySelector("#run-off .timeline").clientWidth);
 }
 
 function showValue(input) {
@@ -235,8 +236,9 @@ function shownBoxes(svg) {
   const veil = svg.querySelector("rect.veil");
   const veilX = veil ? Number(veil.getAttribute("x")) : Infinity;
   const boxes = [];
+  const touring = document.body.classList.contains("touring");
   for (const t of svg.querySelectorAll("text:not(.lane-name)")) {
-    if (t.style.visibility === "hidden") continue;
+    if (t.style.visibility === "hidden" || (touring && t.classList.contains("legend"))) continue;
     const b = t.getBBox();
     const under = veil && (t.compareDocumentPosition(veil) & Node.DOCUMENT_POSITION_FOLLOWING);
     const right = under ? Math.min(b.x + b.width, veilX) : b.x + b.width;
@@ -266,7 +268,7 @@ function stripWidth(fig) {
 // does not show whole as its weight.
 function scrollWhole(figs, target, lo, hi, keep) {
   const boxes = figs.flatMap((fig) => shownBoxes(fig.querySelector("svg")));
-  const strip = stripWidth(figs[0]), width = figs[0].clientWidth;
+  const strip = Math.max(...figs.map(stripWidth)), width = figs[0].clientWidth;
   const max = figs[0].scrollWidth - width;
   const p = leastCut(target, Math.max(0, lo), Math.min(max, hi), (at) => {
     const from = at + (at > 0 ? strip : 0), to = at + width;
@@ -307,11 +309,26 @@ function scrollPageWhole(target, lo, hi) {
   scrollTo({ top: y, behavior: "instant" });
 }
 
+// setName shows name on lane name n; in two lines if short, the
+// parenthesis (a storage's rule: "(claim)") on the second.
+function setName(n, name, short) {
+  const i = name.indexOf(" (");
+  if (!short || i < 0) {
+    n.textContent = name;
+    return;
+  }
+  const second = document.createElementNS("http://www.w3.org/2000/svg", "tspan");
+  second.setAttribute("x", n.getAttribute("x"));
+  second.setAttribute("dy", "15");
+  second.textContent = name.slice(i + 1);
+  n.replaceChildren(name.slice(0, i), second);
+}
+
 // keepLaneNames moves a figure's lane names to the left edge of what its
 // column shows, so that they stay in view as the figure scrolls sideways,
 // on an opaque strip drawn over everything else: no data shows under a
-// name. Scrolled, the names are short (data-short: "A", "Lease"), to
-// leave the figure room. A label the column's edges or the strip would
+// name. Scrolled, the names are short (data-short: "A", "Lease",
+// "Storage (claim)" in two lines), to leave the figure room. A label the column's edges or the strip would
 // cut is hidden until a scroll brings it whole.
 function keepLaneNames(fig) {
   const svg = fig.querySelector("svg");
@@ -321,7 +338,7 @@ function keepLaneNames(fig) {
   // right shows the names in form ("short" or "full") and returns the
   // width of a strip that covers them.
   const right = (form) => Math.ceil(8 + Math.max(...names.map((n) => {
-    n.textContent = n.dataset[form];
+    setName(n, n.dataset[form], form === "short");
     const b = n.getBBox();
     return b.x + b.width;
   })));
@@ -424,7 +441,9 @@ function showStep(i) {
   document.getElementById("tour-count").textContent = `Step ${step + 1} of ${steps.length}.`;
   document.getElementById("tour-text").textContent = s.text;
   document.getElementById("tour-back").disabled = step === 0;
-  document.getElementById("tour-next").disabled = step === steps.length - 1;
+  const next = document.getElementById("tour-next"), last = step === steps.length - 1;
+  next.textContent = last ? "Finish" : "Next \u25b6";
+  next.setAttribute("aria-label", last ? "Finish the tour" : "Next step");
   document.body.classList.toggle("outcome", !!s.outcome);
   for (const fig of document.querySelectorAll(".run .timeline")) {
     const svg = fig.querySelector("svg");
@@ -432,39 +451,51 @@ function showStep(i) {
     const veil = svgChild(svg, "rect", "veil", { y: 0, height: height });
     veil.setAttribute("x", String(s.x));
     veil.setAttribute("width", String(Math.max(0, width - s.x)));
+    // The cursor, just above the veil: under every label.
+    const line = svgChild(svg, "line", "cursor", { y1: 40, y2: height - 30 });
+    line.setAttribute("x1", String(s.x));
+    line.setAttribute("x2", String(s.x));
+    svg.append(veil, line);
     // Labels of events the cursor has reached are drawn above the veil;
     // later ones are hidden (a label may reach left of its event), and so
     // is what holds only from a later moment (data-from: a write's loss).
+    // A label of no event (a bar's, a token's) that the veil would cut
+    // shows whole.
     for (const t of svg.querySelectorAll("text[data-x]")) {
       const reached = Number(t.dataset.x) <= s.x + 0.5;
       t.style.visibility = reached ? "" : "hidden";
       if (reached) svg.append(t);
     }
+    for (const t of svg.querySelectorAll("text:not([data-x]):not(.lane-name)")) {
+      if (t.getBBox().x < s.x) svg.append(t);
+    }
     for (const el of svg.querySelectorAll("[data-from]")) {
       el.style.visibility = Number(el.dataset.from) > s.x + 0.5 ? "hidden" : "";
     }
-    const line = svgChild(svg, "line", "cursor", { y1: 40, y2: height - 30 });
-    line.setAttribute("x1", String(s.x));
-    line.setAttribute("x2", String(s.x));
-    // A narrow screen follows the cursor, centred in what the lane names
-    // leave of the figure's width, or further left to show whole the
-    // labels of the step's moment and just before, as long as the cursor
-    // stays in view; there, the step's own labels (within 6 px: the other
-    // run may end a little later) whole above all, the storage's first
-    // (they tell a write's fate), then where no label is cut. Each figure
-    // scrolls to its own labels: one position cannot always show both
-    // runs' storage labels whole.
-    const left = stripWidth(fig), view = fig.clientWidth;
-    const recent = [...svg.querySelectorAll("text[data-x]")].filter((t) =>
-      Number(t.dataset.x) <= s.x + 0.5 && Number(t.dataset.x) >= s.x - 60);
-    const labelsLeft = Math.min(Infinity, ...recent.map((t) => t.getBBox().x));
-    const target = Math.min(s.x - left - 0.5 * (view - left), labelsLeft - left - 4);
-    const lo = s.x - view + 12;
-    const storeY = Math.max(...[...svg.querySelectorAll("text.lane-name")].map((n) => Number(n.getAttribute("y"))));
-    const own = new Map(recent.filter((t) => Number(t.dataset.x) >= s.x - 6)
-      .map((t) => [t, Number(t.dataset.y) > storeY ? 300 : 100]));
-    scrollWhole([fig], Math.max(lo, target), lo, s.x - left - 4, own);
   }
+  // A narrow screen shows both figures at one position, so that an
+  // instant sits at one place in both: it follows the cursor, centred in
+  // what the lane names leave of the figure's width, or further left to
+  // show whole the labels of the step's moment and just before, as long
+  // as the cursor stays in view; there, the step's own labels in both
+  // figures (within 6 px: the other run may end a little later) whole
+  // above all, the storages' first (they tell a write's fate), then where
+  // no label is cut. From the step that tells the outcome on, the
+  // storages' earlier labels come next.
+  const figs = [...document.querySelectorAll(".run .timeline")];
+  const left = Math.max(...figs.map(stripWidth)), view = figs[0].clientWidth;
+  const texts = figs.flatMap((fig) => {
+    const svg = fig.querySelector("svg");
+    const storeY = Math.max(...[...svg.querySelectorAll("text.lane-name")].map((n) => Number(n.getAttribute("y"))));
+    return [...svg.querySelectorAll("text[data-x]")].map((t) => ({ t: t, at: Number(t.dataset.x), store: Number(t.dataset.y) > storeY }));
+  });
+  const recent = texts.filter((l) => l.at <= s.x + 0.5 && l.at >= s.x - 60);
+  const labelsLeft = Math.min(Infinity, ...recent.map((l) => l.t.getBBox().x));
+  const target = Math.min(s.x - left - 0.5 * (view - left), labelsLeft - left - 4);
+  const lo = s.x - view + 12;
+  const own = new Map(texts.filter((l) => l.at <= s.x + 0.5 && (l.at >= s.x - 6 || (s.outcome && l.store)))
+    .map((l) => [l.t, l.at < s.x - 6 ? 20 : l.store ? 300 : 100]));
+  scrollWhole(figs, Math.max(lo, target), lo, s.x - left - 4, own);
   // The first run's heading just below the sticky bar: on a desktop screen
   // both figures fit below it.
   const sticky = document.getElementById("sticky").offsetHeight;
@@ -473,13 +504,25 @@ function showStep(i) {
   // On a short screen, scroll on until the labels of the step's moment
   // (and just before it) are on screen, the second run's included; then,
   // nearby, to where no label shows only in part, those kept on screen.
-  const recent = [...document.querySelectorAll(".run .timeline svg text[data-x]")].filter((t) =>
-    Number(t.dataset.x) <= s.x + 0.5 && Number(t.dataset.x) >= s.x - 60);
-  const bottom = Math.max(0, ...recent.map((t) => t.getBoundingClientRect().bottom + scrollY));
-  const topmost = Math.min(Infinity, ...recent.map((t) => t.getBoundingClientRect().top + scrollY));
+  const bottom = Math.max(0, ...recent.map((l) => l.t.getBoundingClientRect().bottom + scrollY));
+  const topmost = Math.min(Infinity, ...recent.map((l) => l.t.getBoundingClientRect().top + scrollY));
   const need = bottom - innerHeight;
   scrollPageWhole(Math.max(top, need + 8), Math.max(top - 60, need + 2), Math.min(top + 160, topmost - sticky - 2));
+  hideUnderBar();
 }
+
+// hideUnderBar hides, while the tour runs, each label of the figures
+// that the sticky bar covers in part (its top under the bar, its bottom
+// below), until a scroll brings it whole: as keepLaneNames does sideways.
+function hideUnderBar() {
+  const bar = document.getElementById("sticky").getBoundingClientRect().bottom;
+  const touring = step >= 0;
+  for (const t of document.querySelectorAll(".run .timeline svg text:not(.lane-name)")) {
+    const r = t.getBoundingClientRect();
+    t.classList.toggle("under-bar", touring && r.top < bar - 0.5 && r.bottom > bar + 0.5);
+  }
+}
+addEventListener("scroll", hideUnderBar);
 
 document.getElementById("tour-start").addEventListener("click", () => {
   tourBox.hidden = false;
@@ -487,15 +530,22 @@ document.getElementById("tour-start").addEventListener("click", () => {
   document.getElementById("tour-next").focus();
 });
 document.getElementById("tour-back").addEventListener("click", () => showStep(step - 1));
-document.getElementById("tour-next").addEventListener("click", () => showStep(step + 1));
-document.getElementById("tour-close").addEventListener("click", () => {
+document.getElementById("tour-next").addEventListener("click", () => {
+  if (step === shown.tour.length - 1) closeTour();
+  else showStep(step + 1);
+});
+document.getElementById("tour-close").addEventListener("click", closeTour);
+
+// closeTour hides the tour and shows both figures whole.
+function closeTour() {
   tourBox.hidden = true;
   step = -1;
   document.body.classList.remove("touring", "outcome");
   for (const el of document.querySelectorAll(".timeline .cursor, .timeline .veil")) el.remove();
   for (const el of document.querySelectorAll(".timeline [data-from], .timeline text[data-x]")) el.style.visibility = "";
   for (const fig of document.querySelectorAll(".run .timeline")) keepLaneNames(fig);
-});
+  hideUnderBar();
+}
 tourBox.addEventListener("keydown", (ev) => {
   if (ev.key === "ArrowLeft") showStep(step - 1);
   if (ev.key === "ArrowRight") showStep(step + 1);
