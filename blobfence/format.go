@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // The stored object is an envelope: one header line, then the caller's
@@ -89,7 +90,7 @@ func Decode(stored []byte) (Envelope, []byte, error) {
 	if len(f) != 5 || f[0]+" "+f[1]+" " != headerMagic || f[2] != statePut && f[2] != stateDel || f[4] == "" {
 		return Envelope{}, nil, fmt.Errorf("%w: the fencekit header %q is not %q<put|del> <token> <nonce>", ErrBadMetadata, line, headerMagic)
 	}
-	tok, err := fence.ParseToken(f[3])
+	tok, err := valid.ParseToken(f[3])
 	if err != nil {
 		return Envelope{}, nil, fmt.Errorf("%w: the fencekit header: %v", ErrBadMetadata, err)
 	}
@@ -128,7 +129,7 @@ func parseRecord(raw string) (writeRecord, bool) {
 		return writeRecord{envelope: true, nonce: f[2], sum: sum, etag: plainETag(sum)}, true
 	case len(f) == 6 || len(f) == 7 && f[6] == "opaque":
 		sum, ok := md5Hex(f[1])
-		tok, err := fence.ParseToken(f[0])
+		tok, err := valid.ParseToken(f[0])
 		if !ok || err != nil {
 			return writeRecord{}, false
 		}

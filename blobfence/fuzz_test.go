@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 func FuzzValidateKey(f *testing.F) {
@@ -86,7 +87,7 @@ func FuzzMetadataIsAHint(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, tok uint64, nonce string, body []byte, mdToken, record string, whole bool) {
 		e := Envelope{Token: fence.Token(tok), Nonce: nonce}
-		if e.Token.Validate() != nil || nonce == "" || strings.ContainsFunc(nonce, isSpace) || len(e.header()) > maxHeaderLen {
+		if valid.Token(e.Token) != nil || nonce == "" || strings.ContainsFunc(nonce, isSpace) || len(e.header()) > maxHeaderLen {
 			return
 		}
 		stored := append(e.header(), body...)
@@ -125,7 +126,7 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("Decode(%q): %v; want ErrBadMetadata", stored, err)
 		}
 		e := Envelope{Deleted: tok%2 == 0, Token: fence.Token(tok), Nonce: nonce}
-		valid := e.Token.Validate() == nil && nonce != "" && !strings.ContainsFunc(nonce, isSpace) && len(e.header()) <= maxHeaderLen
+		valid := valid.Token(e.Token) == nil && nonce != "" && !strings.ContainsFunc(nonce, isSpace) && len(e.header()) <= maxHeaderLen
 		got, b, err := Decode(append(e.header(), body...))
 		if valid && (err != nil || got != e || !bytes.Equal(b, body)) {
 			t.Fatalf("envelope %+v with body %q decodes as %+v, %q, %v", e, body, got, b, err)

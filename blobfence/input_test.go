@@ -12,6 +12,7 @@ import (
 
 	"github.com/fencekit/fencekit/blobfence"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // TestBadInputSendsNothing: every bad argument gives an error wrapping
@@ -51,7 +52,7 @@ func TestBadInputSendsNothing(t *testing.T) {
 		{"key with DEL", good, "a\x7f", 1, "U+007F", false},
 		{"key with a C1 control", good, "a\u0085", 1, "U+0085", false},
 		{"token 0", good, "k", 0, "token is zero", true},
-		{"token above 2^63-1", good, "k", fence.MaxToken + 1, "above the maximum", true},
+		{"token above 2^63-1", good, "k", valid.MaxToken + 1, "above the maximum", true},
 	}
 	for _, tc := range cases {
 		for name, op := range ops(tc.store, tc.key, tc.tok) {

@@ -23,6 +23,8 @@ import (
 
 	"github.com/fencekit/fencekit/blobfence"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/fencetest"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // The model check: every interleaving of the requests of three writers
@@ -34,7 +36,7 @@ import (
 // the scheduler lets it through, and a depth-first search over the
 // scheduler's choices runs every schedule once. The invariant is fencing's
 // own: the tokens of the writes the model applied, in order, pass
-// fence.VerifyHistory. Models of the second release's protocol (the ETag
+// fencetest.VerifyHistory. Models of the second release's protocol (the ETag
 // of the body, DELETE's If-Match) and of the third's (the token read from
 // metadata) run the same way must break it.
 
@@ -187,7 +189,7 @@ func (c modelClient) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...fu
 		o.md = cur.md
 	}
 	c.m.objs[key] = o
-	tok, _ := fence.ParseToken(md[blobfence.DefaultMetadataKey])
+	tok, _ := valid.ParseToken(md[blobfence.DefaultMetadataKey])
 	c.m.log = append(c.m.log, tok)
 	c.m.trace = append(c.m.trace, fmt.Sprintf("w%d(%d) PUT: applied, etag %s", c.w, c.tok, o.etag))
 	if c.m.mode.split && exists {
@@ -419,7 +421,7 @@ func explore(t *testing.T, mode modelMode, initial func(ctx context.Context, c m
 		}
 		sched.run(writers)
 		r.schedules++
-		if err := fence.VerifyHistory(modelKey, m.log); err != nil {
+		if err := fencetest.VerifyHistory(modelKey, m.log); err != nil {
 			r.violations++
 			if r.example == nil {
 				r.example = append([]string{fmt.Sprintf("%s; ops %s, %s, %s; applied tokens %v", mode, ops[0].name, ops[1].name, ops[2].name, m.log)}, m.trace...)
@@ -568,7 +570,7 @@ func modelHead(ctx context.Context, c modelClient) (out *s3.HeadObjectOutput, to
 	if err != nil {
 		return nil, 0, err
 	}
-	tok, _ = fence.ParseToken(out.Metadata[blobfence.DefaultMetadataKey])
+	tok, _ = valid.ParseToken(out.Metadata[blobfence.DefaultMetadataKey])
 	return out, tok, nil
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/obs"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // Put stores body under key with token tok, unless the key carries a newer
@@ -58,7 +59,7 @@ func (s *Store) PutReader(ctx context.Context, key string, r io.ReadSeeker, tok 
 		return Version{}, err
 	}
 	if r == nil {
-		return Version{}, fence.Invalid("blobfence: put %s: the body reader is nil", s.resource(key))
+		return Version{}, valid.Invalid("blobfence: put %s: the body reader is nil", s.resource(key))
 	}
 	f, err := s.objectFields(key, opts)
 	if err != nil {
@@ -68,7 +69,7 @@ func (s *Store) PutReader(ctx context.Context, key string, r io.ReadSeeker, tok 
 	if c.start, c.size, err = measure(r); err != nil {
 		return Version{}, s.wrap(ctx, "put", key, fmt.Errorf("measure the body: %w", err))
 	}
-	if _, err := s.userMetadata(f, fence.MaxToken.String(), longestRecord); err != nil {
+	if _, err := s.userMetadata(f, valid.MaxToken.String(), longestRecord); err != nil {
 		return Version{}, err
 	}
 	decide := func(context.Context, state) (*content, error) { return c, nil }

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // S3API is the part of an S3 client that a [Store] calls. *s3.Client from
@@ -143,18 +144,18 @@ func New(client S3API, bucket string, opts *Options) (*Store, error) {
 	}
 	switch {
 	case isNil(client):
-		return nil, fence.Invalid("blobfence: New: the S3 client is nil")
+		return nil, valid.Invalid("blobfence: New: the S3 client is nil")
 	case o.MaxAttempts < 0:
-		return nil, fence.Invalid("blobfence: New: Options.MaxAttempts is %d; it must not be negative (0 means %d)", o.MaxAttempts, DefaultMaxAttempts)
+		return nil, valid.Invalid("blobfence: New: Options.MaxAttempts is %d; it must not be negative (0 means %d)", o.MaxAttempts, DefaultMaxAttempts)
 	}
 	if err := validateBucket(bucket); err != nil {
-		return nil, fence.Invalid("blobfence: New: %v", err)
+		return nil, valid.Invalid("blobfence: New: %v", err)
 	}
 	if p := metadataKeyProblem(s.tokenKey); p != "" {
-		return nil, fence.Invalid("blobfence: New: Options.MetadataKey: %s", p)
+		return nil, valid.Invalid("blobfence: New: Options.MetadataKey: %s", p)
 	}
 	if p := identityProblem(s.identity); p != "" {
-		return nil, fence.Invalid("blobfence: New: Options.Identity: %s", p)
+		return nil, valid.Invalid("blobfence: New: Options.Identity: %s", p)
 	}
 	return s, nil
 }
@@ -169,17 +170,17 @@ const MaxBucketLen = 255
 // enforces those). Anything else (a '/', a space, a NUL, other bytes) can
 // only give a failed request, so it is refused before one is sent.
 func validateBucket(bucket string) error {
-	if err := fence.ValidateName("bucket name", bucket); err != nil {
+	if err := valid.Name("bucket name", bucket); err != nil {
 		return err
 	}
 	if len(bucket) > MaxBucketLen {
-		return fence.Invalid("bucket name is %d bytes, longer than %d", len(bucket), MaxBucketLen)
+		return valid.Invalid("bucket name is %d bytes, longer than %d", len(bucket), MaxBucketLen)
 	}
 	for i := 0; i < len(bucket); i++ {
 		switch c := bucket[i]; {
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '-', c == '_':
 		default:
-			return fence.Invalid("bucket name has %q at byte %d; a bucket name is letters, digits, '.', '-' and '_'", rune(c), i)
+			return valid.Invalid("bucket name has %q at byte %d; a bucket name is letters, digits, '.', '-' and '_'", rune(c), i)
 		}
 	}
 	return nil
@@ -199,12 +200,12 @@ func (s *Store) Bucket() string { return s.bucket }
 func (s *Store) MetadataKey() string { return s.tokenKey }
 
 // ValidateKey returns nil when key can name an object: a name
-// [fence.ValidateName] accepts, 1 to [MaxKeyLen] bytes of valid UTF-8
+// valid.Name accepts, 1 to [MaxKeyLen] bytes of valid UTF-8
 // without control characters (NUL, other C0 and C1 controls, DEL), which S3
 // either refuses or cannot return in XML listings. Errors match
 // [fence.ErrInvalid].
 func ValidateKey(key string) error {
-	if err := fence.ValidateName("object key", key); err != nil {
+	if err := valid.Name("object key", key); err != nil {
 		return fmt.Errorf("blobfence: %w", err)
 	}
 	return nil
@@ -229,9 +230,9 @@ func metadataKeyProblem(name string) string {
 // check validates the store and key before a call sends anything.
 func (s *Store) check(op, key string) error {
 	if s == nil {
-		return fence.Invalid("blobfence: %s on a nil *Store", op)
+		return valid.Invalid("blobfence: %s on a nil *Store", op)
 	}
-	if err := fence.ValidateName("object key", key); err != nil {
+	if err := valid.Name("object key", key); err != nil {
 		return fmt.Errorf("blobfence: %s: %w", op, err)
 	}
 	return nil
@@ -242,7 +243,7 @@ func (s *Store) checkWrite(op, key string, tok fence.Token) error {
 	if err := s.check(op, key); err != nil {
 		return err
 	}
-	if err := tok.Validate(); err != nil {
+	if err := valid.Token(tok); err != nil {
 		return fmt.Errorf("blobfence: %s %s: %w", op, s.resource(key), err)
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 
 	"github.com/fencekit/fencekit/blobfence"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 func mustGet(t *testing.T, s *blobfence.Store, key string) ([]byte, fence.Token) {
@@ -77,7 +78,7 @@ func TestEqualAndNewerAccepted(t *testing.T) {
 	for i, step := range []struct {
 		tok  fence.Token
 		body string
-	}{{10, "v1"}, {10, "v2 same holder"}, {11, "v3 newer"}, {fence.MaxToken, "v4 max"}} {
+	}{{10, "v1"}, {10, "v2 same holder"}, {11, "v3 newer"}, {valid.MaxToken, "v4 max"}} {
 		if err := s.Put(ctx, "k", []byte(step.body), step.tok); err != nil {
 			t.Fatalf("step %d (token %d): %v", i, step.tok, err)
 		}

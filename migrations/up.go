@@ -12,7 +12,7 @@ import (
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // Table is where Up and Down record fencekit's schema version (golang-migrate's
@@ -163,15 +163,15 @@ func parseURL(databaseURL string) (*url.URL, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, fence.Invalid("migrations: database URL does not parse: %v", err)
+		return nil, valid.Invalid("migrations: database URL does not parse: %v", err)
 	}
 	switch u.Scheme {
 	case "postgres", "postgresql", "pgx5":
 		return u, nil
 	case "":
-		return nil, fence.Invalid("migrations: database URL has no scheme; want postgres://user@host:port/db (key=value strings are not supported)")
+		return nil, valid.Invalid("migrations: database URL has no scheme; want postgres://user@host:port/db (key=value strings are not supported)")
 	default:
-		return nil, fence.Invalid("migrations: database URL scheme %.20q: want postgres:// or postgresql://", u.Scheme)
+		return nil, valid.Invalid("migrations: database URL scheme %.20q: want postgres:// or postgresql://", u.Scheme)
 	}
 }
 

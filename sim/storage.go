@@ -21,7 +21,7 @@ const (
 	// StorageClaim is fencekit's storage: the write check plus the claim.
 	// The first access after acquiring (here the read) records the
 	// holder's token, so writes with older tokens are refused from then
-	// on, even before the new holder writes anything ([fence.MemStore]
+	// on, even before the new holder writes anything ([fencetest.Store]
 	// Claim and Put; sqlfence.Fence for PostgreSQL).
 	StorageClaim
 	// StorageCheckThenWrite has StorageClaim's rules but is not atomic: the

@@ -97,7 +97,7 @@
 // holder: stop, do not retry".
 // Bad input is refused before anything is sent, with an error matching
 // [fence.ErrInvalid]: a zero token or one above 2^63-1 (PostgreSQL's bigint
-// cannot hold it), a resource [fence.ValidateName] refuses, a nil handle,
+// cannot hold it), a bad resource name, a nil handle,
 // table or fn, a table or column name that is not a plain identifier, a
 // column named twice, a wrong number of values. An already cancelled
 // context is refused too, with ctx's error.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/pgsql"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // TxBeginner starts a transaction. It is satisfied by *pgx.Conn,
@@ -56,8 +57,7 @@ var (
 //
 // Errors: a [*fence.StaleError] when a token greater than tok was already
 // accepted (tx should then be rolled back; Claim has changed nothing);
-// [fence.ErrInvalid] for a nil tx, a zero token or one above
-// [fence.MaxToken], or a resource [fence.ValidateName] refuses (nothing
+// [fence.ErrInvalid] for a nil tx, a bad token or resource (nothing
 // sent); ctx's error; PostgreSQL's error (for example a missing
 // fencekit_tokens table: run migrations.Up).
 func Claim(ctx context.Context, tx pgx.Tx, resource string, tok fence.Token) error {
@@ -89,8 +89,7 @@ func Fence(ctx context.Context, db Querier, resource string, tok fence.Token) er
 // Current returns the newest token committed for resource's guard row, or
 // zero when the resource was never claimed. One round trip.
 //
-// Errors: [fence.ErrInvalid] for a nil db or a resource
-// [fence.ValidateName] refuses (nothing sent); ctx's error (nothing sent
+// Errors: [fence.ErrInvalid] for a nil db or a bad resource ([fence.ErrInvalid]) (nothing sent); ctx's error (nothing sent
 // when ctx is already done); PostgreSQL's errors (for example a missing
 // fencekit_tokens table: run migrations.Up).
 func Current(ctx context.Context, db Querier, resource string) (fence.Token, error) {
@@ -125,10 +124,10 @@ func (s pgxSender) Exec(ctx context.Context, sql string, args []any) (int64, err
 }
 
 // errNilDB is the error for a nil database handle.
-var errNilDB = fence.Invalid("sqlfence: nil database handle")
+var errNilDB = valid.Invalid("sqlfence: nil database handle")
 
 // checkArgs validates what every guard call checks before sending
-// anything: the handle, the resource and the token (fence.ValidateWrite),
+// anything: the handle, the resource and the token (valid.Write),
 // then ctx. It allocates nothing on success.
 func checkArgs(ctx context.Context, db any, resource string, tok fence.Token) error {
 	return pgsql.CheckArgs(ctx, "sqlfence", isNil(db), errNilDB, resource, tok)

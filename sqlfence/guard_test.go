@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 	"github.com/fencekit/fencekit/sqlfence"
 )
 
@@ -299,7 +300,7 @@ func TestBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tooBig := fence.MaxToken + 1
+	tooBig := valid.MaxToken + 1
 	long := strings.Repeat("r", 16<<10)
 	var nilTable *sqlfence.Table
 	inv := fence.ErrInvalid

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/pgsql"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // Options configures a [Guard]. The zero value (and a nil *Options) means
@@ -59,11 +60,11 @@ func New(opts *Options) (*Guard, error) {
 	case pgx.RepeatableRead, pgx.Serializable:
 		g.retries = DefaultMaxRetries
 	default:
-		return nil, fence.Invalid("sqlfence: Options.IsoLevel %q: want empty or one of pgx.ReadUncommitted, pgx.ReadCommitted, pgx.RepeatableRead, pgx.Serializable", opts.IsoLevel)
+		return nil, valid.Invalid("sqlfence: Options.IsoLevel %q: want empty or one of pgx.ReadUncommitted, pgx.ReadCommitted, pgx.RepeatableRead, pgx.Serializable", opts.IsoLevel)
 	}
 	switch {
 	case opts.MaxRetries < 0:
-		return nil, fence.Invalid("sqlfence: Options.MaxRetries is %d; want 0 (default) or more", opts.MaxRetries)
+		return nil, valid.Invalid("sqlfence: Options.MaxRetries is %d; want 0 (default) or more", opts.MaxRetries)
 	case opts.MaxRetries > 0 && g.retries > 0:
 		g.retries = opts.MaxRetries
 	}
@@ -108,8 +109,7 @@ func InTx(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 // the savepoint's release fails.
 //
 // Errors: a [*fence.StaleError] (fn not called, nothing changed);
-// [fence.ErrInvalid] for a nil db or fn, a zero token or one above
-// [fence.MaxToken], or a resource [fence.ValidateName] refuses (nothing
+// [fence.ErrInvalid] for a nil db or fn, a bad token or resource (nothing
 // sent); an error for an isolation level requested on a pgx.Tx; ctx's error (nothing sent when ctx is already
 // done); PostgreSQL's errors. Once ctx has ended, every error also wraps
 // context.Cause(ctx): with a lease's Context, a transaction cut off by the
@@ -119,11 +119,11 @@ func (g *Guard) InTx(ctx context.Context, db TxBeginner, resource string, tok fe
 		return err
 	}
 	if fn == nil {
-		return fence.Invalid("sqlfence: InTx(%q): nil fn", resource)
+		return valid.Invalid("sqlfence: InTx(%q): nil fn", resource)
 	}
 	_, canSetLevel := db.(txOptionsBeginner)
 	if g.opts.IsoLevel != "" && !canSetLevel {
-		return fence.Invalid("sqlfence: InTx(%q): isolation level %s needs a *pgx.Conn or *pgxpool.Pool; a %T's level is its outer transaction's", resource, g.opts.IsoLevel, db)
+		return valid.Invalid("sqlfence: InTx(%q): isolation level %s needs a *pgx.Conn or *pgxpool.Pool; a %T's level is its outer transaction's", resource, g.opts.IsoLevel, db)
 	}
 	var err error
 	for attempt := 0; ; attempt++ {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 	"github.com/fencekit/fencekit/lease"
 	"github.com/fencekit/fencekit/lease/redislease"
 	"github.com/fencekit/fencekit/sim"
@@ -124,7 +125,7 @@ func (x *realExec) pauseA(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if x.tokA, err = fence.ParseToken(line); err != nil {
+	if x.tokA, err = valid.ParseToken(line); err != nil {
 		return fmt.Errorf("real: holder's token: %w", err)
 	}
 	x.r.add(sim.Event{Kind: sim.KindGranted, Client: clientA, Token: x.tokA, Dur: x.c.TTL})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/obs"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // Sender sends one statement on a driver's handle.
@@ -104,7 +105,7 @@ func BeginClaim(level, mark, claim string) string {
 }
 
 // Literal returns s as an E'...' string literal, its backslashes and quotes
-// escaped. s must hold no NUL byte (fence.ValidateName refuses them).
+// escaped. s must hold no NUL byte (valid.Name refuses them).
 func Literal(s string) string {
 	var b strings.Builder
 	b.WriteString("E'")
@@ -152,7 +153,7 @@ func Claimed(ctx context.Context, s Sender, pkg, resource string, tok fence.Toke
 		return fmt.Errorf("%s: claim %q with token %s: %w", pkg, resource, tok, err)
 	case claimed:
 		return nil
-	case fence.IsStale(tok, fence.Token(cur)):
+	case fence.Check(resource, tok, fence.Token(cur)) != nil:
 		return StaleError(ctx, resource, tok, fence.Token(cur))
 	default:
 		// Refused, but the statement's snapshot predates the newer token
@@ -176,7 +177,7 @@ func StaleFromReread(ctx context.Context, s Sender, pkg, resource string, tok fe
 	if err != nil {
 		return fmt.Errorf("%s: %q refused token %s; reading the current token: %w", pkg, resource, tok, err)
 	}
-	if !fence.IsStale(tok, fence.Token(cur)) {
+	if fence.Check(resource, tok, fence.Token(cur)) == nil {
 		// Cannot happen while the row lock is held; say so rather than
 		// pretend the write was stale.
 		return fmt.Errorf("%s: %q refused token %s but holds token %d; retry", pkg, resource, tok, cur)
@@ -187,7 +188,7 @@ func StaleFromReread(ctx context.Context, s Sender, pkg, resource string, tok fe
 // Current reads resource's newest committed guard token, zero when there is
 // no guard row. pkg starts error messages.
 func Current(ctx context.Context, s Sender, pkg, resource string) (fence.Token, error) {
-	if err := fence.ValidateName("resource", resource); err != nil {
+	if err := valid.Name("resource", resource); err != nil {
 		return 0, fmt.Errorf("%s: %w", pkg, err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -224,13 +225,13 @@ func WithCause(ctx context.Context, err error) error {
 
 // CheckArgs validates what every guard call checks before sending
 // anything: the handle (nilDB is the caller's error for a nil one), the
-// resource and the token (fence.ValidateWrite), then ctx. It allocates
+// resource and the token (valid.Write), then ctx. It allocates
 // nothing on success.
 func CheckArgs(ctx context.Context, pkg string, isNil bool, nilDB error, resource string, tok fence.Token) error {
 	if isNil {
 		return nilDB
 	}
-	if err := fence.ValidateWrite("resource", resource, tok); err != nil {
+	if err := valid.Write("resource", resource, tok); err != nil {
 		return fmt.Errorf("%s: %w", pkg, err)
 	}
 	if err := ctx.Err(); err != nil {
