@@ -130,5 +130,5 @@ func TestHolderProcessPausedIdleTimeout(t *testing.T) {
 	if got := logRows(t, env.Pool); !slices.Equal(got, want) {
 		t.Fatalf("log = %v, want %v", got, want)
 	}
-	wantStale(t, sqlfence.Fence(testCtx(t), env.Pool, "r", 10), "r", 10, 11)
+	wantStale(t, sqlfence.Claim(testCtx(t), env.Pool, "r", 10), "r", 10, 11)
 }

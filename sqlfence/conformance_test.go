@@ -55,11 +55,11 @@ func TestConformsToMemStore(t *testing.T) {
 			}
 		}
 		for _, res := range resources {
-			cur, err := sqlfence.Current(ctx, env.Pool, prefix+res)
+			cur, err := current(ctx, env.Pool, prefix+res)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ver, err := table.Version(ctx, env.Pool, res)
+			ver, err := lockVersion(ctx, env.Pool, "conf", res)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -39,9 +39,9 @@
 // the claim's server CPU (docs/performance.md, "Fenced SQL writes").
 // [Exec] sends the claim and one statement as one pipeline, an implicit
 // transaction: one round trip for a single-statement write.
-// [Claim] is the same claim on a transaction the caller manages,
-// and [Fence] makes it alone right after a lease is acquired, which shuts
-// out the previous holder before the new one has written anything.
+// [Claim] makes the claim alone: on a pool or connection right after a
+// lease is acquired, which shuts out the previous holder before the new one
+// has written anything, or on a transaction the caller manages.
 //
 // # Row mode
 //

@@ -29,14 +29,14 @@ type Options struct {
 	// MaxRetries bounds how many times InTx re-runs the whole transaction
 	// (claim and fn) after a serialization failure (SQLSTATE 40001) or a
 	// deadlock (40P01) when IsoLevel is RepeatableRead or Serializable.
-	// Zero means DefaultMaxRetries at those levels; negative is an error.
+	// Zero means 5 at those levels; negative is an error.
 	// At other levels nothing is retried.
 	MaxRetries int
 }
 
-// DefaultMaxRetries is the retry bound used when Options.MaxRetries is zero
+// defaultMaxRetries is the retry bound used when Options.MaxRetries is zero
 // and the isolation level can fail with serialization errors.
-const DefaultMaxRetries = 5
+const defaultMaxRetries = 5
 
 // Guard runs fenced transactions with fixed [Options]. Its methods are safe
 // for concurrent use. The package-level [InTx] uses a Guard with defaults.
@@ -58,7 +58,7 @@ func New(opts *Options) (*Guard, error) {
 	switch opts.IsoLevel {
 	case "", pgx.ReadUncommitted, pgx.ReadCommitted:
 	case pgx.RepeatableRead, pgx.Serializable:
-		g.retries = DefaultMaxRetries
+		g.retries = defaultMaxRetries
 	default:
 		return nil, valid.Invalid("sqlfence: Options.IsoLevel %q: want empty or one of pgx.ReadUncommitted, pgx.ReadCommitted, pgx.RepeatableRead, pgx.Serializable", opts.IsoLevel)
 	}

@@ -9,7 +9,8 @@ import (
 	"github.com/fencekit/fencekit/internal/valid"
 )
 
-// ErrNoRow is returned (wrapped) by [Table.Update] when no row has the key.
+// ErrNoRow is returned (wrapped) by [Table.Update] and [Table.Claim] when
+// no row has the key.
 var ErrNoRow = errors.New("sqlfence: no such row")
 
 // ErrRowExists is returned (wrapped) by [Table.Insert] when a row with the
@@ -149,18 +150,6 @@ func (t *Table) Claim(ctx context.Context, db Querier, key any, tok fence.Token,
 		return err
 	}
 	return t.core.Claim(ctx, pgxSender{db}, key, tok, dest)
-}
-
-// Version returns the row's version (0 for a NULL version). One round trip.
-//
-// Errors: [ErrNoRow] when no row has the key; [fence.ErrInvalid] for a nil
-// table or db; ctx's error (nothing sent when ctx is already done);
-// PostgreSQL's errors.
-func (t *Table) Version(ctx context.Context, db Querier, key any) (fence.Token, error) {
-	if err := t.checkHandle(db); err != nil {
-		return 0, err
-	}
-	return t.core.Version(ctx, pgxSender{db}, key)
 }
 
 // write runs op ("update", "insert" or "upsert").

@@ -185,22 +185,6 @@ func StaleFromReread(ctx context.Context, s Sender, pkg, resource string, tok fe
 	return StaleError(ctx, resource, tok, fence.Token(cur))
 }
 
-// Current reads resource's newest committed guard token, zero when there is
-// no guard row. pkg starts error messages.
-func Current(ctx context.Context, s Sender, pkg, resource string) (fence.Token, error) {
-	if err := valid.Name("resource", resource); err != nil {
-		return 0, fmt.Errorf("%s: %w", pkg, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("%s: current token of %q: %w", pkg, resource, WithCause(ctx, err))
-	}
-	var cur int64
-	if _, err := s.Row(ctx, CurrentSQL, []any{resource}, &cur); err != nil {
-		return 0, fmt.Errorf("%s: current token of %q: %w", pkg, resource, WithCause(ctx, err))
-	}
-	return fence.Token(cur), nil
-}
-
 // StaleError counts a refused write (fencekit_stale_rejected, store
 // postgres) and returns its error.
 func StaleError(ctx context.Context, resource string, tok, cur fence.Token) error {

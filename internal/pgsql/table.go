@@ -240,23 +240,6 @@ func (t *Table) Claim(ctx context.Context, s Sender, key any, tok fence.Token, d
 	return nil
 }
 
-// Version reads the row's version (0 for a NULL version).
-func (t *Table) Version(ctx context.Context, s Sender, key any) (fence.Token, error) {
-	res := t.resource(key)
-	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("%s: version of %s: %w", t.pkg.Name, res, WithCause(ctx, err))
-	}
-	var v int64
-	found, err := s.Row(ctx, t.readSQL, []any{key}, &v)
-	switch {
-	case err != nil:
-		return 0, fmt.Errorf("%s: version of %s: %w", t.pkg.Name, res, WithCause(ctx, err))
-	case !found:
-		return 0, fmt.Errorf("%w: %s", t.pkg.ErrNoRow, res)
-	}
-	return fence.Token(v), nil
-}
-
 // refused explains a write that changed no row, with a second statement:
 // under READ COMMITTED it sees what was committed up to now, including what
 // the refused statement waited for.

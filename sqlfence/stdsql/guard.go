@@ -32,7 +32,6 @@ var (
 // it right after acquiring a lease, before writing anything. On a *sql.Tx
 // it lives until that transaction ends and holds the guard row's lock
 // until then: call it first in your transaction, then write, then commit.
-// It is sqlfence.Fence and sqlfence.Claim in one.
 //
 // Claim costs one round trip (two in the rare race where a newer holder
 // committed while the claim waited on the row lock).
@@ -47,16 +46,6 @@ func Claim(ctx context.Context, db Execer, resource string, tok fence.Token) err
 		return err
 	}
 	return pgsql.WithCause(ctx, pgsql.Claim(ctx, sender{db}, "stdsql", resource, tok))
-}
-
-// Current returns the newest token committed for resource's guard row, or
-// zero when the resource was never claimed. One round trip. Errors: those
-// of [Claim], without the stale error.
-func Current(ctx context.Context, db Execer, resource string) (fence.Token, error) {
-	if isNil(db) {
-		return 0, errNilDB
-	}
-	return pgsql.Current(ctx, sender{db}, "stdsql", resource)
 }
 
 // InTx begins a transaction on db, claims resource's guard row with tok (as

@@ -9,8 +9,8 @@ import (
 	"github.com/fencekit/fencekit/internal/valid"
 )
 
-// ErrNoRow is returned (wrapped) by [Table.Update], [Table.Claim] and
-// [Table.Version] when no row has the key.
+// ErrNoRow is returned (wrapped) by [Table.Update] and [Table.Claim] when
+// no row has the key.
 var ErrNoRow = errors.New("stdsql: no such row")
 
 // ErrRowExists is returned (wrapped) by [Table.Insert] when a row with the
@@ -97,15 +97,6 @@ func (t *Table) Claim(ctx context.Context, db Execer, key any, tok fence.Token, 
 		return err
 	}
 	return t.core.Claim(ctx, sender{db}, key, tok, dest)
-}
-
-// Version returns the row's version (0 for a NULL version). One round trip.
-// Errors: [ErrNoRow], and those of [Table.Update].
-func (t *Table) Version(ctx context.Context, db Execer, key any) (fence.Token, error) {
-	if err := t.checkHandle(db); err != nil {
-		return 0, err
-	}
-	return t.core.Version(ctx, sender{db}, key)
 }
 
 // write runs op ("update", "insert" or "upsert").
