@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -220,31 +219,6 @@ func ExampleNew() {
 	// Output:
 	// blobfence: New: the S3 client is nil
 	// true
-}
-
-// Another reader of the bucket sees the envelope: a header line, then the
-// body. Decode splits them.
-func ExampleDecode() {
-	ctx := context.Background()
-	client := exampleClient() // as in Example_staticCredentials
-	bucket, remove := exampleBucket(client)
-	defer remove()
-	store, _ := blobfence.New(client, bucket, nil)
-
-	_ = store.Put(ctx, "note", []byte("hello"), 3)
-	out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String("note")})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	stored, _ := io.ReadAll(out.Body)
-	out.Body.Close()
-	fmt.Println(strings.HasPrefix(string(stored), "fencekit-blob 1 put 3 "))
-	e, body, err := blobfence.Decode(stored)
-	fmt.Printf("%s %v %q %v\n", e.Token, e.Deleted, body, err)
-	// Output:
-	// true
-	// 3 false "hello" <nil>
 }
 
 // The same bytes from successive holders are all accepted: every write

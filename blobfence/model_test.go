@@ -147,7 +147,7 @@ func (c modelClient) HeadObject(_ context.Context, in *s3.HeadObjectInput, _ ...
 		c.note("HEAD: absent")
 		return nil, modelError(404)
 	}
-	c.note("HEAD: token %s etag %s", o.md[blobfence.DefaultMetadataKey], o.etag)
+	c.note("HEAD: token %s etag %s", o.md[tokenMetadata], o.etag)
 	return &s3.HeadObjectOutput{ETag: aws.String(o.etag), Metadata: copyMD(o.md)}, nil
 }
 
@@ -189,7 +189,7 @@ func (c modelClient) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...fu
 		o.md = cur.md
 	}
 	c.m.objs[key] = o
-	tok, _ := valid.ParseToken(md[blobfence.DefaultMetadataKey])
+	tok, _ := valid.ParseToken(md[tokenMetadata])
 	c.m.log = append(c.m.log, tok)
 	c.m.trace = append(c.m.trace, fmt.Sprintf("w%d(%d) PUT: applied, etag %s", c.w, c.tok, o.etag))
 	if c.m.mode.split && exists {
@@ -570,7 +570,7 @@ func modelHead(ctx context.Context, c modelClient) (out *s3.HeadObjectOutput, to
 	if err != nil {
 		return nil, 0, err
 	}
-	tok, _ = valid.ParseToken(out.Metadata[blobfence.DefaultMetadataKey])
+	tok, _ = valid.ParseToken(out.Metadata[tokenMetadata])
 	return out, tok, nil
 }
 
@@ -584,7 +584,7 @@ func oldHead(ctx context.Context, c modelClient) (oldVersion, error) {
 
 func oldPut(ctx context.Context, c modelClient, body string, known *oldVersion) error {
 	sum := md5.Sum([]byte(body))
-	for attempt := 0; attempt < blobfence.DefaultMaxAttempts; attempt++ {
+	for attempt := 0; attempt < defaultAttempts; attempt++ {
 		cur := oldVersion{}
 		if attempt == 0 && known != nil {
 			cur = *known
@@ -602,7 +602,7 @@ func oldPut(ctx context.Context, c modelClient, body string, known *oldVersion) 
 			form = "mpu" // the other form, so that the ETag changes
 		}
 		in := &s3.PutObjectInput{Bucket: aws.String("model"), Key: aws.String(modelKey), Body: strings.NewReader(body),
-			Metadata: map[string]string{blobfence.DefaultMetadataKey: c.tok.String(), "model-md5": hex.EncodeToString(sum[:]), "model-form": form, "model-form-was": form}}
+			Metadata: map[string]string{tokenMetadata: c.tok.String(), "model-md5": hex.EncodeToString(sum[:]), "model-form": form, "model-form-was": form}}
 		if cur.exists {
 			in.IfMatch = aws.String(cur.etag)
 		} else {
@@ -618,7 +618,7 @@ func oldPut(ctx context.Context, c modelClient, body string, known *oldVersion) 
 }
 
 func oldDelete(ctx context.Context, c modelClient) error {
-	for range blobfence.DefaultMaxAttempts {
+	for range defaultAttempts {
 		cur, err := oldHead(ctx, c)
 		if err != nil || !cur.exists {
 			return err
@@ -708,12 +708,12 @@ type metaVersion struct {
 
 func metaRead(ctx context.Context, c modelClient) (metaVersion, error) {
 	var prev *metaVersion
-	for range blobfence.DefaultMaxAttempts + 1 {
+	for range defaultAttempts + 1 {
 		out, tok, err := modelHead(ctx, c)
 		if out == nil {
 			return metaVersion{}, err
 		}
-		cur := metaVersion{etag: aws.ToString(out.ETag), record: out.Metadata[blobfence.DefaultMetadataKey+"-write"], tok: tok, exists: true}
+		cur := metaVersion{etag: aws.ToString(out.ETag), record: out.Metadata[tokenMetadata+"-write"], tok: tok, exists: true}
 		if f := strings.Fields(cur.record); len(f) == 4 && `"`+f[3]+`"` == cur.etag || prev != nil && *prev == cur {
 			return cur, nil
 		}
@@ -723,7 +723,7 @@ func metaRead(ctx context.Context, c modelClient) (metaVersion, error) {
 }
 
 func metaPut(ctx context.Context, c modelClient, body string) error {
-	for attempt := range blobfence.DefaultMaxAttempts {
+	for attempt := range defaultAttempts {
 		cur, err := metaRead(ctx, c)
 		if err != nil {
 			return err
@@ -735,7 +735,7 @@ func metaPut(ctx context.Context, c modelClient, body string) error {
 		stored := fmt.Sprintf("fencekit-blob 1 put %d %s\n%s", c.tok, nonce, body)
 		sum := md5.Sum([]byte(stored))
 		in := &s3.PutObjectInput{Bucket: aws.String("model"), Key: aws.String(modelKey), Body: strings.NewReader(stored),
-			Metadata: map[string]string{blobfence.DefaultMetadataKey: c.tok.String(), blobfence.DefaultMetadataKey + "-write": "2 put " + nonce + " " + hex.EncodeToString(sum[:])}}
+			Metadata: map[string]string{tokenMetadata: c.tok.String(), tokenMetadata + "-write": "2 put " + nonce + " " + hex.EncodeToString(sum[:])}}
 		if cur.exists {
 			in.IfMatch = aws.String(cur.etag)
 		} else {

@@ -28,7 +28,7 @@ func (s *Store) Put(ctx context.Context, key string, body []byte, tok fence.Toke
 // PutReader stores the bytes of r, from its current offset to its end,
 // under key with token tok, unless the key carries a newer token, and
 // returns the version it wrote. The object written is an envelope (see
-// [Decode]): a header line with the token and a nonce new for this write,
+// [decode]): a header line with the token and a nonce new for this write,
 // then the body, so its ETag is new whatever the body. The length is found
 // with Seek and r is rewound for every attempt (it is read twice per
 // attempt: for the MD5, then to send); r is not closed.
@@ -82,7 +82,7 @@ func (s *Store) PutReader(ctx context.Context, key string, r io.ReadSeeker, tok 
 }
 
 // longestRecord is as long as any write record.
-var longestRecord = Envelope{Deleted: true, Nonce: rand.Text()}.record([md5.Size]byte{})
+var longestRecord = envelope{Deleted: true, Nonce: rand.Text()}.record([md5.Size]byte{})
 
 // content is what one write stores after the envelope's header: bytes
 // [start, start+size) of r, or nothing when r is nil (a tombstone).
@@ -149,7 +149,7 @@ func (s *Store) write(ctx context.Context, op, key string, tok fence.Token, know
 		if c == nil {
 			return cur.Version, nil
 		}
-		e := Envelope{Deleted: c.r == nil, Token: tok, Nonce: rand.Text()}
+		e := envelope{Deleted: c.r == nil, Token: tok, Nonce: rand.Text()}
 		w.nonces = append(w.nonces, e.Nonce)
 		etag, err := s.send(ctx, key, cur, e, c)
 		if done, err := w.settle(ctx, err); done {
@@ -167,7 +167,7 @@ func (s *Store) write(ctx context.Context, op, key string, tok fence.Token, know
 
 // send writes e and c with one PUT conditional on cur: If-Match its ETag,
 // or If-None-Match: * when no object has the key. It returns the new ETag.
-func (s *Store) send(ctx context.Context, key string, cur state, e Envelope, c *content) (string, error) {
+func (s *Store) send(ctx context.Context, key string, cur state, e envelope, c *content) (string, error) {
 	stored := &envelopeReader{head: e.header(), content: c}
 	sum, err := stored.md5()
 	if err != nil {

@@ -47,14 +47,14 @@ func TestPutCreatesAbsentObject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Metadata[blobfence.DefaultMetadataKey] != "7" {
+	if h.Metadata[tokenMetadata] != "7" {
 		t.Fatalf("metadata = %v, want fencekit-token=7", h.Metadata)
 	}
 }
 
 func TestStaleRejectedWithCurrentToken(t *testing.T) {
 	ctx := context.Background()
-	s, _, _ := newStore(t, nil)
+	s, _, env := newStore(t, nil)
 	if err := s.Put(ctx, "k", []byte("B's data"), 34); err != nil {
 		t.Fatal(err)
 	}
@@ -63,8 +63,8 @@ func TestStaleRejectedWithCurrentToken(t *testing.T) {
 	if !errors.As(err, &se) || !errors.Is(err, fence.ErrStale) {
 		t.Fatalf("stale put: err = %v, want a *fence.StaleError", err)
 	}
-	if se.Presented != 33 || se.Current != 34 || se.Resource != s.Bucket()+"/k" {
-		t.Fatalf("StaleError = %+v, want presented 33, current 34, resource %s/k", *se, s.Bucket())
+	if se.Presented != 33 || se.Current != 34 || se.Resource != env.Bucket+"/k" {
+		t.Fatalf("StaleError = %+v, want presented 33, current 34, resource %s/k", *se, env.Bucket)
 	}
 	if errors.Is(err, blobfence.ErrContention) {
 		t.Fatalf("a stale put must not read as contention: %v", err)
@@ -106,7 +106,7 @@ func TestBodyAndMetadataRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Metadata["x-lease-token"] != "103" || h.Metadata[blobfence.DefaultMetadataKey] != "" {
+	if h.Metadata["x-lease-token"] != "103" || h.Metadata[tokenMetadata] != "" {
 		t.Fatalf("custom metadata key: metadata = %v, want x-lease-token=103 only", h.Metadata)
 	}
 }
@@ -225,7 +225,7 @@ func TestMalformedTokenMetadata(t *testing.T) {
 	ctx := context.Background()
 	s, _, env := newStore(t, nil)
 	_, err := env.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: &env.Bucket, Key: aws.String("bad"),
-		Body: strings.NewReader("fencekit-blob 1 put 12abc nonce\nx"), Metadata: map[string]string{blobfence.DefaultMetadataKey: "12abc"}})
+		Body: strings.NewReader("fencekit-blob 1 put 12abc nonce\nx"), Metadata: map[string]string{tokenMetadata: "12abc"}})
 	if err != nil {
 		t.Fatal(err)
 	}
