@@ -138,6 +138,31 @@ func ExampleClaim() {
 	// old holder writes: true
 }
 
+// Exec fences one statement in one round trip: the claim and the statement
+// travel together, and a refused claim runs nothing.
+func ExampleExec() {
+	dbURL, pool, cleanup := exampleDB()
+	defer cleanup()
+	ctx := context.Background()
+	if err := migrations.Up(ctx, dbURL); err != nil {
+		panic(err)
+	}
+	_, _ = pool.Exec(ctx, "CREATE TABLE jobs (id int PRIMARY KEY, state text)")
+	_, _ = pool.Exec(ctx, "INSERT INTO jobs VALUES (1, 'running')")
+
+	tag, err := sqlfence.Exec(ctx, pool, "jobs", 34, "UPDATE jobs SET state = 'done' WHERE id = $1", 1)
+	fmt.Println("34:", tag.RowsAffected(), err)
+	_, err = sqlfence.Exec(ctx, pool, "jobs", 33, "UPDATE jobs SET state = 'failed' WHERE id = $1", 1)
+	fmt.Println("33:", err)
+	var state string
+	_ = pool.QueryRow(ctx, "SELECT state FROM jobs WHERE id = 1").Scan(&state)
+	fmt.Println("job 1:", state)
+	// Output:
+	// 34: 1 <nil>
+	// 33: fence: stale token 33 for "jobs": token 34 was already accepted
+	// job 1: done
+}
+
 // Row mode: the user's table carries lock_version; one statement both
 // checks the token and writes.
 func ExampleTable_Update() {
