@@ -293,6 +293,40 @@ func exampleClient() *s3.Client {
 	})
 }
 
+// Get returns the body and the token of the write that stored it.
+func ExampleStore_Get() {
+	ctx := context.Background()
+	store, done := exampleStore()
+	defer done()
+
+	_ = store.Put(ctx, "config", []byte("v2"), 7)
+	body, tok, err := store.Get(ctx, "config")
+	fmt.Printf("%s by token %s, %v\n", body, tok, err)
+	_, _, err = store.Get(ctx, "missing")
+	fmt.Println("missing:", errors.Is(err, blobfence.ErrNotFound))
+	// Output:
+	// v2 by token 7, <nil>
+	// missing: true
+}
+
+// Create stores a write-once output as it is (other tools read the raw
+// bytes); a second Create of the key is refused, whoever writes it.
+func ExampleStore_Create() {
+	ctx := context.Background()
+	store, done := exampleStore()
+	defer done()
+
+	fmt.Println("first:", store.Create(ctx, "exports/2026-12.csv", []byte("id,total\n"), 34))
+	err := store.Create(ctx, "exports/2026-12.csv", []byte("id,total\n"), 35)
+	fmt.Println("second:", errors.Is(err, blobfence.ErrExists))
+	body, tok, _ := store.Get(ctx, "exports/2026-12.csv")
+	fmt.Printf("%q by token %s\n", body, tok)
+	// Output:
+	// first: <nil>
+	// second: true
+	// "id,total\n" by token 34
+}
+
 // exampleStore returns a store on a fresh bucket of exampleClient's server
 // (blobfence.New(client, bucket, nil)) and the function that removes the
 // bucket.
