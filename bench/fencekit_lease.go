@@ -12,14 +12,27 @@ import (
 	"github.com/fencekit/fencekit/lease/redislease"
 )
 
+// NoBatchDiag is fencekit with lease.Options.NoBatch: every call sent
+// alone, as before calls of one Client shared round trips. It is a
+// diagnostic of the batching (BenchmarkLease, BenchmarkSaturation,
+// BenchmarkHandoff, BenchmarkTakeover), not a library.
+const NoBatchDiag = "fencekit-nobatch"
+
 func init() {
-	newLockers["fencekit"] = func(c redis.UniversalClient) Locker {
-		f, err := NewFencekit(c, nil)
-		if err != nil { // default options: only a nil client fails, a bug of the harness
-			panic(err)
-		}
-		return f
+	newLockers["fencekit"] = func(c redis.UniversalClient) Locker { return mustFencekit(c, nil) }
+	newLockers[NoBatchDiag] = func(c redis.UniversalClient) Locker {
+		return mustFencekit(c, &lease.Options{NoBatch: true})
 	}
+}
+
+// mustFencekit is NewFencekit for valid options: only a nil client fails,
+// a bug of the harness.
+func mustFencekit(c redis.UniversalClient, opts *lease.Options) Fencekit {
+	f, err := NewFencekit(c, opts)
+	if err != nil {
+		panic(err)
+	}
+	return f
 }
 
 // Fencekit is fencekit's lease package: Acquire (one try), AcquireWait (its
@@ -28,15 +41,23 @@ func init() {
 // heartbeat, every TTL/3); there is no explicit renew call, so its Renew
 // returns errors.ErrUnsupported and the renew benchmark drives the heartbeat
 // instead (see BenchmarkLease).
-type Fencekit struct{ C *lease.Client }
+type Fencekit struct {
+	C       *lease.Client
+	noBatch bool
+}
 
 // NewFencekit returns the fencekit adapter; opts nil means the defaults.
 func NewFencekit(c redis.UniversalClient, opts *lease.Options) (Fencekit, error) {
 	lc, err := redislease.New(c, opts)
-	return Fencekit{C: lc}, err
+	return Fencekit{C: lc, noBatch: opts != nil && opts.NoBatch}, err
 }
 
-func (Fencekit) Name() string     { return "fencekit" }
+func (f Fencekit) Name() string {
+	if f.noBatch {
+		return NoBatchDiag
+	}
+	return "fencekit"
+}
 func (Fencekit) AutoRenews() bool { return true }
 
 func (f Fencekit) TryAcquire(ctx context.Context, key string, ttl time.Duration) (Held, error) {

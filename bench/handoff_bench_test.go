@@ -81,7 +81,7 @@ func BenchmarkHandoff(b *testing.B) {
 // environment and the library's Locker; a library that cannot be built is
 // skipped.
 func eachLocker(b *testing.B, fn func(b *testing.B, name, prefix string, env *redisEnv, l Locker)) {
-	for _, name := range rotated(LockerNames()) {
+	for _, name := range rotated(append(LockerNames(), NoBatchDiag)) {
 		b.Run("lib="+name, func(b *testing.B) {
 			prefix := uniqueKey(name)
 			env := newRedis(b, prefix)

@@ -54,7 +54,7 @@ func BenchmarkLease(b *testing.B) {
 	}
 	for _, op := range ops {
 		b.Run("op="+op.name, func(b *testing.B) {
-			for _, name := range rotated(append(LockerNames(), luaDiag, fencedDiag)) {
+			for _, name := range rotated(append(LockerNames(), luaDiag, fencedDiag, NoBatchDiag)) {
 				b.Run("lib="+name, func(b *testing.B) {
 					prefix := uniqueKey(name)
 					env := newRedis(b, prefix)

@@ -101,7 +101,7 @@ echo "end:       $(date -u +%Y-%m-%dT%H:%M:%SZ), load $(cut -d' ' -f1-3 /proc/lo
 {
 	for f in Lease Saturation ManyLeases Handoff Takeover; do
 		echo "## $f (columns: /lib; deltas against baseline)"
-		"$benchstat" -filter ".name:$f" -col /lib@'(baseline fencekit redislock redsync fencekit-lua baseline-fenced)' "$out/lease.txt" "$out/latency.txt"
+		"$benchstat" -filter ".name:$f" -col /lib@'(baseline fencekit redislock redsync fencekit-lua baseline-fenced fencekit-nobatch)' "$out/lease.txt" "$out/latency.txt"
 		echo
 	done
 	for f in SQL S3Put; do

@@ -18,7 +18,7 @@ const saturationClients = 64
 // one Redis core could sustain with the clients on other machines (on the
 // benchmark machine the clients share its cores with the server).
 func BenchmarkSaturation(b *testing.B) {
-	for _, name := range rotated(append(LockerNames(), fencedDiag)) {
+	for _, name := range rotated(append(LockerNames(), fencedDiag, NoBatchDiag)) {
 		b.Run("lib="+name, func(b *testing.B) {
 			env := newRedisPool(b, uniqueKey(name), saturationClients)
 			var l Locker

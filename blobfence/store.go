@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/cause"
 	"github.com/fencekit/fencekit/internal/valid"
 )
 
@@ -237,9 +238,7 @@ func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
-		err = fmt.Errorf("%w (%w)", err, cause)
-	}
+	err = cause.With(ctx, err)
 	if errors.Is(err, fence.ErrStale) {
 		return &opError{op: op, err: err} // a *fence.StaleError names the bucket/key itself
 	}

@@ -83,6 +83,14 @@ type Backend interface {
 	// Inspect reads, in one round trip and changing nothing, who holds name
 	// and the last token issued for it.
 	Inspect(ctx context.Context, name string) (Info, error)
+
+	// Close ends every goroutine the backend started (background deletes,
+	// listeners) and returns when they have ended, or when ctx ends: then
+	// with an error wrapping ctx.Err() that says what is left. The Client
+	// calls it once, last in [Client.Close], after its leases were
+	// released and its watches closed. It does not close the store's
+	// client.
+	Close(ctx context.Context) error
 }
 
 // Grant is one lease granted by a [Backend].

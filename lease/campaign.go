@@ -3,10 +3,11 @@ package lease
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
+	"fmt"
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/backoff"
 	"github.com/fencekit/fencekit/internal/valid"
 )
 
@@ -62,7 +63,7 @@ func (c *Client) Campaign(ctx context.Context, name string, ttl time.Duration, l
 			lastErr = err
 			failed++
 			c.cfg.logger.Warn("lease: campaign: attempt to lead failed; retrying", "name", name, "err", err)
-			if !pause(ctx, backoff(10*time.Millisecond, failed, ttl)) {
+			if backoff.Sleep(ctx, backoff.Delay(10*time.Millisecond, failed, ttl)) != nil {
 				return campaignOver(ctx, name, lastErr)
 			}
 			continue
@@ -80,7 +81,7 @@ func (c *Client) Campaign(ctx context.Context, name string, ttl time.Duration, l
 		default:
 			leadFailed = 0
 		}
-		if !pause(ctx, backoff(ttl/10, leadFailed+1, ttl)) {
+		if backoff.Sleep(ctx, backoff.Delay(ttl/10, leadFailed+1, ttl)) != nil {
 			return campaignOver(ctx, name, nil)
 		}
 	}
@@ -92,31 +93,5 @@ func campaignOver(ctx context.Context, name string, lastErr error) error {
 	if lastErr == nil {
 		return nil
 	}
-	return errorf("lease: campaign for %q: %w", name, errors.Join(ctx.Err(), lastErr))
-}
-
-// backoff returns base doubled n-1 times (n ≥ 1), at most limit, plus a
-// random jitter of up to half of it.
-func backoff(base time.Duration, n int, limit time.Duration) time.Duration {
-	d := base
-	for i := 1; i < n && d < limit; i++ {
-		d *= 2
-	}
-	d = min(d, limit)
-	if d <= 0 {
-		return 0
-	}
-	return d + rand.N(d/2+1)
-}
-
-// pause sleeps for d or until ctx ends; it reports whether ctx is still live.
-func pause(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	return fmt.Errorf("%w; campaign for %q over: %w", lastErr, name, ctx.Err())
 }

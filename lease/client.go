@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fencekit/fencekit/internal/join"
 	"github.com/fencekit/fencekit/internal/valid"
 )
 
@@ -19,7 +20,8 @@ type Client struct {
 	cfg       config
 	m         *metrics
 	hb        heartbeat      // renews every lease (heartbeat.go)
-	observers sync.WaitGroup // the goroutines of Observe, joined by Close
+	observers sync.WaitGroup // Observe's goroutines and the AcquireWait calls: they watch the store; joined by Close
+	warnings  join.Group     // "lease lost" warnings being written, joined by Close
 }
 
 // ErrClosed is returned by every call of a [Client] after [Client.Close].
@@ -88,10 +90,10 @@ func (c *Client) check(name string, ttl time.Duration) (timing, error) {
 
 func (c *Client) acquire(ctx context.Context, name string, t timing) (*Lease, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, errorf("lease: acquire %q: nothing sent: %w", name, err)
+		return nil, fmt.Errorf("lease: acquire %q: nothing sent: %w", name, err)
 	}
 	if c.closed() {
-		return nil, errorf("lease: acquire %q: nothing sent: %w", name, ErrClosed)
+		return nil, fmt.Errorf("%w: acquire %q: nothing sent", ErrClosed, name)
 	}
 	sent := time.Now()
 	g, err := c.b.Acquire(ctx, name, t.ttl, c.cfg.identity)
@@ -110,7 +112,7 @@ func (c *Client) acquire(ctx context.Context, name string, t timing) (*Lease, er
 	l, ok := c.start(ctx, g, t, sent)
 	if !ok { // Close ran meanwhile: give the grant back
 		l.Release(ctx)
-		return nil, errorf("lease: acquire %q: %w", name, ErrClosed)
+		return nil, fmt.Errorf("%w: acquire %q: the grant was given back", ErrClosed, name)
 	}
 	if err := l.Err(); err != nil { // the reply came after the local deadline
 		l.Release(ctx)
@@ -147,7 +149,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (Info, error) {
 		return Info{}, fmt.Errorf("lease: %w", err)
 	}
 	if c.closed() {
-		return Info{}, errorf("lease: inspect %q: %w", name, ErrClosed)
+		return Info{}, fmt.Errorf("%w: inspect %q: nothing sent", ErrClosed, name)
 	}
 	info, err := c.b.Inspect(ctx, name)
 	if err != nil {
@@ -172,18 +174,21 @@ func (c *Client) closed() bool { return c.hb.isClosed() }
 // Close ends every lease of c locally at once (no more renewals, Context
 // cancelled with [ErrReleased]), waits for the renewals in flight to
 // return, then releases the leases in the store with ctx, one round trip
-// each. Afterwards every call of c returns an error wrapping [ErrClosed],
-// and c leaves no goroutine behind. It does not close the store's client.
+// each, waits for the "lease lost" warnings being written, and closes the
+// backend ([Backend.Close]). Afterwards every call of c returns an error
+// wrapping [ErrClosed], and c leaves no goroutine behind unless ctx ended
+// first. It does not close the store's client.
 //
 // Errors: those of [Lease.Release] for leases found lost, joined; when ctx
 // ends first, an error wrapping ctx.Err() that counts the leases left to
-// expire at their TTL; an error wrapping ErrClosed when c was closed before.
+// expire at their TTL, or the warnings and backend work still running; an
+// error wrapping ErrClosed when c was closed before.
 func (c *Client) Close(ctx context.Context) error {
 	if c == nil {
 		return errNilClient
 	}
 	if !c.hb.close() {
-		return errorf("lease: close: %w", ErrClosed)
+		return fmt.Errorf("%w: close: called before", ErrClosed)
 	}
 	leases := c.endAll()
 	c.hb.wait()        // cancels the renewals in flight
@@ -194,11 +199,11 @@ func (c *Client) Close(ctx context.Context) error {
 
 	var errs []error
 	var notDeleted int
-	var why error
+	var why error // the last failure, a message of this package
 	for _, l := range leases {
 		if err := ctx.Err(); err != nil {
 			notDeleted++
-			why = err
+			why = fmt.Errorf("lease: close: %w", err)
 			continue
 		}
 		err := l.Release(ctx)
@@ -210,7 +215,13 @@ func (c *Client) Close(ctx context.Context) error {
 		}
 	}
 	if notDeleted > 0 {
-		errs = append(errs, errorf("lease: close: %d of %d leases not deleted, they expire at their TTL: %w", notDeleted, len(leases), why))
+		errs = append(errs, fmt.Errorf("%w; %d of %d leases not deleted, they expire at their TTL", why, notDeleted, len(leases)))
+	}
+	if n := c.warnings.Close(ctx); n > 0 {
+		errs = append(errs, fmt.Errorf("lease: close: %d lease lost warnings still being written: %w", n, ctx.Err()))
+	}
+	if err := c.b.Close(ctx); err != nil {
+		errs = append(errs, err) // it names its package
 	}
 	return errors.Join(errs...)
 }

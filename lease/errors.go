@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
@@ -133,24 +132,7 @@ func asLost(err error) (*LostError, bool) {
 	return lost, ok
 }
 
+// errScript names the call and the lease in err, a backend's error.
 func errScript(op, name string, err error) error {
-	return errorf("lease: %s %q: %w", op, name, err)
+	return fmt.Errorf("lease: %s %q: %w", op, name, err)
 }
-
-// errorf is fmt.Errorf for this package's messages, which start with
-// "lease: ". The text of the errors it wraps loses its own "lease: ", so
-// that a message says the package once: "lease: acquire "x": client
-// closed", not "lease: acquire "x": lease: client closed".
-func errorf(format string, args ...any) error { return &onceError{fmt.Errorf(format, args...)} }
-
-// onceError is an error made by [errorf].
-type onceError struct{ err error }
-
-func (e *onceError) Error() string {
-	return "lease: " + ownPrefix.Replace(strings.TrimPrefix(e.err.Error(), "lease: "))
-}
-
-// ownPrefix drops "lease: " where a wrapped or joined error's text starts.
-var ownPrefix = strings.NewReplacer(": lease: ", ": ", "\nlease: ", "\n")
-
-func (e *onceError) Unwrap() error { return e.err }

@@ -57,6 +57,8 @@ func lockValueOf(l *Lease) string { return l.g.Value.(fakeGrant).value }
 
 func (f *fakeRedis) Name() string { return "fake" }
 
+func (f *fakeRedis) Close(context.Context) error { return nil }
+
 func (f *fakeRedis) renewCalls() []fakeCall {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -157,16 +157,22 @@ func (l *Lease) endLocked(cause error) bool {
 	l.ended = true
 	l.c.hb.remove(l)
 	// Count before cancelling, so that whoever wakes on Done sees the
-	// count. Log after, and not under l.mu: the user's handler may block (a
-	// full pipe), and the Context must end at the deadline all the same.
+	// count. Log after, from a goroutine that Close joins, not under l.mu:
+	// the user's handler may block (a full pipe), and this and the other
+	// leases' Contexts must end at their deadlines all the same.
 	lost, isLost := cause.(*LostError) // causes are never wrapped
 	if isLost {
 		l.c.m.lost(lost.Cause)
 	}
 	l.cancel(cause)
 	if isLost {
-		go l.c.cfg.logger.Warn("lease lost", "name", l.g.Name, "token", uint64(l.g.Token), "identity", lost.Identity,
-			"backend", lost.Backend, "cause", lost.Cause, "err", lost.Error())
+		warn := func() {
+			l.c.cfg.logger.Warn("lease lost", "name", l.g.Name, "token", uint64(l.g.Token), "identity", lost.Identity,
+				"backend", lost.Backend, "cause", lost.Cause, "err", lost.Error())
+		}
+		if !l.c.warnings.Go(warn) {
+			warn() // an Acquire that raced Close, ended in its caller's goroutine
+		}
 	}
 	return true
 }
@@ -216,7 +222,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		select {
 		case <-wait:
 		case <-ctx.Done():
-			return errorf("lease: release %q: ended locally; context done while another Release ran, the key expires at its TTL: %w", l.g.Name, ctx.Err())
+			return fmt.Errorf("lease: release %q: ended locally; context done while another Release ran, the key expires at its TTL: %w", l.g.Name, ctx.Err())
 		}
 		l.mu.Lock()
 	}
@@ -226,7 +232,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	if err := ctx.Err(); err != nil {
 		l.mu.Unlock()
-		return errorf("lease: release %q: ended locally; context already done, nothing sent, the key expires at its TTL: %w", l.g.Name, err)
+		return fmt.Errorf("lease: release %q: ended locally; context already done, nothing sent, the key expires at its TTL: %w", l.g.Name, err)
 	}
 	done := make(chan struct{})
 	l.releasing = done

@@ -74,8 +74,8 @@ func (c *Client) observe(ctx context.Context, name string, ch chan<- Info) {
 	}
 }
 
-// addObserver counts one more Observe goroutine for Close to join, unless
-// the Client is closed (it reports false then).
+// addObserver counts one more Observe goroutine or AcquireWait call for
+// Close to join, unless the Client is closed (it reports false then).
 func (c *Client) addObserver() bool {
 	c.hb.mu.Lock()
 	defer c.hb.mu.Unlock()

@@ -81,6 +81,14 @@ type Options struct {
 	// [MaxIdentityLen] bytes of UTF-8 without whitespace or control
 	// characters.
 	Identity string
+
+	// NoBatch sends every call on its own, at once, even while other calls
+	// of this Client are in flight. By default redislease sends a call that
+	// finds another in flight, with every call waiting by then, as one
+	// pipeline once that one returns: fewer round trips and system calls
+	// under load, up to one round trip more for a call that arrives during
+	// another. The other issuers ignore it.
+	NoBatch bool
 }
 
 // MaxIdentityLen is the longest Options.Identity, in bytes.

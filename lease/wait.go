@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 )
@@ -20,18 +21,26 @@ import (
 // Errors: those of [Client.Acquire] other than ErrNotAcquired (when that is
 // ctx's end and listening for releases had failed, joined after the
 // store's error from that), and, when ctx ends first, a one-line error
-// wrapping both ctx.Err() and the last refusal (a [*NotAcquiredError]).
+// wrapping both ctx.Err() and the last refusal (a [*NotAcquiredError]); an
+// error wrapping [ErrClosed] when [Client.Close] is called meanwhile (Close
+// waits for the call to return).
 func (c *Client) AcquireWait(ctx context.Context, name string, ttl time.Duration) (*Lease, error) {
 	t, err := c.check(name, ttl)
 	if err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, errorf("lease: wait for %q: %w", name, err)
+		return nil, fmt.Errorf("lease: wait for %q: %w", name, err)
 	}
-	if c.closed() {
-		return nil, errorf("lease: wait for %q: nothing sent: %w", name, ErrClosed)
+	if !c.addObserver() {
+		return nil, fmt.Errorf("%w: wait for %q: nothing sent", ErrClosed, name)
 	}
+	defer c.observers.Done()
+	// Close ends the wait (and Close waits for it), so that the watch is
+	// closed before the backend is.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer context.AfterFunc(c.hb.ctx, func() { cancel(ErrClosed) })()
 	// Listen first, so that a release after the first attempt cannot be
 	// missed. If that fails (store down), the attempt below reports the
 	// error or the wait falls back to the holder's TTL.
@@ -47,8 +56,11 @@ func (c *Client) AcquireWait(ctx context.Context, name string, ttl time.Duration
 		}
 		var na *NotAcquiredError
 		if !errors.As(err, &na) {
+			if context.Cause(ctx) == ErrClosed {
+				return nil, fmt.Errorf("%w: wait for %q ended by Close", ErrClosed, name)
+			}
 			if werr != nil && !isContextEnd(werr) && isContextEnd(err) {
-				return nil, errorf("lease: wait for %q: %w", name, errors.Join(werr, err))
+				return nil, fmt.Errorf("%w (listening for releases had failed: %w)", err, werr)
 			}
 			return nil, err
 		}
@@ -67,8 +79,11 @@ func (c *Client) AcquireWait(ctx context.Context, name string, ttl time.Duration
 		wctx, cancel := context.WithTimeout(ctx, wait)
 		w.Wait(wctx)
 		cancel()
+		if context.Cause(ctx) == ErrClosed {
+			return nil, fmt.Errorf("%w: wait for %q ended by Close", ErrClosed, name)
+		}
 		if ctx.Err() != nil {
-			return nil, errorf("lease: wait for %q: %w; last attempt: %w", name, ctx.Err(), err)
+			return nil, fmt.Errorf("%w; waited until: %w", err, ctx.Err())
 		}
 	}
 }

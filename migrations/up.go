@@ -209,11 +209,23 @@ func takeOver(ctx context.Context, tx pgx.Tx) error {
 	return err
 }
 
-// hidePassword returns err without u's password in its text.
+// hidePassword returns err without u's password in its text; errors.Is
+// and errors.As still reach the driver's errors in err's chain.
 func hidePassword(err error, u *url.URL) error {
 	pw, ok := u.User.Password()
 	if !ok || pw == "" || !strings.Contains(err.Error(), pw) {
 		return err
 	}
-	return errors.New(strings.ReplaceAll(err.Error(), pw, "xxxxx"))
+	return &passwordHidden{err: err, password: pw}
 }
+
+// passwordHidden is an error whose text has a password masked.
+type passwordHidden struct {
+	err      error
+	password string
+}
+
+func (e *passwordHidden) Error() string {
+	return strings.ReplaceAll(e.err.Error(), e.password, "xxxxx")
+}
+func (e *passwordHidden) Unwrap() error { return e.err }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	_ "github.com/golang-migrate/migrate/v4/database/pgx/v5" // the program's own migrations
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
@@ -261,6 +263,27 @@ func TestUpBadInput(t *testing.T) {
 		if errors.Is(err, fence.ErrInvalid) != c.invalid {
 			t.Errorf("Up(%s) = %v: matches fence.ErrInvalid %v, want %v", c.url, err, !c.invalid, c.invalid)
 		}
+	}
+}
+
+// TestUpHidesPasswordKeepsDriverError connects with a password that the
+// server's refusal repeats (it is also the database's name): the message
+// must not contain it, and errors.As must still reach PostgreSQL's error.
+func TestUpHidesPasswordKeepsDriverError(t *testing.T) {
+	u, err := url.Parse(testenv.PostgresDatabase(t).URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pw = "no_such_db_pw"
+	u.User = url.UserPassword(u.User.Username(), pw)
+	u.Path = "/" + pw
+	err = migrations.Up(testCtx(t), u.String())
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "3D000" {
+		t.Errorf("Up to a missing database = %v; want it to match *pgconn.PgError 3D000 (invalid_catalog_name)", err)
+	}
+	if err == nil || strings.Contains(err.Error(), pw) || !strings.HasPrefix(err.Error(), "migrations: ") {
+		t.Errorf("Up = %v; want a migrations error without the password %q", err, pw)
 	}
 }
 

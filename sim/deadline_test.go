@@ -27,6 +27,7 @@ func (*grantAll) Watch(context.Context, string) (lease.Watch, error) { return ni
 func (*grantAll) Inspect(context.Context, string) (lease.Info, error) {
 	return lease.Info{}, nil
 }
+func (*grantAll) Close(context.Context) error { return nil }
 
 // TestDeadlineRuleMatchesLease holds the simulated lease to the real
 // one's rule (DESIGN.md "Simulator"): a holder's lease ends at the send

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/cause"
 	"github.com/fencekit/fencekit/internal/pgsql"
 	"github.com/fencekit/fencekit/internal/valid"
 )
@@ -55,7 +56,7 @@ func Exec(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 	}
 	if tx, ok := db.(pgx.Tx); ok {
 		if err := claim(ctx, tx, resource, tok); err != nil {
-			return pgconn.CommandTag{}, withCause(ctx, err)
+			return pgconn.CommandTag{}, cause.With(ctx, err)
 		}
 		tag, err := tx.Exec(ctx, sql, args...)
 		switch {
@@ -64,7 +65,7 @@ func Exec(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 		case tx.Conn().PgConn().TxStatus() != 'T':
 			err = errStatementEnded(resource, tok)
 		}
-		return tag, withCause(ctx, err)
+		return tag, cause.With(ctx, err)
 	}
 	if c, ok := db.(*pgx.Conn); ok && c.PgConn().TxStatus() != 'I' {
 		return pgconn.CommandTag{}, valid.Invalid("sqlfence: Exec %q: the connection is inside a transaction; pass its pgx.Tx", resource)
@@ -74,7 +75,7 @@ func Exec(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 		return pgconn.CommandTag{}, valid.Invalid("sqlfence: Exec %q: %T sends no batch; pass a *pgx.Conn, *pgxpool.Pool or pgx.Tx", resource, db)
 	}
 	tag, err := execBatch(ctx, bs, resource, tok, sql, args)
-	return tag, withCause(ctx, err)
+	return tag, cause.With(ctx, err)
 }
 
 // execBatch sends the claim and the statement as one pipeline.

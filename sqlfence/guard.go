@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/cause"
 	"github.com/fencekit/fencekit/internal/pgsql"
 	"github.com/fencekit/fencekit/internal/valid"
 )
@@ -71,16 +72,13 @@ func Claim(ctx context.Context, db Querier, resource string, tok fence.Token) er
 	if err := checkArgs(ctx, db, resource, tok); err != nil {
 		return err
 	}
-	return withCause(ctx, claim(ctx, db, resource, tok))
+	return cause.With(ctx, claim(ctx, db, resource, tok))
 }
 
 // claim claims resource's guard row for tok through q (pgsql.Claim).
 func claim(ctx context.Context, q Querier, resource string, tok fence.Token) error {
 	return pgsql.Claim(ctx, pgxSender{q}, "sqlfence", resource, tok)
 }
-
-// withCause returns err, wrapping also context.Cause(ctx) (pgsql.WithCause).
-func withCause(ctx context.Context, err error) error { return pgsql.WithCause(ctx, err) }
 
 // pgxSender sends statements through a pgx Querier, for pgsql.
 type pgxSender struct{ q Querier }

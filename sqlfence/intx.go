@@ -14,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/backoff"
+	"github.com/fencekit/fencekit/internal/cause"
 	"github.com/fencekit/fencekit/internal/pgsql"
 	"github.com/fencekit/fencekit/internal/valid"
 )
@@ -129,10 +131,10 @@ func (g *Guard) InTx(ctx context.Context, db TxBeginner, resource string, tok fe
 	for attempt := 0; ; attempt++ {
 		err = g.once(ctx, db, resource, tok, fn)
 		if err == nil || attempt >= g.retries || !retryable(err) {
-			return withCause(ctx, err)
+			return cause.With(ctx, err)
 		}
-		if werr := backoff(ctx, attempt); werr != nil {
-			return withCause(ctx, errors.Join(fmt.Errorf("%w (gave up retrying after %d attempts)", err, attempt+1), werr))
+		if werr := backoff.Sleep(ctx, backoff.Delay(time.Millisecond, attempt+1, 256*time.Millisecond)); werr != nil {
+			return cause.With(ctx, errors.Join(fmt.Errorf("%w (gave up retrying after %d attempts)", err, attempt+1), werr))
 		}
 	}
 }
@@ -241,16 +243,22 @@ func errFnEnded(resource string, tok fence.Token) error {
 // other modes (those for PgBouncer in transaction pooling mode, where a
 // session's prepared statements are not there) the claim is pgsql.UpsertClaim
 // as text, which the server parses and plans faster than lockClaimSQL's
-// text. resource is an E'...' string literal with its backslashes and
-// quotes escaped (InTx refuses NUL bytes), tok a decimal number.
+// text. A simple-protocol message carries no parameters: resource is a
+// string literal escaped by pgconn (EscapeString, which needs the server's
+// standard_conforming_strings on, its default), tok a decimal number.
 func beginClaim(ctx context.Context, conn *pgx.Conn, level pgx.TxIsoLevel, mark, resource string, tok fence.Token) (string, error) {
+	esc, err := conn.PgConn().EscapeString(resource)
+	if err != nil {
+		return "", err
+	}
+	lit := "'" + esc + "'"
 	if !prepares(conn) {
-		return pgsql.BeginClaim(string(level), mark, pgsql.UpsertClaim(resource, tok)), nil
+		return pgsql.BeginClaim(string(level), mark, pgsql.UpsertClaim(lit, tok)), nil
 	}
 	if _, err := conn.Prepare(ctx, lockClaimName, lockClaimSQL); err != nil {
 		return "", err
 	}
-	claim := "EXECUTE " + lockClaimName + "(" + pgsql.Literal(resource) + ", " + strconv.FormatUint(uint64(tok), 10) + ")"
+	claim := "EXECUTE " + lockClaimName + "(" + lit + ", " + strconv.FormatUint(uint64(tok), 10) + ")"
 	return pgsql.BeginClaim(string(level), mark, claim), nil
 }
 
@@ -316,19 +324,4 @@ func rollback(ctx context.Context, tx pgx.Tx) {
 func retryable(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
-}
-
-// backoff sleeps a jittered 1-2 ms times 2^attempt (capped at 256 ms), or
-// until ctx is done.
-func backoff(ctx context.Context, attempt int) error {
-	d := time.Millisecond << min(attempt, 8)
-	d += rand.N(d)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

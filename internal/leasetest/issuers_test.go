@@ -76,18 +76,18 @@ func init() { leasetest.Register(redisIssuer, postgresIssuer, advisoryIssuer) }
 
 func TestMain(m *testing.M) { testenv.Main(m) }
 
+// The issuers' suites run one after the other: CloseLeavesNoGoroutine
+// looks for goroutines of every lease package.
+
 func TestRedis(t *testing.T) {
-	t.Parallel()
 	leasetest.Run(t, redisIssuer)
 }
 
 func TestPostgres(t *testing.T) {
-	t.Parallel()
 	leasetest.Run(t, postgresIssuer)
 }
 
 func TestPostgresAdvisory(t *testing.T) {
-	t.Parallel()
 	leasetest.Run(t, advisoryIssuer)
 }
 

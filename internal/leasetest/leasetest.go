@@ -111,6 +111,7 @@ func Run(t *testing.T, iss Issuer) {
 		{"BadInputSendsNothing", testBadInput},
 		{"IdentityStoredWithGrant", testIdentity},
 		{"ObserveSeesEveryHolder", testObserve},
+		{"CloseLeavesNoGoroutine", testCloseJoins},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, iss) })
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/cause"
 	"github.com/fencekit/fencekit/internal/obs"
 	"github.com/fencekit/fencekit/internal/valid"
 )
@@ -105,7 +106,8 @@ func BeginClaim(level, mark, claim string) string {
 }
 
 // Literal returns s as an E'...' string literal, its backslashes and quotes
-// escaped. s must hold no NUL byte (valid.Name refuses them).
+// escaped, for a driver that offers no escaping of its own (stdsql). s must
+// hold no NUL byte (valid.Name refuses them).
 func Literal(s string) string {
 	var b strings.Builder
 	b.WriteString("E'")
@@ -124,9 +126,10 @@ func Literal(s string) string {
 // NULL when it is (the refusal, SQLSTATE 23502 from the NOT NULL column).
 // updated_at changes only with the token. ON CONFLICT locks the row (and,
 // under READ COMMITTED, decides on its newest version), so the claim holds
-// the row until the transaction ends. resource is made a literal.
+// the row until the transaction ends. resource is a string literal (see
+// Literal).
 func UpsertClaim(resource string, tok fence.Token) string {
-	return "INSERT INTO fencekit_tokens AS t (resource, token) VALUES (" + Literal(resource) + ", " +
+	return "INSERT INTO fencekit_tokens AS t (resource, token) VALUES (" + resource + ", " +
 		strconv.FormatUint(uint64(tok), 10) + ")" + UpsertAction
 }
 
@@ -192,21 +195,6 @@ func StaleError(ctx context.Context, resource string, tok, cur fence.Token) erro
 	return &fence.StaleError{Resource: resource, Presented: tok, Current: cur}
 }
 
-// WithCause returns err, wrapping also context.Cause(ctx) when ctx has
-// ended for a reason err does not carry yet: a query cut off by a lost
-// lease's Context then matches lease.ErrLost (and fence.ErrFencedOut), not
-// only context.Canceled.
-func WithCause(ctx context.Context, err error) error {
-	if err == nil || ctx.Err() == nil {
-		return err
-	}
-	cause := context.Cause(ctx)
-	if cause == nil || errors.Is(err, cause) {
-		return err
-	}
-	return fmt.Errorf("%w (%w)", err, cause)
-}
-
 // CheckArgs validates what every guard call checks before sending
 // anything: the handle (nilDB is the caller's error for a nil one), the
 // resource and the token (valid.Write), then ctx. It allocates
@@ -219,7 +207,7 @@ func CheckArgs(ctx context.Context, pkg string, isNil bool, nilDB error, resourc
 		return fmt.Errorf("%s: %w", pkg, err)
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%s: resource %q: %w", pkg, resource, WithCause(ctx, err))
+		return fmt.Errorf("%s: resource %q: %w", pkg, resource, cause.With(ctx, err))
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/cause"
 	"github.com/fencekit/fencekit/internal/valid"
 )
 
@@ -211,7 +212,7 @@ func (t *Table) Write(ctx context.Context, s Sender, op string, key any, tok fen
 	}
 	n, err := s.Exec(ctx, sql, args)
 	if err != nil {
-		return fmt.Errorf("%s: %s %s with token %s: %w", t.pkg.Name, op, t.resource(key), tok, WithCause(ctx, err))
+		return fmt.Errorf("%s: %s %s with token %s: %w", t.pkg.Name, op, t.resource(key), tok, cause.With(ctx, err))
 	}
 	if n > 0 {
 		return nil
@@ -233,11 +234,28 @@ func (t *Table) Claim(ctx context.Context, s Sender, key any, tok fence.Token, d
 	found, err := s.Row(ctx, t.claimSQL, args, append([]any{&ver}, dest...)...)
 	switch {
 	case err != nil:
-		return fmt.Errorf("%s: claim %s with token %s: %w", t.pkg.Name, t.resource(key), tok, WithCause(ctx, err))
+		return fmt.Errorf("%s: claim %s with token %s: %w", t.pkg.Name, t.resource(key), tok, cause.With(ctx, err))
 	case !found:
 		return t.refused(ctx, s, "claim", key, tok)
 	}
 	return nil
+}
+
+// Version reads the row's version (0 for a NULL version).
+func (t *Table) Version(ctx context.Context, s Sender, key any) (fence.Token, error) {
+	res := t.resource(key)
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("%s: version of %s: %w", t.pkg.Name, res, cause.With(ctx, err))
+	}
+	var v int64
+	found, err := s.Row(ctx, t.readSQL, []any{key}, &v)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("%s: version of %s: %w", t.pkg.Name, res, cause.With(ctx, err))
+	case !found:
+		return 0, fmt.Errorf("%w: %s", t.pkg.ErrNoRow, res)
+	}
+	return fence.Token(v), nil
 }
 
 // refused explains a write that changed no row, with a second statement:
@@ -253,7 +271,7 @@ func (t *Table) refused(ctx context.Context, s Sender, op string, key any, tok f
 		_, err = s.Row(ctx, t.readSQL, []any{key}, &ver)
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %s %s refused token %s; reading why: %w", t.pkg.Name, op, res, tok, WithCause(ctx, err))
+		return fmt.Errorf("%s: %s %s refused token %s; reading why: %w", t.pkg.Name, op, res, tok, cause.With(ctx, err))
 	}
 	switch {
 	case guard != nil && fence.Check(t.guard, tok, fence.Token(*guard)) != nil:
@@ -288,7 +306,7 @@ func (t *Table) check(ctx context.Context, op string, key any, tok fence.Token, 
 		return fmt.Errorf("%s: %s %s: %w", t.pkg.Name, op, t.resource(key), err)
 	}
 	if ctx.Err() != nil {
-		return fmt.Errorf("%s: %s %s with token %s: nothing sent: %w", t.pkg.Name, op, t.resource(key), tok, WithCause(ctx, ctx.Err()))
+		return fmt.Errorf("%s: %s %s with token %s: nothing sent: %w", t.pkg.Name, op, t.resource(key), tok, cause.With(ctx, ctx.Err()))
 	}
 	return nil
 }

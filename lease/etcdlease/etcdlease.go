@@ -60,6 +60,10 @@ func (b *backend) tokenKey(name string) string  { return b.prefix + "/token/" + 
 // Name is "etcd".
 func (b *backend) Name() string { return "etcd" }
 
+// Close has nothing to end: every goroutine the backend starts ends before
+// the call that started it returns, or with the Watch that started it.
+func (b *backend) Close(context.Context) error { return nil }
+
 // Acquire grants an etcd lease, then creates the holder key on it if the
 // key is absent, two round trips; the key's value is identity. When held,
 // it reads the holder's TTL and revokes the unused lease (in parallel, one

@@ -97,6 +97,10 @@ const remainingUS = `CASE WHEN expires_at > statement_timestamp()
 // Name is "postgres".
 func (b *backend) Name() string { return "postgres" }
 
+// Close has nothing to end: every goroutine the backend starts ends before
+// the call that started it returns, or with the Watch that started it.
+func (b *backend) Close(context.Context) error { return nil }
+
 // Acquire grants name, one round trip (two on a connection's first use of
 // the statement, which pgx prepares). Every grant's token is greater than
 // the row's last one, durably (WAL), and than the server time in µs.

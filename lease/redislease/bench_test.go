@@ -106,7 +106,7 @@ func BenchmarkLease(b *testing.B) {
 		})
 	})
 	b.Run("Renew", func(b *testing.B) { // the backend's renewal alone, without the heartbeat
-		be := &backend{rdb: e.rdb, prefix: lease.DefaultKeyPrefix}
+		be := newBackend(e.rdb, nil)
 		g, err := be.Acquire(ctx, "renew", time.Minute, "bench")
 		if err != nil {
 			b.Fatal(err)

@@ -9,7 +9,12 @@
 //	l, err := c.Acquire(ctx, "invoices", 10*time.Second)
 //
 // Acquire, renew (a batch: one pipeline per node), release and inspect are
-// one Lua script each, one round trip.
+// one Lua script each, one round trip. Concurrent acquires, renewals and
+// releases of one Client share round trips: a call that finds none in
+// flight goes out at once; one that finds one in flight waits for it and
+// then goes, with every call that arrived meanwhile, as one pipeline
+// (lease.Options.NoBatch turns this off). A call whose context ends while
+// it waits returns at once, its request not sent.
 //
 // # Keys
 //

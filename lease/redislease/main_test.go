@@ -105,7 +105,7 @@ func mustNew(t testing.TB, rdb redis.UniversalClient, opts *lease.Options) *leas
 func mustRecorded(t testing.TB, rdb redis.UniversalClient, opts *lease.Options) *lease.Client {
 	t.Helper()
 	mustNew(t, rdb, opts).Close(context.Background()) // the checks of New
-	c, err := lease.NewClient(recorder{&backend{rdb: rdb, prefix: prefixOf(opts)}}, opts)
+	c, err := lease.NewClient(recorder{newBackend(rdb, opts)}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,7 +48,13 @@ func New(client redis.UniversalClient, opts *lease.Options) (*lease.Client, erro
 	if isNil(client) {
 		return nil, valid.Invalid("redislease: New: nil Redis client")
 	}
-	return lease.NewClient(&backend{rdb: client, prefix: prefixOf(opts)}, opts)
+	return lease.NewClient(newBackend(client, opts), opts)
+}
+
+func newBackend(client redis.UniversalClient, opts *lease.Options) *backend {
+	b := &backend{rdb: client, prefix: prefixOf(opts)}
+	b.calls.rdb, b.calls.off = client, opts != nil && opts.NoBatch
+	return b
 }
 
 // prefixOf is opts' KeyPrefix or the default (lease.NewClient validates it).
@@ -86,10 +92,12 @@ var (
 )
 
 // backend is the Backend of [New]: four Lua scripts, one round trip
-// each, and a pub/sub channel per name for AcquireWait.
+// each, and a pub/sub channel per name for AcquireWait. Acquires, renewals
+// and releases go through calls, which sends those that overlap together.
 type backend struct {
 	rdb    redis.UniversalClient
 	prefix string
+	calls  batcher
 
 	// The names this backend's AcquireWait calls are watching: their
 	// refused attempts ask the holder's release to publish (acquire.lua).
@@ -136,6 +144,10 @@ func makeKeys(k *keys, prefix, name string) {
 // Name is "redis".
 func (b *backend) Name() string { return "redis" }
 
+// Close has nothing to end: every goroutine the backend starts ends before
+// the call that started it returns, or with the Watch that started it.
+func (b *backend) Close(context.Context) error { return nil }
+
 // Acquire runs acquire.lua. When go-redis resends the request after losing
 // a reply (it retries timeouts and EOFs), the resent copy recognises the
 // first copy's grant as its own (same owner id) and returns it: that grant
@@ -148,12 +160,14 @@ func (b *backend) Acquire(ctx context.Context, name string, ttl time.Duration, i
 	id := owner[len(identity)+1:]
 	rg := &redisGrant{}
 	makeKeys(&rg.keys, b.prefix, name)
-	var res any
+	r := &request{script: acquireScript, keys: rg.both[:], args: []any{ttl.Milliseconds(), owner}}
 	if b.nwatch.Load() > 0 && b.watched(name) {
-		res, err = acquireScript.Run(ctx, b.rdb, rg.both[:], ttl.Milliseconds(), owner, "w").Result()
-	} else {
-		res, err = acquireScript.Run(ctx, b.rdb, rg.both[:], ttl.Milliseconds(), owner).Result()
+		r.args = append(r.args, "w")
 	}
+	if err := b.calls.do(ctx, r); err != nil {
+		return nil, err
+	}
+	res, err := r.cmd.Result()
 	if err != nil {
 		return nil, err
 	}
@@ -220,57 +234,26 @@ func parseAcquire(res any) (tok fence.Token, held bool, remaining time.Duration,
 	return 0, false, 0, "", fmt.Errorf("unexpected acquire reply %v", res)
 }
 
-// Renew runs renew.lua for each grant: a single grant as a plain call, a
-// batch as one pipeline (go-redis sends a Cluster client's pipeline as one
-// per node, concurrently). Grants whose script Redis no longer has cached
-// (SCRIPT FLUSH, a restart, a failover) are sent again with EVAL, which
-// caches it.
+// Renew runs renew.lua for each grant, all in one round trip (see
+// batcher.send).
 func (b *backend) Renew(ctx context.Context, batch []*lease.Grant) []error {
 	errs := make([]error, len(batch))
-	if len(batch) == 1 {
-		for i, g := range batch {
-			rg := g.Value.(*redisGrant)
-			res, err := renewScript.Run(ctx, b.rdb, rg.both[:1], rg.value, g.TTL.Milliseconds()).Int64()
-			errs[i] = renewResult(res, err)
+	reqs := make([]*request, len(batch))
+	for i, g := range batch {
+		rg := g.Value.(*redisGrant)
+		reqs[i] = &request{script: renewScript, keys: rg.both[:1], args: []any{rg.value, g.TTL.Milliseconds()}}
+	}
+	if err := b.calls.do(ctx, reqs...); err != nil {
+		for i := range errs {
+			errs[i] = err
 		}
 		return errs
 	}
-	cmds := make([]*redis.Cmd, len(batch))
-	b.pipeline(ctx, batch, cmds, (*redis.Script).EvalSha)
-	var missed []*lease.Grant // NOSCRIPT
-	for i, cmd := range cmds {
-		if isNoScript(cmd.Err()) {
-			missed = append(missed, batch[i])
-		}
-	}
-	if missed != nil {
-		again := make([]*redis.Cmd, len(missed))
-		b.pipeline(ctx, missed, again, (*redis.Script).Eval)
-		j := 0
-		for i, cmd := range cmds {
-			if isNoScript(cmd.Err()) {
-				cmds[i] = again[j]
-				j++
-			}
-		}
-	}
-	for i, cmd := range cmds {
-		res, err := cmd.Int64()
+	for i, r := range reqs {
+		res, err := r.cmd.Int64()
 		errs[i] = renewResult(res, err)
 	}
 	return errs
-}
-
-// pipeline queues run(renew.lua) for each grant and sends them, filling
-// cmds. Exec's own error is the first failed command's, read from cmds.
-func (b *backend) pipeline(ctx context.Context, batch []*lease.Grant, cmds []*redis.Cmd,
-	run func(*redis.Script, context.Context, redis.Scripter, []string, ...any) *redis.Cmd) {
-	pipe := b.rdb.Pipeline()
-	for i, g := range batch {
-		rg := g.Value.(*redisGrant)
-		cmds[i] = run(renewScript, ctx, pipe, rg.both[:1], rg.value, g.TTL.Milliseconds())
-	}
-	_, _ = pipe.Exec(ctx)
 }
 
 func isNoScript(err error) bool {
@@ -295,8 +278,11 @@ func renewResult(res int64, err error) error {
 // Release runs release.lua: compare, delete and publish, one round trip.
 func (b *backend) Release(ctx context.Context, g *lease.Grant) error {
 	rg := g.Value.(*redisGrant)
-	res, err := releaseScript.Run(ctx, b.rdb, rg.both[:1], rg.value).Int64()
-	return renewResult(res, err)
+	r := &request{script: releaseScript, keys: rg.both[:1], args: []any{rg.value}}
+	if err := b.calls.do(ctx, r); err != nil {
+		return err
+	}
+	return renewResult(r.cmd.Int64())
 }
 
 // Inspect runs inspect.lua: PTTL and GET of the lock key, GET of the

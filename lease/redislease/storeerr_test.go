@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,5 +62,26 @@ func TestLostErrorKeepsStoreError(t *testing.T) {
 	var op *net.OpError
 	if err := l.Err(); !errors.As(err, &lost) || !errors.As(lost.Err, &op) {
 		t.Fatalf("lease lost with %v; want a LostError whose Err has the network error (*net.OpError)", err)
+	}
+}
+
+// TestStoreErrorKeptWhole: a Redis error reaches the caller through the
+// client's wrapping with its type (errors.As redis.Error) and its text
+// whole, after one "lease: " that names the call.
+func TestStoreErrorKeptWhole(t *testing.T) {
+	env := testenv.Redis(t)
+	ctx := context.Background()
+	c := mustNew(t, env.Client, nil)
+	name := env.Name("wrongtype")
+	if err := env.Client.HSet(ctx, "fencekit:{"+name+"}:token", "f", "v").Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.Acquire(ctx, name, time.Second)
+	var rerr redis.Error
+	if !errors.As(err, &rerr) || !strings.Contains(rerr.Error(), "WRONGTYPE") {
+		t.Fatalf("Acquire with a hash for the token key: %v; want Redis's error (redis.Error) naming WRONGTYPE", err)
+	}
+	if msg := err.Error(); !strings.HasPrefix(msg, `lease: acquire "`+name+`": `) || !strings.HasSuffix(msg, rerr.Error()) || strings.Count(msg, "lease:") != 1 {
+		t.Errorf("message %q; want `lease: acquire %q: ` and Redis's text whole", msg, name)
 	}
 }

@@ -35,7 +35,7 @@ func Names(ctx context.Context, conn *zk.Conn, keyPrefix, pattern string) ([]str
 	}
 	match := globRegexp(pattern)
 	dir := b.root + "/lease"
-	kids, err := call(ctx, func() ([]string, error) {
+	kids, err := call(ctx, b, func() ([]string, error) {
 		kids, _, err := b.conn.Children(dir)
 		return kids, err
 	}, nil)
@@ -110,7 +110,7 @@ func ForceRelease(ctx context.Context, conn *zk.Conn, keyPrefix, name string, on
 	if only != 0 && only != r.Holder {
 		return r, nil
 	}
-	kids, err := call(ctx, func() ([]string, error) {
+	kids, err := call(ctx, b, func() ([]string, error) {
 		kids, _, err := b.conn.Children(dir)
 		return kids, err
 	}, nil)

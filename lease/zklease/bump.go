@@ -69,7 +69,7 @@ func Bump(ctx context.Context, conn *zk.Conn, keyPrefix, name string, to fence.T
 		if err := lease.CheckAhead(to, now); err != nil {
 			return 0, 0, fmt.Errorf("zklease: Bump %q: %w", name, err)
 		}
-		nst, err := call(ctx, func() (*zk.Stat, error) { return b.conn.Set(dir, dirData(to, identity), st.Version) }, nil)
+		nst, err := call(ctx, b, func() (*zk.Stat, error) { return b.conn.Set(dir, dirData(to, identity), st.Version) }, nil)
 		if errors.Is(err, zk.ErrBadVersion) && attempt < 3 {
 			continue // granted meanwhile: read again
 		}
@@ -86,7 +86,7 @@ func Bump(ctx context.Context, conn *zk.Conn, keyPrefix, name string, to fence.T
 func (b *backend) leaderTime(ctx context.Context) (time.Time, error) {
 	path := b.root + "/clock"
 	for attempt := 0; ; attempt++ {
-		st, err := call(ctx, func() (*zk.Stat, error) { return b.conn.Set(path, nil, -1) }, nil)
+		st, err := call(ctx, b, func() (*zk.Stat, error) { return b.conn.Set(path, nil, -1) }, nil)
 		if errors.Is(err, zk.ErrNoNode) && attempt == 0 {
 			if err := b.makeDirs(ctx, path); err != nil {
 				return time.Time{}, err

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/fencekit/fencekit/internal/backoff"
 )
 
 // retryFor bounds how long zklease retries deleting a node nobody will
@@ -41,6 +43,12 @@ type expiry struct {
 // at sent.
 func (b *backend) newExpiry(path string, ttl time.Duration, sent time.Time) *expiry {
 	e := &expiry{b: b, path: path, ttl: ttl, last: sent}
+	b.mu.Lock()
+	if b.live == nil {
+		b.live = map[*expiry]struct{}{}
+	}
+	b.live[e] = struct{}{}
+	b.mu.Unlock()
 	e.timer = time.AfterFunc(time.Until(sent.Add(ttl)), e.fire)
 	return e
 }
@@ -62,24 +70,45 @@ func (e *expiry) touch() bool {
 func (e *expiry) end() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.endLocked()
+}
+
+func (e *expiry) endLocked() {
 	e.ended = true
 	e.timer.Stop()
+	e.b.mu.Lock()
+	delete(e.b.live, e)
+	e.b.mu.Unlock()
 }
 
 func (e *expiry) fire() {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	if e.ended {
-		e.mu.Unlock()
 		return
 	}
 	if wait := e.ttl - time.Since(e.last); wait > 0 { // touched meanwhile
 		e.timer.Reset(wait)
-		e.mu.Unlock()
 		return
 	}
-	e.ended = true
-	e.mu.Unlock()
-	e.b.retry(func() error { return e.b.conn.Delete(e.path, -1) })
+	e.deleteLocked()
+}
+
+// expireNow deletes the node at once, unless the grant has ended: the
+// backend is closing, and its lease has already ended.
+func (e *expiry) expireNow() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.ended {
+		e.deleteLocked()
+	}
+}
+
+// deleteLocked ends the expiry and deletes the node in the background,
+// before Close can stop the background's goroutines (Close waits for e.mu).
+func (e *expiry) deleteLocked() {
+	e.endLocked()
+	e.b.bg.Go(func() { e.b.retry(func() error { return e.b.conn.Delete(e.path, -1) }) })
 }
 
 // sweep deletes the child of dir whose name carries nonce, if it exists:
@@ -97,13 +126,16 @@ func (b *backend) sweep(dir, nonce string) {
 }
 
 // retry runs fn until it succeeds or finds the node gone, for up to
-// retryFor, pausing a little longer after each failure (at most 500ms: the
-// node holds the name meanwhile).
+// retryFor or until Close stops it, pausing a little longer after each
+// failure (at most 500ms: the node holds the name meanwhile).
 func (b *backend) retry(fn func() error) {
-	for wait, until := 50*time.Millisecond, time.Now().Add(retryFor); time.Now().Before(until); wait = min(2*wait, 500*time.Millisecond) {
+	until := time.Now().Add(retryFor)
+	for n := 1; time.Now().Before(until); n++ {
 		if err := fn(); err == nil || errors.Is(err, zk.ErrNoNode) {
 			return
 		}
-		time.Sleep(wait)
+		if backoff.Sleep(b.stop, backoff.Delay(50*time.Millisecond, n, 500*time.Millisecond)) != nil {
+			return
+		}
 	}
 }

@@ -22,8 +22,10 @@ type proxy struct {
 	conns []net.Conn
 
 	// breakOn, when not 0, is a request opcode: the connection carrying the
-	// next reply to such a request is closed instead of forwarding it.
-	breakOn atomic.Int32
+	// next reply to such a request is closed instead of forwarding it, and
+	// with cutOnBreak the proxy is cut.
+	breakOn    atomic.Int32
+	cutOnBreak atomic.Bool
 }
 
 // startProxy listens on a free loopback port; it stops at cleanup.
@@ -71,7 +73,13 @@ func (p *proxy) serve() {
 		})
 		go p.forward(c, s, func(pkt []byte) bool {
 			op, _ := ops.LoadAndDelete(int32(binary.BigEndian.Uint32(pkt[0:4])))
-			return op == nil || op.(int32) != p.breakOn.Load() || !p.breakOn.CompareAndSwap(op.(int32), 0)
+			if op == nil || op.(int32) != p.breakOn.Load() || !p.breakOn.CompareAndSwap(op.(int32), 0) {
+				return true
+			}
+			if p.cutOnBreak.Load() {
+				p.Cut()
+			}
+			return false
 		})
 	}
 }
@@ -104,6 +112,13 @@ func (p *proxy) forward(dst, src net.Conn, pass func(pkt []byte) bool) {
 // request with opcode op, instead of forwarding that reply: the request
 // took effect, and the client cannot know.
 func (p *proxy) BreakOnReply(op int32) { p.breakOn.Store(op) }
+
+// CutOnReply is BreakOnReply, and the proxy is cut then: the server went
+// away right after it carried out the request.
+func (p *proxy) CutOnReply(op int32) {
+	p.cutOnBreak.Store(true)
+	p.breakOn.Store(op)
+}
 
 // Cut closes the proxied connections and refuses new ones.
 func (p *proxy) Cut() {

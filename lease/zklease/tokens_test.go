@@ -131,7 +131,8 @@ func TestLostNodeSameMillisecond(t *testing.T) {
 		// Queued in this order on conn's one connection, answered in order.
 		released := make(chan error, 1)
 		lost := make(chan bool, 1)
-		go func() { released <- l.Release(ctx) }()
+		held := l // l is the next grant's by the time the goroutine runs
+		go func() { released <- held.Release(ctx) }()
 		time.Sleep(50 * time.Microsecond)
 		go func() {
 			for range 20 { // until the release lands; not if the next grant came first

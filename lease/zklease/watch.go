@@ -47,7 +47,7 @@ func (w *watch) enqueue(ctx context.Context) error {
 		return err
 	}
 	for attempt := 0; ; attempt++ {
-		path, err := call(ctx, func() (string, error) {
+		path, err := call(ctx, w.b, func() (string, error) {
 			return w.b.conn.Create(w.dir+"/w-"+nonce+"-", nil, zk.FlagEphemeralSequential, acl)
 		}, func(path string, err error) {
 			switch {
@@ -58,7 +58,7 @@ func (w *watch) enqueue(ctx context.Context) error {
 			}
 		})
 		if unknownOutcome(err) {
-			go w.b.sweep(w.dir, nonce)
+			w.b.bg.Go(func() { w.b.sweep(w.dir, nonce) })
 		}
 		if errors.Is(err, zk.ErrNoNode) && attempt == 0 {
 			if err := w.b.makeDirs(ctx, w.dir); err != nil {
@@ -103,7 +103,7 @@ func (w *watch) Wait(ctx context.Context) error {
 		if target == "" {
 			return nil // first in line and nobody holds it: try now
 		}
-		ch, err := call(ctx, func() (<-chan zk.Event, error) {
+		ch, err := call(ctx, w.b, func() (<-chan zk.Event, error) {
 			_, _, ch, err := w.b.conn.GetW(target)
 			return ch, err
 		}, nil) // a watch set after ctx ended fires unread: its channel has room
@@ -148,7 +148,7 @@ func (w *watch) ahead(ctx context.Context) (path string, onHolder bool, err erro
 
 // children lists path's children in sequence order ([]: path is gone).
 func (w *watch) children(ctx context.Context, path string) ([]string, error) {
-	kids, err := call(ctx, func() ([]string, error) {
+	kids, err := call(ctx, w.b, func() ([]string, error) {
 		kids, _, err := w.b.conn.Children(path)
 		return kids, err
 	}, nil)
@@ -170,10 +170,11 @@ func seq(name string) string {
 }
 
 // Close deletes the ticket, in the background (retried while the
-// connection is down): the next waiter moves up when it is gone.
+// connection is down, joined by the backend's Close): the next waiter
+// moves up when it is gone.
 func (w *watch) Close() error {
 	if ticket := w.ticket; ticket != "" {
-		go w.b.retry(func() error { return w.b.conn.Delete(ticket, -1) })
+		w.b.bg.Go(func() { w.b.retry(func() error { return w.b.conn.Delete(ticket, -1) }) })
 	}
 	return nil
 }

@@ -10,11 +10,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/join"
 	"github.com/fencekit/fencekit/internal/valid"
 	"github.com/fencekit/fencekit/lease"
 )
@@ -60,7 +62,8 @@ func newBackend(fn string, conn *zk.Conn, prefix string) (*backend, error) {
 	if prefix == "zookeeper" || strings.HasPrefix(prefix, "zookeeper/") {
 		return nil, valid.Invalid("zklease: %s: Options.KeyPrefix %q is under ZooKeeper's own /zookeeper tree", fn, prefix)
 	}
-	return &backend{conn: conn, root: "/" + prefix}, nil
+	stop, cancel := context.WithCancel(context.Background())
+	return &backend{conn: conn, root: "/" + prefix, stop: stop, cancel: cancel}, nil
 }
 
 var acl = zk.WorldACL(zk.PermAll)
@@ -68,6 +71,15 @@ var acl = zk.WorldACL(zk.PermAll)
 type backend struct {
 	conn *zk.Conn
 	root string
+
+	// The requests and background deletes the backend starts, joined by
+	// Close; stop ends the deletes' retries (see retry).
+	bg     join.Group
+	stop   context.Context
+	cancel context.CancelFunc
+
+	mu   sync.Mutex
+	live map[*expiry]struct{} // the expiries not yet ended, for Close
 }
 
 var _ lease.Backend = (*backend)(nil)
@@ -146,7 +158,7 @@ func (b *backend) get(ctx context.Context, path string) (*zk.Stat, []byte, error
 		st   *zk.Stat
 		data []byte
 	}
-	r, err := call(ctx, func() (res, error) {
+	r, err := call(ctx, b, func() (res, error) {
 		data, st, err := b.conn.Get(path)
 		return res{st, data}, err
 	}, nil)
@@ -160,7 +172,7 @@ func (b *backend) makeDirs(ctx context.Context, path string) error {
 			continue
 		}
 		p := path[:i]
-		_, err := call(ctx, func() (string, error) { return b.conn.Create(p, nil, zk.FlagPersistent, acl) }, nil)
+		_, err := call(ctx, b, func() (string, error) { return b.conn.Create(p, nil, zk.FlagPersistent, acl) }, nil)
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return fmt.Errorf("zklease: create %s: %w", p, err)
 		}
@@ -181,7 +193,7 @@ func (b *backend) grant(ctx context.Context, dir string, version int32, last fen
 		token fence.Token
 		path  string
 	}
-	r, err := call(ctx, func() (res, error) {
+	r, err := call(ctx, b, func() (res, error) {
 		rs, err := b.conn.Multi(
 			&zk.SetDataRequest{Path: dir, Data: dirData(last, identity), Version: version},
 			&zk.CreateRequest{Path: node, Data: []byte(identity), Acl: acl, Flags: zk.FlagEphemeralSequential})
@@ -198,7 +210,7 @@ func (b *backend) grant(ctx context.Context, dir string, version int32, last fen
 		}
 	})
 	if unknownOutcome(err) {
-		go b.sweep(dir, nonce)
+		b.bg.Go(func() { b.sweep(dir, nonce) })
 	}
 	return r.token, r.path, err
 }
@@ -233,7 +245,7 @@ func (b *backend) Renew(ctx context.Context, batch []*lease.Grant) []error {
 		}
 		path := gr.path
 		wg.Go(func() {
-			_, err := call(ctx, func() ([]zk.MultiResponse, error) {
+			_, err := call(ctx, b, func() ([]zk.MultiResponse, error) {
 				return b.conn.Multi(&zk.CheckVersionRequest{Path: path, Version: -1})
 			}, nil)
 			errs[i] = lost(err)
@@ -271,13 +283,13 @@ func (b *backend) Release(ctx context.Context, g *lease.Grant) error {
 // unknown.
 func (b *backend) deleteNode(ctx context.Context, path string) error {
 	del := func() error { return b.conn.Delete(path, -1) }
-	_, err := call(ctx, func() (struct{}, error) { return struct{}{}, del() }, func(_ struct{}, err error) {
+	_, err := call(ctx, b, func() (struct{}, error) { return struct{}{}, del() }, func(_ struct{}, err error) {
 		if unknownOutcome(err) {
 			b.retry(del)
 		}
 	})
 	if unknownOutcome(err) {
-		go b.retry(del)
+		b.bg.Go(func() { b.retry(del) })
 	}
 	return lost(err)
 }
@@ -351,30 +363,64 @@ func short(b []byte) []byte {
 }
 
 // call runs fn, a go-zookeeper request (they take no context and return
-// when the reply comes or the connection breaks), and returns its result,
-// or ctx's error when ctx ends first. A result that arrives after that is
-// passed to late, when not nil, to undo what the request did.
-func call[T any](ctx context.Context, fn func() (T, error), late func(T, error)) (T, error) {
+// when the reply comes or the connection breaks), in a goroutine that b's
+// Close joins, and returns its result, or ctx's error when ctx ends first.
+// A result that arrives after that is passed to late, when not nil, to
+// undo what the request did. Once b is closed it sends nothing.
+func call[T any](ctx context.Context, b *backend, fn func() (T, error), late func(T, error)) (T, error) {
 	type result struct {
 		v   T
 		err error
 	}
+	var zero T
 	ch := make(chan result, 1)
-	go func() {
+	var taken atomic.Bool // by the caller (it gave up: late runs) or by the goroutine (the result is sent)
+	started := b.bg.Go(func() {
 		v, err := fn()
-		ch <- result{v, err}
-	}()
+		if taken.CompareAndSwap(false, true) {
+			ch <- result{v, err}
+		} else if late != nil {
+			late(v, err)
+		}
+	})
+	if !started {
+		return zero, errClosed
+	}
 	select {
 	case r := <-ch:
 		return r.v, r.err
 	case <-ctx.Done():
-		if late != nil {
-			go func() {
-				r := <-ch
-				late(r.v, r.err)
-			}()
+		if !taken.CompareAndSwap(false, true) { // the result came meanwhile
+			r := <-ch
+			return r.v, r.err
 		}
-		var zero T
 		return zero, ctx.Err()
 	}
+}
+
+// errClosed is what a request made after Close returns.
+var errClosed = errors.New("zklease: backend closed, nothing sent")
+
+// Close deletes the holder nodes of the grants whose expiry is pending (a
+// lease lost while its session lived on: nobody else will), then waits
+// for the requests and background deletes in flight, until ctx ends: then
+// it stops the deletes' retries and returns an error counting the
+// requests still waiting for ZooKeeper (each ends when the server answers
+// or go-zookeeper gives up on the connection).
+func (b *backend) Close(ctx context.Context) error {
+	b.mu.Lock()
+	live := make([]*expiry, 0, len(b.live))
+	for e := range b.live {
+		live = append(live, e)
+	}
+	b.mu.Unlock()
+	for _, e := range live {
+		e.expireNow()
+	}
+	n := b.bg.Close(ctx)
+	b.cancel()
+	if n > 0 {
+		return fmt.Errorf("zklease: close: %d requests still wait for ZooKeeper: %w", n, ctx.Err())
+	}
+	return nil
 }

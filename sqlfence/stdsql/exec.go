@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/cause"
 	"github.com/fencekit/fencekit/internal/pgsql"
 	"github.com/fencekit/fencekit/internal/valid"
 )
@@ -43,17 +44,17 @@ func Exec(ctx context.Context, db *sql.DB, resource string, tok fence.Token, que
 	}
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		return nil, pgsql.WithCause(ctx, execErr(resource, tok, err))
+		return nil, cause.With(ctx, execErr(resource, tok, err))
 	}
 	defer conn.Close()
 	res, err := execOn(ctx, conn, resource, tok, query, args)
-	return res, pgsql.WithCause(ctx, err)
+	return res, cause.With(ctx, err)
 }
 
 // execOn runs Exec's three messages on conn, rolling back on any failure.
 func execOn(ctx context.Context, conn *sql.Conn, resource string, tok fence.Token, query string, args []any) (sql.Result, error) {
 	mark := rand.Text()
-	if _, err := conn.ExecContext(ctx, pgsql.BeginClaim("", mark, pgsql.UpsertClaim(resource, tok))); err != nil {
+	if _, err := conn.ExecContext(ctx, pgsql.BeginClaim("", mark, pgsql.UpsertClaim(pgsql.Literal(resource), tok))); err != nil {
 		rollback(ctx, conn)
 		if pgsql.SQLState(err) == "23502" { // the refusal: see pgsql.UpsertClaim
 			return nil, pgsql.StaleFromReread(ctx, sender{conn}, "stdsql", resource, tok)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/cause"
 	"github.com/fencekit/fencekit/internal/pgsql"
 	"github.com/fencekit/fencekit/internal/valid"
 )
@@ -45,7 +46,7 @@ func Claim(ctx context.Context, db Execer, resource string, tok fence.Token) err
 	if err := checkArgs(ctx, db, resource, tok); err != nil {
 		return err
 	}
-	return pgsql.WithCause(ctx, pgsql.Claim(ctx, sender{db}, "stdsql", resource, tok))
+	return cause.With(ctx, pgsql.Claim(ctx, sender{db}, "stdsql", resource, tok))
 }
 
 // InTx begins a transaction on db, claims resource's guard row with tok (as
@@ -79,7 +80,7 @@ func InTx(ctx context.Context, db *sql.DB, resource string, tok fence.Token, fn 
 	if fn == nil {
 		return valid.Invalid("stdsql: InTx(%q): nil fn", resource)
 	}
-	return pgsql.WithCause(ctx, inTx(ctx, db, resource, tok, fn))
+	return cause.With(ctx, inTx(ctx, db, resource, tok, fn))
 }
 
 // inTx is InTx after its checks.

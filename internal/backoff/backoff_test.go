@@ -1,11 +1,11 @@
-package lease
+package backoff
 
 import (
 	"testing"
 	"time"
 )
 
-func TestBackoff(t *testing.T) {
+func TestDelay(t *testing.T) {
 	for _, tc := range []struct {
 		base    time.Duration
 		n       int
@@ -18,8 +18,8 @@ func TestBackoff(t *testing.T) {
 		{0, 5, time.Second, 0, 0},
 	} {
 		for range 100 {
-			if d := backoff(tc.base, tc.n, tc.limit); d < tc.low || d > tc.hi {
-				t.Fatalf("backoff(%v, %d, %v) = %v, want in [%v, %v]", tc.base, tc.n, tc.limit, d, tc.low, tc.hi)
+			if d := Delay(tc.base, tc.n, tc.limit); d < tc.low || d > tc.hi {
+				t.Fatalf("Delay(%v, %d, %v) = %v, want in [%v, %v]", tc.base, tc.n, tc.limit, d, tc.low, tc.hi)
 			}
 		}
 	}
