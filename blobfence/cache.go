@@ -5,9 +5,9 @@ import (
 	"sync"
 )
 
-// DefaultVersionCache is how many keys' versions a Store remembers unless
+// defaultVersionCache is how many keys' versions a Store remembers unless
 // [Options.VersionCache] says otherwise.
-const DefaultVersionCache = 1024
+const defaultVersionCache = 1024
 
 // versionCache remembers, per key, the last version the Store wrote or
 // proved by a read, so that a Put of the same key can send If-Match with
@@ -27,7 +27,7 @@ func newVersionCache(max int) *versionCache {
 		return nil
 	}
 	if max == 0 {
-		max = DefaultVersionCache
+		max = defaultVersionCache
 	}
 	return &versionCache{max: max, order: list.New(), items: map[string]*list.Element{}}
 }

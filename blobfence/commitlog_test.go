@@ -5,8 +5,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/fencekit/fencekit/blobfence"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // commitLog is a proxy transport that records, per object, every PUT the
@@ -50,8 +50,8 @@ func (l *commitLog) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Method != http.MethodPut {
 		return proxyTransport.RoundTrip(r)
 	}
-	tok, _ := fence.ParseToken(r.Header.Get("X-Amz-Meta-" + blobfence.DefaultMetadataKey))
-	deleted := strings.HasPrefix(r.Header.Get("X-Amz-Meta-"+blobfence.DefaultMetadataKey+"-Write"), "2 del ")
+	tok, _ := valid.ParseToken(r.Header.Get("X-Amz-Meta-" + tokenMetadata))
+	deleted := strings.HasPrefix(r.Header.Get("X-Amz-Meta-"+tokenMetadata+"-Write"), "2 del ")
 	l.writing.Lock()
 	defer l.writing.Unlock()
 	resp, err := proxyTransport.RoundTrip(r)

@@ -8,17 +8,18 @@ import (
 	"testing"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/fencetest"
 )
 
 // TestConformsToMemStore applies one seeded sequence of puts (a few keys,
 // tokens from a small range so that equal, older and newer tokens all occur)
-// to fence.MemStore, the reference, and to a Store, and checks that every
+// to fencetest.Store, the reference, and to a Store, and checks that every
 // put gets the same verdict, every refusal names the same current token, and
 // the stored bodies and tokens agree at the end.
 func TestConformsToMemStore(t *testing.T) {
 	store, _, _ := newStore(t, nil)
 	ctx := context.Background()
-	ref := fence.NewMemStore()
+	ref := fencetest.NewStore()
 	keys := []string{"k0", "k1", "k2"}
 	const seed = 7
 	rng := rand.New(rand.NewPCG(seed, 1))

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // ErrExists is wrapped by the error of a [Store.Create] refused because
@@ -51,11 +52,11 @@ func (s *Store) Create(ctx context.Context, key string, body []byte, tok fence.T
 		return err
 	}
 	if f.after.etag != "" {
-		return fence.Invalid("blobfence: create %s: After has no meaning for Create (the key must not exist)", s.resource(key))
+		return valid.Invalid("blobfence: create %s: After has no meaning for Create (the key must not exist)", s.resource(key))
 	}
 	if bytes.HasPrefix(body, []byte(headerMagic)) {
 		// Readers would take it for an envelope, its token for the key's.
-		return fence.Invalid("blobfence: create %s: the body starts with %q, the envelope's header; store it with Put", s.resource(key), headerMagic)
+		return valid.Invalid("blobfence: create %s: the body starts with %q, the envelope's header; store it with Put", s.resource(key), headerMagic)
 	}
 	nonce := rand.Text()
 	md, err := s.userMetadata(f, tok.String(), "")
@@ -131,7 +132,7 @@ func existsError(created string, tok fence.Token) error {
 // metadata is only a hint, which other tools can drop or change.
 func metaToken(md map[string]string, name string) fence.Token {
 	v, _ := lookupMeta(md, name)
-	tok, err := fence.ParseToken(v)
+	tok, err := valid.ParseToken(v)
 	if err != nil {
 		return 0
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // Delete makes the key read as absent ([Store.Get] and [Store.Head] return
@@ -57,7 +58,7 @@ func (s *Store) Retire(ctx context.Context, key string) error {
 	case !st.exists():
 		return nil
 	case !st.deleted && !st.created:
-		err = fence.Invalid("blobfence: readers still see the object (token %d); Delete it first", st.token)
+		err = valid.Invalid("blobfence: readers still see the object (token %d); Delete it first", st.token)
 	default:
 		_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key), IfMatch: aws.String(st.etag)})
 	}

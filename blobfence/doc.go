@@ -12,7 +12,8 @@
 // the same bytes again), an older holder's If-Match would pass. So the
 // store never writes the caller's bytes as they are: each write stores a
 // header line with the token and a nonce new for that write, then the
-// body (see [Decode]). Every accepted write leaves bytes, and hence an
+// body ([Store.Get] returns the body; docs/s3.md gives the format to
+// other readers). Every accepted write leaves bytes, and hence an
 // ETag, that no earlier state of the key had, whatever the body, on any
 // server whose ETag is derived from the bytes (MD5, checksums) or new per
 // write. [Store.Put] costs two requests:

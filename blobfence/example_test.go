@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -222,31 +221,6 @@ func ExampleNew() {
 	// true
 }
 
-// Another reader of the bucket sees the envelope: a header line, then the
-// body. Decode splits them.
-func ExampleDecode() {
-	ctx := context.Background()
-	client := exampleClient() // as in Example_staticCredentials
-	bucket, remove := exampleBucket(client)
-	defer remove()
-	store, _ := blobfence.New(client, bucket, nil)
-
-	_ = store.Put(ctx, "note", []byte("hello"), 3)
-	out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String("note")})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	stored, _ := io.ReadAll(out.Body)
-	out.Body.Close()
-	fmt.Println(strings.HasPrefix(string(stored), "fencekit-blob 1 put 3 "))
-	e, body, err := blobfence.Decode(stored)
-	fmt.Printf("%s %v %q %v\n", e.Token, e.Deleted, body, err)
-	// Output:
-	// true
-	// 3 false "hello" <nil>
-}
-
 // The same bytes from successive holders are all accepted: every write
 // gets a new ETag, whatever the body.
 func ExampleStore_Put_sameBytes() {
@@ -317,6 +291,40 @@ func exampleClient() *s3.Client {
 			os.Getenv("FENCEKIT_S3_ACCESS_KEY"), os.Getenv("FENCEKIT_S3_SECRET_KEY"), ""),
 		UsePathStyle: true,
 	})
+}
+
+// Get returns the body and the token of the write that stored it.
+func ExampleStore_Get() {
+	ctx := context.Background()
+	store, done := exampleStore()
+	defer done()
+
+	_ = store.Put(ctx, "config", []byte("v2"), 7)
+	body, tok, err := store.Get(ctx, "config")
+	fmt.Printf("%s by token %s, %v\n", body, tok, err)
+	_, _, err = store.Get(ctx, "missing")
+	fmt.Println("missing:", errors.Is(err, blobfence.ErrNotFound))
+	// Output:
+	// v2 by token 7, <nil>
+	// missing: true
+}
+
+// Create stores a write-once output as it is (other tools read the raw
+// bytes); a second Create of the key is refused, whoever writes it.
+func ExampleStore_Create() {
+	ctx := context.Background()
+	store, done := exampleStore()
+	defer done()
+
+	fmt.Println("first:", store.Create(ctx, "exports/2026-12.csv", []byte("id,total\n"), 34))
+	err := store.Create(ctx, "exports/2026-12.csv", []byte("id,total\n"), 35)
+	fmt.Println("second:", errors.Is(err, blobfence.ErrExists))
+	body, tok, _ := store.Get(ctx, "exports/2026-12.csv")
+	fmt.Printf("%q by token %s\n", body, tok)
+	// Output:
+	// first: <nil>
+	// second: true
+	// "id,total\n" by token 34
 }
 
 // exampleStore returns a store on a fresh bucket of exampleClient's server

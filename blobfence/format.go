@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // The stored object is an envelope: one header line, then the caller's
@@ -49,19 +50,19 @@ const (
 	stateDel = "del"
 )
 
-// Envelope is the decoded header of a stored object.
-type Envelope struct {
+// envelope is the decoded header of a stored object.
+type envelope struct {
 	Deleted bool        // a tombstone: the key reads as absent
 	Token   fence.Token // the token of the write
 	Nonce   string      // unique per write
 }
 
 // header returns the header line of e.
-func (e Envelope) header() []byte {
+func (e envelope) header() []byte {
 	return []byte(headerMagic + e.state() + " " + e.Token.String() + " " + e.Nonce + "\n")
 }
 
-func (e Envelope) state() string {
+func (e envelope) state() string {
 	if e.Deleted {
 		return stateDel
 	}
@@ -70,32 +71,31 @@ func (e Envelope) state() string {
 
 // record returns the write record of e stored with sum, the MD5 of the
 // stored bytes.
-func (e Envelope) record(sum [md5.Size]byte) string {
+func (e envelope) record(sum [md5.Size]byte) string {
 	return recordFormat + " " + e.state() + " " + e.Nonce + " " + hex.EncodeToString(sum[:])
 }
 
-// Decode splits the bytes of an object a [Store] wrote into its envelope
-// and the caller's body. Other readers of the bucket (other languages,
-// the aws CLI) do the same: the body starts after the first '\n'; the line
+// decode splits the bytes of an object a [Store] wrote into its envelope
+// and the caller's body: the body starts after the first '\n'; the line
 // before it is "fencekit-blob 1 <put|del> <token> <nonce>". Errors wrap
 // [ErrBadMetadata].
-func Decode(stored []byte) (Envelope, []byte, error) {
+func decode(stored []byte) (envelope, []byte, error) {
 	line, _, ok := bytes.Cut(stored[:min(len(stored), maxHeaderLen)], []byte("\n"))
 	if !ok {
-		return Envelope{}, nil, fmt.Errorf("%w: the object has no fencekit header line", ErrBadMetadata)
+		return envelope{}, nil, fmt.Errorf("%w: the object has no fencekit header line", ErrBadMetadata)
 	}
 	body := stored[len(line)+1:]
 	f := strings.Fields(string(line))
 	if len(f) != 5 || f[0]+" "+f[1]+" " != headerMagic || f[2] != statePut && f[2] != stateDel || f[4] == "" {
-		return Envelope{}, nil, fmt.Errorf("%w: the fencekit header %q is not %q<put|del> <token> <nonce>", ErrBadMetadata, line, headerMagic)
+		return envelope{}, nil, fmt.Errorf("%w: the fencekit header %q is not %q<put|del> <token> <nonce>", ErrBadMetadata, line, headerMagic)
 	}
-	tok, err := fence.ParseToken(f[3])
+	tok, err := valid.ParseToken(f[3])
 	if err != nil {
-		return Envelope{}, nil, fmt.Errorf("%w: the fencekit header: %v", ErrBadMetadata, err)
+		return envelope{}, nil, fmt.Errorf("%w: the fencekit header: %v", ErrBadMetadata, err)
 	}
-	e := Envelope{Deleted: f[2] == stateDel, Token: tok, Nonce: f[4]}
+	e := envelope{Deleted: f[2] == stateDel, Token: tok, Nonce: f[4]}
 	if !bytes.Equal(e.header(), stored[:len(line)+1]) {
-		return Envelope{}, nil, fmt.Errorf("%w: the fencekit header %q is not in its one canonical spelling", ErrBadMetadata, line)
+		return envelope{}, nil, fmt.Errorf("%w: the fencekit header %q is not in its one canonical spelling", ErrBadMetadata, line)
 	}
 	return e, body, nil
 }
@@ -128,7 +128,7 @@ func parseRecord(raw string) (writeRecord, bool) {
 		return writeRecord{envelope: true, nonce: f[2], sum: sum, etag: plainETag(sum)}, true
 	case len(f) == 6 || len(f) == 7 && f[6] == "opaque":
 		sum, ok := md5Hex(f[1])
-		tok, err := fence.ParseToken(f[0])
+		tok, err := valid.ParseToken(f[0])
 		if !ok || err != nil {
 			return writeRecord{}, false
 		}

@@ -11,20 +11,28 @@ import (
 	"unicode/utf8"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
-func FuzzValidateKey(f *testing.F) {
-	for _, k := range []string{"", "k", "a/b/c", strings.Repeat("x", MaxKeyLen), strings.Repeat("x", MaxKeyLen+1), "\xff", "é", "a\x00b", "tab\there", "del\x7f", "c1\u0085"} {
+// FuzzCheckKey: a key is accepted exactly when it is 1 to 1,024 bytes of
+// valid UTF-8 without control characters, and a refusal is a blobfence
+// error matching fence.ErrInvalid.
+func FuzzCheckKey(f *testing.F) {
+	for _, k := range []string{"", "k", "a/b/c", strings.Repeat("x", 1024), strings.Repeat("é", 512), strings.Repeat("x", 1025), "\xff", "é", "a\x00b", "tab\there", "del\x7f", "c1\u0085"} {
 		f.Add(k)
 	}
+	s, err := New(nopClient{}, "b", nil)
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, key string) {
-		err := ValidateKey(key)
-		valid := key != "" && len(key) <= MaxKeyLen && utf8.ValidString(key) && !strings.ContainsFunc(key, unicode.IsControl)
+		err := s.check("Put", key)
+		valid := key != "" && len(key) <= 1024 && utf8.ValidString(key) && !strings.ContainsFunc(key, unicode.IsControl)
 		if (err == nil) != valid {
-			t.Fatalf("ValidateKey(%q) = %v; valid = %v", key, err, valid)
+			t.Fatalf("check(%q) = %v; valid = %v", key, err, valid)
 		}
 		if err != nil && (!errors.Is(err, fence.ErrInvalid) || !strings.HasPrefix(err.Error(), "blobfence: ")) {
-			t.Fatalf("ValidateKey(%q) = %v; want a blobfence error matching fence.ErrInvalid", key, err)
+			t.Fatalf("check(%q) = %v; want a blobfence error matching fence.ErrInvalid", key, err)
 		}
 	})
 }
@@ -34,16 +42,16 @@ func FuzzValidateKey(f *testing.F) {
 var metadataKeyRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,127}$`)
 
 // FuzzValidateBucket: a bucket name is accepted exactly when it is 1 to
-// MaxBucketLen bytes of [A-Za-z0-9._-]; a refusal matches fence.ErrInvalid
+// maxBucketLen bytes of [A-Za-z0-9._-]; a refusal matches fence.ErrInvalid
 // and stays short whatever the name.
 func FuzzValidateBucket(f *testing.F) {
-	for _, b := range []string{"", "b", "my-bucket", "Legacy_Bucket", "a/b", "a b", "\xff", "é", "a\x00b", strings.Repeat("b", MaxBucketLen), strings.Repeat("b", MaxBucketLen+1)} {
+	for _, b := range []string{"", "b", "my-bucket", "Legacy_Bucket", "a/b", "a b", "\xff", "é", "a\x00b", strings.Repeat("b", maxBucketLen), strings.Repeat("b", maxBucketLen+1)} {
 		f.Add(b)
 	}
 	valid := regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 	f.Fuzz(func(t *testing.T, bucket string) {
 		err := validateBucket(bucket)
-		want := len(bucket) <= MaxBucketLen && valid.MatchString(bucket)
+		want := len(bucket) <= maxBucketLen && valid.MatchString(bucket)
 		switch {
 		case want && err != nil:
 			t.Fatalf("validateBucket(%q) = %v, want nil", bucket, err)
@@ -56,7 +64,7 @@ func FuzzValidateBucket(f *testing.F) {
 }
 
 func FuzzMetadataKey(f *testing.F) {
-	for _, k := range []string{"", DefaultMetadataKey, "A", "-a", "a-", "a_b", "x-amz-meta-t", strings.Repeat("a", 129)} {
+	for _, k := range []string{"", defaultMetadataKey, "A", "-a", "a-", "a_b", "x-amz-meta-t", strings.Repeat("a", 129)} {
 		f.Add(k)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
@@ -85,8 +93,8 @@ func FuzzMetadataIsAHint(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, tok uint64, nonce string, body []byte, mdToken, record string, whole bool) {
-		e := Envelope{Token: fence.Token(tok), Nonce: nonce}
-		if e.Token.Validate() != nil || nonce == "" || strings.ContainsFunc(nonce, isSpace) || len(e.header()) > maxHeaderLen {
+		e := envelope{Token: fence.Token(tok), Nonce: nonce}
+		if valid.Token(e.Token) != nil || nonce == "" || strings.ContainsFunc(nonce, isSpace) || len(e.header()) > maxHeaderLen {
 			return
 		}
 		stored := append(e.header(), body...)
@@ -95,7 +103,7 @@ func FuzzMetadataIsAHint(f *testing.F) {
 		if r, _ := parseRecord(record); r.envelope && r.nonce == nonce && r.etag == etag {
 			return // the record of this write says its bytes have that MD5
 		}
-		md := map[string]string{DefaultMetadataKey: mdToken, DefaultMetadataKey + "-write": record}
+		md := map[string]string{defaultMetadataKey: mdToken, defaultMetadataKey + "-write": record}
 		g, err := s.decode("k", etag, md, false, stored, whole)
 		if err != nil || g.token != e.Token || g.nonce != nonce {
 			t.Fatalf("decode of %q with metadata %v: %+v, %v; want token %d from the header", stored, md, g, err, e.Token)
@@ -117,16 +125,16 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte("fencekit-blob 1 put  34 x\n"), uint64(1<<63), "a b", []byte("\n"))
 	f.Add([]byte("no header"), uint64(1), "n", []byte(nil))
 	f.Fuzz(func(t *testing.T, stored []byte, tok uint64, nonce string, body []byte) {
-		if e, b, err := Decode(stored); err == nil {
+		if e, b, err := decode(stored); err == nil {
 			if got := append(e.header(), b...); !bytes.Equal(got, stored) {
-				t.Fatalf("Decode(%q) = %+v, %q; encodes as %q", stored, e, b, got)
+				t.Fatalf("decode(%q) = %+v, %q; encodes as %q", stored, e, b, got)
 			}
 		} else if !errors.Is(err, ErrBadMetadata) {
-			t.Fatalf("Decode(%q): %v; want ErrBadMetadata", stored, err)
+			t.Fatalf("decode(%q): %v; want ErrBadMetadata", stored, err)
 		}
-		e := Envelope{Deleted: tok%2 == 0, Token: fence.Token(tok), Nonce: nonce}
-		valid := e.Token.Validate() == nil && nonce != "" && !strings.ContainsFunc(nonce, isSpace) && len(e.header()) <= maxHeaderLen
-		got, b, err := Decode(append(e.header(), body...))
+		e := envelope{Deleted: tok%2 == 0, Token: fence.Token(tok), Nonce: nonce}
+		valid := valid.Token(e.Token) == nil && nonce != "" && !strings.ContainsFunc(nonce, isSpace) && len(e.header()) <= maxHeaderLen
+		got, b, err := decode(append(e.header(), body...))
 		if valid && (err != nil || got != e || !bytes.Equal(b, body)) {
 			t.Fatalf("envelope %+v with body %q decodes as %+v, %q, %v", e, body, got, b, err)
 		}

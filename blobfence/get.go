@@ -137,7 +137,7 @@ func (s *Store) decode(key, etag string, md map[string]string, kms bool, stored 
 	rec, _ := parseRecord(raw)
 	sum := md5.Sum(stored)
 	if bytes.HasPrefix(stored, []byte(headerMagic)) {
-		e, body, err := Decode(stored)
+		e, body, err := decode(stored)
 		if err != nil {
 			return got{}, err
 		}

@@ -22,9 +22,6 @@ type Version struct {
 	created   bool // a Create's object: fenced writes refuse the key
 }
 
-// Key is the object key the version belongs to.
-func (v Version) Key() string { return v.key }
-
 // ETag is the object's ETag, quoted as S3 sends it.
 func (v Version) ETag() string { return v.etag }
 

@@ -101,3 +101,12 @@ func putV(ctx context.Context, s *blobfence.Store, key, body string, tok fence.T
 func putAfter(ctx context.Context, s *blobfence.Store, key, body string, tok fence.Token, v blobfence.Version) error {
 	return s.Put(ctx, key, []byte(body), tok, blobfence.After(v))
 }
+
+// What a program sees of a Store's defaults: the user-metadata name of the
+// token (x-amz-meta-fencekit-token), the rounds a call makes before
+// ErrContention, and S3's longest key.
+const (
+	tokenMetadata   = "fencekit-token"
+	defaultAttempts = 8
+	maxKeyLen       = 1024
+)

@@ -23,6 +23,8 @@ import (
 
 	"github.com/fencekit/fencekit/blobfence"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/fencetest"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // The model check: every interleaving of the requests of three writers
@@ -34,7 +36,7 @@ import (
 // the scheduler lets it through, and a depth-first search over the
 // scheduler's choices runs every schedule once. The invariant is fencing's
 // own: the tokens of the writes the model applied, in order, pass
-// fence.VerifyHistory. Models of the second release's protocol (the ETag
+// fencetest.VerifyHistory. Models of the second release's protocol (the ETag
 // of the body, DELETE's If-Match) and of the third's (the token read from
 // metadata) run the same way must break it.
 
@@ -145,7 +147,7 @@ func (c modelClient) HeadObject(_ context.Context, in *s3.HeadObjectInput, _ ...
 		c.note("HEAD: absent")
 		return nil, modelError(404)
 	}
-	c.note("HEAD: token %s etag %s", o.md[blobfence.DefaultMetadataKey], o.etag)
+	c.note("HEAD: token %s etag %s", o.md[tokenMetadata], o.etag)
 	return &s3.HeadObjectOutput{ETag: aws.String(o.etag), Metadata: copyMD(o.md)}, nil
 }
 
@@ -187,7 +189,7 @@ func (c modelClient) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...fu
 		o.md = cur.md
 	}
 	c.m.objs[key] = o
-	tok, _ := fence.ParseToken(md[blobfence.DefaultMetadataKey])
+	tok, _ := valid.ParseToken(md[tokenMetadata])
 	c.m.log = append(c.m.log, tok)
 	c.m.trace = append(c.m.trace, fmt.Sprintf("w%d(%d) PUT: applied, etag %s", c.w, c.tok, o.etag))
 	if c.m.mode.split && exists {
@@ -419,7 +421,7 @@ func explore(t *testing.T, mode modelMode, initial func(ctx context.Context, c m
 		}
 		sched.run(writers)
 		r.schedules++
-		if err := fence.VerifyHistory(modelKey, m.log); err != nil {
+		if err := fencetest.VerifyHistory(modelKey, m.log); err != nil {
 			r.violations++
 			if r.example == nil {
 				r.example = append([]string{fmt.Sprintf("%s; ops %s, %s, %s; applied tokens %v", mode, ops[0].name, ops[1].name, ops[2].name, m.log)}, m.trace...)
@@ -568,7 +570,7 @@ func modelHead(ctx context.Context, c modelClient) (out *s3.HeadObjectOutput, to
 	if err != nil {
 		return nil, 0, err
 	}
-	tok, _ = fence.ParseToken(out.Metadata[blobfence.DefaultMetadataKey])
+	tok, _ = valid.ParseToken(out.Metadata[tokenMetadata])
 	return out, tok, nil
 }
 
@@ -582,7 +584,7 @@ func oldHead(ctx context.Context, c modelClient) (oldVersion, error) {
 
 func oldPut(ctx context.Context, c modelClient, body string, known *oldVersion) error {
 	sum := md5.Sum([]byte(body))
-	for attempt := 0; attempt < blobfence.DefaultMaxAttempts; attempt++ {
+	for attempt := 0; attempt < defaultAttempts; attempt++ {
 		cur := oldVersion{}
 		if attempt == 0 && known != nil {
 			cur = *known
@@ -600,7 +602,7 @@ func oldPut(ctx context.Context, c modelClient, body string, known *oldVersion) 
 			form = "mpu" // the other form, so that the ETag changes
 		}
 		in := &s3.PutObjectInput{Bucket: aws.String("model"), Key: aws.String(modelKey), Body: strings.NewReader(body),
-			Metadata: map[string]string{blobfence.DefaultMetadataKey: c.tok.String(), "model-md5": hex.EncodeToString(sum[:]), "model-form": form, "model-form-was": form}}
+			Metadata: map[string]string{tokenMetadata: c.tok.String(), "model-md5": hex.EncodeToString(sum[:]), "model-form": form, "model-form-was": form}}
 		if cur.exists {
 			in.IfMatch = aws.String(cur.etag)
 		} else {
@@ -616,7 +618,7 @@ func oldPut(ctx context.Context, c modelClient, body string, known *oldVersion) 
 }
 
 func oldDelete(ctx context.Context, c modelClient) error {
-	for range blobfence.DefaultMaxAttempts {
+	for range defaultAttempts {
 		cur, err := oldHead(ctx, c)
 		if err != nil || !cur.exists {
 			return err
@@ -706,12 +708,12 @@ type metaVersion struct {
 
 func metaRead(ctx context.Context, c modelClient) (metaVersion, error) {
 	var prev *metaVersion
-	for range blobfence.DefaultMaxAttempts + 1 {
+	for range defaultAttempts + 1 {
 		out, tok, err := modelHead(ctx, c)
 		if out == nil {
 			return metaVersion{}, err
 		}
-		cur := metaVersion{etag: aws.ToString(out.ETag), record: out.Metadata[blobfence.DefaultMetadataKey+"-write"], tok: tok, exists: true}
+		cur := metaVersion{etag: aws.ToString(out.ETag), record: out.Metadata[tokenMetadata+"-write"], tok: tok, exists: true}
 		if f := strings.Fields(cur.record); len(f) == 4 && `"`+f[3]+`"` == cur.etag || prev != nil && *prev == cur {
 			return cur, nil
 		}
@@ -721,7 +723,7 @@ func metaRead(ctx context.Context, c modelClient) (metaVersion, error) {
 }
 
 func metaPut(ctx context.Context, c modelClient, body string) error {
-	for attempt := range blobfence.DefaultMaxAttempts {
+	for attempt := range defaultAttempts {
 		cur, err := metaRead(ctx, c)
 		if err != nil {
 			return err
@@ -733,7 +735,7 @@ func metaPut(ctx context.Context, c modelClient, body string) error {
 		stored := fmt.Sprintf("fencekit-blob 1 put %d %s\n%s", c.tok, nonce, body)
 		sum := md5.Sum([]byte(stored))
 		in := &s3.PutObjectInput{Bucket: aws.String("model"), Key: aws.String(modelKey), Body: strings.NewReader(stored),
-			Metadata: map[string]string{blobfence.DefaultMetadataKey: c.tok.String(), blobfence.DefaultMetadataKey + "-write": "2 put " + nonce + " " + hex.EncodeToString(sum[:])}}
+			Metadata: map[string]string{tokenMetadata: c.tok.String(), tokenMetadata + "-write": "2 put " + nonce + " " + hex.EncodeToString(sum[:])}}
 		if cur.exists {
 			in.IfMatch = aws.String(cur.etag)
 		} else {

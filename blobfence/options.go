@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // maxUserMetadata is S3's limit on user metadata: the UTF-8 bytes of every
@@ -146,19 +146,19 @@ func (s *Store) objectFields(key string, opts []PutOption) (objectFields, error)
 	var f objectFields
 	for _, o := range opts {
 		if o == nil {
-			return f, fence.Invalid("blobfence: put: a PutOption is nil")
+			return f, valid.Invalid("blobfence: put: a PutOption is nil")
 		}
 		if err := o(&f); err != nil {
-			return f, fence.Invalid("blobfence: put: %v", err)
+			return f, valid.Invalid("blobfence: put: %v", err)
 		}
 	}
 	for name := range f.metadata {
 		if name == s.tokenKey || name == s.writeKey || name == s.createKey {
-			return f, fence.Invalid("blobfence: put: Metadata: %q is the store's own name for the token; the token is the put's argument", name)
+			return f, valid.Invalid("blobfence: put: Metadata: %q is the store's own name for the token; the token is the put's argument", name)
 		}
 	}
 	if f.after.etag != "" && f.after.key != key {
-		return f, fence.Invalid("blobfence: put: After: the Version is of the key %q, not %q", f.after.key, key)
+		return f, valid.Invalid("blobfence: put: After: the Version is of the key %q, not %q", f.after.key, key)
 	}
 	return f, nil
 }
@@ -175,7 +175,7 @@ func (s *Store) userMetadata(f objectFields, tok, record string) (map[string]str
 		n += len(k) + len(v)
 	}
 	if n > maxUserMetadata {
-		return nil, fence.Invalid("blobfence: put: the user metadata is %d bytes with the token and write record; S3 allows %d", n, maxUserMetadata)
+		return nil, valid.Invalid("blobfence: put: the user metadata is %d bytes with the token and write record; S3 allows %d", n, maxUserMetadata)
 	}
 	return md, nil
 }

@@ -46,7 +46,7 @@ func testMetadataEditKeepsFence(t *testing.T, c *s3.Client, bucket string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := head.Metadata[blobfence.DefaultMetadataKey]; ok {
+	if _, ok := head.Metadata[tokenMetadata]; ok {
 		t.Fatalf("the edit kept the token metadata (%v); the test does not test what it says", head.Metadata)
 	}
 	body, tok, err := s.Get(ctx, "edited")
@@ -90,7 +90,7 @@ func TestSidecarTornMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := head.Metadata[blobfence.DefaultMetadataKey]; got != "33" {
+	if got := head.Metadata[tokenMetadata]; got != "33" {
 		t.Fatalf("a HEAD shows token %q; the torn state is not in place", got)
 	}
 	wantStale(t, "put with token 34 on a torn object", s.Put(ctx, "k", []byte("v34"), 34))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/obs"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // Put stores body under key with token tok, unless the key carries a newer
@@ -27,7 +28,7 @@ func (s *Store) Put(ctx context.Context, key string, body []byte, tok fence.Toke
 // PutReader stores the bytes of r, from its current offset to its end,
 // under key with token tok, unless the key carries a newer token, and
 // returns the version it wrote. The object written is an envelope (see
-// [Decode]): a header line with the token and a nonce new for this write,
+// [decode]): a header line with the token and a nonce new for this write,
 // then the body, so its ETag is new whatever the body. The length is found
 // with Seek and r is rewound for every attempt (it is read twice per
 // attempt: for the MD5, then to send); r is not closed.
@@ -58,7 +59,7 @@ func (s *Store) PutReader(ctx context.Context, key string, r io.ReadSeeker, tok 
 		return Version{}, err
 	}
 	if r == nil {
-		return Version{}, fence.Invalid("blobfence: put %s: the body reader is nil", s.resource(key))
+		return Version{}, valid.Invalid("blobfence: put %s: the body reader is nil", s.resource(key))
 	}
 	f, err := s.objectFields(key, opts)
 	if err != nil {
@@ -68,7 +69,7 @@ func (s *Store) PutReader(ctx context.Context, key string, r io.ReadSeeker, tok 
 	if c.start, c.size, err = measure(r); err != nil {
 		return Version{}, s.wrap(ctx, "put", key, fmt.Errorf("measure the body: %w", err))
 	}
-	if _, err := s.userMetadata(f, fence.MaxToken.String(), longestRecord); err != nil {
+	if _, err := s.userMetadata(f, valid.MaxToken.String(), longestRecord); err != nil {
 		return Version{}, err
 	}
 	decide := func(context.Context, state) (*content, error) { return c, nil }
@@ -81,7 +82,7 @@ func (s *Store) PutReader(ctx context.Context, key string, r io.ReadSeeker, tok 
 }
 
 // longestRecord is as long as any write record.
-var longestRecord = Envelope{Deleted: true, Nonce: rand.Text()}.record([md5.Size]byte{})
+var longestRecord = envelope{Deleted: true, Nonce: rand.Text()}.record([md5.Size]byte{})
 
 // content is what one write stores after the envelope's header: bytes
 // [start, start+size) of r, or nothing when r is nil (a tombstone).
@@ -148,7 +149,7 @@ func (s *Store) write(ctx context.Context, op, key string, tok fence.Token, know
 		if c == nil {
 			return cur.Version, nil
 		}
-		e := Envelope{Deleted: c.r == nil, Token: tok, Nonce: rand.Text()}
+		e := envelope{Deleted: c.r == nil, Token: tok, Nonce: rand.Text()}
 		w.nonces = append(w.nonces, e.Nonce)
 		etag, err := s.send(ctx, key, cur, e, c)
 		if done, err := w.settle(ctx, err); done {
@@ -166,7 +167,7 @@ func (s *Store) write(ctx context.Context, op, key string, tok fence.Token, know
 
 // send writes e and c with one PUT conditional on cur: If-Match its ETag,
 // or If-None-Match: * when no object has the key. It returns the new ETag.
-func (s *Store) send(ctx context.Context, key string, cur state, e Envelope, c *content) (string, error) {
+func (s *Store) send(ctx context.Context, key string, cur state, e envelope, c *content) (string, error) {
 	stored := &envelopeReader{head: e.header(), content: c}
 	sum, err := stored.md5()
 	if err != nil {

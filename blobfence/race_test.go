@@ -16,6 +16,7 @@ import (
 
 	"github.com/fencekit/fencekit/blobfence"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/fencetest"
 	"github.com/fencekit/fencekit/internal/testenv"
 )
 
@@ -35,7 +36,7 @@ type raceResult struct {
 // TestRacingWriters races 50 writers with random tokens on one key, for
 // -race-rounds rounds, and audits every round against the order in which
 // the server accepted the writes (a commitLog proxy): the tokens must pass
-// fence.VerifyHistory, every accepted put must be in the log once, the
+// fencetest.VerifyHistory, every accepted put must be in the log once, the
 // final object must be the last one accepted, with the largest token, and
 // every loser must have been told ErrStale (with a newer current token) or
 // ErrContention. Every fifth writer passes After with the version of the
@@ -134,7 +135,7 @@ func auditRound(t *testing.T, s *blobfence.Store, key string, results []raceResu
 			t.Errorf("writer %d: outcome unknown with no fault injected: %v", r.writer, r.err)
 		}
 	}
-	if err := fence.VerifyHistory(key, log); err != nil {
+	if err := fencetest.VerifyHistory(key, log); err != nil {
 		t.Errorf("the server accepted tokens %v in that order: %v", log, err)
 	}
 	slices.Sort(want)
@@ -151,7 +152,7 @@ func auditRound(t *testing.T, s *blobfence.Store, key string, results []raceResu
 // TestRacingDeletes races deletes against puts on one key, all with
 // tokens of at least the stored one, so that the deletes pass their check
 // and really write their tombstones: the order in which the server
-// accepted the writes (a commitLog proxy) must pass fence.VerifyHistory,
+// accepted the writes (a commitLog proxy) must pass fencetest.VerifyHistory,
 // some deletes must have been accepted, and the key must read as the last
 // accepted write left it.
 func TestRacingDeletes(t *testing.T) {
@@ -187,7 +188,7 @@ func TestRacingDeletes(t *testing.T) {
 			}
 		}
 		writes := log.log("/" + env.Bucket + "/" + key)
-		if err := fence.VerifyHistory(key, log.accepted("/"+env.Bucket+"/"+key)); err != nil {
+		if err := fencetest.VerifyHistory(key, log.accepted("/"+env.Bucket+"/"+key)); err != nil {
 			t.Errorf("round %d: %v", round, err)
 		}
 		last := writes[len(writes)-1]
@@ -231,7 +232,7 @@ func (p pausing) PutObject(ctx context.Context, in *s3.PutObjectInput, o ...func
 // bytes would stay the same across writes, and a paused writer's If-Match
 // would pass over a newer token; the envelope makes every write change the
 // ETag, and no put is refused for writing the same bytes. A proxy records the order in which the server accepted the writes
-// (commitLog), and every round must pass fence.VerifyHistory on it: 0
+// (commitLog), and every round must pass fencetest.VerifyHistory on it: 0
 // violations. Every accepted put must be in the log once, and the final
 // object must carry the largest accepted token.
 func TestRacingWritersIdenticalBytes(t *testing.T) {
@@ -282,7 +283,7 @@ func TestRacingWritersIdenticalBytes(t *testing.T) {
 			}
 		}
 		got := log.accepted("/" + env.Bucket + "/" + key)
-		if err := fence.VerifyHistory(key, got); err != nil {
+		if err := fencetest.VerifyHistory(key, got); err != nil {
 			violations++
 			t.Errorf("round %d: the server accepted tokens %v in that order: %v", round, got, err)
 		}

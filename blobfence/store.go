@@ -12,6 +12,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/cause"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // S3API is the part of an S3 client that a [Store] calls. *s3.Client from
@@ -27,18 +28,14 @@ type S3API interface {
 
 var _ S3API = (*s3.Client)(nil)
 
-// DefaultMetadataKey is the user-metadata name that holds the token unless
-// [Options.MetadataKey] says otherwise. On the wire it is the header
-// x-amz-meta-fencekit-token.
-const DefaultMetadataKey = "fencekit-token"
+// defaultMetadataKey is the user-metadata name that holds the token unless
+// [Options.MetadataKey] says otherwise.
+const defaultMetadataKey = "fencekit-token"
 
-// DefaultMaxAttempts is the number of read-decide-write rounds a call makes
+// defaultMaxAttempts is the number of read-decide-write rounds a call makes
 // before it gives up with [ErrContention], unless [Options.MaxAttempts] says
 // otherwise.
-const DefaultMaxAttempts = 8
-
-// MaxKeyLen is the longest object key S3 accepts, in bytes of UTF-8.
-const MaxKeyLen = 1024
+const defaultMaxAttempts = 8
 
 // maxMetadataKeyLen bounds [Options.MetadataKey]; S3 allows 2 KB of user
 // metadata in all, and the key is sent twice (token and write id).
@@ -77,7 +74,7 @@ var (
 // defaults.
 type Options struct {
 	// MetadataKey is the user-metadata name holding the token, sent as the
-	// header x-amz-meta-<MetadataKey>; default [DefaultMetadataKey]. It must
+	// header x-amz-meta-<MetadataKey>; default "fencekit-token". It must
 	// be 1 to 128 characters of lower-case letters, digits and '-', starting
 	// with a letter or digit (S3 lower-cases metadata names, so upper case
 	// would not round-trip). Each write's record (state, nonce, MD5 of the
@@ -85,7 +82,7 @@ type Options struct {
 	MetadataKey string
 
 	// MaxAttempts bounds the read-decide-write rounds of one Put, Delete
-	// or Claim; default [DefaultMaxAttempts]. After that many lost races
+	// or Claim; default 8. After that many lost races
 	// the call returns [ErrContention]. It also bounds the reads of one
 	// decision (MaxAttempts+1) when one read cannot be proven (see
 	// [Store.PutReader]). Must not be negative.
@@ -94,7 +91,7 @@ type Options struct {
 	// VersionCache is how many keys' last versions the Store remembers, so
 	// that a Put of a key it wrote or read before sends one request
 	// (If-Match with that version) instead of two; default
-	// [DefaultVersionCache] (about 150 bytes per key); negative: none. An
+	// 1024 (about 150 bytes per key); negative: none. An
 	// out-of-date version costs a refused PUT, then the Put reads and
 	// decides again: it never lets a stale write through.
 	VersionCache int
@@ -121,7 +118,7 @@ type Store struct {
 // New returns a Store writing to bucket through client. A nil opts means
 // the defaults. New does no I/O. Errors (wrapping [fence.ErrInvalid],
 // naming the problem): a nil client (or a typed nil, such as a nil
-// *s3.Client), a bucket name that is empty, over [MaxBucketLen] bytes or
+// *s3.Client), a bucket name that is empty, over 255 bytes or
 // not only ASCII letters, digits, '.', '-' and '_', invalid options.
 func New(client S3API, bucket string, opts *Options) (*Store, error) {
 	var o Options
@@ -130,10 +127,10 @@ func New(client S3API, bucket string, opts *Options) (*Store, error) {
 	}
 	s := &Store{client: client, bucket: bucket, tokenKey: o.MetadataKey, maxAttempts: o.MaxAttempts}
 	if s.tokenKey == "" {
-		s.tokenKey = DefaultMetadataKey
+		s.tokenKey = defaultMetadataKey
 	}
 	if s.maxAttempts == 0 {
-		s.maxAttempts = DefaultMaxAttempts
+		s.maxAttempts = defaultMaxAttempts
 	}
 	s.writeKey = s.tokenKey + "-write"
 	s.createKey = s.tokenKey + "-created"
@@ -144,43 +141,43 @@ func New(client S3API, bucket string, opts *Options) (*Store, error) {
 	}
 	switch {
 	case isNil(client):
-		return nil, fence.Invalid("blobfence: New: the S3 client is nil")
+		return nil, valid.Invalid("blobfence: New: the S3 client is nil")
 	case o.MaxAttempts < 0:
-		return nil, fence.Invalid("blobfence: New: Options.MaxAttempts is %d; it must not be negative (0 means %d)", o.MaxAttempts, DefaultMaxAttempts)
+		return nil, valid.Invalid("blobfence: New: Options.MaxAttempts is %d; it must not be negative (0 means %d)", o.MaxAttempts, defaultMaxAttempts)
 	}
 	if err := validateBucket(bucket); err != nil {
-		return nil, fence.Invalid("blobfence: New: %v", err)
+		return nil, valid.Invalid("blobfence: New: %v", err)
 	}
 	if p := metadataKeyProblem(s.tokenKey); p != "" {
-		return nil, fence.Invalid("blobfence: New: Options.MetadataKey: %s", p)
+		return nil, valid.Invalid("blobfence: New: Options.MetadataKey: %s", p)
 	}
 	if p := identityProblem(s.identity); p != "" {
-		return nil, fence.Invalid("blobfence: New: Options.Identity: %s", p)
+		return nil, valid.Invalid("blobfence: New: Options.Identity: %s", p)
 	}
 	return s, nil
 }
 
-// MaxBucketLen is the longest bucket name New accepts: S3's limit for the
+// maxBucketLen is the longest bucket name New accepts: S3's limit for the
 // buckets that predate its DNS-style rules (today's are at most 63 bytes).
-const MaxBucketLen = 255
+const maxBucketLen = 255
 
 // validateBucket accepts what some S3 server may have named a bucket: 1 to
-// MaxBucketLen bytes of ASCII letters, digits, '.', '-' and '_' (S3's
+// maxBucketLen bytes of ASCII letters, digits, '.', '-' and '_' (S3's
 // rules since 2018 are stricter: lowercase, 3 to 63, no '_'; the server
 // enforces those). Anything else (a '/', a space, a NUL, other bytes) can
 // only give a failed request, so it is refused before one is sent.
 func validateBucket(bucket string) error {
-	if err := fence.ValidateName("bucket name", bucket); err != nil {
+	if err := valid.Name("bucket name", bucket); err != nil {
 		return err
 	}
-	if len(bucket) > MaxBucketLen {
-		return fence.Invalid("bucket name is %d bytes, longer than %d", len(bucket), MaxBucketLen)
+	if len(bucket) > maxBucketLen {
+		return valid.Invalid("bucket name is %d bytes, longer than %d", len(bucket), maxBucketLen)
 	}
 	for i := 0; i < len(bucket); i++ {
 		switch c := bucket[i]; {
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '-', c == '_':
 		default:
-			return fence.Invalid("bucket name has %q at byte %d; a bucket name is letters, digits, '.', '-' and '_'", rune(c), i)
+			return valid.Invalid("bucket name has %q at byte %d; a bucket name is letters, digits, '.', '-' and '_'", rune(c), i)
 		}
 	}
 	return nil
@@ -191,24 +188,6 @@ func validateBucket(bucket string) error {
 func isNil(c S3API) bool {
 	s3c, ok := c.(*s3.Client)
 	return c == nil || ok && s3c == nil
-}
-
-// Bucket returns the bucket the store writes to.
-func (s *Store) Bucket() string { return s.bucket }
-
-// MetadataKey returns the user-metadata name that holds the token.
-func (s *Store) MetadataKey() string { return s.tokenKey }
-
-// ValidateKey returns nil when key can name an object: a name
-// [fence.ValidateName] accepts, 1 to [MaxKeyLen] bytes of valid UTF-8
-// without control characters (NUL, other C0 and C1 controls, DEL), which S3
-// either refuses or cannot return in XML listings. Errors match
-// [fence.ErrInvalid].
-func ValidateKey(key string) error {
-	if err := fence.ValidateName("object key", key); err != nil {
-		return fmt.Errorf("blobfence: %w", err)
-	}
-	return nil
 }
 
 // metadataKeyProblem says what is wrong with name as [Options.MetadataKey],
@@ -230,9 +209,9 @@ func metadataKeyProblem(name string) string {
 // check validates the store and key before a call sends anything.
 func (s *Store) check(op, key string) error {
 	if s == nil {
-		return fence.Invalid("blobfence: %s on a nil *Store", op)
+		return valid.Invalid("blobfence: %s on a nil *Store", op)
 	}
-	if err := fence.ValidateName("object key", key); err != nil {
+	if err := valid.Name("object key", key); err != nil {
 		return fmt.Errorf("blobfence: %s: %w", op, err)
 	}
 	return nil
@@ -243,7 +222,7 @@ func (s *Store) checkWrite(op, key string, tok fence.Token) error {
 	if err := s.check(op, key); err != nil {
 		return err
 	}
-	if err := tok.Validate(); err != nil {
+	if err := valid.Token(tok); err != nil {
 		return fmt.Errorf("blobfence: %s %s: %w", op, s.resource(key), err)
 	}
 	return nil

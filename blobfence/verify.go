@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // VerifyKeyPrefix starts the scratch key that [Store.Verify] writes and
@@ -55,7 +55,7 @@ const cleanupTimeout = 10 * time.Second
 // missing bucket, denied access); the context's cause.
 func (s *Store) Verify(ctx context.Context) error {
 	if s == nil {
-		return fence.Invalid("blobfence: verify on a nil *Store")
+		return valid.Invalid("blobfence: verify on a nil *Store")
 	}
 	key := VerifyKeyPrefix + rand.Text()
 	defer func() { // whatever happened, leave nothing behind

@@ -22,9 +22,7 @@
 //	var se *fence.StaleError
 //	if errors.As(err, &se) { log(se.Current) }     // who fenced us out
 //
-// [MemStore] is an in-memory reference store that enforces the invariant for
-// any number of resources; tests and the simulator compare the real adapters
-// against it. [VerifyHistory] checks a recorded history of accepted writes.
+// Bad input to any fencekit call is an error matching [ErrInvalid].
 //
 // The package depends on nothing but the standard library.
 package fence

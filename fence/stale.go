@@ -2,7 +2,6 @@ package fence
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 )
 
@@ -34,37 +33,13 @@ func (e *StaleError) Error() string {
 // Unwrap returns [ErrStale] and [ErrFencedOut].
 func (e *StaleError) Unwrap() []error { return []error{ErrStale, ErrFencedOut} }
 
-// IsStale reports whether a write presenting token presented must be
-// rejected when current is the newest token already accepted for the same
-// resource. Equal tokens are the same holder writing again: not stale.
-func IsStale(presented, current Token) bool { return presented < current }
-
 // Check is the one definition of a stale write. It returns nil when a write
 // presenting token presented may be accepted for resource, given that current
 // is the newest token accepted so far (0 when none), and a [*StaleError]
-// otherwise.
+// otherwise. Equal tokens are the same holder writing again: not stale.
 func Check(resource string, presented, current Token) error {
-	if IsStale(presented, current) {
+	if presented < current {
 		return &StaleError{Resource: resource, Presented: presented, Current: current}
-	}
-	return nil
-}
-
-// VerifyHistory checks a history of accepted writes to one resource, in the
-// order the storage accepted them, against the invariant: no accepted token
-// is smaller than one accepted before it. It returns nil for a valid history
-// and otherwise an error naming the first offending position and both tokens.
-func VerifyHistory(resource string, accepted []Token) error {
-	var maxSeen Token
-	maxAt := -1
-	for i, t := range accepted {
-		if IsStale(t, maxSeen) {
-			return fmt.Errorf("fence: history of %q violates the fencing invariant: write %d accepted token %s after write %d accepted token %s",
-				resource, i, t, maxAt, maxSeen)
-		}
-		if t > maxSeen || maxAt < 0 {
-			maxSeen, maxAt = t, i
-		}
 	}
 	return nil
 }

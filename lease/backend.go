@@ -18,7 +18,7 @@ import (
 //
 //   - Tokens: every token Acquire grants for a name is strictly greater than
 //     every token granted for that name before (on any Client, in any
-//     process), and at most 2^63-1 ([fence.Token.Validate]).
+//     process), and at most 2^63-1 (see [fence.ErrInvalid]).
 //   - One holder: while a grant is unexpired in the store, Acquire of the
 //     same name by anyone refuses.
 //   - Deadlines: the store keeps a grant at least TTL after the Acquire or

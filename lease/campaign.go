@@ -8,6 +8,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/backoff"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // Campaign is leader election on the lease name: it waits to lead (see
@@ -43,7 +44,7 @@ import (
 // an error wrapping [ErrInvalid] for a bad name, TTL, client or a nil lead.
 func (c *Client) Campaign(ctx context.Context, name string, ttl time.Duration, lead func(ctx context.Context, tok fence.Token) error) error {
 	if lead == nil {
-		return fence.Invalid("lease: nil lead function passed to Campaign(%.40q)", name)
+		return valid.Invalid("lease: nil lead function passed to Campaign(%.40q)", name)
 	}
 	var (
 		lastErr    error // the last failed attempt to lead

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/join"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // Client grants leases from a [Backend] (lease/redislease, lease/pglease,
@@ -37,7 +37,7 @@ var ErrClosed = errors.New("lease: client closed")
 // the issuer's to catch: every issuer's New refuses a nil client.
 func NewClient(b Backend, opts *Options) (*Client, error) {
 	if b == nil {
-		return nil, fence.Invalid("lease: NewClient: nil Backend")
+		return nil, valid.Invalid("lease: NewClient: nil Backend")
 	}
 	cfg, err := newConfig(opts)
 	if err != nil {
@@ -53,7 +53,7 @@ func newClient(b Backend, cfg config) *Client {
 }
 
 // errNilClient is what every method of a nil *Client returns.
-var errNilClient = fence.Invalid("lease: nil *lease.Client")
+var errNilClient = valid.Invalid("lease: nil *lease.Client")
 
 // Acquire tries once to take the lease name for ttl, in one round trip. On
 // success the lease renews itself every RenewInterval (default ttl/3) until
@@ -129,7 +129,7 @@ func checkGrant(g *Grant, name string, ttl time.Duration) error {
 	case g.Name != name || g.TTL != ttl:
 		return fmt.Errorf("backend granted %q for %v, asked %q for %v", g.Name, g.TTL, name, ttl)
 	}
-	if err := g.Token.Validate(); err != nil {
+	if err := valid.Token(g.Token); err != nil {
 		return fmt.Errorf("backend granted a bad token: %v", err) // not the caller's ErrInvalid
 	}
 	return nil

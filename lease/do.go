@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // Do takes the lease name for ttl, waiting while someone else holds it (see
@@ -26,7 +27,7 @@ import (
 // release (the lease then expires at its TTL), joined to fn's error.
 func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func(ctx context.Context, tok fence.Token) error) error {
 	if fn == nil {
-		return fence.Invalid("lease: nil function passed to Do(%.40q)", name)
+		return valid.Invalid("lease: nil function passed to Do(%.40q)", name)
 	}
 	l, err := c.AcquireWait(ctx, name, ttl)
 	if err != nil {
@@ -52,7 +53,7 @@ func (c *Client) Do(ctx context.Context, name string, ttl time.Duration, fn func
 // bad name or TTL (nothing is sent), the store's or ctx's error.
 func (c *Client) TryDo(ctx context.Context, name string, ttl time.Duration, fn func(ctx context.Context, tok fence.Token) error) (ran bool, err error) {
 	if fn == nil {
-		return false, fence.Invalid("lease: nil function passed to TryDo(%.40q)", name)
+		return false, valid.Invalid("lease: nil function passed to TryDo(%.40q)", name)
 	}
 	l, err := c.Acquire(ctx, name, ttl)
 	if errors.Is(err, ErrNotAcquired) {

@@ -22,9 +22,8 @@ func ExampleClient_Do() {
 		fmt.Println(err)
 		return
 	}
-	store := fence.NewMemStore() // sqlfence or blobfence in production
 	err = leases.Do(context.Background(), name, 10*time.Second, func(ctx context.Context, tok fence.Token) error {
-		return store.Put("report", tok, []byte("done"))
+		return writeReport(ctx, tok) // with sqlfence or blobfence, presenting tok
 	})
 	if errors.Is(err, fence.ErrFencedOut) {
 		fmt.Println("another worker took over: do not retry")
@@ -109,3 +108,6 @@ func ExampleClient_Campaign() {
 	// terms: 3
 	// each token larger than the last: true
 }
+
+// writeReport stands for the program's fenced write.
+func writeReport(ctx context.Context, tok fence.Token) error { return ctx.Err() }

@@ -58,19 +58,26 @@ func ExampleClient_Acquire() {
 	}
 	defer l.Release(context.WithoutCancel(ctx))
 
-	// The storage keeps the highest token it accepted (here fence.MemStore;
-	// sqlfence and blobfence in production).
-	store := fence.NewMemStore()
+	// The storage keeps the highest token it accepted and refuses older ones
+	// (fence.Check here; sqlfence and blobfence do it in production).
+	var newest fence.Token
+	write := func(tok fence.Token) error {
+		if err := fence.Check("invoices", tok, newest); err != nil {
+			return err
+		}
+		newest = tok
+		return nil
+	}
 	work := func(ctx context.Context, tok fence.Token) error {
 		if err := ctx.Err(); err != nil {
 			return context.Cause(ctx) // the lease is gone: stop
 		}
-		return store.Put("invoices", tok, []byte("generated"))
+		return write(tok)
 	}
 	fmt.Println("write:", work(l.Context(), l.Token()))
 
 	// A writer holding an older grant is refused, however late it wakes up.
-	err = store.Put("invoices", l.Token()-1, []byte("stale"))
+	err = write(l.Token() - 1)
 	fmt.Println("stale write refused:", errors.Is(err, fence.ErrStale))
 
 	fmt.Println("release:", l.Release(ctx))

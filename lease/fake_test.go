@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // fakeRedis is a Backend in memory, with time.Now as its clock, so that
@@ -136,7 +137,7 @@ func (f *fakeRedis) Acquire(ctx context.Context, name string, ttl time.Duration,
 
 // holderToken is the token of a holder value, 0 for one the fake did not write.
 func holderToken(v string) fence.Token {
-	tok, _ := fence.ParseToken(strings.SplitN(v, ":", 2)[0])
+	tok, _ := valid.ParseToken(strings.SplitN(v, ":", 2)[0])
 	return tok
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // Lease is one grant of a named lease. Its token orders it against every
@@ -69,7 +70,7 @@ func (c *Client) start(ctx context.Context, g *Grant, t timing, sent time.Time) 
 
 // errNilLease is what a nil *Lease reports: its Err, Release and the
 // cause of its Context.
-var errNilLease = fence.Invalid("lease: nil *lease.Lease (the Acquire that returned it failed)")
+var errNilLease = valid.Invalid("lease: nil *lease.Lease (the Acquire that returned it failed)")
 
 // nilLeaseCtx is a nil *Lease's Context: cancelled, with errNilLease as
 // its cause, so that work started under it stops at once.

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 )
@@ -142,13 +143,13 @@ func newConfig(o *Options) (config, error) {
 		return c, err
 	}
 	if c.renewInterval < 0 {
-		return c, fence.Invalid("lease: Options.RenewInterval is %v, must not be negative", c.renewInterval)
+		return c, valid.Invalid("lease: Options.RenewInterval is %v, must not be negative", c.renewInterval)
 	}
 	if c.driftMargin < 0 {
-		return c, fence.Invalid("lease: Options.DriftMargin is %v, must not be negative", c.driftMargin)
+		return c, valid.Invalid("lease: Options.DriftMargin is %v, must not be negative", c.driftMargin)
 	}
 	if c.retryDelay < 0 {
-		return c, fence.Invalid("lease: Options.RetryDelay is %v, must not be negative", c.retryDelay)
+		return c, valid.Invalid("lease: Options.RetryDelay is %v, must not be negative", c.retryDelay)
 	}
 	return c, nil
 }
@@ -167,17 +168,17 @@ func defaultIdentity() string {
 }
 
 // checkIdentity validates Options.Identity (never empty here: empty means
-// the default): a name fence.ValidateName accepts, at most MaxIdentityLen
+// the default): a valid name (see [fence.ErrInvalid]), at most MaxIdentityLen
 // bytes, without whitespace.
 func checkIdentity(id string) error {
 	if len(id) > MaxIdentityLen {
-		return fence.Invalid("lease: Options.Identity is %d bytes long, the maximum is %d", len(id), MaxIdentityLen)
+		return valid.Invalid("lease: Options.Identity is %d bytes long, the maximum is %d", len(id), MaxIdentityLen)
 	}
-	if err := fence.ValidateName("Options.Identity", id); err != nil {
+	if err := valid.Name("Options.Identity", id); err != nil {
 		return fmt.Errorf("lease: %w", err)
 	}
 	if i := strings.IndexFunc(id, unicode.IsSpace); i >= 0 {
-		return fence.Invalid("lease: Options.Identity %.40q has whitespace at byte %d", id, i)
+		return valid.Invalid("lease: Options.Identity %.40q has whitespace at byte %d", id, i)
 	}
 	return nil
 }
@@ -198,26 +199,26 @@ func (t timing) deadline(sent time.Time) time.Time { return sent.Add(t.ttl - t.m
 // timingFor checks ttl against the options and returns the lease's schedule.
 func (c *config) timingFor(ttl time.Duration) (timing, error) {
 	if ttl < MinTTL {
-		return timing{}, fence.Invalid("lease: TTL %v is below the minimum %v", ttl, MinTTL)
+		return timing{}, valid.Invalid("lease: TTL %v is below the minimum %v", ttl, MinTTL)
 	}
 	if ttl > MaxTTL {
-		return timing{}, fence.Invalid("lease: TTL %v is above the maximum %v", ttl, MaxTTL)
+		return timing{}, valid.Invalid("lease: TTL %v is above the maximum %v", ttl, MaxTTL)
 	}
 	if ttl%time.Millisecond != 0 {
-		return timing{}, fence.Invalid("lease: TTL %v is not a whole number of milliseconds (the finest precision every store keeps)", ttl)
+		return timing{}, valid.Invalid("lease: TTL %v is not a whole number of milliseconds (the finest precision every store keeps)", ttl)
 	}
 	t := timing{ttl: ttl, interval: c.renewInterval, margin: c.driftMargin, retry: c.retryDelay}
 	if t.margin == 0 {
 		t.margin = ttl/100 + 2*time.Millisecond
 	}
 	if t.margin >= ttl {
-		return timing{}, fence.Invalid("lease: Options.DriftMargin %v must be shorter than the TTL %v", t.margin, ttl)
+		return timing{}, valid.Invalid("lease: Options.DriftMargin %v must be shorter than the TTL %v", t.margin, ttl)
 	}
 	if t.interval == 0 {
 		t.interval = ttl / 3
 	}
 	if t.interval >= ttl-t.margin {
-		return timing{}, fence.Invalid("lease: Options.RenewInterval %v must be shorter than the TTL %v minus the drift margin %v",
+		return timing{}, valid.Invalid("lease: Options.RenewInterval %v must be shorter than the TTL %v minus the drift margin %v",
 			t.interval, ttl, t.margin)
 	}
 	if t.retry == 0 {
@@ -230,11 +231,11 @@ func (c *config) timingFor(ttl time.Duration) (timing, error) {
 // MaxNameLen is the longest lease name, in bytes.
 const MaxNameLen = 512
 
-// ValidateName reports whether name can name a lease: a name
-// [fence.ValidateName] accepts, of at most [MaxNameLen] bytes, without
+// ValidateName reports whether name can name a lease: a
+// valid name (see [fence.ErrInvalid]) of at most [MaxNameLen] bytes, without
 // '{' or '}' (they would change the Redis Cluster hash tag) and without
-// whitespace; ':' is allowed. The error matches [ErrInvalid] and, like
-// fence.ValidateName's, has no package prefix: callers add theirs
+// whitespace; ':' is allowed. The error matches [ErrInvalid] and
+// has no package prefix: callers add theirs
 // ("redislease: Bump: name is empty").
 func ValidateName(name string) error { return checkKeyPart("name", name, MaxNameLen) }
 
@@ -275,17 +276,17 @@ func OperatorArgs(prefix string, names ...string) (string, error) {
 // [ErrInvalid] and has no package prefix.
 func CheckPattern(pattern string) error {
 	if pattern == "" {
-		return fence.Invalid("pattern is empty: want a glob, * for every lease")
+		return valid.Invalid("pattern is empty: want a glob, * for every lease")
 	}
 	if !utf8.ValidString(pattern) {
-		return fence.Invalid("pattern %.40q is not valid UTF-8", pattern)
+		return valid.Invalid("pattern %.40q is not valid UTF-8", pattern)
 	}
 	for i, r := range pattern {
 		switch {
 		case r == '{' || r == '}':
-			return fence.Invalid("pattern %.40q has %q at byte %d: lease names have no braces", pattern, r, i)
+			return valid.Invalid("pattern %.40q has %q at byte %d: lease names have no braces", pattern, r, i)
 		case unicode.IsSpace(r) || unicode.IsControl(r):
-			return fence.Invalid("pattern %.40q has %U at byte %d: lease names have no whitespace or control characters", pattern, r, i)
+			return valid.Invalid("pattern %.40q has %U at byte %d: lease names have no whitespace or control characters", pattern, r, i)
 		}
 	}
 	return nil
@@ -295,17 +296,17 @@ func CheckPattern(pattern string) error {
 // its own length limit first, so that the error names that limit.
 func checkKeyPart(what, s string, maxLen int) error {
 	if len(s) > maxLen {
-		return fence.Invalid("%s is %d bytes long, the maximum is %d", what, len(s), maxLen)
+		return valid.Invalid("%s is %d bytes long, the maximum is %d", what, len(s), maxLen)
 	}
-	if err := fence.ValidateName(what, s); err != nil {
+	if err := valid.Name(what, s); err != nil {
 		return err
 	}
 	for i, r := range s {
 		switch {
 		case r == '{' || r == '}':
-			return fence.Invalid("%s %.40q has %q at byte %d (braces would change the Redis Cluster hash tag)", what, s, r, i)
+			return valid.Invalid("%s %.40q has %q at byte %d (braces would change the Redis Cluster hash tag)", what, s, r, i)
 		case unicode.IsSpace(r) || r == 0xFFFE || r == 0xFEFF:
-			return fence.Invalid("%s %.40q has whitespace %U at byte %d", what, s, r, i)
+			return valid.Invalid("%s %.40q has whitespace %U at byte %d", what, s, r, i)
 		}
 	}
 	return nil

@@ -41,23 +41,23 @@ func (d txDriver) Run(migration io.Reader) error {
 	return err
 }
 
-// SetVersion records version (none for database.NilVersion) in Table.
+// SetVersion records version (none for database.NilVersion) in versionTable.
 func (d txDriver) SetVersion(version int, dirty bool) error {
-	if _, err := d.tx.Exec(d.ctx, `DELETE FROM `+Table); err != nil {
+	if _, err := d.tx.Exec(d.ctx, `DELETE FROM `+versionTable); err != nil {
 		return err
 	}
 	if version == database.NilVersion {
 		return nil
 	}
-	_, err := d.tx.Exec(d.ctx, `INSERT INTO `+Table+` (version, dirty) VALUES ($1, $2)`, int64(version), dirty)
+	_, err := d.tx.Exec(d.ctx, `INSERT INTO `+versionTable+` (version, dirty) VALUES ($1, $2)`, int64(version), dirty)
 	return err
 }
 
-// Version reads Table's row; no row is database.NilVersion.
+// Version reads versionTable's row; no row is database.NilVersion.
 func (d txDriver) Version() (int, bool, error) {
 	var v int64
 	var dirty bool
-	err := d.tx.QueryRow(d.ctx, `SELECT version, dirty FROM `+Table+` LIMIT 1`).Scan(&v, &dirty)
+	err := d.tx.QueryRow(d.ctx, `SELECT version, dirty FROM `+versionTable+` LIMIT 1`).Scan(&v, &dirty)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return database.NilVersion, false, nil
 	}

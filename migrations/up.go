@@ -12,15 +12,15 @@ import (
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
-// Table is where Up and Down record fencekit's schema version (golang-migrate's
+// versionTable is where Up and Down record fencekit's schema version (golang-migrate's
 // format: one row, version and dirty), in the same schema as the tables.
-const Table = "fencekit_schema_migrations"
+const versionTable = "fencekit_schema_migrations"
 
 // Up applies the embedded migrations to the database at databaseURL with
-// golang-migrate, recording them in [Table] (never in golang-migrate's
+// golang-migrate, recording them in fencekit_schema_migrations (never in golang-migrate's
 // default schema_migrations, which belongs to the program's own
 // migrations). Tables land in the first schema of the connection's
 // search_path (add ?search_path=name to the URL to choose).
@@ -28,7 +28,7 @@ const Table = "fencekit_schema_migrations"
 // Up runs on one connection, in one transaction: it commits every pending
 // migration or none, so a failed run leaves no dirty version behind. The
 // transaction holds the advisory lock golang-migrate's PostgreSQL driver
-// uses for [Table], so concurrent runs against one database and schema
+// uses for fencekit_schema_migrations, so concurrent runs against one database and schema
 // (every replica at start-up) are serialized and the later finds nothing
 // to do; waiting for the lock, like every statement, ends with ctx. Its
 // statements use no named prepared statements and no startup parameters,
@@ -36,8 +36,8 @@ const Table = "fencekit_schema_migrations"
 // a no-op.
 //
 // A database migrated by fencekit before it had its own table (fencekit_tokens
-// present, [Table] absent or empty) is taken over: version 1 is recorded
-// in [Table]. schema_migrations is never changed: its rows may be the
+// present, fencekit_schema_migrations absent or empty) is taken over: version 1 is recorded
+// in fencekit_schema_migrations. schema_migrations is never changed: its rows may be the
 // program's own (docs/postgres.md says what to do when it held fencekit's
 // version 1).
 //
@@ -135,7 +135,7 @@ func connect(ctx context.Context, u *url.URL) (*pgx.Conn, error) {
 }
 
 // lock takes, in tx, the advisory lock that golang-migrate's PostgreSQL
-// drivers take for Table (same key: runs of older fencekit versions are
+// drivers take for versionTable (same key: runs of older fencekit versions are
 // serialized with this one too), as a transaction-level lock: it is held
 // until tx ends, and waiting for it ends with ctx.
 func lock(ctx context.Context, tx pgx.Tx, u *url.URL) error {
@@ -144,7 +144,7 @@ func lock(ctx context.Context, tx pgx.Tx, u *url.URL) error {
 		return err
 	}
 	// golang-migrate's driver names the database by the URL's path.
-	id, err := database.GenerateAdvisoryLockId(u.Path, schema, Table)
+	id, err := database.GenerateAdvisoryLockId(u.Path, schema, versionTable)
 	if err != nil {
 		return err
 	}
@@ -163,15 +163,15 @@ func parseURL(databaseURL string) (*url.URL, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, fence.Invalid("migrations: database URL does not parse: %v", err)
+		return nil, valid.Invalid("migrations: database URL does not parse: %v", err)
 	}
 	switch u.Scheme {
 	case "postgres", "postgresql", "pgx5":
 		return u, nil
 	case "":
-		return nil, fence.Invalid("migrations: database URL has no scheme; want postgres://user@host:port/db (key=value strings are not supported)")
+		return nil, valid.Invalid("migrations: database URL has no scheme; want postgres://user@host:port/db (key=value strings are not supported)")
 	default:
-		return nil, fence.Invalid("migrations: database URL scheme %.20q: want postgres:// or postgresql://", u.Scheme)
+		return nil, valid.Invalid("migrations: database URL scheme %.20q: want postgres:// or postgresql://", u.Scheme)
 	}
 }
 
@@ -190,22 +190,22 @@ func pgxURL(u *url.URL) string {
 	return p.String()
 }
 
-// takeOver creates Table and, for a database that fencekit migrated before
-// it had Table (fencekit_tokens exists in the current schema but Table
+// takeOver creates versionTable and, for a database that fencekit migrated before
+// it had versionTable (fencekit_tokens exists in the current schema but versionTable
 // holds no version), records version 1 there. It never changes
 // schema_migrations: a row there may be the program's own (docs/postgres.md
 // says what to do when it was fencekit's). Two or three statements in tx.
 func takeOver(ctx context.Context, tx pgx.Tx) error {
-	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+Table+` (version bigint NOT NULL PRIMARY KEY, dirty boolean NOT NULL)`); err != nil {
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+versionTable+` (version bigint NOT NULL PRIMARY KEY, dirty boolean NOT NULL)`); err != nil {
 		return err
 	}
 	var preMove bool
 	err := tx.QueryRow(ctx, `SELECT to_regclass(quote_ident(current_schema()) || '.fencekit_tokens') IS NOT NULL
-		AND NOT EXISTS (SELECT FROM `+Table+`)`).Scan(&preMove)
+		AND NOT EXISTS (SELECT FROM `+versionTable+`)`).Scan(&preMove)
 	if err != nil || !preMove {
 		return err
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO `+Table+` (version, dirty) VALUES (1, false)`)
+	_, err = tx.Exec(ctx, `INSERT INTO `+versionTable+` (version, dirty) VALUES (1, false)`)
 	return err
 }
 

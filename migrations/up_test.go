@@ -27,6 +27,9 @@ import (
 	"github.com/fencekit/fencekit/migrations"
 )
 
+// schemaTable is where Up records fencekit's schema version.
+const schemaTable = "fencekit_schema_migrations"
+
 func TestMain(m *testing.M) { testenv.Main(m) }
 
 func testCtx(t *testing.T) context.Context {
@@ -91,8 +94,8 @@ func TestUpRerunDownUp(t *testing.T) {
 	if err := migrations.Up(ctx, env.URL); err != nil {
 		t.Fatalf("up: %v", err)
 	}
-	if v, dirty := version(t, env.Pool, "public", migrations.Table); v != want || dirty {
-		t.Fatalf("after up: %s version %d dirty %v, want %d", migrations.Table, v, dirty, want)
+	if v, dirty := version(t, env.Pool, "public", schemaTable); v != want || dirty {
+		t.Fatalf("after up: %s version %d dirty %v, want %d", schemaTable, v, dirty, want)
 	}
 	if hasTable(t, env.Pool, "public", "schema_migrations") {
 		t.Fatal("Up created schema_migrations, the program's own table")
@@ -130,7 +133,7 @@ func TestUpRerunDownUp(t *testing.T) {
 	if hasTable(t, env.Pool, "public", "fencekit_tokens") {
 		t.Fatal("fencekit_tokens left after down")
 	}
-	if v, _ := version(t, env.Pool, "public", migrations.Table); v != -1 {
+	if v, _ := version(t, env.Pool, "public", schemaTable); v != -1 {
 		t.Fatalf("after down: version %d", v)
 	}
 	if err := migrations.Down(ctx, env.URL); err != nil {
@@ -139,7 +142,7 @@ func TestUpRerunDownUp(t *testing.T) {
 	if err := migrations.Up(ctx, env.URL); err != nil {
 		t.Fatalf("up after down: %v", err)
 	}
-	if v, _ := version(t, env.Pool, "public", migrations.Table); v != want {
+	if v, _ := version(t, env.Pool, "public", schemaTable); v != want {
 		t.Fatalf("after up again: version %d, want %d", v, want)
 	}
 }
@@ -164,7 +167,7 @@ func TestUpConcurrent(t *testing.T) {
 			t.Errorf("run %d: %v", i, err)
 		}
 	}
-	if v, dirty := version(t, env.Pool, "public", migrations.Table); v != latest(t) || dirty {
+	if v, dirty := version(t, env.Pool, "public", schemaTable); v != latest(t) || dirty {
 		t.Fatalf("after %d concurrent runs: version %d dirty %v", runs, v, dirty)
 	}
 }
@@ -179,8 +182,8 @@ func TestUpIgnoresMigrationsTableParameter(t *testing.T) {
 	if hasTable(t, env.Pool, env.Schema, "schema_migrations") {
 		t.Fatal("Up recorded in schema_migrations")
 	}
-	if v, _ := version(t, env.Pool, env.Schema, migrations.Table); v != latest(t) {
-		t.Fatalf("%s: version %d, want %d", migrations.Table, v, latest(t))
+	if v, _ := version(t, env.Pool, env.Schema, schemaTable); v != latest(t) {
+		t.Fatalf("%s: version %d, want %d", schemaTable, v, latest(t))
 	}
 }
 
@@ -190,10 +193,10 @@ func TestUpSchemaIsolation(t *testing.T) {
 	if err := migrations.Up(testCtx(t), a.URL); err != nil {
 		t.Fatal(err)
 	}
-	if !hasTable(t, a.Pool, a.Schema, "fencekit_tokens") || !hasTable(t, a.Pool, a.Schema, migrations.Table) {
+	if !hasTable(t, a.Pool, a.Schema, "fencekit_tokens") || !hasTable(t, a.Pool, a.Schema, schemaTable) {
 		t.Fatalf("schema %s: tables missing", a.Schema)
 	}
-	if hasTable(t, b.Pool, b.Schema, "fencekit_tokens") || hasTable(t, b.Pool, b.Schema, migrations.Table) {
+	if hasTable(t, b.Pool, b.Schema, "fencekit_tokens") || hasTable(t, b.Pool, b.Schema, schemaTable) {
 		t.Fatalf("schema %s touched by a migration of %s", b.Schema, a.Schema)
 	}
 }
@@ -203,7 +206,7 @@ func TestUpSchemaIsolation(t *testing.T) {
 func TestUpLockWaitBoundedByContext(t *testing.T) {
 	env := testenv.PostgresDatabase(t)
 	ctx := testCtx(t)
-	id, err := database.GenerateAdvisoryLockId("/"+env.Database, "public", migrations.Table) // the driver names the database by its URL path
+	id, err := database.GenerateAdvisoryLockId("/"+env.Database, "public", schemaTable) // the driver names the database by its URL path
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,8 +340,8 @@ func checkBoth(t *testing.T, env *testenv.PostgresEnv, user int64, fencekit bool
 	if fencekit {
 		want = latest(t)
 	}
-	if v, dirty := version(t, env.Pool, env.Schema, migrations.Table); v != want || dirty {
-		t.Fatalf("%s: version %d dirty %v, want %d clean", migrations.Table, v, dirty, want)
+	if v, dirty := version(t, env.Pool, env.Schema, schemaTable); v != want || dirty {
+		t.Fatalf("%s: version %d dirty %v, want %d clean", schemaTable, v, dirty, want)
 	}
 	if got := hasTable(t, env.Pool, env.Schema, "fencekit_tokens"); got != fencekit {
 		t.Fatalf("fencekit_tokens exists: %v, want %v", got, fencekit)
@@ -429,8 +432,8 @@ func TestUpTakesOverPreMoveDatabase(t *testing.T) {
 		if v, dirty := version(t, env.Pool, env.Schema, "schema_migrations"); v != 1 || dirty {
 			t.Fatalf("schema_migrations changed to %d dirty %v; want the program's version 1 kept", v, dirty)
 		}
-		if v, dirty := version(t, env.Pool, env.Schema, migrations.Table); v != latest(t) || dirty {
-			t.Fatalf("%s: version %d dirty %v", migrations.Table, v, dirty)
+		if v, dirty := version(t, env.Pool, env.Schema, schemaTable); v != latest(t) || dirty {
+			t.Fatalf("%s: version %d dirty %v", schemaTable, v, dirty)
 		}
 		var tok int64
 		if err := env.Pool.QueryRow(ctx, `SELECT token FROM fencekit_tokens WHERE resource = 'kept'`).Scan(&tok); err != nil || tok != 41 {
@@ -462,8 +465,8 @@ func TestUpTakesOverPreMoveDatabase(t *testing.T) {
 			if v, dirty := version(t, env.Pool, env.Schema, "schema_migrations"); v != c.version || dirty != c.dirty {
 				t.Fatalf("schema_migrations changed to %d dirty %v", v, dirty)
 			}
-			if v, dirty := version(t, env.Pool, env.Schema, migrations.Table); v != latest(t) || dirty {
-				t.Fatalf("%s: version %d dirty %v", migrations.Table, v, dirty)
+			if v, dirty := version(t, env.Pool, env.Schema, schemaTable); v != latest(t) || dirty {
+				t.Fatalf("%s: version %d dirty %v", schemaTable, v, dirty)
 			}
 		})
 	}

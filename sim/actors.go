@@ -351,7 +351,7 @@ func (r *Runner) value() []byte {
 }
 
 // storageWrite applies a write. [StorageWrites] and [StorageClaim] decide
-// with fence.MemStore.Put (hence fence.Check, atomically with the write);
+// with fencetest.Store's Put (hence fence.Check, atomically with the write);
 // [StorageOff] and [StorageCheckThenWrite] (whose check came in an earlier
 // request) store it unconditionally, the latter with its token.
 func (r *Runner) storageWrite(it *item) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/fencetest"
 )
 
 // AcceptedTokens returns the tokens of the accepted writes in the order the
@@ -13,11 +14,11 @@ import (
 func (r *Result) AcceptedTokens() []fence.Token { return slices.Clone(r.accepted) }
 
 // Violation checks the run against the fencing invariant with
-// [fence.VerifyHistory]: it returns nil when no write was accepted with a
+// [fencetest.VerifyHistory]: it returns nil when no write was accepted with a
 // token older than one accepted before it, and otherwise an error naming
 // the seed and both writes.
 func (r *Result) Violation() error {
-	if err := fence.VerifyHistory(r.Resource, r.accepted); err != nil {
+	if err := fencetest.VerifyHistory(r.Resource, r.accepted); err != nil {
 		return &ViolationError{Seed: r.Seed, Storage: r.Storage, Err: err}
 	}
 	return nil
@@ -27,7 +28,7 @@ func (r *Result) Violation() error {
 type ViolationError struct {
 	Seed    uint64
 	Storage Storage
-	Err     error // from fence.VerifyHistory
+	Err     error // from fencetest.VerifyHistory
 }
 
 // Error names the seed so the run can be replayed.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // Config describes one run: the lease's TTL and heartbeat, whether the
@@ -129,7 +130,7 @@ func normalize(cfg *Config) (Config, error) {
 	if c.FirstToken == 0 {
 		c.FirstToken = 1
 	}
-	if err := c.FirstToken.Validate(); err != nil {
+	if err := valid.Token(c.FirstToken); err != nil {
 		return bad("FirstToken: %v", err)
 	}
 	if c.Resource == "" {

@@ -2,7 +2,7 @@
 // clients that take a lease, work and write; a lease service with TTLs and
 // monotonic tokens; and a storage that treats tokens in one of four ways
 // ([Storage]): accepts everything, applies the write check alone, applies
-// the write check and the claim ([fence.MemStore], hence [fence.Check]), or
+// the write check and the claim ([fencetest.Store], hence [fence.Check]), or
 // checks and then writes in two requests.
 //
 // A run is a discrete-event simulation on a virtual clock. Actions wait in
@@ -31,7 +31,7 @@
 //     on the number of workers.
 //   - [Result.Verdict] says safe, a write lost, or tokens went backwards;
 //     [Result.Violation] checks the accepted writes with
-//     [fence.VerifyHistory]; [Result.Lost], [Result.StaleAccepted] and
+//     [fencetest.VerifyHistory]; [Result.Lost], [Result.StaleAccepted] and
 //     [Result.Downtime] say what went wrong and [Result.Summary] says it in
 //     sentences.
 //   - [NewRecorded] wraps events observed on real servers (cmd/fencereal) so

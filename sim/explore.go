@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/fencetest"
 )
 
 // ExploreParams set the distributions random schedules are drawn from;
@@ -362,7 +362,7 @@ func (t *Tally) add(r *Runner) {
 	if r.cut {
 		t.CutRuns++
 	}
-	if fence.VerifyHistory(r.cfg.Resource, r.accepted) != nil {
+	if fencetest.VerifyHistory(r.cfg.Resource, r.accepted) != nil {
 		t.Violations++
 		t.Seeds = append(t.Seeds, r.cfg.Seed)
 	}

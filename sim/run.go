@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/fencetest"
 )
 
 // Result is what a run recorded: every event in order, every write with its
@@ -95,7 +96,7 @@ type Runner struct {
 
 	// storage: mem for StorageWrites and StorageClaim; plainVal and
 	// plainTok (the token the last write or claim left) for the others
-	mem      *fence.MemStore
+	mem      *fencetest.Store
 	plainVal []byte
 	plainTok fence.Token
 	accepted []fence.Token // tokens of accepted writes, in order
@@ -198,7 +199,7 @@ func (r *Runner) reset(c Config) {
 	r.plainVal, r.plainTok = nil, 0
 	r.mem = nil
 	if c.Storage == StorageWrites || c.Storage == StorageClaim {
-		r.mem = fence.NewMemStore()
+		r.mem = fencetest.NewStore()
 	}
 }
 

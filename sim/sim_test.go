@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 	"github.com/fencekit/fencekit/sim"
 	"github.com/fencekit/fencekit/sim/render"
 )
@@ -318,7 +319,7 @@ func TestConfigErrors(t *testing.T) {
 		{func(c *sim.Config) { c.Clients = nil }, "clients"},
 		{func(c *sim.Config) { c.Clients = []sim.ClientSpec{{Drift: -0.95}} }, "Drift"},
 		{func(c *sim.Config) { c.Clients = []sim.ClientSpec{{Pauses: []sim.Pause{{At: -1}}}} }, "pause"},
-		{func(c *sim.Config) { c.FirstToken = fence.MaxToken + 1 }, "FirstToken"},
+		{func(c *sim.Config) { c.FirstToken = valid.MaxToken + 1 }, "FirstToken"},
 	} {
 		c := ok
 		tc.edit(&c)

@@ -21,8 +21,8 @@ const (
 	// StorageClaim is fencekit's storage: the write check plus the claim.
 	// The first access after acquiring (here the read) records the
 	// holder's token, so writes with older tokens are refused from then
-	// on, even before the new holder writes anything ([fence.MemStore]
-	// Claim and Put; sqlfence.Fence for PostgreSQL).
+	// on, even before the new holder writes anything ([fencetest.Store]
+	// Claim and Put; sqlfence.Claim for PostgreSQL).
 	StorageClaim
 	// StorageCheckThenWrite has StorageClaim's rules but is not atomic: the
 	// writer asks the storage to check its token, and on "ok" sends the

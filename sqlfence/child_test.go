@@ -15,6 +15,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/testenv"
+	"github.com/fencekit/fencekit/internal/valid"
 	"github.com/fencekit/fencekit/sqlfence"
 )
 
@@ -29,7 +30,7 @@ func init() { testenv.RegisterChild("sqlfence-holder", holderChild) }
 func holderChild() int {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	tok, err := fence.ParseToken(os.Getenv("HOLDER_TOKEN"))
+	tok, err := valid.ParseToken(os.Getenv("HOLDER_TOKEN"))
 	if err != nil {
 		fmt.Println("result:", err)
 		return 1
@@ -129,5 +130,5 @@ func TestHolderProcessPausedIdleTimeout(t *testing.T) {
 	if got := logRows(t, env.Pool); !slices.Equal(got, want) {
 		t.Fatalf("log = %v, want %v", got, want)
 	}
-	wantStale(t, sqlfence.Fence(testCtx(t), env.Pool, "r", 10), "r", 10, 11)
+	wantStale(t, sqlfence.Claim(testCtx(t), env.Pool, "r", 10), "r", 10, 11)
 }

@@ -9,12 +9,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/fencetest"
 	"github.com/fencekit/fencekit/sqlfence"
 )
 
 // TestConformsToMemStore applies the same seeded sequence of writes (a few
 // resources, tokens drawn from a small range so that equal, older and newer
-// tokens all occur) to fence.MemStore, the reference, and to both sqlfence
+// tokens all occur) to fencetest.Store, the reference, and to both sqlfence
 // modes, and checks that every write gets the same verdict, every refusal
 // names the same current token, and the stored tokens agree at the end.
 func TestConformsToMemStore(t *testing.T) {
@@ -30,7 +31,7 @@ func TestConformsToMemStore(t *testing.T) {
 		exec(t, env.Pool, fmt.Sprintf(`INSERT INTO conf (id) VALUES ('%s')`, r))
 	}
 	for seed := uint64(1); seed <= 4; seed++ {
-		ref := fence.NewMemStore()
+		ref := fencetest.NewStore()
 		rng := rand.New(rand.NewPCG(seed, 99))
 		prefix := fmt.Sprintf("s%d-", seed)
 		for i := range 60 {
@@ -54,11 +55,11 @@ func TestConformsToMemStore(t *testing.T) {
 			}
 		}
 		for _, res := range resources {
-			cur, err := sqlfence.Current(ctx, env.Pool, prefix+res)
+			cur, err := current(ctx, env.Pool, prefix+res)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ver, err := table.Version(ctx, env.Pool, res)
+			ver, err := lockVersion(ctx, env.Pool, "conf", res)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -39,9 +39,9 @@
 // the claim's server CPU (docs/performance.md, "Fenced SQL writes").
 // [Exec] sends the claim and one statement as one pipeline, an implicit
 // transaction: one round trip for a single-statement write.
-// [Claim] is the same claim on a transaction the caller manages,
-// and [Fence] makes it alone right after a lease is acquired, which shuts
-// out the previous holder before the new one has written anything.
+// [Claim] makes the claim alone: on a pool or connection right after a
+// lease is acquired, which shuts out the previous holder before the new one
+// has written anything, or on a transaction the caller manages.
 //
 // # Row mode
 //
@@ -97,7 +97,7 @@
 // holder: stop, do not retry".
 // Bad input is refused before anything is sent, with an error matching
 // [fence.ErrInvalid]: a zero token or one above 2^63-1 (PostgreSQL's bigint
-// cannot hold it), a resource [fence.ValidateName] refuses, a nil handle,
+// cannot hold it), a bad resource name, a nil handle,
 // table or fn, a table or column name that is not a plain identifier, a
 // column named twice, a wrong number of values. An already cancelled
 // context is refused too, with ctx's error.

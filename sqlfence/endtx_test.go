@@ -87,7 +87,7 @@ func TestInTxFnEndsTransaction(t *testing.T) {
 				if !e.lateCommitted && got != "B" {
 					t.Fatalf("row after InTx = %q, want B's write (A's late write must not be committed)", got)
 				}
-				if cur, err := sqlfence.Current(ctx, env.Pool, resource); err != nil || cur != newer {
+				if cur, err := current(ctx, env.Pool, resource); err != nil || cur != newer {
 					t.Fatalf("guard token %v, %v; want %v", cur, err, newer)
 				}
 			})

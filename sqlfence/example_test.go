@@ -89,7 +89,7 @@ func ExampleInTx() {
 }
 
 // Claim fences a transaction the caller begins and commits itself.
-func ExampleClaim() {
+func ExampleClaim_transaction() {
 	dbURL, pool, cleanup := exampleDB()
 	defer cleanup()
 	ctx := context.Background()
@@ -109,23 +109,25 @@ func ExampleClaim() {
 	}
 	_, _ = tx.Exec(ctx, "INSERT INTO events VALUES ('sent batch 1')")
 	fmt.Println("commit:", tx.Commit(ctx))
-	fmt.Println(sqlfence.Current(ctx, pool, "queue:emails"))
+	var tok int64
+	_ = pool.QueryRow(ctx, "SELECT token FROM fencekit_tokens WHERE resource = 'queue:emails'").Scan(&tok)
+	fmt.Println("guard row token:", tok)
 	// Output:
 	// commit: <nil>
-	// 7 <nil>
+	// guard row token: 7
 }
 
 // A new lease holder fences the resource before doing anything else, so the
 // previous holder is refused from then on even if the new one writes later.
-func ExampleFence() {
+func ExampleClaim() {
 	dbURL, pool, cleanup := exampleDB()
 	defer cleanup()
 	ctx := context.Background()
 	if err := migrations.Up(ctx, dbURL); err != nil {
 		panic(err)
 	}
-	fmt.Println("old holder (41):", sqlfence.Fence(ctx, pool, "invoice-run", 41))
-	fmt.Println("new holder (42):", sqlfence.Fence(ctx, pool, "invoice-run", 42))
+	fmt.Println("old holder (41):", sqlfence.Claim(ctx, pool, "invoice-run", 41))
+	fmt.Println("new holder (42):", sqlfence.Claim(ctx, pool, "invoice-run", 42))
 	err := sqlfence.InTx(ctx, pool, "invoice-run", 41, func(pgx.Tx) error {
 		panic("not reached: a stale transaction runs nothing")
 	})
@@ -134,6 +136,31 @@ func ExampleFence() {
 	// old holder (41): <nil>
 	// new holder (42): <nil>
 	// old holder writes: true
+}
+
+// Exec fences one statement in one round trip: the claim and the statement
+// travel together, and a refused claim runs nothing.
+func ExampleExec() {
+	dbURL, pool, cleanup := exampleDB()
+	defer cleanup()
+	ctx := context.Background()
+	if err := migrations.Up(ctx, dbURL); err != nil {
+		panic(err)
+	}
+	_, _ = pool.Exec(ctx, "CREATE TABLE jobs (id int PRIMARY KEY, state text)")
+	_, _ = pool.Exec(ctx, "INSERT INTO jobs VALUES (1, 'running')")
+
+	tag, err := sqlfence.Exec(ctx, pool, "jobs", 34, "UPDATE jobs SET state = 'done' WHERE id = $1", 1)
+	fmt.Println("34:", tag.RowsAffected(), err)
+	_, err = sqlfence.Exec(ctx, pool, "jobs", 33, "UPDATE jobs SET state = 'failed' WHERE id = $1", 1)
+	fmt.Println("33:", err)
+	var state string
+	_ = pool.QueryRow(ctx, "SELECT state FROM jobs WHERE id = 1").Scan(&state)
+	fmt.Println("job 1:", state)
+	// Output:
+	// 34: 1 <nil>
+	// 33: fence: stale token 33 for "jobs": token 34 was already accepted
+	// job 1: done
 }
 
 // Row mode: the user's table carries lock_version; one statement both
@@ -155,14 +182,16 @@ func ExampleTable_Update() {
 	var bal int
 	_ = pool.QueryRow(ctx, "SELECT balance FROM accounts WHERE id = 1").Scan(&bal)
 	fmt.Println("balance:", bal)
-	fmt.Println(accounts.Version(ctx, pool, 1))
+	var version int64
+	_ = pool.QueryRow(ctx, "SELECT lock_version FROM accounts WHERE id = 1").Scan(&version)
+	fmt.Println("lock_version:", version)
 	// Output:
 	// token 34: <nil>
 	// token 33: fence: stale token 33 for "accounts:1": token 34 was already accepted
 	// account 2: sqlfence: no such row: accounts:2
 	// insert 2: <nil>
 	// balance: 150
-	// 34 <nil>
+	// lock_version: 34
 }
 
 // createAccounts creates the examples' table accounts(id, balance,

@@ -13,6 +13,7 @@ import (
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/cause"
 	"github.com/fencekit/fencekit/internal/pgsql"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // execClaimSQL claims resource's guard row for token $2 as pgsql.ClaimSQL
@@ -43,8 +44,7 @@ type batchSender interface {
 //
 // Errors: a [*fence.StaleError] (nothing changed; counted in
 // fencekit_stale_rejected); [fence.ErrInvalid] for a nil db, an empty sql,
-// a zero token or one above [fence.MaxToken], or a resource
-// [fence.ValidateName] refuses (nothing sent); the statement's error
+// a bad token or resource (nothing sent); the statement's error
 // (nothing changed); ctx's error, wrapping context.Cause(ctx) once ctx has
 // ended, as for InTx.
 func Exec(ctx context.Context, db TxBeginner, resource string, tok fence.Token, sql string, args ...any) (pgconn.CommandTag, error) {
@@ -52,7 +52,7 @@ func Exec(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 		return pgconn.CommandTag{}, err
 	}
 	if sql == "" {
-		return pgconn.CommandTag{}, fence.Invalid("sqlfence: Exec %q: empty sql", resource)
+		return pgconn.CommandTag{}, valid.Invalid("sqlfence: Exec %q: empty sql", resource)
 	}
 	if tx, ok := db.(pgx.Tx); ok {
 		if err := claim(ctx, tx, resource, tok); err != nil {
@@ -68,11 +68,11 @@ func Exec(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 		return tag, cause.With(ctx, err)
 	}
 	if c, ok := db.(*pgx.Conn); ok && c.PgConn().TxStatus() != 'I' {
-		return pgconn.CommandTag{}, fence.Invalid("sqlfence: Exec %q: the connection is inside a transaction; pass its pgx.Tx", resource)
+		return pgconn.CommandTag{}, valid.Invalid("sqlfence: Exec %q: the connection is inside a transaction; pass its pgx.Tx", resource)
 	}
 	bs, ok := db.(batchSender)
 	if !ok {
-		return pgconn.CommandTag{}, fence.Invalid("sqlfence: Exec %q: %T sends no batch; pass a *pgx.Conn, *pgxpool.Pool or pgx.Tx", resource, db)
+		return pgconn.CommandTag{}, valid.Invalid("sqlfence: Exec %q: %T sends no batch; pass a *pgx.Conn, *pgxpool.Pool or pgx.Tx", resource, db)
 	}
 	tag, err := execBatch(ctx, bs, resource, tok, sql, args)
 	return tag, cause.With(ctx, err)

@@ -116,7 +116,7 @@ func TestExecRefusedRunsNothing(t *testing.T) {
 		{"simple-protocol", newPool(t, env.URL+"&default_query_exec_mode=simple_protocol")}} {
 		t.Run(db.name, func(t *testing.T) {
 			res := "job/" + db.name
-			if err := sqlfence.Fence(ctx, env.Pool, res, 20); err != nil {
+			if err := sqlfence.Claim(ctx, env.Pool, res, 20); err != nil {
 				t.Fatal(err)
 			}
 			_, err := sqlfence.Exec(ctx, db.db, res, 10, `UPDATE jobs SET state = 'stale' WHERE id = 1`)
@@ -130,7 +130,7 @@ func TestExecRefusedRunsNothing(t *testing.T) {
 			if _, err := sqlfence.Exec(ctx, db.db, res, 30, `UPDATE jobs SET state = 'x' WHERE id = 1/0`); err == nil {
 				t.Fatal("a statement dividing by zero succeeded")
 			}
-			if cur, err := sqlfence.Current(ctx, env.Pool, res); err != nil || cur != 20 {
+			if cur, err := current(ctx, env.Pool, res); err != nil || cur != 20 {
 				t.Fatalf("guard token after a failed statement = %d, %v; want 20 (the claim undone)", cur, err)
 			}
 			tag, err := sqlfence.Exec(ctx, db.db, res, 30, `UPDATE jobs SET state = $1 WHERE id = 1`, "done by "+db.name)
@@ -179,7 +179,7 @@ func TestExecInTx(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantState(t, env.Pool, "new")
-	if cur, err := sqlfence.Current(ctx, env.Pool, "job"); err != nil || cur != 0 {
+	if cur, err := current(ctx, env.Pool, "job"); err != nil || cur != 0 {
 		t.Fatalf("guard token after a rollback = %d, %v; want 0", cur, err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/cause"
 	"github.com/fencekit/fencekit/internal/pgsql"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // TxBeginner starts a transaction. It is satisfied by *pgx.Conn,
@@ -46,59 +47,32 @@ var (
 	_ txOptionsBeginner = (*pgxpool.Pool)(nil)
 )
 
-// Claim claims resource's guard row for tok inside the caller's own
-// transaction tx: afterwards no transaction presenting a smaller token can
-// claim it, and a newer holder's claim waits on the row lock until tx ends.
-// Do the fenced writes in tx after Claim returns nil, then commit.
+// Claim records tok as resource's newest token in its guard row
+// (fencekit_tokens) without writing data, so that every older token is
+// refused from then on. On a *pgx.Conn or *pgxpool.Pool it commits at
+// once: call it right after acquiring a lease, before writing anything, so
+// that every older holder's [InTx], [Exec] or Claim on resource fails with
+// a stale error even while the new holder has written nothing. On a pgx.Tx
+// it lives until that transaction ends and holds the guard row's lock
+// until then (a newer holder's claim waits): claim first, then write, then
+// commit. Row-mode writes see it only through a table bound with
+// [Table.WithGuard](resource); unbound tables compare with each row's own
+// version.
 //
 // Claim costs one round trip (two in the rare race where a newer holder
 // committed while this claim waited on the row lock: the refusal is
 // re-read with a fresh snapshot so the error carries the real current token).
 //
 // Errors: a [*fence.StaleError] when a token greater than tok was already
-// accepted (tx should then be rolled back; Claim has changed nothing);
-// [fence.ErrInvalid] for a nil tx, a zero token or one above
-// [fence.MaxToken], or a resource [fence.ValidateName] refuses (nothing
-// sent); ctx's error; PostgreSQL's error (for example a missing
-// fencekit_tokens table: run migrations.Up).
-func Claim(ctx context.Context, tx pgx.Tx, resource string, tok fence.Token) error {
-	if err := checkArgs(ctx, tx, resource, tok); err != nil {
-		return err
-	}
-	return cause.With(ctx, claim(ctx, tx, resource, tok))
-}
-
-// Fence claims resource's guard row for tok in a transaction of its own, a
-// single autocommitted statement on a connection or pool: call it right
-// after acquiring a lease, before writing anything, so that from then on
-// every older holder's [InTx] or [Claim] on resource fails with a stale
-// error, even while the new holder has not written anything yet. Row-mode
-// writes see it only through a table bound with [Table.WithGuard]
-// (resource); unbound tables compare with each row's own version. On a
-// pgx.Tx it is the same as [Claim]: the claim becomes visible
-// when that transaction commits.
-//
-// Fence costs one round trip (two in the rare refusal race described at
-// [Claim]). Errors are those of [Claim].
-func Fence(ctx context.Context, db Querier, resource string, tok fence.Token) error {
+// accepted (nothing changed; roll a pgx.Tx back); [fence.ErrInvalid] for a
+// nil db or a bad token or resource (nothing sent); ctx's error, wrapping
+// context.Cause(ctx) once ctx has ended; PostgreSQL's error (for example a
+// missing fencekit_tokens table: run migrations.Up).
+func Claim(ctx context.Context, db Querier, resource string, tok fence.Token) error {
 	if err := checkArgs(ctx, db, resource, tok); err != nil {
 		return err
 	}
 	return cause.With(ctx, claim(ctx, db, resource, tok))
-}
-
-// Current returns the newest token committed for resource's guard row, or
-// zero when the resource was never claimed. One round trip.
-//
-// Errors: [fence.ErrInvalid] for a nil db or a resource
-// [fence.ValidateName] refuses (nothing sent); ctx's error (nothing sent
-// when ctx is already done); PostgreSQL's errors (for example a missing
-// fencekit_tokens table: run migrations.Up).
-func Current(ctx context.Context, db Querier, resource string) (fence.Token, error) {
-	if isNil(db) {
-		return 0, errNilDB
-	}
-	return pgsql.Current(ctx, pgxSender{db}, "sqlfence", resource)
 }
 
 // claim claims resource's guard row for tok through q (pgsql.Claim).
@@ -123,10 +97,10 @@ func (s pgxSender) Exec(ctx context.Context, sql string, args []any) (int64, err
 }
 
 // errNilDB is the error for a nil database handle.
-var errNilDB = fence.Invalid("sqlfence: nil database handle")
+var errNilDB = valid.Invalid("sqlfence: nil database handle")
 
 // checkArgs validates what every guard call checks before sending
-// anything: the handle, the resource and the token (fence.ValidateWrite),
+// anything: the handle, the resource and the token (valid.Write),
 // then ctx. It allocates nothing on success.
 func checkArgs(ctx context.Context, db any, resource string, tok fence.Token) error {
 	return pgsql.CheckArgs(ctx, "sqlfence", isNil(db), errNilDB, resource, tok)

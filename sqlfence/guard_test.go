@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 	"github.com/fencekit/fencekit/sqlfence"
 )
 
@@ -81,10 +82,10 @@ func TestInTxStaleEqualNewer(t *testing.T) {
 			t.Fatalf("after token %d: data = %q, want %q", s.tok, got, s.wantValue)
 		}
 	}
-	if cur, err := sqlfence.Current(ctx, env.Pool, "doc"); err != nil || cur != 11 {
+	if cur, err := current(ctx, env.Pool, "doc"); err != nil || cur != 11 {
 		t.Fatalf("Current = %d, %v; want 11", cur, err)
 	}
-	if cur, err := sqlfence.Current(ctx, env.Pool, "never"); err != nil || cur != 0 {
+	if cur, err := current(ctx, env.Pool, "never"); err != nil || cur != 0 {
 		t.Fatalf("Current(never) = %d, %v; want 0", cur, err)
 	}
 }
@@ -116,7 +117,7 @@ func TestInTxFnErrorRollsBackClaim(t *testing.T) {
 	if got := readData(t, env.Pool, "other"); got != "<none>" {
 		t.Fatalf("failed tx's second write visible: %q", got)
 	}
-	if cur, _ := sqlfence.Current(ctx, env.Pool, "doc"); cur != 5 {
+	if cur, _ := current(ctx, env.Pool, "doc"); cur != 5 {
 		t.Fatalf("failed tx's claim visible: token %d, want 5", cur)
 	}
 	// Token 6 < 7 is still accepted: the failed claim of 7 never happened.
@@ -155,14 +156,14 @@ func TestInTxHandles(t *testing.T) {
 	if got := readData(t, env.Pool, "r"); got != "conn" {
 		t.Fatalf("after outer rollback: %q, want conn", got)
 	}
-	if cur, _ := sqlfence.Current(ctx, env.Pool, "r"); cur != 3 {
+	if cur, _ := current(ctx, env.Pool, "r"); cur != 3 {
 		t.Fatalf("after outer rollback: token %d, want 3", cur)
 	}
 }
 
-// Claim fences a transaction the caller manages; Fence claims in its own
-// statement so an older holder is shut out before the new one writes.
-func TestClaimAndFence(t *testing.T) {
+// Claim on a pgx.Tx fences a transaction the caller manages; on a pool it
+// claims in its own statement, so an older holder is shut out before the new one writes.
+func TestClaimInTxAndAlone(t *testing.T) {
 	env := setup(t)
 	ctx := testCtx(t)
 	exec(t, env.Pool, `CREATE TABLE data (k text PRIMARY KEY, v text NOT NULL)`)
@@ -180,7 +181,7 @@ func TestClaimAndFence(t *testing.T) {
 	}
 
 	// A new holder with token 21 fences right after acquiring its lease.
-	if err := sqlfence.Fence(ctx, env.Pool, "job", 21); err != nil {
+	if err := sqlfence.Claim(ctx, env.Pool, "job", 21); err != nil {
 		t.Fatal(err)
 	}
 	// The old holder (20) has not noticed and writes: refused, although
@@ -194,12 +195,12 @@ func TestClaimAndFence(t *testing.T) {
 	}
 	wantStale(t, sqlfence.Claim(ctx, tx, "job", 19), "job", 19, 21)
 	_ = tx.Rollback(ctx)
-	wantStale(t, sqlfence.Fence(ctx, env.Pool, "job", 1), "job", 1, 21)
+	wantStale(t, sqlfence.Claim(ctx, env.Pool, "job", 1), "job", 1, 21)
 	if got := readData(t, env.Pool, "job"); got != "by 20" || calls != 0 {
 		t.Fatalf("data = %q, calls = %d", got, calls)
 	}
 	// Fencing again with the same token is a no-op success.
-	if err := sqlfence.Fence(ctx, env.Pool, "job", 21); err != nil {
+	if err := sqlfence.Claim(ctx, env.Pool, "job", 21); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -267,7 +268,7 @@ func TestInTxResourceQuoting(t *testing.T) {
 		if err := sqlfence.InTx(ctx, env.Pool, name, 7, func(pgx.Tx) error { return nil }); err != nil {
 			t.Fatalf("InTx(%q): %v", name, err)
 		}
-		if cur, err := sqlfence.Current(ctx, env.Pool, name); err != nil || cur != 7 {
+		if cur, err := current(ctx, env.Pool, name); err != nil || cur != 7 {
 			t.Fatalf("Current(%q) = %v, %v; want 7", name, cur, err)
 		}
 		err := sqlfence.InTx(ctx, env.Pool, name, 6, func(pgx.Tx) error { return nil })
@@ -299,7 +300,7 @@ func TestBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tooBig := fence.MaxToken + 1
+	tooBig := valid.MaxToken + 1
 	long := strings.Repeat("r", 16<<10)
 	var nilTable *sqlfence.Table
 	inv := fence.ErrInvalid
@@ -321,13 +322,13 @@ func TestBadInput(t *testing.T) {
 		{"InTx 16 KB resource", func() error { return sqlfence.InTx(ctx, pool, long, 1, fn) }, "16384 bytes, longer than 1024", inv},
 		{"InTx nil fn", func() error { return sqlfence.InTx(ctx, pool, "r", 1, nil) }, "nil fn", inv},
 		{"InTx cancelled", func() error { return sqlfence.InTx(cancelled, pool, "r", 1, fn) }, "context canceled", context.Canceled},
-		{"Fence nil db", func() error { return sqlfence.Fence(ctx, nil, "r", 1) }, "nil database", inv},
-		{"Fence zero token", func() error { return sqlfence.Fence(ctx, pool, "r", 0) }, "token is zero", inv},
-		{"Fence empty resource", func() error { return sqlfence.Fence(ctx, pool, "", 1) }, "resource is empty", inv},
-		{"Fence NUL in resource", func() error { return sqlfence.Fence(ctx, pool, "\x00", 1) }, "control character", inv},
-		{"Fence 16 KB resource", func() error { return sqlfence.Fence(ctx, pool, long, 1) }, "longer than 1024", inv},
-		{"Fence cancelled", func() error { return sqlfence.Fence(cancelled, pool, "r", 1) }, "context canceled", context.Canceled},
-		{"Claim nil tx", func() error { return sqlfence.Claim(ctx, nil, "r", 1) }, "nil database", inv},
+		{"Claim nil db", func() error { return sqlfence.Claim(ctx, nil, "r", 1) }, "nil database", inv},
+		{"Claim zero token", func() error { return sqlfence.Claim(ctx, pool, "r", 0) }, "token is zero", inv},
+		{"Claim empty resource", func() error { return sqlfence.Claim(ctx, pool, "", 1) }, "resource is empty", inv},
+		{"Claim NUL in resource", func() error { return sqlfence.Claim(ctx, pool, "\x00", 1) }, "control character", inv},
+		{"Claim 16 KB resource", func() error { return sqlfence.Claim(ctx, pool, long, 1) }, "longer than 1024", inv},
+		{"Claim cancelled", func() error { return sqlfence.Claim(cancelled, pool, "r", 1) }, "context canceled", context.Canceled},
+		{"Claim nil pgx.Tx", func() error { var tx pgx.Tx; return sqlfence.Claim(ctx, tx, "r", 1) }, "nil database", inv},
 		{"Update nil db", func() error { return tbl.Update(ctx, nil, "k", 1, "v") }, "nil database", inv},
 		{"Update zero token", func() error { return tbl.Update(ctx, pool, "k", 0, "v") }, "token is zero", inv},
 		{"Update token above 2^63-1", func() error { return tbl.Update(ctx, pool, "k", tooBig, "v") }, "above the maximum", inv},
@@ -345,14 +346,6 @@ func TestBadInput(t *testing.T) {
 		{"Table.Claim guard empty", func() error { var v string; return tbl.WithGuard("").Claim(ctx, pool, "k", 1, &v) }, "WithGuard resource is empty", inv},
 		{"Table.Claim cancelled", func() error { var v string; return tbl.Claim(cancelled, pool, "k", 1, &v) }, "context canceled", context.Canceled},
 		{"Table.Claim nil table", func() error { return nilTable.Claim(ctx, pool, "k", 1) }, "nil *sqlfence.Table", inv},
-		{"Current nil db", func() error { _, err := sqlfence.Current(ctx, nil, "r"); return err }, "nil database", inv},
-		{"Current empty resource", func() error { _, err := sqlfence.Current(ctx, pool, ""); return err }, "resource is empty", inv},
-		{"Current NUL in resource", func() error { _, err := sqlfence.Current(ctx, pool, "a\x00"); return err }, "control character", inv},
-		{"Current 16 KB resource", func() error { _, err := sqlfence.Current(ctx, pool, long); return err }, "longer than 1024", inv},
-		{"Current cancelled", func() error { _, err := sqlfence.Current(cancelled, pool, "r"); return err }, "context canceled", context.Canceled},
-		{"Version nil db", func() error { _, err := tbl.Version(ctx, nilConn, "k"); return err }, "nil database", inv},
-		{"Version nil table", func() error { _, err := nilTable.Version(ctx, pool, "k"); return err }, "nil *sqlfence.Table", inv},
-		{"Version cancelled", func() error { _, err := tbl.Version(cancelled, pool, "k"); return err }, "context canceled", context.Canceled},
 		{"Upsert cancelled", func() error { return tbl.Upsert(cancelled, pool, "k", 1, "v") }, "context canceled", context.Canceled},
 	}
 	for _, c := range cases {
@@ -406,7 +399,7 @@ func TestInTxCancelledMidway(t *testing.T) {
 	if got := readData(t, env.Pool, "doc"); got != "one" {
 		t.Fatalf("data = %q after a cancelled transaction, want one", got)
 	}
-	if cur, err := sqlfence.Current(testCtx(t), env.Pool, "doc"); err != nil || cur != 1 {
+	if cur, err := current(testCtx(t), env.Pool, "doc"); err != nil || cur != 1 {
 		t.Fatalf("Current = %d, %v; want 1", cur, err)
 	}
 }

@@ -11,7 +11,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/testenv"
+	"github.com/fencekit/fencekit/sqlfence"
 )
 
 // setup returns a fresh schema with fencekit's migrations applied.
@@ -121,4 +123,18 @@ func recordingConn(tb testing.TB, url string) (*pgx.Conn, *sqlRecorder) {
 	}
 	tb.Cleanup(func() { conn.Close(context.Background()) })
 	return conn, rec
+}
+
+// current reads resource's committed guard token, 0 when it has no row.
+func current(ctx context.Context, db sqlfence.Querier, resource string) (fence.Token, error) {
+	var tok int64
+	err := db.QueryRow(ctx, `SELECT coalesce(max(token), 0) FROM fencekit_tokens WHERE resource = $1`, resource).Scan(&tok)
+	return fence.Token(tok), err
+}
+
+// lockVersion reads the lock_version of table's row with id (0 for NULL).
+func lockVersion(ctx context.Context, db sqlfence.Querier, table string, id any) (fence.Token, error) {
+	var v int64
+	err := db.QueryRow(ctx, `SELECT coalesce(lock_version, 0) FROM `+table+` WHERE id = $1`, id).Scan(&v)
+	return fence.Token(v), err
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/fencekit/fencekit/internal/backoff"
 	"github.com/fencekit/fencekit/internal/cause"
 	"github.com/fencekit/fencekit/internal/pgsql"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // Options configures a [Guard]. The zero value (and a nil *Options) means
@@ -30,14 +31,14 @@ type Options struct {
 	// MaxRetries bounds how many times InTx re-runs the whole transaction
 	// (claim and fn) after a serialization failure (SQLSTATE 40001) or a
 	// deadlock (40P01) when IsoLevel is RepeatableRead or Serializable.
-	// Zero means DefaultMaxRetries at those levels; negative is an error.
+	// Zero means 5 at those levels; negative is an error.
 	// At other levels nothing is retried.
 	MaxRetries int
 }
 
-// DefaultMaxRetries is the retry bound used when Options.MaxRetries is zero
+// defaultMaxRetries is the retry bound used when Options.MaxRetries is zero
 // and the isolation level can fail with serialization errors.
-const DefaultMaxRetries = 5
+const defaultMaxRetries = 5
 
 // Guard runs fenced transactions with fixed [Options]. Its methods are safe
 // for concurrent use. The package-level [InTx] uses a Guard with defaults.
@@ -59,13 +60,13 @@ func New(opts *Options) (*Guard, error) {
 	switch opts.IsoLevel {
 	case "", pgx.ReadUncommitted, pgx.ReadCommitted:
 	case pgx.RepeatableRead, pgx.Serializable:
-		g.retries = DefaultMaxRetries
+		g.retries = defaultMaxRetries
 	default:
-		return nil, fence.Invalid("sqlfence: Options.IsoLevel %q: want empty or one of pgx.ReadUncommitted, pgx.ReadCommitted, pgx.RepeatableRead, pgx.Serializable", opts.IsoLevel)
+		return nil, valid.Invalid("sqlfence: Options.IsoLevel %q: want empty or one of pgx.ReadUncommitted, pgx.ReadCommitted, pgx.RepeatableRead, pgx.Serializable", opts.IsoLevel)
 	}
 	switch {
 	case opts.MaxRetries < 0:
-		return nil, fence.Invalid("sqlfence: Options.MaxRetries is %d; want 0 (default) or more", opts.MaxRetries)
+		return nil, valid.Invalid("sqlfence: Options.MaxRetries is %d; want 0 (default) or more", opts.MaxRetries)
 	case opts.MaxRetries > 0 && g.retries > 0:
 		g.retries = opts.MaxRetries
 	}
@@ -110,8 +111,7 @@ func InTx(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 // the savepoint's release fails.
 //
 // Errors: a [*fence.StaleError] (fn not called, nothing changed);
-// [fence.ErrInvalid] for a nil db or fn, a zero token or one above
-// [fence.MaxToken], or a resource [fence.ValidateName] refuses (nothing
+// [fence.ErrInvalid] for a nil db or fn, a bad token or resource (nothing
 // sent); an error for an isolation level requested on a pgx.Tx; ctx's error (nothing sent when ctx is already
 // done); PostgreSQL's errors. Once ctx has ended, every error also wraps
 // context.Cause(ctx): with a lease's Context, a transaction cut off by the
@@ -121,11 +121,11 @@ func (g *Guard) InTx(ctx context.Context, db TxBeginner, resource string, tok fe
 		return err
 	}
 	if fn == nil {
-		return fence.Invalid("sqlfence: InTx(%q): nil fn", resource)
+		return valid.Invalid("sqlfence: InTx(%q): nil fn", resource)
 	}
 	_, canSetLevel := db.(txOptionsBeginner)
 	if g.opts.IsoLevel != "" && !canSetLevel {
-		return fence.Invalid("sqlfence: InTx(%q): isolation level %s needs a *pgx.Conn or *pgxpool.Pool; a %T's level is its outer transaction's", resource, g.opts.IsoLevel, db)
+		return valid.Invalid("sqlfence: InTx(%q): isolation level %s needs a *pgx.Conn or *pgxpool.Pool; a %T's level is its outer transaction's", resource, g.opts.IsoLevel, db)
 	}
 	var err error
 	for attempt := 0; ; attempt++ {

@@ -137,7 +137,7 @@ func TestOlderWaitsThenStale(t *testing.T) {
 			ctx := testCtx(t)
 			exec(t, env.Pool, `CREATE TABLE log (id bigserial PRIMARY KEY, tok bigint, step text)`)
 			if existing {
-				if err := sqlfence.Fence(ctx, env.Pool, "r", 5); err != nil {
+				if err := sqlfence.Claim(ctx, env.Pool, "r", 5); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -180,11 +180,11 @@ func TestPausedHolderKilled(t *testing.T) {
 	if got := logRows(t, env.Pool); !slices.Equal(got, want) {
 		t.Fatalf("log = %v, want %v (nothing of the killed holder)", got, want)
 	}
-	if cur, err := sqlfence.Current(ctx, env.Pool, "r"); err != nil || cur != 11 {
+	if cur, err := current(ctx, env.Pool, "r"); err != nil || cur != 11 {
 		t.Fatalf("Current = %d, %v; want 11", cur, err)
 	}
 	// The killed holder's token is stale from now on.
-	wantStale(t, sqlfence.Fence(ctx, env.Pool, "r", 10), "r", 10, 11)
+	wantStale(t, sqlfence.Claim(ctx, env.Pool, "r", 10), "r", 10, 11)
 }
 
 // Row mode has the same race: an update that waited on a row lock while a
@@ -282,7 +282,7 @@ func TestRowInsertWaitsThenStale(t *testing.T) {
 		} else if !errors.Is(err, sqlfence.ErrRowExists) {
 			t.Fatalf("key %d: insert of 15 after a concurrent insert of %d: %v, want ErrRowExists", c.key, c.other, err)
 		}
-		if v, err := tbl.Version(ctx, env.Pool, c.key); err != nil || v != c.other {
+		if v, err := lockVersion(ctx, env.Pool, "acct", c.key); err != nil || v != c.other {
 			t.Fatalf("key %d: version %d, %v; want %d (the losing insert changed nothing)", c.key, v, err, c.other)
 		}
 	}

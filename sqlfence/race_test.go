@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/fencetest"
 	"github.com/fencekit/fencekit/sqlfence"
 )
 
@@ -83,7 +84,7 @@ func raceRound(t *testing.T, env string, pool *pgxpool.Pool, seed uint64, write 
 		t.Fatal(err)
 	}
 	t.Logf("%s seed=%d: %d writes, %d accepted, %d stale", env, seed, racers*iterations, len(accepted), stale)
-	if err := fence.VerifyHistory("hot", history); err != nil {
+	if err := fencetest.VerifyHistory("hot", history); err != nil {
 		t.Fatalf("%s seed=%d: %v", env, seed, err)
 	}
 	slices.Sort(accepted)

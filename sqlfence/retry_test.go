@@ -47,7 +47,7 @@ func TestRetryBound(t *testing.T) {
 		err   error
 		calls int
 	}{
-		{"serializable default bound", &sqlfence.Options{IsoLevel: pgx.Serializable}, serr, sqlfence.DefaultMaxRetries + 1},
+		{"serializable default bound", &sqlfence.Options{IsoLevel: pgx.Serializable}, serr, 5 + 1 /* the default bound */},
 		{"serializable bound 2", &sqlfence.Options{IsoLevel: pgx.Serializable, MaxRetries: 2}, serr, 3},
 		{"repeatable read deadlock", &sqlfence.Options{IsoLevel: pgx.RepeatableRead, MaxRetries: 1}, &pgconn.PgError{Code: "40P01"}, 2},
 		{"read committed", &sqlfence.Options{IsoLevel: pgx.ReadCommitted, MaxRetries: 3}, serr, 1},

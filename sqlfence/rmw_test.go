@@ -131,7 +131,7 @@ func TestTableClaim(t *testing.T) {
 	statements("Claim with the same token", 1)
 	wantStale(t, accounts.Claim(ctx, conn, 1, 4, &bal, &owner), "accounts:1", 4, 5)
 	statements("stale Claim", 2)
-	if v, err := accounts.Version(ctx, env.Pool, 1); err != nil || v != 5 {
+	if v, err := lockVersion(ctx, env.Pool, "accounts", 1); err != nil || v != 5 {
 		t.Fatalf("version after a stale Claim: %v, %v; want 5", v, err)
 	}
 	if err := accounts.Claim(ctx, conn, 2, 5, &bal, &owner); !errors.Is(err, sqlfence.ErrNoRow) {

@@ -26,7 +26,7 @@ func guardRow(t *testing.T, db sqlfence.Querier, resource string) (ctid string, 
 // locks the row and writes no new version of it when the claim is a
 // prepared statement (pgx's default query mode). In both ways the claim is
 // sent (also as text, with default_query_exec_mode=exec as through
-// PgBouncer), and for Fence, updated_at moves only when the token does.
+// PgBouncer), and for Claim, updated_at moves only when the token does.
 func TestInTxSameTokenWritesNoRowVersion(t *testing.T) {
 	env := setup(t)
 	ctx := testCtx(t)
@@ -56,11 +56,11 @@ func TestInTxSameTokenWritesNoRowVersion(t *testing.T) {
 			if name == "prepared" && c != ctid {
 				t.Fatalf("after 3 writes with the same token the guard row moved from %s to %s: want no new row version", ctid, c)
 			}
-			if err := sqlfence.Fence(ctx, pool, r, 5); err != nil {
+			if err := sqlfence.Claim(ctx, pool, r, 5); err != nil {
 				t.Fatal(err)
 			}
 			if _, u := guardRow(t, env.Pool, r); !u.Equal(updated) {
-				t.Fatalf("Fence with the same token moved updated_at from %v to %v", updated, u)
+				t.Fatalf("Claim with the same token moved updated_at from %v to %v", updated, u)
 			}
 			if err := sqlfence.InTx(ctx, pool, r, 6, writeData(r, "newer", &calls)); err != nil {
 				t.Fatal(err)
@@ -68,7 +68,7 @@ func TestInTxSameTokenWritesNoRowVersion(t *testing.T) {
 			if _, u := guardRow(t, env.Pool, r); !u.After(updated) {
 				t.Fatalf("updated_at %v after a newer token, want later than %v", u, updated)
 			}
-			if cur, err := sqlfence.Current(ctx, env.Pool, r); err != nil || cur != 6 {
+			if cur, err := current(ctx, env.Pool, r); err != nil || cur != 6 {
 				t.Fatalf("Current = %d, %v; want 6", cur, err)
 			}
 		})
@@ -90,7 +90,7 @@ func TestSameTokenWaitsForNewerThenStale(t *testing.T) {
 			env := setup(t)
 			ctx := testCtx(t)
 			exec(t, env.Pool, `CREATE TABLE log (id bigserial PRIMARY KEY, tok bigint, step text)`)
-			if err := sqlfence.Fence(ctx, env.Pool, "r", 10); err != nil {
+			if err := sqlfence.Claim(ctx, env.Pool, "r", 10); err != nil {
 				t.Fatal(err)
 			}
 			g, err := sqlfence.New(&sqlfence.Options{IsoLevel: level})

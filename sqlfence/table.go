@@ -6,9 +6,11 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/pgsql"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
-// ErrNoRow is returned (wrapped) by [Table.Update] when no row has the key.
+// ErrNoRow is returned (wrapped) by [Table.Update] and [Table.Claim] when
+// no row has the key.
 var ErrNoRow = errors.New("sqlfence: no such row")
 
 // ErrRowExists is returned (wrapped) by [Table.Insert] when a row with the
@@ -69,8 +71,7 @@ func NewTable(table, keyColumn, versionColumn string, columns ...string) (*Table
 // write (a newer version, or a missing row): the guard only ever moves to a
 // token that was presented, which shuts out older holders only.
 // A refusal names the guard's resource when the guard refused, and
-// "table:key" when the row did. WithGuard sends nothing; a resource
-// [fence.ValidateName] refuses makes every write of the copy fail, sending
+// "table:key" when the row did. WithGuard sends nothing; a bad resource makes every write of the copy fail, sending
 // nothing. On a nil *Table it returns nil.
 func (t *Table) WithGuard(resource string) *Table {
 	if t == nil {
@@ -90,8 +91,7 @@ func (t *Table) WithGuard(resource string) *Table {
 // Errors: a [*fence.StaleError] whose Resource is "table:key" and Current
 // the row's version (nothing changed), or, for a table bound by
 // [Table.WithGuard], the guard's resource and token; [ErrNoRow] when no row
-// has the key; [fence.ErrInvalid] for a nil table or db, a zero token or
-// one above [fence.MaxToken], a wrong number of values or a bad guard
+// has the key; [fence.ErrInvalid] for a nil table or db, a bad token, a wrong number of values or a bad guard
 // resource (nothing sent); ctx's error (nothing sent when ctx is already done);
 // PostgreSQL's errors. Once ctx has ended, errors also wrap
 // context.Cause(ctx) (for a lease's Context, lease.ErrLost).
@@ -152,18 +152,6 @@ func (t *Table) Claim(ctx context.Context, db Querier, key any, tok fence.Token,
 	return t.core.Claim(ctx, pgxSender{db}, key, tok, dest)
 }
 
-// Version returns the row's version (0 for a NULL version). One round trip.
-//
-// Errors: [ErrNoRow] when no row has the key; [fence.ErrInvalid] for a nil
-// table or db; ctx's error (nothing sent when ctx is already done);
-// PostgreSQL's errors.
-func (t *Table) Version(ctx context.Context, db Querier, key any) (fence.Token, error) {
-	if err := t.checkHandle(db); err != nil {
-		return 0, err
-	}
-	return t.core.Version(ctx, pgxSender{db}, key)
-}
-
 // write runs op ("update", "insert" or "upsert").
 func (t *Table) write(ctx context.Context, db Querier, op string, key any, tok fence.Token, values []any) error {
 	if err := t.checkHandle(db); err != nil {
@@ -173,7 +161,7 @@ func (t *Table) write(ctx context.Context, db Querier, op string, key any, tok f
 }
 
 // errNilTable is what the methods of a nil *Table return.
-var errNilTable = fence.Invalid("sqlfence: nil *sqlfence.Table (NewTable returned an error)")
+var errNilTable = valid.Invalid("sqlfence: nil *sqlfence.Table (NewTable returned an error)")
 
 // checkHandle refuses a nil table or db.
 func (t *Table) checkHandle(db Querier) error {

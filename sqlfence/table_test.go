@@ -7,6 +7,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/testenv"
+	"github.com/fencekit/fencekit/internal/valid"
 	"github.com/fencekit/fencekit/sqlfence"
 )
 
@@ -45,15 +46,12 @@ func TestTableUpdate(t *testing.T) {
 	if b, o, v := read(); b != 120 || o != "cy" || v != 12 {
 		t.Fatalf("after token 12: %d %s %d", b, o, v)
 	}
-	if v, err := tbl.Version(ctx, env.Pool, 1); err != nil || v != 12 {
+	if v, err := lockVersion(ctx, env.Pool, "acct", 1); err != nil || v != 12 {
 		t.Fatalf("Version = %d, %v", v, err)
 	}
 	err = tbl.Update(ctx, env.Pool, 2, 50, 1, "x")
 	if !errors.Is(err, sqlfence.ErrNoRow) || !strings.Contains(err.Error(), "acct:2") {
 		t.Fatalf("missing row: %v, want ErrNoRow naming acct:2", err)
-	}
-	if _, err := tbl.Version(ctx, env.Pool, 2); !errors.Is(err, sqlfence.ErrNoRow) {
-		t.Fatalf("Version of missing row: %v", err)
 	}
 	// A NULL version counts as 0: any token may write.
 	exec(t, env.Pool, `ALTER TABLE acct ALTER lock_version DROP NOT NULL`, `INSERT INTO acct (id, balance, lock_version) VALUES (3, 0, NULL)`)
@@ -192,23 +190,23 @@ func TestTableUpsert(t *testing.T) {
 func TestMaxToken(t *testing.T) {
 	env, tbl := acctTable(t)
 	ctx := testCtx(t)
-	if err := sqlfence.Fence(ctx, env.Pool, "r", fence.MaxToken-1); err != nil {
+	if err := sqlfence.Claim(ctx, env.Pool, "r", valid.MaxToken-1); err != nil {
 		t.Fatal(err)
 	}
-	if err := sqlfence.Fence(ctx, env.Pool, "r", fence.MaxToken); err != nil {
-		t.Fatalf("Fence(MaxToken): %v", err)
+	if err := sqlfence.Claim(ctx, env.Pool, "r", valid.MaxToken); err != nil {
+		t.Fatalf("Claim(MaxToken): %v", err)
 	}
-	if cur, err := sqlfence.Current(ctx, env.Pool, "r"); err != nil || cur != fence.MaxToken {
-		t.Fatalf("Current = %d, %v; want %d", cur, err, fence.MaxToken)
+	if cur, err := current(ctx, env.Pool, "r"); err != nil || cur != valid.MaxToken {
+		t.Fatalf("Current = %d, %v; want %d", cur, err, valid.MaxToken)
 	}
-	wantStale(t, sqlfence.Fence(ctx, env.Pool, "r", fence.MaxToken-1), "r", fence.MaxToken-1, fence.MaxToken)
-	if err := tbl.Upsert(ctx, env.Pool, 1, fence.MaxToken, 1); err != nil {
+	wantStale(t, sqlfence.Claim(ctx, env.Pool, "r", valid.MaxToken-1), "r", valid.MaxToken-1, valid.MaxToken)
+	if err := tbl.Upsert(ctx, env.Pool, 1, valid.MaxToken, 1); err != nil {
 		t.Fatalf("Upsert(MaxToken): %v", err)
 	}
-	if v, err := tbl.Version(ctx, env.Pool, 1); err != nil || v != fence.MaxToken {
-		t.Fatalf("Version = %d, %v; want %d", v, err, fence.MaxToken)
+	if v, err := lockVersion(ctx, env.Pool, "acct", 1); err != nil || v != valid.MaxToken {
+		t.Fatalf("Version = %d, %v; want %d", v, err, valid.MaxToken)
 	}
-	wantStale(t, tbl.Update(ctx, env.Pool, 1, fence.MaxToken-1, 2), "acct:1", fence.MaxToken-1, fence.MaxToken)
+	wantStale(t, tbl.Update(ctx, env.Pool, 1, valid.MaxToken-1, 2), "acct:1", valid.MaxToken-1, valid.MaxToken)
 }
 
 // A table or column whose name is also one the statements use internally

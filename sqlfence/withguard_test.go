@@ -73,7 +73,7 @@ func TestWithGuardRefusesAfterInTx(t *testing.T) {
 	if err := guarded.Insert(ctx, env.Pool, 2, 6, 600); err != nil {
 		t.Fatalf("newer token: %v", err)
 	}
-	if cur, err := sqlfence.Current(ctx, env.Pool, "invoices"); err != nil || cur != 6 {
+	if cur, err := current(ctx, env.Pool, "invoices"); err != nil || cur != 6 {
 		t.Fatalf("guard token = %d, %v; want 6 (claimed by the guarded insert)", cur, err)
 	}
 	// The row still fences on its own version behind the guard.
@@ -88,7 +88,7 @@ func TestWithGuardRefusesAfterInTx(t *testing.T) {
 }
 
 // A newer holder writes through the guarded table, an older one through
-// InTx("invoices") or Fence: both are refused, and fn never runs.
+// InTx("invoices") or Claim: both are refused, and fn never runs.
 func TestInTxRefusedAfterWithGuard(t *testing.T) {
 	env := setup(t)
 	ctx := testCtx(t)
@@ -111,7 +111,7 @@ func TestInTxRefusedAfterWithGuard(t *testing.T) {
 		if ran {
 			t.Fatalf("write %d: InTx ran fn after a newer guarded write", i)
 		}
-		wantStale(t, sqlfence.Fence(ctx, env.Pool, "invoices", tok-1), "invoices", tok-1, tok)
+		wantStale(t, sqlfence.Claim(ctx, env.Pool, "invoices", tok-1), "invoices", tok-1, tok)
 	}
 	if got := total(t, env.Pool, 1); got != 70 {
 		t.Fatalf("total = %d, want 70", got)

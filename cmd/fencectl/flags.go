@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // parseArgs parses args with fs, flags and positional arguments in any
@@ -82,9 +82,9 @@ func timeoutFlag(fs *flag.FlagSet) *time.Duration {
 	return fs.Duration("timeout", defTimeout, "bound of each request to a server")
 }
 
-// parseTarget parses bump's --to: a token (fence.ParseToken) up to maxBump.
+// parseTarget parses bump's --to: a token (valid.ParseToken) up to maxBump.
 func parseTarget(s string) (uint64, error) {
-	tok, err := fence.ParseToken(s)
+	tok, err := valid.ParseToken(s)
 	switch {
 	case err != nil:
 		return 0, usagef("--to: %v", err)

@@ -21,7 +21,7 @@ func TestPGStatus(t *testing.T) {
 	ctx := context.Background()
 	e := []string{envPostgresURL + "=" + pg.URL}
 	for i, res := range []string{"invoices", "reports/daily"} {
-		if err := sqlfence.Fence(ctx, pg.Pool, res, fence.Token(100+i)); err != nil {
+		if err := sqlfence.Claim(ctx, pg.Pool, res, fence.Token(100+i)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/fencetest"
 	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
 	"github.com/fencekit/fencekit/lease/pglease"
@@ -88,7 +89,7 @@ func TestRecoveryAfterWipe(t *testing.T) {
 				is.c.Close(cctx)
 			})
 			const name = "orders"
-			store := fence.NewMemStore()
+			store := fencetest.NewStore()
 
 			g1 := acquire(t, is.c, name, 10*time.Second)
 			if err := store.Put(name, g1.Token(), []byte("g1")); err != nil {

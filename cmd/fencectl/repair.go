@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 	"github.com/fencekit/fencekit/lease"
 	"github.com/fencekit/fencekit/lease/redislease"
 )
@@ -37,7 +38,7 @@ func setupRelease(fs *flag.FlagSet, o *output) func(context.Context, []string) e
 		}
 		var want fence.Token
 		if *only != "" {
-			if want, err = fence.ParseToken(*only); err != nil {
+			if want, err = valid.ParseToken(*only); err != nil {
 				return usagef("--token: %v", err)
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 	"github.com/fencekit/fencekit/lease"
 	"github.com/fencekit/fencekit/lease/redislease"
 	"github.com/fencekit/fencekit/sim"
@@ -124,7 +125,7 @@ func (x *realExec) pauseA(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if x.tokA, err = fence.ParseToken(line); err != nil {
+	if x.tokA, err = valid.ParseToken(line); err != nil {
 		return fmt.Errorf("real: holder's token: %w", err)
 	}
 	x.r.add(sim.Event{Kind: sim.KindGranted, Client: clientA, Token: x.tokA, Dur: x.c.TTL})
@@ -173,8 +174,8 @@ func (x *realExec) takeOverB(ctx context.Context) (*lease.Lease, error) {
 	x.r.add(sim.Event{Kind: sim.KindExpired, Client: clientA, Token: x.tokA}) // observed: B got the lease
 	x.r.add(sim.Event{Kind: sim.KindGranted, Client: clientB, Token: x.tokB, Dur: x.c.TTL})
 	x.r.add(sim.Event{Kind: sim.KindAcquired, Client: clientB, Token: x.tokB, Dur: x.c.TTL})
-	if err := sqlfence.Fence(ctx, x.s.pool, x.c.Name, x.tokB); err != nil {
-		x.failures = append(x.failures, fmt.Sprintf("B's sqlfence.Fence: %v", err))
+	if err := sqlfence.Claim(ctx, x.s.pool, x.c.Name, x.tokB); err != nil {
+		x.failures = append(x.failures, fmt.Sprintf("B's sqlfence.Claim: %v", err))
 	}
 	for _, store := range realStores {
 		sent := x.r.now()
@@ -239,17 +240,13 @@ func verifyFinal(ctx context.Context, c *realConfig, s *stores, tokB fence.Token
 		}
 		final = append(final, bWrites[i])
 	}
-	tok, err := sqlfence.Current(ctx, s.pool, c.Name)
+	var cur int64
 	var value string
-	if err == nil {
-		err = s.pool.QueryRow(ctx, `SELECT value FROM `+demoGuardTable+` WHERE key = $1`, c.Name).Scan(&value)
-	}
-	check(0, "pg-guard", tok, value, err)
-	tok, err = s.table.Version(ctx, s.pool, c.Name)
-	if err == nil {
-		err = s.pool.QueryRow(ctx, `SELECT value FROM `+demoRowTable+` WHERE key = $1`, c.Name).Scan(&value)
-	}
-	check(1, "pg-row", tok, value, err)
+	err := s.pool.QueryRow(ctx, `SELECT t.token, d.value FROM fencekit_tokens t, `+demoGuardTable+` d
+		WHERE t.resource = $1 AND d.key = $1`, c.Name).Scan(&cur, &value)
+	check(0, "pg-guard", fence.Token(cur), value, err)
+	err = s.pool.QueryRow(ctx, `SELECT lock_version, value FROM `+demoRowTable+` WHERE key = $1`, c.Name).Scan(&cur, &value)
+	check(1, "pg-row", fence.Token(cur), value, err)
 	body, tok, err := s.blobs.Get(ctx, c.Name)
 	check(2, "s3", tok, string(body), err)
 	return final, failures

@@ -130,7 +130,7 @@ func childPause() int {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	fmt.Println("sql", outcome(sqlfence.Fence(ctx, pool, "paused", l.Token())))
+	fmt.Println("sql", outcome(sqlfence.Claim(ctx, pool, "paused", l.Token())))
 	fmt.Println("blob", outcome(store.Put(ctx, "paused", []byte(sameReport), l.Token())))
 	return 0
 }
@@ -252,7 +252,7 @@ func testPausedHolder(t *testing.T, iss Issuer) {
 	if l.Token() <= old {
 		t.Fatalf("token %v after the paused holder's %v", l.Token(), old)
 	}
-	if err := sqlfence.Fence(ctx, pg.Pool, "paused", l.Token()); err != nil {
+	if err := sqlfence.Claim(ctx, pg.Pool, "paused", l.Token()); err != nil {
 		t.Fatal(err)
 	}
 	store, err := blobStore(blobfence.New(s3.Client, s3.Bucket, nil))

@@ -276,7 +276,7 @@ func TestStaleRejectedPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := staleRejected(t, obs.StorePostgres)
-	if err := sqlfence.Fence(ctx, pg.Pool, "docs", 5); err != nil {
+	if err := sqlfence.Claim(ctx, pg.Pool, "docs", 5); err != nil {
 		t.Fatal(err)
 	}
 	if err := docs.Update(ctx, pg.Pool, 1, 5, "v5"); err != nil {
@@ -285,7 +285,7 @@ func TestStaleRejectedPostgres(t *testing.T) {
 	if got := staleRejected(t, obs.StorePostgres) - before; got != 0 {
 		t.Fatalf("accepted writes counted %v refusals", got)
 	}
-	refusals := []error{sqlfence.Fence(ctx, pg.Pool, "docs", 4), docs.Update(ctx, pg.Pool, 1, 4, "v4"), docs.Upsert(ctx, pg.Pool, 1, 3, "v3")}
+	refusals := []error{sqlfence.Claim(ctx, pg.Pool, "docs", 4), docs.Update(ctx, pg.Pool, 1, 4, "v4"), docs.Upsert(ctx, pg.Pool, 1, 3, "v3")}
 	for i, err := range refusals {
 		if !errors.Is(err, fence.ErrStale) {
 			t.Fatalf("write %d: %v, want stale", i, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/cause"
 	"github.com/fencekit/fencekit/internal/obs"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // Sender sends one statement on a driver's handle.
@@ -106,7 +107,7 @@ func BeginClaim(level, mark, claim string) string {
 
 // Literal returns s as an E'...' string literal, its backslashes and quotes
 // escaped, for a driver that offers no escaping of its own (stdsql). s must
-// hold no NUL byte (fence.ValidateName refuses them).
+// hold no NUL byte (valid.Name refuses them).
 func Literal(s string) string {
 	var b strings.Builder
 	b.WriteString("E'")
@@ -155,7 +156,7 @@ func Claimed(ctx context.Context, s Sender, pkg, resource string, tok fence.Toke
 		return fmt.Errorf("%s: claim %q with token %s: %w", pkg, resource, tok, err)
 	case claimed:
 		return nil
-	case fence.IsStale(tok, fence.Token(cur)):
+	case fence.Check(resource, tok, fence.Token(cur)) != nil:
 		return StaleError(ctx, resource, tok, fence.Token(cur))
 	default:
 		// Refused, but the statement's snapshot predates the newer token
@@ -179,28 +180,12 @@ func StaleFromReread(ctx context.Context, s Sender, pkg, resource string, tok fe
 	if err != nil {
 		return fmt.Errorf("%s: %q refused token %s; reading the current token: %w", pkg, resource, tok, err)
 	}
-	if !fence.IsStale(tok, fence.Token(cur)) {
+	if fence.Check(resource, tok, fence.Token(cur)) == nil {
 		// Cannot happen while the row lock is held; say so rather than
 		// pretend the write was stale.
 		return fmt.Errorf("%s: %q refused token %s but holds token %d; retry", pkg, resource, tok, cur)
 	}
 	return StaleError(ctx, resource, tok, fence.Token(cur))
-}
-
-// Current reads resource's newest committed guard token, zero when there is
-// no guard row. pkg starts error messages.
-func Current(ctx context.Context, s Sender, pkg, resource string) (fence.Token, error) {
-	if err := fence.ValidateName("resource", resource); err != nil {
-		return 0, fmt.Errorf("%s: %w", pkg, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("%s: current token of %q: %w", pkg, resource, cause.With(ctx, err))
-	}
-	var cur int64
-	if _, err := s.Row(ctx, CurrentSQL, []any{resource}, &cur); err != nil {
-		return 0, fmt.Errorf("%s: current token of %q: %w", pkg, resource, cause.With(ctx, err))
-	}
-	return fence.Token(cur), nil
 }
 
 // StaleError counts a refused write (fencekit_stale_rejected, store
@@ -212,13 +197,13 @@ func StaleError(ctx context.Context, resource string, tok, cur fence.Token) erro
 
 // CheckArgs validates what every guard call checks before sending
 // anything: the handle (nilDB is the caller's error for a nil one), the
-// resource and the token (fence.ValidateWrite), then ctx. It allocates
+// resource and the token (valid.Write), then ctx. It allocates
 // nothing on success.
 func CheckArgs(ctx context.Context, pkg string, isNil bool, nilDB error, resource string, tok fence.Token) error {
 	if isNil {
 		return nilDB
 	}
-	if err := fence.ValidateWrite("resource", resource, tok); err != nil {
+	if err := valid.Write("resource", resource, tok); err != nil {
 		return fmt.Errorf("%s: %w", pkg, err)
 	}
 	if err := ctx.Err(); err != nil {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // maxIdentLen is PostgreSQL's NAMEDATALEN-1: longer names are silently
@@ -21,18 +21,18 @@ const maxIdentLen = 63
 // [fence.ErrInvalid].
 func ParseIdent(pkg, what, s string, qualified bool) (string, error) {
 	if s == "" {
-		return "", fence.Invalid("%s: %s name is empty", pkg, what)
+		return "", valid.Invalid("%s: %s name is empty", pkg, what)
 	}
 	parts := []string{s}
 	if qualified {
 		parts = strings.Split(s, ".")
 		if len(parts) > 2 {
-			return "", fence.Invalid("%s: %s name %.40q has %d dots; want name or schema.name", pkg, what, s, len(parts)-1)
+			return "", valid.Invalid("%s: %s name %.40q has %d dots; want name or schema.name", pkg, what, s, len(parts)-1)
 		}
 	}
 	for _, p := range parts {
 		if err := checkIdentPart(p); err != nil {
-			return "", fence.Invalid("%s: %s name %.40q: %v", pkg, what, s, err)
+			return "", valid.Invalid("%s: %s name %.40q: %v", pkg, what, s, err)
 		}
 	}
 	// The parts hold no quote to escape.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/cause"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // Pkg names the package a [Table]'s errors come from.
@@ -57,7 +58,7 @@ func NewTable(pkg *Pkg, table, keyColumn, versionColumn string, columns []string
 	}
 	seen := map[string]string{keyColumn: "key column"}
 	if prev, dup := seen[versionColumn]; dup {
-		return nil, fence.Invalid("%s: version column %q is named twice (also the %s)", pkg.Name, versionColumn, prev)
+		return nil, valid.Invalid("%s: version column %q is named twice (also the %s)", pkg.Name, versionColumn, prev)
 	}
 	seen[versionColumn] = "version column"
 	cols := make([]string, len(columns))
@@ -67,7 +68,7 @@ func NewTable(pkg *Pkg, table, keyColumn, versionColumn string, columns []string
 			return nil, err
 		}
 		if prev, dup := seen[c]; dup {
-			return nil, fence.Invalid("%s: column %d %q is named twice (also the %s)", pkg.Name, i+1, c, prev)
+			return nil, valid.Invalid("%s: column %d %q is named twice (also the %s)", pkg.Name, i+1, c, prev)
 		}
 		seen[c] = what
 	}
@@ -273,9 +274,9 @@ func (t *Table) refused(ctx context.Context, s Sender, op string, key any, tok f
 		return fmt.Errorf("%s: %s %s refused token %s; reading why: %w", t.pkg.Name, op, res, tok, cause.With(ctx, err))
 	}
 	switch {
-	case guard != nil && fence.IsStale(tok, fence.Token(*guard)):
+	case guard != nil && fence.Check(t.guard, tok, fence.Token(*guard)) != nil:
 		return StaleError(ctx, t.guard, tok, fence.Token(*guard))
-	case ver != nil && fence.IsStale(tok, fence.Token(*ver)):
+	case ver != nil && fence.Check(res, tok, fence.Token(*ver)) != nil:
 		return StaleError(ctx, res, tok, fence.Token(*ver))
 	case op == "insert" && ver != nil:
 		return fmt.Errorf("%w: %s has version %d", t.pkg.ErrRowExists, res, *ver)
@@ -293,13 +294,13 @@ func (t *Table) refused(ctx context.Context, s Sender, op string, key any, tok f
 // check validates what op sends before sending it: the token, the number
 // of values (or Claim's destinations: what), the guard resource, then ctx.
 func (t *Table) check(ctx context.Context, op string, key any, tok fence.Token, n int, what string) error {
-	err := tok.Validate()
+	err := valid.Token(tok)
 	switch {
 	case err != nil:
 	case n != t.columns:
-		err = fence.Invalid("%d %s for %d columns", n, what, t.columns)
+		err = valid.Invalid("%d %s for %d columns", n, what, t.columns)
 	case t.guarded:
-		err = fence.ValidateName("WithGuard resource", t.guard)
+		err = valid.Name("WithGuard resource", t.guard)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %s %s: %w", t.pkg.Name, op, t.resource(key), err)

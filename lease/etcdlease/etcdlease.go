@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 	"github.com/fencekit/fencekit/lease"
 )
 
@@ -23,7 +24,7 @@ import (
 // invalid option.
 func New(cli *clientv3.Client, opts *lease.Options) (*lease.Client, error) {
 	if cli == nil {
-		return nil, fence.Invalid("etcdlease: New: nil *clientv3.Client")
+		return nil, valid.Invalid("etcdlease: New: nil *clientv3.Client")
 	}
 	prefix := lease.DefaultKeyPrefix
 	if opts != nil && opts.KeyPrefix != "" {
@@ -69,7 +70,7 @@ func (b *backend) Close(context.Context) error { return nil }
 // more round trip).
 func (b *backend) Acquire(ctx context.Context, name string, ttl time.Duration, identity string) (*lease.Grant, error) {
 	if ttl%time.Second != 0 {
-		return nil, fence.Invalid("etcdlease: TTL %v: etcd lease TTLs are whole seconds", ttl)
+		return nil, valid.Invalid("etcdlease: TTL %v: etcd lease TTLs are whole seconds", ttl)
 	}
 	lg, err := b.cli.Grant(ctx, int64(ttl/time.Second))
 	if err != nil {

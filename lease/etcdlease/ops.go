@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 	"github.com/fencekit/fencekit/lease"
 )
 
@@ -34,7 +35,7 @@ func Names(ctx context.Context, cli *clientv3.Client, prefix, pattern string) ([
 		return nil, fmt.Errorf("etcdlease: Names: %w", err)
 	}
 	if _, err := path.Match(pattern, ""); err != nil {
-		return nil, fence.Invalid("etcdlease: Names: pattern %.40q: %v", pattern, err)
+		return nil, valid.Invalid("etcdlease: Names: pattern %.40q: %v", pattern, err)
 	}
 	b := &backend{prefix: prefix}
 	set := map[string]bool{}
@@ -62,7 +63,7 @@ func Names(ctx context.Context, cli *clientv3.Client, prefix, pattern string) ([
 // was passed, and returns the prefix to use.
 func checkArgs(fn string, cli *clientv3.Client, prefix string, names ...string) (string, error) {
 	if cli == nil {
-		return "", fence.Invalid("etcdlease: %s: nil *clientv3.Client", fn)
+		return "", valid.Invalid("etcdlease: %s: nil *clientv3.Client", fn)
 	}
 	prefix, err := lease.OperatorArgs(prefix, names...)
 	if err != nil {

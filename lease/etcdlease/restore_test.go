@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/fencetest"
 	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
 )
@@ -90,7 +91,7 @@ func TestRestoreRecovery(t *testing.T) {
 		return l
 	}
 	const name = "orders"
-	store := fence.NewMemStore()
+	store := fencetest.NewStore()
 	g1 := acquire(c, name)
 	if err := store.Put(name, g1.Token(), []byte("g1")); err != nil {
 		t.Fatal(err)

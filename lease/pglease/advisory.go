@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 	"github.com/fencekit/fencekit/lease"
 )
 
@@ -45,7 +46,7 @@ import (
 // the error of the check (for example, no server).
 func NewAdvisory(pool *pgxpool.Pool, opts *lease.Options) (*lease.Client, error) {
 	if pool == nil {
-		return nil, fence.Invalid("pglease: NewAdvisory: nil *pgxpool.Pool")
+		return nil, valid.Invalid("pglease: NewAdvisory: nil *pgxpool.Pool")
 	}
 	c, err := lease.NewClient(&advisory{tableBackend(pool, opts)}, opts)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 	"github.com/fencekit/fencekit/lease"
 )
 
@@ -53,7 +54,7 @@ SELECT coalesce((SELECT token FROM old), 0), coalesce((SELECT token FROM bumped)
 //
 // Errors: an error matching lease.ErrInvalid for a nil pool, a bad prefix
 // (lease.KeyPrefix; "" is the default), name or to (1 to
-// fence.MaxToken-1), and then nothing is sent; an error naming the holder
+// 2^63-2), and then nothing is sent; an error naming the holder
 // when the name is held (bump it when free, so that the holder's token
 // stays what Inspect shows); an error matching lease.ErrInvalid when to
 // is more than [lease.MaxAhead] above the server's clock and above the
@@ -75,11 +76,11 @@ func bump(ctx context.Context, fn, sql string, pool *pgxpool.Pool, prefix, name 
 	if err != nil {
 		return 0, 0, err
 	}
-	if err := to.Validate(); err != nil {
+	if err := valid.Token(to); err != nil {
 		return 0, 0, fmt.Errorf("pglease: %s %q: %w", fn, name, err)
 	}
-	if to == fence.MaxToken {
-		return 0, 0, fence.Invalid("pglease: %s %q: token %v leaves no next token (the maximum is %v)", fn, name, to, fence.MaxToken-1)
+	if to == valid.MaxToken {
+		return 0, 0, valid.Invalid("pglease: %s %q: token %v leaves no next token (the maximum is %v)", fn, name, to, valid.MaxToken-1)
 	}
 	var old, now, serverUS int64
 	var identity string
@@ -103,7 +104,7 @@ func bump(ctx context.Context, fn, sql string, pool *pgxpool.Pool, prefix, name 
 // passed, and returns the prefix to use.
 func checkArgs(fn string, pool *pgxpool.Pool, prefix string, names ...string) (string, error) {
 	if pool == nil {
-		return "", fence.Invalid("pglease: %s: nil *pgxpool.Pool", fn)
+		return "", valid.Invalid("pglease: %s: nil *pgxpool.Pool", fn)
 	}
 	prefix, err := lease.OperatorArgs(prefix, names...)
 	if err != nil {

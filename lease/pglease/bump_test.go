@@ -14,6 +14,7 @@ import (
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/leasetest"
 	"github.com/fencekit/fencekit/internal/testenv"
+	"github.com/fencekit/fencekit/internal/valid"
 	"github.com/fencekit/fencekit/lease"
 )
 
@@ -148,7 +149,7 @@ func TestOperatorFunctionsRefuseBadInput(t *testing.T) {
 		}
 		if strings.HasPrefix(what, "Bump") {
 			cases[what+" to 0"] = f(pool, "", "ok", 0)
-			cases[what+" to MaxToken"] = f(pool, "", "ok", fence.MaxToken)
+			cases[what+" to MaxToken"] = f(pool, "", "ok", valid.MaxToken)
 		}
 	}
 	for _, p := range leasetest.BadPatterns {

@@ -71,11 +71,11 @@ func ExampleNew() {
 		return
 	}
 	fmt.Println("next token greater:", l2.Token() > l.Token())
-	if err := sqlfence.Fence(ctx, pool, "invoices", l2.Token()); err != nil {
+	if err := sqlfence.Claim(ctx, pool, "invoices", l2.Token()); err != nil {
 		fmt.Println(err)
 	}
 	// The first worker, paused past its TTL, writes late with its old token.
-	fmt.Println("late write refused:", errors.Is(sqlfence.Fence(ctx, pool, "invoices", l.Token()), fence.ErrStale))
+	fmt.Println("late write refused:", errors.Is(sqlfence.Claim(ctx, pool, "invoices", l.Token()), fence.ErrStale))
 	// Output:
 	// token above 2^50: true
 	// second worker refused: true

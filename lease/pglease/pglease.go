@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 	"github.com/fencekit/fencekit/lease"
 )
 
@@ -28,7 +29,7 @@ const Channel = "fencekit_lease_released"
 // option.
 func New(pool *pgxpool.Pool, opts *lease.Options) (*lease.Client, error) {
 	if pool == nil {
-		return nil, fence.Invalid("pglease: New: nil *pgxpool.Pool")
+		return nil, valid.Invalid("pglease: New: nil *pgxpool.Pool")
 	}
 	return lease.NewClient(tableBackend(pool, opts), opts)
 }

@@ -48,7 +48,7 @@ func TestTokensSurviveLostRow(t *testing.T) {
 					dumped = l.Token()
 				}
 				last = l.Token()
-				if err := sqlfence.Fence(ctx, env.Pool, "job", l.Token()); err != nil {
+				if err := sqlfence.Claim(ctx, env.Pool, "job", l.Token()); err != nil {
 					t.Fatal(err)
 				}
 				if err := l.Release(ctx); err != nil {
@@ -66,10 +66,10 @@ func TestTokensSurviveLostRow(t *testing.T) {
 			if l.Token() <= last {
 				t.Fatalf("token after the row was lost: %v; want above %v, the last one granted", l.Token(), last)
 			}
-			if err := sqlfence.Fence(ctx, env.Pool, "job", l.Token()); err != nil {
+			if err := sqlfence.Claim(ctx, env.Pool, "job", l.Token()); err != nil {
 				t.Fatalf("new holder's write: %v", err)
 			}
-			if err := sqlfence.Fence(ctx, env.Pool, "job", last); !errors.Is(err, fence.ErrStale) {
+			if err := sqlfence.Claim(ctx, env.Pool, "job", last); !errors.Is(err, fence.ErrStale) {
 				t.Fatalf("former holder's late write: %v, want refused as stale", err)
 			}
 		})

@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/fencetest"
 	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/sqlfence"
 )
@@ -299,7 +300,7 @@ func TestFaultCampaignThreeProcesses(t *testing.T) {
 		}
 	}
 	writes := audit.tokens("SELECT token FROM campaign_writes ORDER BY seq")
-	if err := fence.VerifyHistory(name, writes); err != nil {
+	if err := fencetest.VerifyHistory(name, writes); err != nil {
 		t.Errorf("terms overlapped in the fenced store: %v", err)
 	}
 	for _, w := range slices.Compact(slices.Clone(writes)) {

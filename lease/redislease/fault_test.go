@@ -13,7 +13,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/fencetest"
 	"github.com/fencekit/fencekit/internal/testenv"
+	"github.com/fencekit/fencekit/internal/valid"
 	"github.com/fencekit/fencekit/lease"
 )
 
@@ -61,7 +63,7 @@ func startHolder(t *testing.T, addr, name string, ttl time.Duration) (*testenv.C
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := fence.ParseToken(strings.TrimPrefix(line, "token "))
+	tok, err := valid.ParseToken(strings.TrimPrefix(line, "token "))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +134,7 @@ func TestFaultPausedHolderLosesAndIsFenced(t *testing.T) {
 	if l.Token() <= childTok {
 		t.Fatalf("new token %v not above the paused holder's %v", l.Token(), childTok)
 	}
-	store := fence.NewMemStore()
+	store := fencetest.NewStore()
 	if err := store.Put(name, l.Token(), []byte("new holder")); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/testenv"
+	"github.com/fencekit/fencekit/internal/valid"
 	"github.com/fencekit/fencekit/lease"
 )
 
@@ -95,7 +96,7 @@ func TestTokensStrictlyIncrease(t *testing.T) {
 		if l.Token() <= last[name] {
 			t.Fatalf("grant %d of %s: token %v not above %v", i, name, l.Token(), last[name])
 		}
-		if err := l.Token().Validate(); err != nil {
+		if err := valid.Token(l.Token()); err != nil {
 			t.Fatal(err)
 		}
 		last[name] = l.Token()

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 	"github.com/fencekit/fencekit/lease"
 )
 
@@ -62,7 +63,7 @@ func Names(ctx context.Context, rdb redis.UniversalClient, prefix, pattern strin
 		return nil, fmt.Errorf("redislease: Names: %w", err)
 	}
 	if timeout <= 0 {
-		return nil, fence.Invalid("redislease: Names: timeout %v is not above 0", timeout)
+		return nil, valid.Invalid("redislease: Names: timeout %v is not above 0", timeout)
 	}
 	match := globEscape(prefix) + ":{" + pattern + "}:*"
 	var (
@@ -140,7 +141,7 @@ func globEscape(s string) string {
 // was passed, and returns the prefix to use.
 func checkArgs(fn string, rdb redis.Scripter, prefix string, names ...string) (string, error) {
 	if isNil(rdb) {
-		return "", fence.Invalid("redislease: %s: nil Redis client", fn)
+		return "", valid.Invalid("redislease: %s: nil Redis client", fn)
 	}
 	prefix, err := lease.OperatorArgs(prefix, names...)
 	if err != nil {
@@ -206,7 +207,7 @@ func Bump(ctx context.Context, rdb redis.Scripter, prefix, name string, target f
 		return 0, false, err
 	}
 	if target == 0 || target > MaxBump {
-		return 0, false, fence.Invalid("redislease: Bump: target %d is out of range: 1 to %d", target, uint64(MaxBump))
+		return 0, false, valid.Invalid("redislease: Bump: target %d is out of range: 1 to %d", target, uint64(MaxBump))
 	}
 	_, counter, _ := Keys(prefix, name)
 	res, err := bumpScript.Run(ctx, rdb, []string{counter}, target.String(), lease.MaxAhead.Microseconds()).Slice()

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 	"github.com/fencekit/fencekit/lease"
 )
 
@@ -45,7 +46,7 @@ var (
 // invalid option.
 func New(client redis.UniversalClient, opts *lease.Options) (*lease.Client, error) {
 	if isNil(client) {
-		return nil, fence.Invalid("redislease: New: nil Redis client")
+		return nil, valid.Invalid("redislease: New: nil Redis client")
 	}
 	return lease.NewClient(newBackend(client, opts), opts)
 }
@@ -199,7 +200,7 @@ type holder struct {
 // before identities, "<token>:<owner>", has identity "".
 func parseHolder(v string) holder {
 	htok, rest, ok := strings.Cut(v, ":")
-	tok, err := fence.ParseToken(htok)
+	tok, err := valid.ParseToken(htok)
 	if !ok || err != nil {
 		return holder{}
 	}
@@ -216,7 +217,7 @@ func parseHolder(v string) holder {
 func parseAcquire(res any) (tok fence.Token, held bool, remaining time.Duration, holder string, err error) {
 	switch v := res.(type) {
 	case string:
-		tok, err = fence.ParseToken(v)
+		tok, err = valid.ParseToken(v)
 		if err != nil {
 			return 0, false, 0, "", fmt.Errorf("token from Redis: %v", err) // not the caller's ErrInvalid
 		}
@@ -309,7 +310,7 @@ func (b *backend) Inspect(ctx context.Context, name string) (lease.Info, error) 
 		info.Remaining = time.Duration(pttl) * time.Millisecond
 	}
 	if last != "" {
-		if info.Last, err = fence.ParseToken(last); err != nil {
+		if info.Last, err = valid.ParseToken(last); err != nil {
 			return lease.Info{}, fmt.Errorf("token counter %s holds %q, not a token", k.token, last)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/fencetest"
 	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
 )
@@ -102,7 +103,7 @@ func TestAcquireWaitManyWaitersTakeTurns(t *testing.T) {
 	if len(tokens) != workers*rounds {
 		t.Fatalf("%d grants, want %d", len(tokens), workers*rounds)
 	}
-	if err := fence.VerifyHistory(name, tokens); err != nil {
+	if err := fencetest.VerifyHistory(name, tokens); err != nil {
 		t.Fatal(err)
 	}
 	for i := 1; i < len(tokens); i++ {

@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 	"github.com/fencekit/fencekit/lease"
 )
 
@@ -32,7 +33,7 @@ func Bump(ctx context.Context, conn *zk.Conn, keyPrefix, name string, to fence.T
 	if err := lease.ValidateName(name); err != nil {
 		return 0, 0, fmt.Errorf("zklease: Bump: %w", err)
 	}
-	if err := to.Validate(); err != nil {
+	if err := valid.Token(to); err != nil {
 		return 0, 0, fmt.Errorf("zklease: Bump %q: %w", name, err)
 	}
 	b, err := newBackend("Bump", conn, keyPrefix)

@@ -29,7 +29,7 @@ func TestSwitchIssuers(t *testing.T) {
 	zc, _ := newClient(t, zenv, zenv.Servers, 10*time.Second, "")
 	const name, ttl = "jobs", 10 * time.Second
 
-	write := func(l *lease.Lease) error { return sqlfence.Fence(ctx, pg.Pool, name, l.Token()) }
+	write := func(l *lease.Lease) error { return sqlfence.Claim(ctx, pg.Pool, name, l.Token()) }
 	var prev *lease.Lease
 	for _, c := range []*lease.Client{rc, zc, rc} {
 		l, err := c.Acquire(ctx, name, ttl)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/join"
+	"github.com/fencekit/fencekit/internal/valid"
 	"github.com/fencekit/fencekit/lease"
 )
 
@@ -47,7 +48,7 @@ func New(conn *zk.Conn, opts *lease.Options) (*lease.Client, error) {
 // function fn was passed.
 func newBackend(fn string, conn *zk.Conn, prefix string) (*backend, error) {
 	if conn == nil {
-		return nil, fence.Invalid("zklease: %s: nil *zk.Conn", fn)
+		return nil, valid.Invalid("zklease: %s: nil *zk.Conn", fn)
 	}
 	prefix, err := lease.KeyPrefix(prefix)
 	if err != nil {
@@ -55,11 +56,11 @@ func newBackend(fn string, conn *zk.Conn, prefix string) (*backend, error) {
 	}
 	for _, part := range strings.Split(prefix, "/") {
 		if part == "" || part == "." || part == ".." {
-			return nil, fence.Invalid("zklease: %s: Options.KeyPrefix %q is not a ZooKeeper path without its leading slash (an empty, . or .. part)", fn, prefix)
+			return nil, valid.Invalid("zklease: %s: Options.KeyPrefix %q is not a ZooKeeper path without its leading slash (an empty, . or .. part)", fn, prefix)
 		}
 	}
 	if prefix == "zookeeper" || strings.HasPrefix(prefix, "zookeeper/") {
-		return nil, fence.Invalid("zklease: %s: Options.KeyPrefix %q is under ZooKeeper's own /zookeeper tree", fn, prefix)
+		return nil, valid.Invalid("zklease: %s: Options.KeyPrefix %q is under ZooKeeper's own /zookeeper tree", fn, prefix)
 	}
 	stop, cancel := context.WithCancel(context.Background())
 	return &backend{conn: conn, root: "/" + prefix, stop: stop, cancel: cancel}, nil

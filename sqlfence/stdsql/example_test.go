@@ -146,3 +146,25 @@ func ExampleInTx() {
 	// 4 moves 3: fence: stale token 4 for "balances": token 5 was already accepted
 	// b: 3
 }
+
+// A new lease holder (token 42) claims the resource before it writes
+// anything: from then on the former holder (41) is refused, in a
+// transaction of its own or anywhere else. On a *sql.Tx the claim lasts
+// until that transaction ends.
+func ExampleClaim() {
+	db, cleanup := exampleDB()
+	defer cleanup()
+	ctx := context.Background()
+
+	fmt.Println("new holder claims:", stdsql.Claim(ctx, db, "invoice-run", 42))
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer tx.Rollback()
+	err = stdsql.Claim(ctx, tx, "invoice-run", 41)
+	fmt.Println("old holder's transaction:", errors.Is(err, fence.ErrFencedOut))
+	// Output:
+	// new holder claims: <nil>
+	// old holder's transaction: true
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/cause"
 	"github.com/fencekit/fencekit/internal/pgsql"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // Exec runs one fenced statement in guard-row mode: it claims resource's
@@ -30,8 +31,7 @@ import (
 //
 // Errors: a [*fence.StaleError] (nothing changed; counted in
 // fencekit_stale_rejected); [fence.ErrInvalid] for a nil db, an empty
-// query, a zero token or one above [fence.MaxToken], or a resource
-// [fence.ValidateName] refuses (nothing sent); the statement's error
+// query, a bad token or resource (nothing sent); the statement's error
 // (nothing changed); an error when the statement ended the transaction (a
 // COMMIT inside it: what it did after that COMMIT ran unfenced); ctx's
 // error, wrapping context.Cause(ctx) once ctx has ended, as for InTx.
@@ -40,7 +40,7 @@ func Exec(ctx context.Context, db *sql.DB, resource string, tok fence.Token, que
 		return nil, err
 	}
 	if query == "" {
-		return nil, fence.Invalid("stdsql: Exec %q: empty query", resource)
+		return nil, valid.Invalid("stdsql: Exec %q: empty query", resource)
 	}
 	conn, err := db.Conn(ctx)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/cause"
 	"github.com/fencekit/fencekit/internal/pgsql"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // Execer runs one statement: *sql.DB, *sql.Conn and *sql.Tx. On a DB or a
@@ -32,15 +33,13 @@ var (
 // it right after acquiring a lease, before writing anything. On a *sql.Tx
 // it lives until that transaction ends and holds the guard row's lock
 // until then: call it first in your transaction, then write, then commit.
-// It is sqlfence.Fence and sqlfence.Claim in one.
 //
 // Claim costs one round trip (two in the rare race where a newer holder
 // committed while the claim waited on the row lock).
 //
 // Errors: a [*fence.StaleError] when a token greater than tok was already
 // accepted (nothing changed; roll a *sql.Tx back); [fence.ErrInvalid] for a
-// nil db, a zero token or one above [fence.MaxToken], or a resource
-// [fence.ValidateName] refuses (nothing sent); ctx's error, wrapping
+// nil db, a bad token or resource (nothing sent); ctx's error, wrapping
 // context.Cause(ctx) once ctx has ended; the driver's error (for example a
 // missing fencekit_tokens table: run migrations.Up).
 func Claim(ctx context.Context, db Execer, resource string, tok fence.Token) error {
@@ -48,16 +47,6 @@ func Claim(ctx context.Context, db Execer, resource string, tok fence.Token) err
 		return err
 	}
 	return cause.With(ctx, pgsql.Claim(ctx, sender{db}, "stdsql", resource, tok))
-}
-
-// Current returns the newest token committed for resource's guard row, or
-// zero when the resource was never claimed. One round trip. Errors: those
-// of [Claim], without the stale error.
-func Current(ctx context.Context, db Execer, resource string) (fence.Token, error) {
-	if isNil(db) {
-		return 0, errNilDB
-	}
-	return pgsql.Current(ctx, sender{db}, "stdsql", resource)
 }
 
 // InTx begins a transaction on db, claims resource's guard row with tok (as
@@ -80,8 +69,7 @@ func Current(ctx context.Context, db Execer, resource string) (fence.Token, erro
 // fenced.
 //
 // Errors: a [*fence.StaleError] (fn not called, nothing changed);
-// [fence.ErrInvalid] for a nil db or fn, a zero token or one above
-// [fence.MaxToken], or a resource [fence.ValidateName] refuses (nothing
+// [fence.ErrInvalid] for a nil db or fn, a bad token or resource (nothing
 // sent); fn's error after the rollback, and every other error, wrapped once
 // with InTx, the resource and the token; once ctx has ended, errors also
 // wrap context.Cause(ctx) (for a lease's Context, lease.ErrLost).
@@ -90,7 +78,7 @@ func InTx(ctx context.Context, db *sql.DB, resource string, tok fence.Token, fn 
 		return err
 	}
 	if fn == nil {
-		return fence.Invalid("stdsql: InTx(%q): nil fn", resource)
+		return valid.Invalid("stdsql: InTx(%q): nil fn", resource)
 	}
 	return cause.With(ctx, inTx(ctx, db, resource, tok, fn))
 }
@@ -171,7 +159,7 @@ func (s sender) Exec(ctx context.Context, query string, args []any) (int64, erro
 }
 
 // errNilDB is the error for a nil database handle.
-var errNilDB = fence.Invalid("stdsql: nil database handle")
+var errNilDB = valid.Invalid("stdsql: nil database handle")
 
 // checkArgs validates the handle, the resource and the token, then ctx,
 // before anything is sent.

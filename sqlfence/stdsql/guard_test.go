@@ -44,7 +44,7 @@ func TestClaimTokens(t *testing.T) {
 				}
 			}
 			checkStale(t, stdsql.Claim(ctx, h.db, r, 6), r, 6, 7)
-			if cur, err := stdsql.Current(ctx, h.db, r); err != nil || cur != 7 {
+			if cur, err := current(ctx, h.db, r); err != nil || cur != 7 {
 				t.Fatalf("%s: Current = %d, %v; want 7", h.name, cur, err)
 			}
 		}
@@ -55,7 +55,7 @@ func TestClaimTokens(t *testing.T) {
 		if err := stdsql.Claim(ctx, tx, "claim:Tx", 9); err != nil {
 			t.Fatal(err)
 		}
-		if cur, _ := stdsql.Current(ctx, db, "claim:Tx"); cur != 0 {
+		if cur, _ := current(ctx, db, "claim:Tx"); cur != 0 {
 			t.Fatalf("uncommitted claim visible: %d", cur)
 		}
 		if err := tx.Commit(); err != nil {
@@ -105,7 +105,7 @@ func TestInTxTokens(t *testing.T) {
 		if !errors.Is(err, myErr) || !strings.HasPrefix(err.Error(), `stdsql: InTx("report") with token 35: `) {
 			t.Fatalf("fn's error came back as %v", err)
 		}
-		if cur, _ := stdsql.Current(ctx, db, "report"); cur != 34 {
+		if cur, _ := current(ctx, db, "report"); cur != 34 {
 			t.Fatalf("a failed InTx left the guard at %d, want 34", cur)
 		}
 	})
@@ -197,7 +197,7 @@ func TestInTxKilledConnection(t *testing.T) {
 		if n := scalar(t, db, `SELECT count(*) FROM notes`); n != 0 {
 			t.Fatalf("%d rows of a killed transaction were written", n)
 		}
-		if cur, _ := stdsql.Current(ctx, db, "killed"); cur != 0 {
+		if cur, _ := current(ctx, db, "killed"); cur != 0 {
 			t.Fatalf("the killed transaction's claim was committed: %d", cur)
 		}
 	})
@@ -228,7 +228,7 @@ func TestExec(t *testing.T) {
 		if _, err := stdsql.Exec(ctx, db, "jobs", 9, `UPDATE jobs SET id = 'x'`); err == nil || !strings.HasPrefix(err.Error(), `stdsql: Exec "jobs" with token 9: `) {
 			t.Fatalf("failing statement: %v", err)
 		}
-		if cur, _ := stdsql.Current(ctx, db, "jobs"); cur != 6 {
+		if cur, _ := current(ctx, db, "jobs"); cur != 6 {
 			t.Fatalf("a failed statement left the guard at %d, want 6", cur)
 		}
 		_, err = stdsql.Exec(ctx, db, "jobs", 10, `UPDATE jobs SET state = 'a'; COMMIT; UPDATE jobs SET state = 'after commit'`)

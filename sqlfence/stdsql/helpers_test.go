@@ -10,7 +10,9 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
 	_ "github.com/lib/pq"              // registers "postgres"
 
+	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/testenv"
+	"github.com/fencekit/fencekit/sqlfence/stdsql"
 )
 
 // drivers are the database/sql drivers every test runs over.
@@ -76,4 +78,11 @@ func scalar(tb testing.TB, db *sql.DB, query string, args ...any) int64 {
 		tb.Fatalf("%s: %v", query, err)
 	}
 	return v.Int64
+}
+
+// current reads resource's committed guard token, 0 when it has no row.
+func current(ctx context.Context, db stdsql.Execer, resource string) (fence.Token, error) {
+	var tok int64
+	err := db.QueryRowContext(ctx, `SELECT coalesce(max(token), 0) FROM fencekit_tokens WHERE resource = $1`, resource).Scan(&tok)
+	return fence.Token(tok), err
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 	"github.com/fencekit/fencekit/sqlfence/stdsql"
 )
 
@@ -31,7 +32,7 @@ func TestBadInput(t *testing.T) {
 			err        error
 		}{
 			{"zero token", "token is zero", stdsql.Claim(ctx, db, "r", 0)},
-			{"token above bigint", "above", stdsql.InTx(ctx, db, "r", fence.MaxToken+1, fn)},
+			{"token above bigint", "above", stdsql.InTx(ctx, db, "r", valid.MaxToken+1, fn)},
 			{"empty resource", "resource", stdsql.Claim(ctx, db, "", 1)},
 			{"control character", "resource", func() error { _, err := stdsql.Exec(ctx, db, "a\x00b", 1, "SELECT 1"); return err }()},
 			{"nil db", "nil database handle", stdsql.Claim(ctx, nilDB, "r", 1)},

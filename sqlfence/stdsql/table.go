@@ -6,10 +6,11 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/pgsql"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
-// ErrNoRow is returned (wrapped) by [Table.Update], [Table.Claim] and
-// [Table.Version] when no row has the key.
+// ErrNoRow is returned (wrapped) by [Table.Update] and [Table.Claim] when
+// no row has the key.
 var ErrNoRow = errors.New("stdsql: no such row")
 
 // ErrRowExists is returned (wrapped) by [Table.Insert] when a row with the
@@ -46,7 +47,7 @@ func NewTable(table, keyColumn, versionColumn string, columns ...string) (*Table
 // WithGuard returns a copy of t whose writes also claim resource's guard
 // row (as [InTx] and [Claim] do) in the same statement, so that they and
 // InTx(resource) writes fence each other. On a nil *Table it returns nil;
-// a resource [fence.ValidateName] refuses makes every write fail.
+// a bad resource makes every write fail.
 func (t *Table) WithGuard(resource string) *Table {
 	if t == nil {
 		return nil
@@ -61,8 +62,7 @@ func (t *Table) WithGuard(resource string) *Table {
 //
 // Errors: a [*fence.StaleError] (Resource "table:key", or the guard's
 // resource for a table from [Table.WithGuard]; nothing changed); [ErrNoRow];
-// [fence.ErrInvalid] for a nil table or db, a zero token or one above
-// [fence.MaxToken], a wrong number of values or a bad guard resource
+// [fence.ErrInvalid] for a nil table or db, a bad token, a wrong number of values or a bad guard resource
 // (nothing sent); ctx's error; the driver's errors. Once ctx has ended,
 // errors also wrap context.Cause(ctx).
 func (t *Table) Update(ctx context.Context, db Execer, key any, tok fence.Token, values ...any) error {
@@ -99,15 +99,6 @@ func (t *Table) Claim(ctx context.Context, db Execer, key any, tok fence.Token, 
 	return t.core.Claim(ctx, sender{db}, key, tok, dest)
 }
 
-// Version returns the row's version (0 for a NULL version). One round trip.
-// Errors: [ErrNoRow], and those of [Table.Update].
-func (t *Table) Version(ctx context.Context, db Execer, key any) (fence.Token, error) {
-	if err := t.checkHandle(db); err != nil {
-		return 0, err
-	}
-	return t.core.Version(ctx, sender{db}, key)
-}
-
 // write runs op ("update", "insert" or "upsert").
 func (t *Table) write(ctx context.Context, db Execer, op string, key any, tok fence.Token, values []any) error {
 	if err := t.checkHandle(db); err != nil {
@@ -117,7 +108,7 @@ func (t *Table) write(ctx context.Context, db Execer, op string, key any, tok fe
 }
 
 // errNilTable is what the methods of a nil *Table return.
-var errNilTable = fence.Invalid("stdsql: nil *stdsql.Table (NewTable returned an error)")
+var errNilTable = valid.Invalid("stdsql: nil *stdsql.Table (NewTable returned an error)")
 
 // checkHandle refuses a nil table or db.
 func (t *Table) checkHandle(db Execer) error {

@@ -45,8 +45,9 @@ func TestTableWrites(t *testing.T) {
 		if err := acc.Upsert(ctx, db, 2, 9, 1); err != nil {
 			t.Fatal(err)
 		}
-		if v, err := acc.Version(ctx, db, 2); v != 9 || err != nil {
-			t.Fatalf("Version = %d, %v; want 9", v, err)
+		var v int64
+		if err := db.QueryRowContext(ctx, `SELECT lock_version FROM accounts WHERE id = 2`).Scan(&v); v != 9 || err != nil {
+			t.Fatalf("lock_version = %d, %v; want 9", v, err)
 		}
 		guarded := acc.WithGuard("accounts")
 		if err := stdsql.Claim(ctx, db, "accounts", 20); err != nil {

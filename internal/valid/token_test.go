@@ -1,4 +1,4 @@
-package fence_test
+package valid_test
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 func TestParseToken(t *testing.T) {
@@ -17,10 +18,10 @@ func TestParseToken(t *testing.T) {
 		{"1", 1},
 		{"34", 34},
 		{"0034", 34},
-		{"9223372036854775807", fence.MaxToken},
+		{"9223372036854775807", valid.MaxToken},
 	}
 	for _, tc := range good {
-		got, err := fence.ParseToken(tc.in)
+		got, err := valid.ParseToken(tc.in)
 		if err != nil || got != tc.want {
 			t.Errorf("ParseToken(%q) = %d, %v; want %d, nil", tc.in, got, err, tc.want)
 		}
@@ -46,7 +47,7 @@ func TestParseToken(t *testing.T) {
 		{strings.Repeat("1", 65), "longer than any token"},
 	}
 	for _, tc := range bad {
-		got, err := fence.ParseToken(tc.in)
+		got, err := valid.ParseToken(tc.in)
 		if err == nil {
 			t.Errorf("ParseToken(%q) = %d, nil; want an error", tc.in, got)
 			continue
@@ -64,22 +65,22 @@ func TestParseToken(t *testing.T) {
 }
 
 func TestTokenStringRoundTrip(t *testing.T) {
-	for _, tok := range []fence.Token{1, 33, 34, 1 << 40, fence.MaxToken} {
+	for _, tok := range []fence.Token{1, 33, 34, 1 << 40, valid.MaxToken} {
 		s := tok.String()
 		if s != strconv.FormatUint(uint64(tok), 10) {
 			t.Errorf("Token(%d).String() = %q", uint64(tok), s)
 		}
-		back, err := fence.ParseToken(s)
+		back, err := valid.ParseToken(s)
 		if err != nil || back != tok {
 			t.Errorf("ParseToken(%q) = %d, %v; want %d", s, back, err, tok)
 		}
 	}
 }
 
-func TestTokenValidate(t *testing.T) {
-	for _, tok := range []fence.Token{1, 34, fence.MaxToken} {
-		if err := tok.Validate(); err != nil {
-			t.Errorf("Token(%d).Validate() = %v, want nil", uint64(tok), err)
+func TestToken(t *testing.T) {
+	for _, tok := range []fence.Token{1, 34, valid.MaxToken} {
+		if err := valid.Token(tok); err != nil {
+			t.Errorf("valid.Token(%d) = %v, want nil", uint64(tok), err)
 		}
 	}
 	for _, tc := range []struct {
@@ -87,12 +88,12 @@ func TestTokenValidate(t *testing.T) {
 		mention string
 	}{
 		{0, "zero"},
-		{fence.MaxToken + 1, "above the maximum"},
+		{valid.MaxToken + 1, "above the maximum"},
 		{^fence.Token(0), "above the maximum"},
 	} {
-		err := tc.tok.Validate()
+		err := valid.Token(tc.tok)
 		if !errors.Is(err, fence.ErrInvalid) || !strings.Contains(err.Error(), tc.mention) {
-			t.Errorf("Token(%d).Validate() = %v; want ErrInvalid mentioning %q", uint64(tc.tok), err, tc.mention)
+			t.Errorf("valid.Token(%d) = %v; want ErrInvalid mentioning %q", uint64(tc.tok), err, tc.mention)
 		}
 	}
 }
@@ -105,7 +106,7 @@ func FuzzParseToken(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		tok, err := fence.ParseToken(s)
+		tok, err := valid.ParseToken(s)
 		allDigits := s != "" && strings.Trim(s, "0123456789") == ""
 		if err != nil {
 			if !errors.Is(err, fence.ErrInvalid) || len(err.Error()) > 300 {
@@ -115,7 +116,7 @@ func FuzzParseToken(f *testing.F) {
 				t.Fatalf("ParseToken(%q): token %d returned with an error", s, tok)
 			}
 			if allDigits && len(s) <= 19 {
-				if u, perr := strconv.ParseUint(s, 10, 64); perr == nil && u >= 1 && u <= uint64(fence.MaxToken) {
+				if u, perr := strconv.ParseUint(s, 10, 64); perr == nil && u >= 1 && u <= uint64(valid.MaxToken) {
 					t.Fatalf("ParseToken(%q) refused a valid token: %v", s, err)
 				}
 			}
@@ -124,41 +125,41 @@ func FuzzParseToken(f *testing.F) {
 		if !allDigits {
 			t.Fatalf("ParseToken(%q) = %d accepted a non-decimal string", s, tok)
 		}
-		if tok.Validate() != nil {
-			t.Fatalf("ParseToken(%q) = %d, which Validate refuses", s, tok)
+		if valid.Token(tok) != nil {
+			t.Fatalf("ParseToken(%q) = %d, which valid.Token refuses", s, tok)
 		}
 		u, perr := strconv.ParseUint(s, 10, 64)
 		if perr != nil || fence.Token(u) != tok {
 			t.Fatalf("ParseToken(%q) = %d, strconv says %d (%v)", s, tok, u, perr)
 		}
-		back, err := fence.ParseToken(tok.String())
+		back, err := valid.ParseToken(tok.String())
 		if err != nil || back != tok {
 			t.Fatalf("round trip of %d through %q gave %d, %v", tok, tok.String(), back, err)
 		}
 	})
 }
 
-// FuzzValidateWrite: the check every adapter runs before a write accepts
+// FuzzWrite: the check every adapter runs before a write accepts
 // exactly a valid name with a token from 1 to MaxToken, and every refusal
 // matches ErrInvalid with a short message and no package prefix.
-func FuzzValidateWrite(f *testing.F) {
+func FuzzWrite(f *testing.F) {
 	f.Add("r", uint64(1))
 	f.Add("r", uint64(0))
 	f.Add("", uint64(7))
 	f.Add("a\x00", uint64(7))
-	f.Add("r", uint64(fence.MaxToken)+1)
+	f.Add("r", uint64(valid.MaxToken)+1)
 	f.Fuzz(func(t *testing.T, name string, u uint64) {
 		tok := fence.Token(u)
-		err := fence.ValidateWrite("resource", name, tok)
-		want := fence.ValidateName("resource", name) == nil && u >= 1 && u <= uint64(fence.MaxToken)
+		err := valid.Write("resource", name, tok)
+		want := valid.Name("resource", name) == nil && u >= 1 && u <= uint64(valid.MaxToken)
 		if (err == nil) != want {
-			t.Fatalf("ValidateWrite(%q, %d) = %v, want ok %v", name, u, err, want)
+			t.Fatalf("valid.Write(%q, %d) = %v, want ok %v", name, u, err, want)
 		}
-		if (tok.Validate() == nil) != (u >= 1 && u <= uint64(fence.MaxToken)) {
-			t.Fatalf("Token(%d).Validate() = %v", u, tok.Validate())
+		if (valid.Token(tok) == nil) != (u >= 1 && u <= uint64(valid.MaxToken)) {
+			t.Fatalf("valid.Token(%d) = %v", u, valid.Token(tok))
 		}
 		if err != nil && (!errors.Is(err, fence.ErrInvalid) || len(err.Error()) > 300 || strings.HasPrefix(err.Error(), "fence:")) {
-			t.Fatalf("ValidateWrite(%q, %d): %d-byte error %v", name, u, len(err.Error()), err)
+			t.Fatalf("valid.Write(%q, %d): %d-byte error %v", name, u, len(err.Error()), err)
 		}
 	})
 }

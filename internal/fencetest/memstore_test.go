@@ -1,4 +1,4 @@
-package fence_test
+package fencetest_test
 
 import (
 	"errors"
@@ -9,10 +9,12 @@ import (
 	"testing"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/fencetest"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
-func TestMemStore(t *testing.T) {
-	s := fence.NewMemStore()
+func TestStore(t *testing.T) {
+	s := fencetest.NewStore()
 	if v, tok := s.Get("a"); v != nil || tok != 0 {
 		t.Fatalf("empty Get = %q, %d", v, tok)
 	}
@@ -55,12 +57,12 @@ func TestMemStore(t *testing.T) {
 	}
 }
 
-// TestMemStoreConcurrent races writers with random tokens on a few resources
+// TestStoreConcurrent races writers with random tokens on a few resources
 // and checks, over many seeds, that the accepted history of each resource is
 // monotonic and that its final token is the largest that was accepted.
-func TestMemStoreConcurrent(t *testing.T) {
+func TestStoreConcurrent(t *testing.T) {
 	for seed := uint64(1); seed <= 50; seed++ {
-		s := fence.NewMemStore()
+		s := fencetest.NewStore()
 		resources := []string{"r0", "r1", "r2"}
 		var mu sync.Mutex
 		accepted := map[string][]fence.Token{}
@@ -88,7 +90,7 @@ func TestMemStoreConcurrent(t *testing.T) {
 		wg.Wait()
 		for _, res := range resources {
 			h := accepted[res]
-			if err := fence.VerifyHistory(res, h); err != nil {
+			if err := fencetest.VerifyHistory(res, h); err != nil {
 				t.Fatalf("seed=%d: %v", seed, err)
 			}
 			v, cur := s.Get(res)
@@ -103,10 +105,10 @@ func TestMemStoreConcurrent(t *testing.T) {
 }
 
 // A zero token, a token above MaxToken or a bad resource is refused by
-// Claim and Put with an error matching ErrInvalid that says "fence:" once,
+// Claim and Put with an error matching ErrInvalid that says "fencetest:" once,
 // and the store is unchanged.
-func TestMemStoreRefusesBadInput(t *testing.T) {
-	s := fence.NewMemStore()
+func TestStoreRefusesBadInput(t *testing.T) {
+	s := fencetest.NewStore()
 	if err := s.Put("r", 5, []byte("kept")); err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +118,7 @@ func TestMemStoreRefusesBadInput(t *testing.T) {
 		mention  string
 	}{
 		{"r", 0, "token is zero"},
-		{"r", fence.MaxToken + 1, "above the maximum"},
+		{"r", valid.MaxToken + 1, "above the maximum"},
 		{"", 6, "resource is empty"},
 		{"a\x00b", 6, "control character"},
 		{strings.Repeat("x", 16<<10), 6, "longer than 1024"},
@@ -126,8 +128,8 @@ func TestMemStoreRefusesBadInput(t *testing.T) {
 			"Put":   s.Put(tc.resource, tc.tok, []byte("new")),
 		} {
 			if !errors.Is(err, fence.ErrInvalid) || !strings.Contains(err.Error(), tc.mention) ||
-				strings.Count(err.Error(), "fence:") != 1 || len(err.Error()) > 200 {
-				t.Errorf("%s(%.20q, %d) = %v; want ErrInvalid saying %q, \"fence:\" once", op, tc.resource, tc.tok, err, tc.mention)
+				strings.Count(err.Error(), "fencetest:") != 1 || len(err.Error()) > 200 {
+				t.Errorf("%s(%.20q, %d) = %v; want ErrInvalid saying %q, \"fencetest:\" once", op, tc.resource, tc.tok, err, tc.mention)
 			}
 		}
 	}
@@ -136,5 +138,22 @@ func TestMemStoreRefusesBadInput(t *testing.T) {
 	}
 	if got := s.Resources(); len(got) != 1 {
 		t.Errorf("refused writes added resources: %d resources, want 1", len(got))
+	}
+}
+
+func TestVerifyHistory(t *testing.T) {
+	for _, h := range [][]fence.Token{nil, {5}, {1, 1, 2, 2, 9}, {0, 0, 3}} {
+		if err := fencetest.VerifyHistory("r", h); err != nil {
+			t.Errorf("VerifyHistory(%v) = %v, want nil", h, err)
+		}
+	}
+	err := fencetest.VerifyHistory("r", []fence.Token{1, 4, 4, 3, 5})
+	if err == nil {
+		t.Fatal("VerifyHistory accepted 3 after 4")
+	}
+	for _, want := range []string{"write 3 accepted token 3", "write 1 accepted token 4"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
 	}
 }
