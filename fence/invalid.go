@@ -28,9 +28,9 @@ func Invalid(format string, args ...any) error {
 	return &invalidError{msg: fmt.Sprintf(format, args...)}
 }
 
-// MaxNameLen is the longest name [ValidateName] accepts, in bytes: S3's
-// limit for an object key, and far above any lease or resource name in use.
-const MaxNameLen = 1024
+// MaxNameLen is the longest name [ValidateName] accepts, in bytes: a lease
+// name, a resource or an object key (S3 allows 1,024), far above any in use.
+const MaxNameLen = 512
 
 // quoteMax is how many characters of a bad name an error shows.
 const quoteMax = 40

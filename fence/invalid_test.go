@@ -20,7 +20,7 @@ func TestValidateName(t *testing.T) {
 		{"a\x00b", "control character (U+0000) at byte 1"},
 		{"tab\there", "control character (U+0009) at byte 3"},
 		{"bad\xffbyte", `not valid UTF-8 (byte 3)`},
-		{strings.Repeat("x", fence.MaxNameLen+1), "1025 bytes, longer than 1024"},
+		{strings.Repeat("x", fence.MaxNameLen+1), "513 bytes, longer than 512"},
 	} {
 		err := fence.ValidateName("resource", tc.name)
 		if err == nil || !errors.Is(err, fence.ErrInvalid) || !strings.Contains(err.Error(), tc.mention) {

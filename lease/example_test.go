@@ -148,11 +148,3 @@ func ExampleLease_Context() {
 	// true missing
 	// true
 }
-
-func ExampleValidateName() {
-	fmt.Println(lease.ValidateName("invoices:2026-11"))
-	fmt.Println(lease.ValidateName("a{b}"))
-	// Output:
-	// <nil>
-	// name "a{b}" has '{' at byte 1 (braces would change the Redis Cluster hash tag)
-}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"strings"
 
@@ -53,32 +52,6 @@ func connectEtcd(c conn, endpoints string) (store, error) {
 
 func (s *etcdStore) client() *lease.Client { return s.leases }
 func (s *etcdStore) close() error          { return s.cli.Close() }
-
-func (s *etcdStore) names(ctx context.Context, pattern string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	names, err := etcdlease.Names(ctx, s.cli, s.prefix, pattern)
-	if errors.Is(err, lease.ErrInvalid) {
-		return nil, usagef("%v", err)
-	}
-	return names, err
-}
-
-func (s *etcdStore) forceRelease(ctx context.Context, name string, only fence.Token) (releaseResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	r, err := etcdlease.ForceRelease(ctx, s.cli, s.prefix, name, only)
-	return releaseResult{Name: name, Released: r.Released, Held: r.Held, Holder: uint64(r.Holder), Identity: r.Identity,
-		RemainingMS: max(ms(r.Remaining), -1)}, err
-}
-
-func (s *etcdStore) bump(context.Context, string, fence.Token) (bumpResult, error) {
-	return bumpResult{}, unsupported("etcd", "bump", etcdNoBump)
-}
-
-// etcdNoBump says why bump cannot serve etcd, and what to do instead.
-const etcdNoBump = "its tokens are etcd revisions, which only writes advance; " +
-	"to move past tokens the storage already saw, use new resource names (docs/leases.md, \"Switching issuers\")"
 
 // releases: none; watch polls (before each TTL can run out).
 func (s *etcdStore) releases(context.Context, string) (<-chan fence.Token, error) { return nil, nil }

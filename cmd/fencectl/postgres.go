@@ -37,9 +37,8 @@ func addAdvisoryFlags(*flag.FlagSet) func(conn) (store, error) {
 // with advisory, the advisory-lock mode.
 type pgStore struct {
 	conn
-	pool     *pgxpool.Pool
-	leases   *lease.Client
-	advisory bool
+	pool   *pgxpool.Pool
+	leases *lease.Client
 }
 
 func connectPostgres(c conn, url string, advisory bool) (store, error) {
@@ -61,43 +60,11 @@ func connectPostgres(c conn, url string, advisory bool) (store, error) {
 		pool.Close()
 		return nil, err
 	}
-	return &pgStore{conn: c, pool: pool, leases: leases, advisory: advisory}, nil
+	return &pgStore{conn: c, pool: pool, leases: leases}, nil
 }
 
 func (s *pgStore) client() *lease.Client { return s.leases }
 func (s *pgStore) close() error          { s.pool.Close(); return nil }
-
-func (s *pgStore) names(ctx context.Context, pattern string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	if s.advisory {
-		return pglease.AdvisoryNames(ctx, s.pool, s.prefix, pattern)
-	}
-	return pglease.Names(ctx, s.pool, s.prefix, pattern)
-}
-
-func (s *pgStore) forceRelease(ctx context.Context, name string, only fence.Token) (releaseResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	release := pglease.ForceRelease
-	if s.advisory {
-		release = pglease.ForceReleaseAdvisory // terminates the holder's session
-	}
-	r, err := release(ctx, s.pool, s.prefix, name, only)
-	return releaseResult{Name: name, Released: r.Released, Held: r.Held, Holder: uint64(r.Holder), Identity: r.Identity,
-		RemainingMS: ms(r.Remaining)}, err
-}
-
-func (s *pgStore) bump(ctx context.Context, name string, target fence.Token) (bumpResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	bump := pglease.Bump
-	if s.advisory {
-		bump = pglease.BumpAdvisory
-	}
-	before, after, err := bump(ctx, s.pool, s.prefix, name, target)
-	return bumpResult{Name: name, Changed: after != before, Before: uint64(before), After: uint64(after), Target: uint64(target)}, err
-}
 
 // releases: none; watch polls (before each TTL can run out).
 func (s *pgStore) releases(context.Context, string) (<-chan fence.Token, error) { return nil, nil }

@@ -98,34 +98,12 @@ func (s *redisStore) refuseClusterNode(addr string) error {
 func (s *redisStore) client() *lease.Client { return s.leases }
 func (s *redisStore) close() error          { return s.rdb.Close() }
 
-func (s *redisStore) names(ctx context.Context, pattern string) ([]string, error) {
-	return redislease.Names(ctx, s.rdb, s.prefix, pattern, s.timeout)
-}
-
-func (s *redisStore) forceRelease(ctx context.Context, name string, only fence.Token) (releaseResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	r, err := redislease.ForceRelease(ctx, s.rdb, s.prefix, name, only)
-	if err != nil {
-		return releaseResult{}, err
-	}
-	tok, identity := redislease.Holder(r.Value)
-	return releaseResult{Name: name, Released: r.Released, Held: r.Held, Holder: uint64(tok), Identity: identity,
-		Value: r.Value, RemainingMS: max(ms(r.Remaining), -1)}, nil
-}
-
-func (s *redisStore) bump(ctx context.Context, name string, target fence.Token) (bumpResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	before, changed, err := redislease.Bump(ctx, s.rdb, s.prefix, name, target)
-	return bumpResult{Name: name, Changed: changed, Before: uint64(before), After: uint64(max(before, target)), Target: uint64(target)}, err
-}
-
-// releases listens to name's release channel: release --force always
-// publishes there, a holder's release when someone waits.
+// releases listens to name's release channel (redislease's package doc:
+// <prefix>:{<name>}:released, each message the released lock key's value
+// "<token>:<identity>:<owner id>"): release --force always publishes
+// there, a holder's release when someone waits.
 func (s *redisStore) releases(ctx context.Context, name string) (<-chan fence.Token, error) {
-	_, _, channel := redislease.Keys(s.prefix, name)
-	ps := s.rdb.Subscribe(ctx, channel)
+	ps := s.rdb.Subscribe(ctx, s.prefix+":{"+name+"}:released")
 	rctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	if _, err := ps.Receive(rctx); err != nil {
@@ -141,7 +119,8 @@ func (s *redisStore) releases(ctx context.Context, name string) (<-chan fence.To
 			case <-ctx.Done():
 				return
 			case m := <-msgs:
-				tok, _ := redislease.Holder(m.Payload)
+				head, _, _ := strings.Cut(m.Payload, ":")
+				tok, _ := fence.ParseToken(head) // 0 for a value fencekit did not write
 				select {
 				case out <- tok:
 				case <-ctx.Done():

@@ -66,26 +66,5 @@ func (zkLogger) Printf(string, ...any) {}
 func (s *zkStore) client() *lease.Client { return s.leases }
 func (s *zkStore) close() error          { s.zk.Close(); return nil }
 
-func (s *zkStore) names(ctx context.Context, pattern string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	return zklease.Names(ctx, s.zk, s.prefix, pattern)
-}
-
-func (s *zkStore) forceRelease(ctx context.Context, name string, only fence.Token) (releaseResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	r, err := zklease.ForceRelease(ctx, s.zk, s.prefix, name, only)
-	return releaseResult{Name: name, Released: r.Released, Held: r.Held, Holder: uint64(r.Holder), Identity: r.Identity,
-		RemainingMS: -1}, err
-}
-
-func (s *zkStore) bump(ctx context.Context, name string, target fence.Token) (bumpResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	before, after, err := zklease.Bump(ctx, s.zk, s.prefix, name, target)
-	return bumpResult{Name: name, Changed: after != before, Before: uint64(before), After: uint64(after), Target: uint64(target)}, err
-}
-
 // releases: none; watch polls.
 func (s *zkStore) releases(context.Context, string) (<-chan fence.Token, error) { return nil, nil }

@@ -53,6 +53,9 @@ type Issuer struct {
 	// PausedHolderFenced, that a paused holder keeps the lease until its
 	// session is ended (the Namespace must be a [SessionEnder]).
 	SessionBound bool
+	// NoBump marks an issuer whose Client.Bump is refused with
+	// lease.ErrUnsupported (etcd: its tokens are revisions).
+	NoBump bool
 }
 
 // SessionEnder is a Namespace of a SessionBound issuer that can end the
@@ -111,6 +114,7 @@ func Run(t *testing.T, iss Issuer) {
 		{"BadInputSendsNothing", testBadInput},
 		{"IdentityStoredWithGrant", testIdentity},
 		{"ObserveSeesEveryHolder", testObserve},
+		{"OperatorCalls", testOperator},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, iss) })
 	}
@@ -341,7 +345,7 @@ func testBadInput(t *testing.T, iss Issuer) {
 	c := ns.Client(t, quiet)
 	ctx := context.Background()
 	before := c.Sent()
-	names := []string{"", "a b", "x{y}", "tab\t", "nul\x00", strings.Repeat("n", lease.MaxNameLen+1), strings.Repeat("n", 16<<10), "\xff"}
+	names := []string{"", "a b", "x{y}", "tab\t", "nul\x00", strings.Repeat("n", fence.MaxNameLen+1), strings.Repeat("n", 16<<10), "\xff"}
 	ttls := []time.Duration{0, -time.Second, lease.MinTTL - time.Millisecond, iss.TTL + time.Microsecond, lease.MaxTTL + time.Second}
 	check := func(what string, err error) {
 		t.Helper()
@@ -358,6 +362,18 @@ func testBadInput(t *testing.T, iss Issuer) {
 		check("AcquireWait name "+n, err)
 		_, err = c.Inspect(ctx, n)
 		check("Inspect name "+n, err)
+		_, err = c.ForceRelease(ctx, n, 0)
+		check("ForceRelease name "+n, err)
+		_, _, err = c.Bump(ctx, n, 5)
+		check("Bump name "+n, err)
+	}
+	for _, p := range []string{"", "a{", "}", "a b", "a\x00", "\xff"} {
+		_, err := c.Names(ctx, p)
+		check("Names pattern "+p, err)
+	}
+	for _, to := range []fence.Token{0, 1 << 53, fence.MaxToken, ^fence.Token(0)} {
+		_, _, err := c.Bump(ctx, "ok", to)
+		check("Bump to "+to.String(), err)
 	}
 	for _, ttl := range ttls {
 		_, err := c.Acquire(ctx, "ok", ttl)

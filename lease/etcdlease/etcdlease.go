@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/leasearg"
 	"github.com/fencekit/fencekit/lease"
 )
 
@@ -25,7 +26,7 @@ func New(cli *clientv3.Client, opts *lease.Options) (*lease.Client, error) {
 	if cli == nil {
 		return nil, fence.Invalid("etcdlease: New: nil *clientv3.Client")
 	}
-	prefix := lease.DefaultKeyPrefix
+	prefix := leasearg.DefaultKeyPrefix
 	if opts != nil && opts.KeyPrefix != "" {
 		prefix = opts.KeyPrefix
 	}

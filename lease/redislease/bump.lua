@@ -1,5 +1,5 @@
 -- bump.lua: raise a lease's token counter to a target, never lower it
--- (fencectl bump, [Bump]), in one round trip.
+-- (fencectl bump, lease.Client.Bump), in one round trip.
 --
 -- KEYS[1]  counter key  <prefix>:{<name>}:token
 -- ARGV[1]  target token, decimal digits without leading zeros

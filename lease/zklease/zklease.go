@@ -15,6 +15,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/leasearg"
 	"github.com/fencekit/fencekit/lease"
 )
 
@@ -47,7 +48,7 @@ func newBackend(fn string, conn *zk.Conn, prefix string) (*backend, error) {
 	if conn == nil {
 		return nil, fence.Invalid("zklease: %s: nil *zk.Conn", fn)
 	}
-	prefix, err := lease.KeyPrefix(prefix)
+	prefix, err := leasearg.KeyPrefix(prefix)
 	if err != nil {
 		return nil, fmt.Errorf("zklease: %s: %w", fn, err)
 	}
