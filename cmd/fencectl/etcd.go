@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/lease"
 	"github.com/fencekit/fencekit/lease/etcdlease"
 )
@@ -21,20 +19,14 @@ const (
 )
 
 // addEtcdFlags adds the etcd connection flag of -backend etcd.
-func addEtcdFlags(fs *flag.FlagSet) func(conn) (store, error) {
+func addEtcdFlags(fs *flag.FlagSet) func(conn) (*store, error) {
 	endpoints := fs.String("etcd", envOr(envEtcdEndpoints, defEtcdEndpoints),
 		"with -backend etcd: comma-separated client URLs (env "+envEtcdEndpoints+")")
-	return func(c conn) (store, error) { return connectEtcd(c, *endpoints) }
+	return func(c conn) (*store, error) { return connectEtcd(c, *endpoints) }
 }
 
-// etcdStore is the etcd backend: package etcdlease.
-type etcdStore struct {
-	conn
-	cli    *clientv3.Client
-	leases *lease.Client
-}
-
-func connectEtcd(c conn, endpoints string) (store, error) {
+// connectEtcd connects the etcd backend: package etcdlease.
+func connectEtcd(c conn, endpoints string) (*store, error) {
 	if endpoints == "" {
 		return nil, usagef("-etcd is empty: want client URLs")
 	}
@@ -47,11 +39,5 @@ func connectEtcd(c conn, endpoints string) (store, error) {
 		cli.Close()
 		return nil, err
 	}
-	return &etcdStore{conn: c, cli: cli, leases: leases}, nil
+	return &store{leases: leases, close: func() { cli.Close() }}, nil
 }
-
-func (s *etcdStore) client() *lease.Client { return s.leases }
-func (s *etcdStore) close() error          { return s.cli.Close() }
-
-// releases: none; watch polls (before each TTL can run out).
-func (s *etcdStore) releases(context.Context, string) (<-chan fence.Token, error) { return nil, nil }

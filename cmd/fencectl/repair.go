@@ -47,7 +47,7 @@ func setupRelease(fs *flag.FlagSet, o *output) func(context.Context, []string) e
 		}
 		defer s.close()
 		rctx, cancel := context.WithTimeout(ctx, *sf.timeout)
-		info, err := s.client().ForceRelease(rctx, name, want)
+		info, err := s.leases.ForceRelease(rctx, name, want)
 		cancel()
 		if err != nil {
 			return err // it names the lease
@@ -107,7 +107,7 @@ func setupBump(fs *flag.FlagSet, o *output) func(context.Context, []string) erro
 		defer s.close()
 		bctx, cancel := context.WithTimeout(ctx, *sf.timeout)
 		defer cancel()
-		before, after, err := s.client().Bump(bctx, name, fence.Token(target))
+		before, after, err := s.leases.Bump(bctx, name, fence.Token(target))
 		if errors.Is(err, lease.ErrUnsupported) { // etcd: a usage error, nothing changed
 			return usagef("bump on -backend %s: %v", *sf.backend, err)
 		}

@@ -31,7 +31,7 @@ func setupStatus(fs *flag.FlagSet, o *output) func(context.Context, []string) er
 				return usagef("%v", err)
 			}
 		}
-		return printStatus(ctx, sf, o, func(store) ([]string, error) { return args, nil })
+		return printStatus(ctx, sf, o, func(*store) ([]string, error) { return args, nil })
 	}
 }
 
@@ -48,10 +48,10 @@ func setupList(fs *flag.FlagSet, o *output) func(context.Context, []string) erro
 		if err := leasearg.Pattern(pattern); err != nil {
 			return usagef("PATTERN: %v", err)
 		}
-		return printStatus(ctx, sf, o, func(s store) ([]string, error) {
+		return printStatus(ctx, sf, o, func(s *store) ([]string, error) {
 			nctx, cancel := context.WithTimeout(ctx, *sf.timeout)
 			defer cancel()
-			names, err := s.client().Names(nctx, pattern)
+			names, err := s.leases.Names(nctx, pattern)
 			if errors.Is(err, lease.ErrInvalid) { // a pattern the issuer cannot read (etcd: "[a")
 				return nil, usagef("PATTERN: %v", err)
 			}
@@ -61,7 +61,7 @@ func setupList(fs *flag.FlagSet, o *output) func(context.Context, []string) erro
 }
 
 // printStatus inspects the leases names returns, one round trip each.
-func printStatus(ctx context.Context, sf *storeFlags, o *output, names func(store) ([]string, error)) error {
+func printStatus(ctx context.Context, sf *storeFlags, o *output, names func(*store) ([]string, error)) error {
 	s, err := sf.open()
 	if err != nil {
 		return err

@@ -18,13 +18,12 @@ import (
 // release, bump) see it. Each backend is one file (redis.go, postgres.go,
 // ...) that adds its connection flags and registers in backends; the
 // commands call its *lease.Client (Inspect, Names, ForceRelease, Bump).
-type store interface {
-	// client is the issuer's lease client, quiet, with -prefix.
-	client() *lease.Client
-	// releases reports the tokens of name's releases as the store
-	// announces them, until ctx ends; nil when it announces none.
-	releases(ctx context.Context, name string) (<-chan fence.Token, error)
-	close() error
+type store struct {
+	leases *lease.Client // quiet, with -prefix
+	close  func()        // closes the issuer's connection
+	// releases, when not nil, reports the tokens of name's releases as
+	// the issuer announces them (Redis), until ctx ends.
+	releases func(ctx context.Context, name string) (<-chan fence.Token, error)
 }
 
 // conn is what a backend needs to connect: the request bound and the key
@@ -36,19 +35,19 @@ type conn struct {
 
 // backends are the -backend choices, registered by each backend's file:
 // addFlags adds its connection flags and returns its connect function.
-var backends = map[string]func(fs *flag.FlagSet) func(conn) (store, error){}
+var backends = map[string]func(fs *flag.FlagSet) func(conn) (*store, error){}
 
 // storeFlags are the flags of the lease commands.
 type storeFlags struct {
 	backend *string
 	prefix  *string
 	timeout *time.Duration
-	connect map[string]func(conn) (store, error)
+	connect map[string]func(conn) (*store, error)
 }
 
 func addStoreFlags(fs *flag.FlagSet) *storeFlags {
 	names := slices.Sorted(maps.Keys(backends))
-	f := &storeFlags{connect: map[string]func(conn) (store, error){}}
+	f := &storeFlags{connect: map[string]func(conn) (*store, error){}}
 	f.backend = fs.String("backend", "redis", "the lease issuer: "+strings.Join(names, ", "))
 	f.prefix = fs.String("prefix", leasearg.DefaultKeyPrefix, "the key prefix the application's lease.Options.KeyPrefix set")
 	f.timeout = timeoutFlag(fs)
@@ -59,7 +58,7 @@ func addStoreFlags(fs *flag.FlagSet) *storeFlags {
 }
 
 // open connects to the chosen backend. A bad flag is a usage error.
-func (f *storeFlags) open() (store, error) {
+func (f *storeFlags) open() (*store, error) {
 	connect, ok := f.connect[*f.backend]
 	if !ok {
 		return nil, usagef("-backend %q: want one of %s", *f.backend, strings.Join(slices.Sorted(maps.Keys(f.connect)), ", "))
@@ -74,10 +73,10 @@ func (f *storeFlags) open() (store, error) {
 }
 
 // inspect reads name's lease, bounded by the request timeout.
-func inspect(ctx context.Context, s store, timeout time.Duration, name string) (lease.Info, error) {
+func inspect(ctx context.Context, s *store, timeout time.Duration, name string) (lease.Info, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return s.client().Inspect(ctx, name)
+	return s.leases.Inspect(ctx, name)
 }
 
 // newLeaseClient makes the lease client of a store: quiet, with prefix.
