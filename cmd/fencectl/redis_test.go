@@ -263,6 +263,14 @@ func TestBump(t *testing.T) {
 	if uint64(l2.Token()) <= target {
 		t.Errorf("token after bump --to %d = %v", target, l2.Token())
 	}
+	// A held name: refused, naming the holder.
+	r = runWant(t, e, exitFailed, "bump", name, "--time")
+	if !strings.Contains(r.stderr, "held by token "+l2.Token().String()) {
+		t.Errorf("bump of a held name: %s, want refused naming the holder", r.stderr)
+	}
+	if err := l2.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
 	// Ahead of the server's clock by more than leasearg.MaxAhead: refused,
 	// saying why and what to do.
 	ahead := uint64(time.Now().Add(time.Hour).UnixMicro())

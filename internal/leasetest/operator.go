@@ -14,9 +14,9 @@ import (
 
 // testOperator checks that the operator calls of a Client behave alike on
 // every issuer: Names lists the names granted once, ForceRelease ends
-// only the holder it was given, Bump refuses a token far above the
-// store's clock and raises the next grant's token, or says through
-// lease.ErrUnsupported that the issuer cannot.
+// only the holder it was given, Bump refuses a held name and a token far
+// above the store's clock and raises the next grant's token, or says
+// through lease.ErrUnsupported that the issuer cannot.
 func testOperator(t *testing.T, iss Issuer) {
 	ns := iss.Open(t)
 	op, holder := ns.Client(t, quiet), ns.Client(t, quiet)
@@ -70,11 +70,12 @@ func testOperator(t *testing.T, iss Issuer) {
 		t.Errorf("another name after the ForceReleases: %+v, %v; want still held by %v", info, err, other.Token())
 	}
 
-	testBump(ctx, t, iss, op, ttl)
+	testBump(ctx, t, iss, op, ttl, other)
 }
 
-// testBump bumps ops/free, granted and released once by testOperator.
-func testBump(ctx context.Context, t *testing.T, iss Issuer, op *Conn, ttl time.Duration) {
+// testBump bumps ops/free, granted and released once by testOperator, and
+// held, held by another client.
+func testBump(ctx context.Context, t *testing.T, iss Issuer, op *Conn, ttl time.Duration, held *lease.Lease) {
 	last, err := op.Inspect(ctx, "ops/free")
 	if err != nil {
 		t.Fatal(err)
@@ -89,6 +90,13 @@ func testBump(ctx context.Context, t *testing.T, iss Issuer, op *Conn, ttl time.
 	}
 	if !errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), "ahead of the server's clock") {
 		t.Errorf("Bump an hour ahead: %v, want ErrInvalid saying it is ahead of the server's clock", err)
+	}
+	_, _, err = op.Bump(ctx, held.Name(), fence.Token(time.Now().UnixMicro()))
+	if err == nil || errors.Is(err, lease.ErrInvalid) || !strings.Contains(err.Error(), "held by token "+held.Token().String()) {
+		t.Errorf("Bump of a held name: %v, want an error naming the holder's token %v", err, held.Token())
+	}
+	if info, err := op.Inspect(ctx, held.Name()); err != nil || !info.Held || info.Holder != held.Token() || info.Last != held.Token() {
+		t.Errorf("after a refused Bump of a held name: %+v, %v; want held by %v, Last unchanged", info, err, held.Token())
 	}
 	if info, err := op.Inspect(ctx, "ops/free"); err != nil || info.Last != last.Last {
 		t.Errorf("after a refused Bump: %+v, %v; want Last %v unchanged", info, err, last.Last)

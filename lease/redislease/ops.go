@@ -134,16 +134,21 @@ func (b *backend) ForceRelease(ctx context.Context, name string, only fence.Toke
 }
 
 // Bump runs bump.lua: it raises the token counter to to, never lowering
-// it (to is at most leasearg.MaxBump), unless to is more than
-// leasearg.MaxAhead above the server's clock;
-// one round trip. Unlike the other issuers it bumps a held name too: the
-// holder's token stays below the counter, and the next grant's is above.
+// it (to is at most leasearg.MaxBump), unless the lease is held (so that
+// the holder's token stays what Inspect shows) or to is more than
+// leasearg.MaxAhead above the server's clock; one round trip.
 func (b *backend) Bump(ctx context.Context, name string, to fence.Token) (before, after fence.Token, err error) {
 	var k keys
 	makeKeys(&k, b.prefix, name)
-	res, err := bumpScript.Run(ctx, b.rdb, []string{k.token}, to.String(), leasearg.MaxAhead.Microseconds()).Slice()
+	res, err := bumpScript.Run(ctx, b.rdb, []string{k.token, k.lock}, to.String(), leasearg.MaxAhead.Microseconds()).Slice()
 	if err != nil {
 		return 0, 0, err
+	}
+	if len(res) == 4 { // held
+		if v, ok := res[3].(string); ok {
+			h := parseHolder(v)
+			return 0, 0, fmt.Errorf("held by token %v of %q; bump it when it is free", h.token, h.identity)
+		}
 	}
 	if len(res) == 3 {
 		code, ok1 := res[0].(int64)
