@@ -98,7 +98,7 @@ type Operator interface {
 
 	// ForceRelease ends name's grant whoever holds it, or only if its
 	// token is only (when not 0), and wakes the name's waiters. It returns
-	// the holder it found (Held false: nothing to release); Last may be 0.
+	// the holder it found (Held false: nothing to release), with Last 0.
 	ForceRelease(ctx context.Context, name string, only fence.Token) (Info, error)
 
 	// Bump makes every later grant of name carry a token greater than to,

@@ -42,10 +42,10 @@ func (c *Client) Names(ctx context.Context, pattern string) ([]string, error) {
 // holder's token is only (when not 0), and wakes its waiters: for a
 // holder that is stuck. The holder sees its lease lost at its next
 // renewal. It returns the holder it found: nothing was released when
-// Held is false, or when only is not 0 and differs from Holder. Remaining
-// is negative when the store keeps no expiry (ZooKeeper, PostgreSQL
-// advisory locks). Cost: one round trip (ZooKeeper: three; PostgreSQL
-// advisory mode terminates the holder's session).
+// Held is false, or when only is not 0 and differs from Holder. Last is
+// 0; Remaining is negative when the store keeps no expiry (ZooKeeper,
+// PostgreSQL advisory locks). Cost: one round trip (ZooKeeper: three;
+// PostgreSQL advisory mode terminates the holder's session).
 //
 // Errors: an error wrapping [ErrInvalid] for a bad name (nothing is sent);
 // the store's error otherwise.

@@ -90,7 +90,7 @@ func (b *backend) ForceRelease(ctx context.Context, name string, only fence.Toke
 	if err != nil {
 		return lease.Info{}, err
 	}
-	return lease.Info{Held: true, Holder: fence.Token(tok), Identity: identity, Remaining: time.Duration(remaining) * time.Microsecond, Last: fence.Token(tok)}, nil
+	return lease.Info{Held: true, Holder: fence.Token(tok), Identity: identity, Remaining: time.Duration(remaining) * time.Microsecond}, nil
 }
 
 // forceReleaseAdvisorySQL finds the session holding name's advisory lock
@@ -132,5 +132,5 @@ func (a *advisory) ForceRelease(ctx context.Context, name string, only fence.Tok
 	if !released && (only == 0 || only == fence.Token(tok)) {
 		return lease.Info{}, fmt.Errorf("the session holding token %v could not be terminated", tok)
 	}
-	return lease.Info{Held: true, Holder: fence.Token(tok), Identity: identity, Remaining: -1, Last: fence.Token(tok)}, nil
+	return lease.Info{Held: true, Holder: fence.Token(tok), Identity: identity, Remaining: -1}, nil
 }

@@ -81,7 +81,7 @@ func (b *backend) ForceRelease(ctx context.Context, name string, only fence.Toke
 	if err != nil || st.NumChildren == 0 {
 		return lease.Info{}, err
 	}
-	info := lease.Info{Held: true, Holder: last, Identity: identity, Remaining: -1, Last: last}
+	info := lease.Info{Held: true, Holder: last, Identity: identity, Remaining: -1}
 	if only != 0 && only != info.Holder {
 		return info, nil
 	}
