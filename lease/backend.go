@@ -90,7 +90,7 @@ type Backend interface {
 // and bump). The Client has validated name, pattern and to, and wraps
 // errors with the call and the name. A Backend without it, or that cannot
 // do one call, returns an error wrapping [ErrUnsupported] that says what
-// to do instead.
+// to do instead; the Client returns it as it is.
 type Operator interface {
 	// Names returns, sorted, the names that have a holder or a token and
 	// match the glob pattern ('*' any run of characters, '?' one).

@@ -88,6 +88,9 @@ func (c *Client) Bump(ctx context.Context, name string, to fence.Token) (before,
 		return 0, 0, fence.Invalid("lease: bump %q: token %d is out of range: 1 to %d", name, uint64(to), uint64(leasearg.MaxBump))
 	}
 	before, after, err = op.Bump(ctx, name, to)
+	if errors.Is(err, ErrUnsupported) { // it says what to do instead
+		return 0, 0, err
+	}
 	if err != nil {
 		return 0, 0, errScript("bump", name, err)
 	}
@@ -101,11 +104,11 @@ func (c *Client) operator(op, arg string) (Operator, error) {
 		return nil, errNilClient
 	}
 	if c.closed() {
-		return nil, errorf("lease: %s %q: %w", op, arg, ErrClosed)
+		return nil, fmt.Errorf("%w: %s %q: nothing sent", ErrClosed, op, arg)
 	}
 	o, ok := c.b.(Operator)
 	if !ok {
-		return nil, errorf("lease: %s %q: %w: %s has no operator calls", op, arg, ErrUnsupported, c.b.Name())
+		return nil, fmt.Errorf("%w: %s %q: %s has no operator calls", ErrUnsupported, op, arg, c.b.Name())
 	}
 	return o, nil
 }

@@ -90,7 +90,7 @@ func (b *backend) ForceRelease(ctx context.Context, name string, only fence.Toke
 // Bump is unsupported: etcd's tokens are revisions, which only writes
 // advance.
 func (b *backend) Bump(context.Context, string, fence.Token) (before, after fence.Token, err error) {
-	return 0, 0, fmt.Errorf("%w: etcd's tokens are revisions, which only writes advance; "+
+	return 0, 0, fmt.Errorf("%w: Bump on etcd: its tokens are revisions, which only writes advance; "+
 		"restore a snapshot with etcdutl snapshot restore --bump-revision (docs/operations.md, \"Writes refused as stale\"), "+
 		"or use new resource names", lease.ErrUnsupported)
 }
