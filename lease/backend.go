@@ -93,6 +93,30 @@ type Backend interface {
 	Close(ctx context.Context) error
 }
 
+// Operator is what a [Backend] implements for the operator calls of
+// [Client]: Names, ForceRelease and Bump (fencectl's list, release --force
+// and bump). The Client has validated name, pattern and to, and wraps
+// errors with the call and the name. A Backend without it, or that cannot
+// do one call, returns an error wrapping [ErrUnsupported] that says what
+// to do instead; the Client returns it as it is.
+type Operator interface {
+	// Names returns, sorted, the names that have a holder or a token and
+	// match the glob pattern ('*' any run of characters, '?' one).
+	Names(ctx context.Context, pattern string) ([]string, error)
+
+	// ForceRelease ends name's grant whoever holds it, or only if its
+	// token is only (when not 0), and wakes the name's waiters. It returns
+	// the holder it found (Held false: nothing to release), with Last 0.
+	ForceRelease(ctx context.Context, name string, only fence.Token) (Info, error)
+
+	// Bump makes every later grant of name carry a token greater than to,
+	// never lowering tokens, and returns the name's last token before and
+	// after. It refuses, changing nothing, when name is held and when to
+	// is above the name's tokens and more than a second above the store's
+	// clock (an error wrapping [ErrInvalid]).
+	Bump(ctx context.Context, name string, to fence.Token) (before, after fence.Token, err error)
+}
+
 // Grant is one lease granted by a [Backend].
 type Grant struct {
 	Name  string

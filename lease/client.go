@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/internal/join"
+	"github.com/fencekit/fencekit/internal/leasearg"
 	"github.com/fencekit/fencekit/internal/valid"
 )
 
@@ -82,7 +83,7 @@ func (c *Client) check(name string, ttl time.Duration) (timing, error) {
 	if c == nil {
 		return timing{}, errNilClient
 	}
-	if err := ValidateName(name); err != nil {
+	if err := leasearg.Name(name); err != nil {
 		return timing{}, fmt.Errorf("lease: %w", err)
 	}
 	return c.cfg.timingFor(ttl)
@@ -145,7 +146,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (Info, error) {
 	if c == nil {
 		return Info{}, errNilClient
 	}
-	if err := ValidateName(name); err != nil {
+	if err := leasearg.Name(name); err != nil {
 		return Info{}, fmt.Errorf("lease: %w", err)
 	}
 	if c.closed() {

@@ -156,10 +156,63 @@ func ExampleLease_Context() {
 	// true
 }
 
-func ExampleValidateName() {
-	fmt.Println(lease.ValidateName("invoices:2026-11"))
-	fmt.Println(lease.ValidateName("a{b}"))
+// An operator ends a stuck holder's lease, only if the token it saw
+// still holds it: a newer holder is left alone.
+func ExampleClient_ForceRelease() {
+	rdb, name, done := exampleRedis("ExampleClient_ForceRelease", "stuck")
+	defer done()
+	leases, err := redislease.New(rdb, &lease.Options{Identity: "worker-3"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	defer leases.Close(ctx)
+	stuck, err := leases.Acquire(ctx, name, 3*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	for _, only := range []fence.Token{stuck.Token() + 1, stuck.Token()} { // the first does not hold it
+		info, err := leases.ForceRelease(ctx, name, only)
+		fmt.Println("held by", info.Identity, "released:", err == nil && info.Held && info.Holder == only)
+	}
+	<-stuck.Done() // at its next renewal
+	fmt.Println(errors.Is(stuck.Err(), lease.ErrLost))
 	// Output:
-	// <nil>
-	// name "a{b}" has '{' at byte 1 (braces would change the Redis Cluster hash tag)
+	// held by worker-3 released: false
+	// held by worker-3 released: true
+	// true
+}
+
+// After the store lost its tokens (a Redis restart without persistence),
+// raise a name's tokens to the current time, then list the names.
+func ExampleClient_Bump() {
+	rdb, name, done := exampleRedis("ExampleClient_Bump", "orders")
+	defer done()
+	leases, err := redislease.New(rdb, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	defer leases.Close(ctx)
+
+	now := fence.Token(time.Now().UnixMicro())
+	before, after, err := leases.Bump(ctx, name, now)
+	fmt.Println(before, after == now, err)
+	names, err := leases.Names(ctx, name[:len(name)-len("orders")]+"*")
+	fmt.Println(len(names) == 1 && names[0] == name, err)
+	l, err := leases.Acquire(ctx, name, 10*time.Second)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer l.Release(ctx)
+	fmt.Println("next token above the bump:", l.Token() > after)
+	// Output:
+	// 0 true <nil>
+	// true <nil>
+	// next token above the bump: true
 }

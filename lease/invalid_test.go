@@ -119,7 +119,7 @@ func TestErrorsSayLeaseOnce(t *testing.T) {
 		"identity not UTF-8":    func() error { _, err := NewClient(f, &Options{Identity: "\xff"}); return err }(),
 		"identity of 16 KB":     func() error { _, err := NewClient(f, &Options{Identity: strings.Repeat("i", 16<<10)}); return err }(),
 		"identity of 129 bytes": func() error {
-			_, err := NewClient(f, &Options{Identity: strings.Repeat("i", MaxIdentityLen+1)})
+			_, err := NewClient(f, &Options{Identity: strings.Repeat("i", maxIdentityLen+1)})
 			return err
 		}(),
 		"Do nil fn":         c.Do(ctx, "a", time.Second, nil),

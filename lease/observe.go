@@ -3,12 +3,14 @@ package lease
 import (
 	"context"
 	"time"
+
+	"github.com/fencekit/fencekit/internal/leasearg"
 )
 
-// ObservePoll is how often [Client.Observe] reads a name that no release
+// observePoll is how often [Client.Observe] reads a name that no release
 // notification or holder's expiry has woken it for: a new grant is seen
 // within this time.
-const ObservePoll = 250 * time.Millisecond
+const observePoll = 250 * time.Millisecond
 
 // Observe reports who holds name, first as it is now and then at every
 // change of holder (a grant, a release, an expiry: Held, Holder or
@@ -19,15 +21,15 @@ const ObservePoll = 250 * time.Millisecond
 //
 // Cost: one Inspect (one round trip) when the issuer notifies a release
 // (Redis, PostgreSQL, etcd, ZooKeeper), at the holder's expiry, and every
-// [ObservePoll]; grants and releases between two reads are not reported
+// 250ms; grants and releases between two reads are not reported
 // one by one, but the next Info's Last shows that tokens were issued. A
 // failed read is retried at the next wake-up. The Info values are sent
 // as they come: a slow reader delays the next read, never loses the
-// latest state. A nil Client, a name [ValidateName] refuses or a closed
+// latest state. A nil Client, a bad name or a closed
 // Client gives a channel that is already closed.
 func (c *Client) Observe(ctx context.Context, name string) <-chan Info {
 	ch := make(chan Info)
-	if c == nil || ValidateName(name) != nil || !c.addObserver() {
+	if c == nil || leasearg.Name(name) != nil || !c.addObserver() {
 		close(ch)
 		return ch
 	}
@@ -61,7 +63,7 @@ func (c *Client) observe(ctx context.Context, name string, ch chan<- Info) {
 			}
 			last, sent = info, true
 		}
-		wait := ObservePoll
+		wait := observePoll
 		if err == nil && info.Held && info.Remaining >= 0 && info.Remaining < wait {
 			wait = info.Remaining + time.Millisecond // just after the holder's expiry
 		}

@@ -2,16 +2,16 @@ package lease
 
 import (
 	"fmt"
+	"github.com/fencekit/fencekit/internal/valid"
 	"log/slog"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/fencekit/fencekit/fence"
-	"github.com/fencekit/fencekit/internal/valid"
+	"github.com/fencekit/fencekit/internal/leasearg"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 )
@@ -20,9 +20,6 @@ import (
 // the drift margin and the latency of one round trip to the store leave no room
 // for a heartbeat to arrive in time.
 const MinTTL = 10 * time.Millisecond
-
-// DefaultKeyPrefix is the first part of every key and channel name.
-const DefaultKeyPrefix = "fencekit"
 
 // MaxTTL is the longest TTL a lease may have. A lease renews itself every
 // TTL/3, so a long TTL buys nothing while the holder runs; it only sets how
@@ -78,7 +75,7 @@ type Options struct {
 	// Identity names this client's process to operators: every backend
 	// stores it with each grant, and Inspect, fencectl, the loss log line
 	// and [LostError] show it. Default "<hostname>/<pid>". It is at most
-	// [MaxIdentityLen] bytes of UTF-8 without whitespace or control
+	// 128 bytes of UTF-8 without whitespace or control
 	// characters.
 	Identity string
 
@@ -91,8 +88,8 @@ type Options struct {
 	NoBatch bool
 }
 
-// MaxIdentityLen is the longest Options.Identity, in bytes.
-const MaxIdentityLen = 128
+// maxIdentityLen is the longest Options.Identity, in bytes.
+const maxIdentityLen = 128
 
 // config is Options with defaults filled in and validated.
 type config struct {
@@ -136,7 +133,7 @@ func newConfig(o *Options) (config, error) {
 		c.waitJitter = 0
 	}
 	var err error
-	if c.prefix, err = KeyPrefix(c.prefix); err != nil {
+	if c.prefix, err = leasearg.KeyPrefix(c.prefix); err != nil {
 		return c, fmt.Errorf("lease: Options.KeyPrefix: %w", err)
 	}
 	if err := checkIdentity(c.identity); err != nil {
@@ -154,25 +151,25 @@ func newConfig(o *Options) (config, error) {
 	return c, nil
 }
 
-// defaultIdentity is "<hostname>/<pid>", cut to MaxIdentityLen.
+// defaultIdentity is "<hostname>/<pid>", cut to maxIdentityLen.
 func defaultIdentity() string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
 		host = "unknown-host"
 	}
 	id := host + "/" + strconv.Itoa(os.Getpid())
-	if len(id) > MaxIdentityLen {
-		id = id[len(id)-MaxIdentityLen:]
+	if len(id) > maxIdentityLen {
+		id = id[len(id)-maxIdentityLen:]
 	}
 	return id
 }
 
 // checkIdentity validates Options.Identity (never empty here: empty means
-// the default): a valid name (see [fence.ErrInvalid]), at most MaxIdentityLen
+// the default): a name valid.Name accepts, at most maxIdentityLen
 // bytes, without whitespace.
 func checkIdentity(id string) error {
-	if len(id) > MaxIdentityLen {
-		return valid.Invalid("lease: Options.Identity is %d bytes long, the maximum is %d", len(id), MaxIdentityLen)
+	if len(id) > maxIdentityLen {
+		return valid.Invalid("lease: Options.Identity is %d bytes long, the maximum is %d", len(id), maxIdentityLen)
 	}
 	if err := valid.Name("Options.Identity", id); err != nil {
 		return fmt.Errorf("lease: %w", err)
@@ -226,88 +223,4 @@ func (c *config) timingFor(ttl time.Duration) (timing, error) {
 	}
 	t.early = t.interval / 8
 	return t, nil
-}
-
-// MaxNameLen is the longest lease name, in bytes.
-const MaxNameLen = 512
-
-// ValidateName reports whether name can name a lease: a
-// valid name (see [fence.ErrInvalid]) of at most [MaxNameLen] bytes, without
-// '{' or '}' (they would change the Redis Cluster hash tag) and without
-// whitespace; ':' is allowed. The error matches [ErrInvalid] and
-// has no package prefix: callers add theirs
-// ("redislease: Bump: name is empty").
-func ValidateName(name string) error { return checkKeyPart("name", name, MaxNameLen) }
-
-// MaxKeyPrefixLen is the longest Options.KeyPrefix, in bytes.
-const MaxKeyPrefixLen = 64
-
-// KeyPrefix returns prefix, or [DefaultKeyPrefix] when prefix is "", if it
-// can be Options.KeyPrefix: at most [MaxKeyPrefixLen] bytes, and otherwise
-// the rule of [ValidateName]. Backends' operator functions that take a
-// prefix check it with KeyPrefix. The error matches [ErrInvalid] and has
-// no package prefix, as ValidateName's.
-func KeyPrefix(prefix string) (string, error) {
-	if prefix == "" {
-		return DefaultKeyPrefix, nil
-	}
-	return prefix, checkKeyPart("key prefix", prefix, MaxKeyPrefixLen)
-}
-
-// OperatorArgs checks what an issuer's operator function (Bump,
-// ForceRelease, Names) was given: a key prefix, as [KeyPrefix], and lease
-// names, as [ValidateName]. It returns the prefix to use. The error
-// matches [ErrInvalid] and has no package prefix: the issuer adds its own
-// and the function's name ("redislease: Bump: name is empty").
-func OperatorArgs(prefix string, names ...string) (string, error) {
-	prefix, err := KeyPrefix(prefix)
-	for _, name := range names {
-		if err == nil {
-			err = ValidateName(name)
-		}
-	}
-	return prefix, err
-}
-
-// CheckPattern checks the glob pattern an issuer's Names function is
-// given: not empty, valid UTF-8, and without a character no lease name has
-// (a brace, whitespace, a control character), so that a pattern that can
-// match nothing is an error rather than an empty list. The error matches
-// [ErrInvalid] and has no package prefix.
-func CheckPattern(pattern string) error {
-	if pattern == "" {
-		return valid.Invalid("pattern is empty: want a glob, * for every lease")
-	}
-	if !utf8.ValidString(pattern) {
-		return valid.Invalid("pattern %.40q is not valid UTF-8", pattern)
-	}
-	for i, r := range pattern {
-		switch {
-		case r == '{' || r == '}':
-			return valid.Invalid("pattern %.40q has %q at byte %d: lease names have no braces", pattern, r, i)
-		case unicode.IsSpace(r) || unicode.IsControl(r):
-			return valid.Invalid("pattern %.40q has %U at byte %d: lease names have no whitespace or control characters", pattern, r, i)
-		}
-	}
-	return nil
-}
-
-// checkKeyPart checks a lease name or key prefix (what names it) against
-// its own length limit first, so that the error names that limit.
-func checkKeyPart(what, s string, maxLen int) error {
-	if len(s) > maxLen {
-		return valid.Invalid("%s is %d bytes long, the maximum is %d", what, len(s), maxLen)
-	}
-	if err := valid.Name(what, s); err != nil {
-		return err
-	}
-	for i, r := range s {
-		switch {
-		case r == '{' || r == '}':
-			return valid.Invalid("%s %.40q has %q at byte %d (braces would change the Redis Cluster hash tag)", what, s, r, i)
-		case unicode.IsSpace(r) || r == 0xFFFE || r == 0xFEFF:
-			return valid.Invalid("%s %.40q has whitespace %U at byte %d", what, s, r, i)
-		}
-	}
-	return nil
 }

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"flag"
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/lease"
 	"github.com/fencekit/fencekit/lease/etcdlease"
 )
@@ -22,20 +19,14 @@ const (
 )
 
 // addEtcdFlags adds the etcd connection flag of -backend etcd.
-func addEtcdFlags(fs *flag.FlagSet) func(conn) (store, error) {
+func addEtcdFlags(fs *flag.FlagSet) func(conn) (*store, error) {
 	endpoints := fs.String("etcd", envOr(envEtcdEndpoints, defEtcdEndpoints),
 		"with -backend etcd: comma-separated client URLs (env "+envEtcdEndpoints+")")
-	return func(c conn) (store, error) { return connectEtcd(c, *endpoints) }
+	return func(c conn) (*store, error) { return connectEtcd(c, *endpoints) }
 }
 
-// etcdStore is the etcd backend: package etcdlease.
-type etcdStore struct {
-	conn
-	cli    *clientv3.Client
-	leases *lease.Client
-}
-
-func connectEtcd(c conn, endpoints string) (store, error) {
+// connectEtcd connects the etcd backend: package etcdlease.
+func connectEtcd(c conn, endpoints string) (*store, error) {
 	if endpoints == "" {
 		return nil, usagef("-etcd is empty: want client URLs")
 	}
@@ -48,37 +39,5 @@ func connectEtcd(c conn, endpoints string) (store, error) {
 		cli.Close()
 		return nil, err
 	}
-	return &etcdStore{conn: c, cli: cli, leases: leases}, nil
+	return &store{leases: leases, close: func() { cli.Close() }}, nil
 }
-
-func (s *etcdStore) client() *lease.Client { return s.leases }
-func (s *etcdStore) close() error          { return s.cli.Close() }
-
-func (s *etcdStore) names(ctx context.Context, pattern string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	names, err := etcdlease.Names(ctx, s.cli, s.prefix, pattern)
-	if errors.Is(err, lease.ErrInvalid) {
-		return nil, usagef("%v", err)
-	}
-	return names, err
-}
-
-func (s *etcdStore) forceRelease(ctx context.Context, name string, only fence.Token) (releaseResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	r, err := etcdlease.ForceRelease(ctx, s.cli, s.prefix, name, only)
-	return releaseResult{Name: name, Released: r.Released, Held: r.Held, Holder: uint64(r.Holder), Identity: r.Identity,
-		RemainingMS: max(ms(r.Remaining), -1)}, err
-}
-
-func (s *etcdStore) bump(context.Context, string, fence.Token) (bumpResult, error) {
-	return bumpResult{}, unsupported("etcd", "bump", etcdNoBump)
-}
-
-// etcdNoBump says why bump cannot serve etcd, and what to do instead.
-const etcdNoBump = "its tokens are etcd revisions, which only writes advance; " +
-	"to move past tokens the storage already saw, use new resource names (docs/leases.md, \"Switching issuers\")"
-
-// releases: none; watch polls (before each TTL can run out).
-func (s *etcdStore) releases(context.Context, string) (<-chan fence.Token, error) { return nil, nil }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencekit/fencekit/internal/leasearg"
 	"github.com/fencekit/fencekit/internal/valid"
 )
 
@@ -82,14 +83,15 @@ func timeoutFlag(fs *flag.FlagSet) *time.Duration {
 	return fs.Duration("timeout", defTimeout, "bound of each request to a server")
 }
 
-// parseTarget parses bump's --to: a token (valid.ParseToken) up to maxBump.
+// parseTarget parses bump's --to: a token (valid.ParseToken) up to
+// leasearg.MaxBump, the largest lease.Client.Bump accepts.
 func parseTarget(s string) (uint64, error) {
 	tok, err := valid.ParseToken(s)
 	switch {
 	case err != nil:
 		return 0, usagef("--to: %v", err)
-	case uint64(tok) > maxBump:
-		return 0, usagef("--to %d is out of range: 1 to %d (the largest counter a Redis lease can still issue a token after)", tok, maxBump)
+	case uint64(tok) > leasearg.MaxBump:
+		return 0, usagef("--to %d is out of range: 1 to %d (the largest token every issuer keeps)", tok, leasearg.MaxBump)
 	}
 	return uint64(tok), nil
 }

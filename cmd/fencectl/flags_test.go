@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/fencekit/fencekit/internal/leasearg"
 )
 
 // testFlags is a flag set like bump's: a string, a bool and a duration.
@@ -105,7 +107,7 @@ func isSubsequence(sub, s []string) bool {
 }
 
 func TestParseTarget(t *testing.T) {
-	for s, want := range map[string]uint64{"1": 1, "9007199254740990": maxBump, "1796107659920029": 1796107659920029} {
+	for s, want := range map[string]uint64{"1": 1, "9007199254740990": leasearg.MaxBump, "1796107659920029": 1796107659920029} {
 		if got, err := parseTarget(s); err != nil || got != want {
 			t.Errorf("parseTarget(%q) = %d, %v", s, got, err)
 		}

@@ -36,7 +36,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/fencekit/fencekit/lease"
+	"github.com/fencekit/fencekit/internal/leasearg"
 )
 
 // Exit codes.
@@ -170,7 +170,7 @@ func oneName(args []string) (string, error) {
 	if err := needArgs(args, 1, 1, "lease NAME"); err != nil {
 		return "", err
 	}
-	if err := lease.ValidateName(args[0]); err != nil {
+	if err := leasearg.Name(args[0]); err != nil {
 		return "", usagef("%v", err)
 	}
 	return args[0], nil

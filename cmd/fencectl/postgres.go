@@ -6,7 +6,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/lease"
 	"github.com/fencekit/fencekit/lease/pglease"
 )
@@ -21,28 +20,21 @@ func init() {
 var postgresURL *string
 
 // addPostgresFlags adds the PostgreSQL connection flag of -backend postgres.
-func addPostgresFlags(fs *flag.FlagSet) func(conn) (store, error) {
+func addPostgresFlags(fs *flag.FlagSet) func(conn) (*store, error) {
 	postgresURL = fs.String("postgres", envOr(envPostgresURL, defPostgresURL),
 		"with -backend postgres or postgres-advisory: PostgreSQL URL; its search_path must reach fencekit_leases (env "+envPostgresURL+"; empty: libpq's PG* variables)")
-	return func(c conn) (store, error) { return connectPostgres(c, *postgresURL, false) }
+	return func(c conn) (*store, error) { return connectPostgres(c, *postgresURL, false) }
 }
 
 // addAdvisoryFlags: -backend postgres-advisory, the leases of
 // pglease.NewAdvisory, uses the -postgres flag.
-func addAdvisoryFlags(*flag.FlagSet) func(conn) (store, error) {
-	return func(c conn) (store, error) { return connectPostgres(c, *postgresURL, true) }
+func addAdvisoryFlags(*flag.FlagSet) func(conn) (*store, error) {
+	return func(c conn) (*store, error) { return connectPostgres(c, *postgresURL, true) }
 }
 
-// pgStore is the PostgreSQL backend: package pglease, the table mode or,
-// with advisory, the advisory-lock mode.
-type pgStore struct {
-	conn
-	pool     *pgxpool.Pool
-	leases   *lease.Client
-	advisory bool
-}
-
-func connectPostgres(c conn, url string, advisory bool) (store, error) {
+// connectPostgres connects the PostgreSQL backend: package pglease, the
+// table mode or, with advisory, the advisory-lock mode.
+func connectPostgres(c conn, url string, advisory bool) (*store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, usagef("-postgres: %v", err)
@@ -61,43 +53,5 @@ func connectPostgres(c conn, url string, advisory bool) (store, error) {
 		pool.Close()
 		return nil, err
 	}
-	return &pgStore{conn: c, pool: pool, leases: leases, advisory: advisory}, nil
+	return &store{leases: leases, close: pool.Close}, nil
 }
-
-func (s *pgStore) client() *lease.Client { return s.leases }
-func (s *pgStore) close() error          { s.pool.Close(); return nil }
-
-func (s *pgStore) names(ctx context.Context, pattern string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	if s.advisory {
-		return pglease.AdvisoryNames(ctx, s.pool, s.prefix, pattern)
-	}
-	return pglease.Names(ctx, s.pool, s.prefix, pattern)
-}
-
-func (s *pgStore) forceRelease(ctx context.Context, name string, only fence.Token) (releaseResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	release := pglease.ForceRelease
-	if s.advisory {
-		release = pglease.ForceReleaseAdvisory // terminates the holder's session
-	}
-	r, err := release(ctx, s.pool, s.prefix, name, only)
-	return releaseResult{Name: name, Released: r.Released, Held: r.Held, Holder: uint64(r.Holder), Identity: r.Identity,
-		RemainingMS: ms(r.Remaining)}, err
-}
-
-func (s *pgStore) bump(ctx context.Context, name string, target fence.Token) (bumpResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	bump := pglease.Bump
-	if s.advisory {
-		bump = pglease.BumpAdvisory
-	}
-	before, after, err := bump(ctx, s.pool, s.prefix, name, target)
-	return bumpResult{Name: name, Changed: after != before, Before: uint64(before), After: uint64(after), Target: uint64(target)}, err
-}
-
-// releases: none; watch polls (before each TTL can run out).
-func (s *pgStore) releases(context.Context, string) (<-chan fence.Token, error) { return nil, nil }

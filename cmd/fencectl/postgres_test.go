@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencekit/fencekit/internal/leasearg"
 	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
 	"github.com/fencekit/fencekit/lease/pglease"
@@ -139,7 +140,7 @@ func TestAdvisoryBackend(t *testing.T) {
 // the name, now held, is refused naming the holder.
 func checkBump(t *testing.T, e []string, c *lease.Client, backend, name string) {
 	t.Helper()
-	to := uint64(time.Now().Add(lease.MaxAhead / 2).UnixMicro())
+	to := uint64(time.Now().Add(leasearg.MaxAhead / 2).UnixMicro())
 	b := decode[bumpResult](t, runWant(t, e, 0, "bump", "-json", "-backend", backend, name, "--to", strconv.FormatUint(to, 10)))
 	if !b.Changed || b.After != to {
 		t.Errorf("bump -backend %s --to %d: %+v", backend, to, b)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/fencekit/fencekit/internal/valid"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -19,24 +21,17 @@ var quietLogger = slog.New(slog.DiscardHandler)
 func init() { backends["redis"] = addRedisFlags }
 
 // addRedisFlags adds the Redis connection flags.
-func addRedisFlags(fs *flag.FlagSet) func(conn) (store, error) {
+func addRedisFlags(fs *flag.FlagSet) func(conn) (*store, error) {
 	addr := fs.String("redis", envOr(envRedisAddr, defRedisAddr),
 		"Redis: host:port, a redis:// or rediss:// URL, or with -cluster comma-separated seed addresses (env "+envRedisAddr+")")
 	cluster := fs.Bool("cluster", false, "connect to a Redis Cluster (SCAN then covers every master)")
-	return func(c conn) (store, error) { return connectRedis(c, *addr, *cluster) }
+	return func(c conn) (*store, error) { return connectRedis(c, *addr, *cluster) }
 }
 
-// redisStore is the Redis backend: package redislease.
-type redisStore struct {
-	conn
-	rdb    redis.UniversalClient
-	leases *lease.Client
-}
-
-// connectRedis opens the connection. A bad address is a usage error; a
+// connectRedis connects the Redis backend: package redislease. A bad address is a usage error; a
 // Cluster node reached without -cluster is an error saying so (its keys
 // are spread over masters: one node's answers would be partial).
-func connectRedis(c conn, addr string, cluster bool) (store, error) {
+func connectRedis(c conn, addr string, cluster bool) (*store, error) {
 	t := c.timeout
 	var rdb redis.UniversalClient
 	switch {
@@ -71,21 +66,23 @@ func connectRedis(c conn, addr string, cluster bool) (store, error) {
 		rdb.Close()
 		return nil, err
 	}
-	s := &redisStore{conn: c, rdb: rdb, leases: leases}
 	if !cluster {
-		if err := s.refuseClusterNode(addr); err != nil {
+		if err := refuseClusterNode(rdb, addr, t); err != nil {
 			rdb.Close()
 			return nil, err
 		}
 	}
-	return s, nil
+	releases := func(ctx context.Context, name string) (<-chan fence.Token, error) {
+		return redisReleases(ctx, rdb, c, name)
+	}
+	return &store{leases: leases, close: func() { rdb.Close() }, releases: releases}, nil
 }
 
 // refuseClusterNode fails when the server is a Redis Cluster node.
-func (s *redisStore) refuseClusterNode(addr string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+func refuseClusterNode(rdb redis.UniversalClient, addr string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	info, err := s.rdb.Info(ctx, "cluster").Result()
+	info, err := rdb.Info(ctx, "cluster").Result()
 	if err != nil {
 		return fmt.Errorf("redis %s: %w", addr, err)
 	}
@@ -95,38 +92,13 @@ func (s *redisStore) refuseClusterNode(addr string) error {
 	return nil
 }
 
-func (s *redisStore) client() *lease.Client { return s.leases }
-func (s *redisStore) close() error          { return s.rdb.Close() }
-
-func (s *redisStore) names(ctx context.Context, pattern string) ([]string, error) {
-	return redislease.Names(ctx, s.rdb, s.prefix, pattern, s.timeout)
-}
-
-func (s *redisStore) forceRelease(ctx context.Context, name string, only fence.Token) (releaseResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	r, err := redislease.ForceRelease(ctx, s.rdb, s.prefix, name, only)
-	if err != nil {
-		return releaseResult{}, err
-	}
-	tok, identity := redislease.Holder(r.Value)
-	return releaseResult{Name: name, Released: r.Released, Held: r.Held, Holder: uint64(tok), Identity: identity,
-		Value: r.Value, RemainingMS: max(ms(r.Remaining), -1)}, nil
-}
-
-func (s *redisStore) bump(ctx context.Context, name string, target fence.Token) (bumpResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	before, changed, err := redislease.Bump(ctx, s.rdb, s.prefix, name, target)
-	return bumpResult{Name: name, Changed: changed, Before: uint64(before), After: uint64(max(before, target)), Target: uint64(target)}, err
-}
-
-// releases listens to name's release channel: release --force always
-// publishes there, a holder's release when someone waits.
-func (s *redisStore) releases(ctx context.Context, name string) (<-chan fence.Token, error) {
-	_, _, channel := redislease.Keys(s.prefix, name)
-	ps := s.rdb.Subscribe(ctx, channel)
-	rctx, cancel := context.WithTimeout(ctx, s.timeout)
+// redisReleases listens to name's release channel (redislease's package doc:
+// <prefix>:{<name>}:released, each message the released lock key's value
+// "<token>:<identity>:<owner id>"): release --force always publishes
+// there, a holder's release when someone waits.
+func redisReleases(ctx context.Context, rdb redis.UniversalClient, c conn, name string) (<-chan fence.Token, error) {
+	ps := rdb.Subscribe(ctx, c.prefix+":{"+name+"}:released")
+	rctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	if _, err := ps.Receive(rctx); err != nil {
 		ps.Close()
@@ -141,7 +113,8 @@ func (s *redisStore) releases(ctx context.Context, name string) (<-chan fence.To
 			case <-ctx.Done():
 				return
 			case m := <-msgs:
-				tok, _ := redislease.Holder(m.Payload)
+				head, _, _ := strings.Cut(m.Payload, ":")
+				tok, _ := valid.ParseToken(head) // 0 for a value fencekit did not write
 				select {
 				case out <- tok:
 				case <-ctx.Done():

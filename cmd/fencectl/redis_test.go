@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/leasearg"
 	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
-	"github.com/fencekit/fencekit/lease/redislease"
 )
 
 func redisEnv(env *testenv.RedisEnv) []string { return []string{envRedisAddr + "=" + env.Addr} }
@@ -254,7 +254,7 @@ func TestBump(t *testing.T) {
 		t.Errorf("bump below the counter: %+v", b)
 	}
 	// Raises: the next token is above the target.
-	target := uint64(time.Now().Add(lease.MaxAhead / 2).UnixMicro())
+	target := uint64(time.Now().Add(leasearg.MaxAhead / 2).UnixMicro())
 	r = runWant(t, e, 0, "bump", name, "--to", strconv.FormatUint(target, 10))
 	if !strings.Contains(r.stdout, "bumped") {
 		t.Errorf("bump text: %q", r.stdout)
@@ -263,7 +263,15 @@ func TestBump(t *testing.T) {
 	if uint64(l2.Token()) <= target {
 		t.Errorf("token after bump --to %d = %v", target, l2.Token())
 	}
-	// Ahead of the server's clock by more than lease.MaxAhead: refused,
+	// A held name: refused, naming the holder.
+	r = runWant(t, e, exitFailed, "bump", name, "--time")
+	if !strings.Contains(r.stderr, "held by token "+l2.Token().String()) {
+		t.Errorf("bump of a held name: %s, want refused naming the holder", r.stderr)
+	}
+	if err := l2.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Ahead of the server's clock by more than leasearg.MaxAhead: refused,
 	// saying why and what to do.
 	ahead := uint64(time.Now().Add(time.Hour).UnixMicro())
 	r = runWant(t, e, exitFailed, "bump", name, "--to", strconv.FormatUint(ahead, 10))
@@ -400,12 +408,10 @@ func TestWatchText(t *testing.T) {
 	}
 }
 
-// lockKey and counterKey are the Redis keys of name's lease.
-func lockKey(name string) string { k, _, _ := redislease.Keys(lease.DefaultKeyPrefix, name); return k }
-func counterKey(name string) string {
-	_, k, _ := redislease.Keys(lease.DefaultKeyPrefix, name)
-	return k
-}
+// lockKey and counterKey are the Redis keys of name's lease (redislease's
+// package doc).
+func lockKey(name string) string    { return leasearg.DefaultKeyPrefix + ":{" + name + "}:lock" }
+func counterKey(name string) string { return leasearg.DefaultKeyPrefix + ":{" + name + "}:token" }
 
 // watch -count 1 prints the lease's state and exits, also when nothing
 // happens to it.

@@ -3,14 +3,15 @@ package main
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"flag"
 	"fmt"
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/leasearg"
 	"github.com/fencekit/fencekit/internal/valid"
 	"github.com/fencekit/fencekit/lease"
-	"github.com/fencekit/fencekit/lease/redislease"
 )
 
 // releaseResult is what release --force did.
@@ -20,7 +21,6 @@ type releaseResult struct {
 	Held        bool   `json:"-"`            // the lease was held (else nothing was done)
 	Holder      uint64 `json:"holder"`       // the holder's token (0: not written by fencekit, or no holder)
 	Identity    string `json:"identity"`     // the holder's lease.Options.Identity ("" unknown)
-	Value       string `json:"value"`        // the stored value (Redis: the lock key's)
 	RemainingMS int64  `json:"remaining_ms"` // its TTL when deleted (-1: no expiry)
 }
 
@@ -47,10 +47,14 @@ func setupRelease(fs *flag.FlagSet, o *output) func(context.Context, []string) e
 			return err
 		}
 		defer s.close()
-		r, err := s.forceRelease(ctx, name, want)
+		rctx, cancel := context.WithTimeout(ctx, *sf.timeout)
+		info, err := s.leases.ForceRelease(rctx, name, want)
+		cancel()
 		if err != nil {
-			return fmt.Errorf("release %q: %w", name, err)
+			return err // it names the lease
 		}
+		r := releaseResult{Name: name, Released: info.Held && (want == 0 || info.Holder == want), Held: info.Held,
+			Holder: uint64(info.Holder), Identity: info.Identity, RemainingMS: max(ms(info.Remaining), -1)}
 		holder := tokenText(fence.Token(r.Holder))
 		if r.Identity != "" {
 			holder += " (" + r.Identity + ")"
@@ -66,10 +70,6 @@ func setupRelease(fs *flag.FlagSet, o *output) func(context.Context, []string) e
 	}
 }
 
-// maxBump is the largest counter bump accepts (Redis's: Lua's doubles are
-// exact up to 2^53).
-const maxBump = redislease.MaxBump
-
 // bumpResult is what bump did.
 type bumpResult struct {
 	Name    string `json:"name"`
@@ -82,7 +82,7 @@ type bumpResult struct {
 func setupBump(fs *flag.FlagSet, o *output) func(context.Context, []string) error {
 	sf := addStoreFlags(fs)
 	fs.Lookup("backend").Usage = "the lease issuer: redis, postgres, postgres-advisory, zookeeper (etcd's tokens are revisions: they cannot be raised)"
-	to := fs.String("to", "", "raise the counter to this token (pg-status shows the storage's); at most "+lease.MaxAhead.String()+" ahead of the server's clock")
+	to := fs.String("to", "", "raise the counter to this token (pg-status shows the storage's); at most "+leasearg.MaxAhead.String()+" ahead of the server's clock")
 	now := fs.Bool("time", false, "raise the counter to this machine's clock in microseconds: after a loss, the recovery that is always safe")
 	return func(ctx context.Context, args []string) error {
 		name, err := oneName(args)
@@ -101,18 +101,21 @@ func setupBump(fs *flag.FlagSet, o *output) func(context.Context, []string) erro
 				return err
 			}
 		}
-		if *sf.backend == "etcd" { // known before connecting: a usage error
-			return usagef("bump on -backend etcd: %s", etcdNoBump)
-		}
 		s, err := sf.open()
 		if err != nil {
 			return err
 		}
 		defer s.close()
-		r, err := s.bump(ctx, name, fence.Token(target))
-		if err != nil {
-			return err // the issuer's error names the lease where it can
+		bctx, cancel := context.WithTimeout(ctx, *sf.timeout)
+		defer cancel()
+		before, after, err := s.leases.Bump(bctx, name, fence.Token(target))
+		if errors.Is(err, lease.ErrUnsupported) { // etcd: a usage error, nothing changed
+			return usagef("bump on -backend %s: %v", *sf.backend, err)
 		}
+		if err != nil {
+			return err // it names the lease
+		}
+		r := bumpResult{Name: name, Changed: after != before, Before: uint64(before), After: uint64(after), Target: target}
 		text := fmt.Sprintf("bumped %s: token counter %s -> %d; the next grant's token is above %d\n", name, tokenText(fence.Token(r.Before)), r.After, r.After)
 		if !r.Changed {
 			text = fmt.Sprintf("%s unchanged: its token counter %d is already at or above %d (bump never lowers it)\n", name, r.Before, target)

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/leasearg"
 	"github.com/fencekit/fencekit/lease"
 )
 
@@ -25,11 +27,11 @@ func setupStatus(fs *flag.FlagSet, o *output) func(context.Context, []string) er
 			return err
 		}
 		for _, n := range args {
-			if err := lease.ValidateName(n); err != nil {
+			if err := leasearg.Name(n); err != nil {
 				return usagef("%v", err)
 			}
 		}
-		return printStatus(ctx, sf, o, func(store) ([]string, error) { return args, nil })
+		return printStatus(ctx, sf, o, func(*store) ([]string, error) { return args, nil })
 	}
 }
 
@@ -43,15 +45,23 @@ func setupList(fs *flag.FlagSet, o *output) func(context.Context, []string) erro
 		if len(args) == 1 {
 			pattern = args[0]
 		}
-		if err := lease.CheckPattern(pattern); err != nil {
+		if err := leasearg.Pattern(pattern); err != nil {
 			return usagef("PATTERN: %v", err)
 		}
-		return printStatus(ctx, sf, o, func(s store) ([]string, error) { return s.names(ctx, pattern) })
+		return printStatus(ctx, sf, o, func(s *store) ([]string, error) {
+			nctx, cancel := context.WithTimeout(ctx, *sf.timeout)
+			defer cancel()
+			names, err := s.leases.Names(nctx, pattern)
+			if errors.Is(err, lease.ErrInvalid) { // a pattern the issuer cannot read (etcd: "[a")
+				return nil, usagef("PATTERN: %v", err)
+			}
+			return names, err
+		})
 	}
 }
 
 // printStatus inspects the leases names returns, one round trip each.
-func printStatus(ctx context.Context, sf *storeFlags, o *output, names func(store) ([]string, error)) error {
+func printStatus(ctx context.Context, sf *storeFlags, o *output, names func(*store) ([]string, error)) error {
 	s, err := sf.open()
 	if err != nil {
 		return err

@@ -69,7 +69,7 @@ func setupWatch(fs *flag.FlagSet, o *output) func(context.Context, []string) err
 // the TTL runs out, it reads again, while a holder is seen, before that
 // TTL could have run out (at half the time left, down to 1ms).
 type watcher struct {
-	s       store
+	s       *store
 	timeout time.Duration
 	o       *output
 	name    string
@@ -88,9 +88,12 @@ var errDone = errors.New("done")
 func (w *watcher) run(ctx context.Context, interval time.Duration) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	notes, err := w.s.releases(ctx, w.name)
-	if err != nil {
-		return err
+	var notes <-chan fence.Token // nil: the issuer announces no releases
+	if w.s.releases != nil {
+		var err error
+		if notes, err = w.s.releases(ctx, w.name); err != nil {
+			return err
+		}
 	}
 	sent := time.Now()
 	info, err := inspect(ctx, w.s, w.timeout, w.name)

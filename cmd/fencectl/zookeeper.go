@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/lease"
 	"github.com/fencekit/fencekit/lease/zklease"
 )
@@ -22,20 +20,14 @@ const envZooKeeper = "FENCECTL_ZOOKEEPER"
 const zkSession = 10 * time.Second
 
 // addZooKeeperFlags adds the connection flag of -backend zookeeper.
-func addZooKeeperFlags(fs *flag.FlagSet) func(conn) (store, error) {
+func addZooKeeperFlags(fs *flag.FlagSet) func(conn) (*store, error) {
 	servers := fs.String("zookeeper", envOr(envZooKeeper, "127.0.0.1:2181"),
 		"with -backend zookeeper: the ensemble's host:port, comma-separated (env "+envZooKeeper+")")
-	return func(c conn) (store, error) { return connectZooKeeper(c, *servers) }
+	return func(c conn) (*store, error) { return connectZooKeeper(c, *servers) }
 }
 
-// zkStore is the ZooKeeper backend: package zklease.
-type zkStore struct {
-	conn
-	zk     *zk.Conn
-	leases *lease.Client
-}
-
-func connectZooKeeper(c conn, servers string) (store, error) {
+// connectZooKeeper connects the ZooKeeper backend: package zklease.
+func connectZooKeeper(c conn, servers string) (*store, error) {
 	var list []string
 	for _, s := range strings.Split(servers, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -54,7 +46,7 @@ func connectZooKeeper(c conn, servers string) (store, error) {
 		zc.Close()
 		return nil, err
 	}
-	return &zkStore{conn: c, zk: zc, leases: leases}, nil
+	return &store{leases: leases, close: zc.Close}, nil
 }
 
 // zkLogger discards go-zookeeper's connection messages: a server that
@@ -62,30 +54,3 @@ func connectZooKeeper(c conn, servers string) (store, error) {
 type zkLogger struct{}
 
 func (zkLogger) Printf(string, ...any) {}
-
-func (s *zkStore) client() *lease.Client { return s.leases }
-func (s *zkStore) close() error          { s.zk.Close(); return nil }
-
-func (s *zkStore) names(ctx context.Context, pattern string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	return zklease.Names(ctx, s.zk, s.prefix, pattern)
-}
-
-func (s *zkStore) forceRelease(ctx context.Context, name string, only fence.Token) (releaseResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	r, err := zklease.ForceRelease(ctx, s.zk, s.prefix, name, only)
-	return releaseResult{Name: name, Released: r.Released, Held: r.Held, Holder: uint64(r.Holder), Identity: r.Identity,
-		RemainingMS: -1}, err
-}
-
-func (s *zkStore) bump(ctx context.Context, name string, target fence.Token) (bumpResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	before, after, err := zklease.Bump(ctx, s.zk, s.prefix, name, target)
-	return bumpResult{Name: name, Changed: after != before, Before: uint64(before), After: uint64(after), Target: uint64(target)}, err
-}
-
-// releases: none; watch polls.
-func (s *zkStore) releases(context.Context, string) (<-chan fence.Token, error) { return nil, nil }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/fencekit/fencekit/internal/leasearg"
 	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
 	"github.com/fencekit/fencekit/lease/zklease"
@@ -55,7 +56,7 @@ func TestZooKeeperBackend(t *testing.T) {
 	runWant(t, e, 0, zkArgs("release", "--force", "orders/eu")...) // not held: nothing to do
 
 	// Bump past a token just ahead of the clock, and the next grant is above it.
-	seen := uint64(time.Now().Add(lease.MaxAhead / 2).UnixMicro())
+	seen := uint64(time.Now().Add(leasearg.MaxAhead / 2).UnixMicro())
 	b := decode[bumpResult](t, runWant(t, e, 0, zkArgs("bump", "-json", "orders/eu", "--to", strconv.FormatUint(seen, 10))...))
 	if !b.Changed || b.After <= seen {
 		t.Errorf("bump: %+v", b)

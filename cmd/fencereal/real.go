@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/fencekit/fencekit/internal/leasearg"
 	"github.com/fencekit/fencekit/lease"
 	"github.com/fencekit/fencekit/migrations"
 )
@@ -72,7 +73,7 @@ func runReal(args []string, stdout, stderr io.Writer) int {
 	case c.S3Endpoint == "":
 		return usageErr(stderr, "real needs an S3 server: set -s3-endpoint (or FENCEKIT_S3_ENDPOINT) and its keys")
 	}
-	if err := lease.ValidateName(c.Name); err != nil {
+	if err := leasearg.Name(c.Name); err != nil {
 		return usageErr(stderr, "-name: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute+4*c.Pause)

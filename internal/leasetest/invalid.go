@@ -9,14 +9,10 @@ import (
 	"github.com/fencekit/fencekit/lease"
 )
 
-// BadPatterns are glob patterns every issuer's Names refuses before
-// sending anything (lease.CheckPattern).
-var BadPatterns = []string{"", "a{", "}", "a b", "a\x00", "\xff"}
-
 // CheckInvalid fails tb for each entry of errs (what was called, starting
 // with the issuer's function name, and its error) that does not match
 // lease.ErrInvalid, whose message does not start with "<issuer>: <function>"
-// ("redislease: Bump"; New and NewAdvisory may also report a bad option as lease.NewClient
+// ("redislease: New"; New and NewAdvisory may also report a bad option as lease.NewClient
 // does, "lease: Options.…") or that names a package more than once.
 func CheckInvalid(tb testing.TB, issuer string, errs map[string]error) {
 	tb.Helper()

@@ -13,6 +13,7 @@ package leasetest
 import (
 	"context"
 	"errors"
+	"github.com/fencekit/fencekit/internal/valid"
 	"log/slog"
 	"os"
 	"strconv"
@@ -53,6 +54,9 @@ type Issuer struct {
 	// PausedHolderFenced, that a paused holder keeps the lease until its
 	// session is ended (the Namespace must be a [SessionEnder]).
 	SessionBound bool
+	// NoBump marks an issuer whose Client.Bump is refused with
+	// lease.ErrUnsupported (etcd: its tokens are revisions).
+	NoBump bool
 }
 
 // SessionEnder is a Namespace of a SessionBound issuer that can end the
@@ -112,6 +116,7 @@ func Run(t *testing.T, iss Issuer) {
 		{"IdentityStoredWithGrant", testIdentity},
 		{"ObserveSeesEveryHolder", testObserve},
 		{"CloseLeavesNoGoroutine", testCloseJoins},
+		{"OperatorCalls", testOperator},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, iss) })
 	}
@@ -342,7 +347,7 @@ func testBadInput(t *testing.T, iss Issuer) {
 	c := ns.Client(t, quiet)
 	ctx := context.Background()
 	before := c.Sent()
-	names := []string{"", "a b", "x{y}", "tab\t", "nul\x00", strings.Repeat("n", lease.MaxNameLen+1), strings.Repeat("n", 16<<10), "\xff"}
+	names := []string{"", "a b", "x{y}", "tab\t", "nul\x00", strings.Repeat("n", valid.MaxNameLen+1), strings.Repeat("n", 16<<10), "\xff"}
 	ttls := []time.Duration{0, -time.Second, lease.MinTTL - time.Millisecond, iss.TTL + time.Microsecond, lease.MaxTTL + time.Second}
 	check := func(what string, err error) {
 		t.Helper()
@@ -359,6 +364,18 @@ func testBadInput(t *testing.T, iss Issuer) {
 		check("AcquireWait name "+n, err)
 		_, err = c.Inspect(ctx, n)
 		check("Inspect name "+n, err)
+		_, err = c.ForceRelease(ctx, n, 0)
+		check("ForceRelease name "+n, err)
+		_, _, err = c.Bump(ctx, n, 5)
+		check("Bump name "+n, err)
+	}
+	for _, p := range []string{"", "a{", "}", "a b", "a\x00", "\xff"} {
+		_, err := c.Names(ctx, p)
+		check("Names pattern "+p, err)
+	}
+	for _, to := range []fence.Token{0, 1 << 53, valid.MaxToken, ^fence.Token(0)} {
+		_, _, err := c.Bump(ctx, "ok", to)
+		check("Bump to "+to.String(), err)
 	}
 	for _, ttl := range ttls {
 		_, err := c.Acquire(ctx, "ok", ttl)

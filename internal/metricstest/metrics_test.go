@@ -70,11 +70,14 @@ func mustMatch(t *testing.T, text string, want ...string) {
 	}
 }
 
+// lockKey is the Redis lock key of name under prefix (redislease's
+// package doc).
+func lockKey(prefix, name string) string { return prefix + ":{" + name + "}:lock" }
+
 // steal overwrites name's lock key with another holder, as a second
 // process that took the lease would.
 func steal(t testing.TB, rdb *redis.Client, prefix, name string) {
-	lock, _, _ := redislease.Keys(prefix, name)
-	if err := rdb.Set(context.Background(), lock, "999:someone-else:ffff", time.Minute).Err(); err != nil {
+	if err := rdb.Set(context.Background(), lockKey(prefix, name), "999:someone-else:ffff", time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -115,8 +118,7 @@ func TestLeaseExposition(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(70 * time.Millisecond) // a few heartbeats
-	lock, _, _ := redislease.Keys(opts.KeyPrefix, l.Name())
-	env.Client.Del(ctx, lock)
+	env.Client.Del(ctx, lockKey(opts.KeyPrefix, l.Name()))
 	select {
 	case <-l.Done():
 	case <-time.After(5 * time.Second):
@@ -195,8 +197,7 @@ func childLateProvider() int {
 	steal(testingTB{}, rdb, "fkm", name)
 	<-l.Done()
 	print("1: ")
-	lock, counter, _ := redislease.Keys("fkm", name)
-	rdb.Del(context.Background(), lock, counter)
+	rdb.Del(context.Background(), lockKey("fkm", name), "fkm:{"+name+"}:token")
 	fmt.Println("done")
 	return 0
 }

@@ -29,6 +29,7 @@ var etcdIssuer = leasetest.Issuer{
 	Name:   "etcd",
 	TTL:    2 * time.Second,
 	BadTTL: 1500 * time.Millisecond,
+	NoBump: true,
 	Open:   func(t testing.TB) leasetest.Namespace { return etcdNS{testenv.Etcd(t)} },
 	FromEnv: func(context.Context) (*lease.Client, error) {
 		cli, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(os.Getenv(envEndpoints), ","), DialTimeout: 5 * time.Second})

@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/leasearg"
 	"github.com/fencekit/fencekit/internal/valid"
 	"github.com/fencekit/fencekit/lease"
 )
@@ -26,7 +27,7 @@ func New(cli *clientv3.Client, opts *lease.Options) (*lease.Client, error) {
 	if cli == nil {
 		return nil, valid.Invalid("etcdlease: New: nil *clientv3.Client")
 	}
-	prefix := lease.DefaultKeyPrefix
+	prefix := leasearg.DefaultKeyPrefix
 	if opts != nil && opts.KeyPrefix != "" {
 		prefix = opts.KeyPrefix
 	}

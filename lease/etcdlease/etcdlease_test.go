@@ -127,11 +127,4 @@ func TestNewInvalid(t *testing.T) {
 	if _, err := New(nil, nil); !errors.Is(err, lease.ErrInvalid) {
 		t.Fatalf("New(nil): %v, want ErrInvalid", err)
 	}
-	// Refused before the (nil) client is used: nothing is sent.
-	if _, err := ForceRelease(context.Background(), nil, "p", "a b", 0); !errors.Is(err, lease.ErrInvalid) {
-		t.Errorf("ForceRelease of a bad name: %v, want ErrInvalid", err)
-	}
-	if _, err := Names(context.Background(), nil, "p", "[a"); !errors.Is(err, lease.ErrInvalid) || strings.Count(err.Error(), "etcdlease:") != 1 {
-		t.Errorf("Names with a bad pattern: %v, want ErrInvalid saying etcdlease: once", err)
-	}
 }

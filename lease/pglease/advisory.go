@@ -190,9 +190,9 @@ func (h *hold) ping(ctx context.Context) error {
 	return err
 }
 
-// advisoryReleaseSQL unlocks and announces the release on Channel (at the
+// advisoryReleaseSQL unlocks and announces the release on notifyChannel (at the
 // statement's commit, after the unlock).
-const advisoryReleaseSQL = `WITH n AS (SELECT pg_notify('` + Channel + `', $2)) SELECT pg_advisory_unlock($1) FROM n`
+const advisoryReleaseSQL = `WITH n AS (SELECT pg_notify('` + notifyChannel + `', $2)) SELECT pg_advisory_unlock($1) FROM n`
 
 // Release unlocks and notifies the waiters, one round trip, and gives the
 // connection back to the pool. When that fails, it closes the connection

@@ -180,12 +180,12 @@ func TestAdvisorySearchPath(t *testing.T) {
 	if info, err := public.Inspect(ctx, "job"); err != nil || !info.Held || info.Holder != l.Token() {
 		t.Fatalf("Inspect through the other search_path: %+v, %v; want held by %v", info, err, l.Token())
 	}
-	if _, _, err := BumpAdvisory(ctx, publicPool, "", "job", l.Token()+1000); err == nil || !strings.Contains(err.Error(), "held by") {
-		t.Fatalf("BumpAdvisory of a held lease through the other search_path: %v; want held", err)
+	if _, _, err := public.Bump(ctx, "job", l.Token()+1000); err == nil || !strings.Contains(err.Error(), "held by") {
+		t.Fatalf("Bump of a held lease through the other search_path: %v; want held", err)
 	}
-	r, err := ForceReleaseAdvisory(ctx, publicPool, "", "job", 0)
-	if err != nil || !r.Held || !r.Released || r.Holder != l.Token() {
-		t.Fatalf("ForceReleaseAdvisory through the other search_path: %+v, %v; want held by %v and released", r, err, l.Token())
+	r, err := public.ForceRelease(ctx, "job", 0)
+	if err != nil || !r.Held || r.Holder != l.Token() {
+		t.Fatalf("ForceRelease through the other search_path: %+v, %v; want held by %v", r, err, l.Token())
 	}
 	waitLost(t, l, 30*time.Second)
 }

@@ -5,11 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/fencekit/fencekit/fence"
-	"github.com/fencekit/fencekit/internal/valid"
-	"github.com/fencekit/fencekit/lease"
+	"github.com/fencekit/fencekit/internal/leasearg"
 )
 
 // bumpSQL raises the row's token to $2 unless the lease is held or $2 is
@@ -45,70 +42,35 @@ WITH holder AS (` + advisoryHolderSQL + `
 SELECT coalesce((SELECT token FROM old), 0), coalesce((SELECT token FROM bumped), 0),
        coalesce((SELECT identity FROM old), ''), EXISTS (SELECT FROM holder), ` + nowUS
 
-// Bump makes every later grant of the [New] lease name, under prefix,
-// carry a token greater than to, and never lowers them: for switching to
-// PostgreSQL from an issuer whose tokens are greater, or after the table
-// was restored from an older dump (docs/leases.md, "Switching issuers").
-// One statement. It returns the name's token before (0 for no row) and
-// after; they are equal when the token was already at or above to.
-//
-// Errors: an error matching lease.ErrInvalid for a nil pool, a bad prefix
-// (lease.KeyPrefix; "" is the default), name or to (1 to
-// 2^63-2), and then nothing is sent; an error naming the holder
-// when the name is held (bump it when free, so that the holder's token
-// stays what Inspect shows); an error matching lease.ErrInvalid when to
-// is more than [lease.MaxAhead] above the server's clock and above the
-// name's token (lease.CheckAhead), and nothing changes: a token ahead of
-// the clock would not be recovered if the row were lost; PostgreSQL's
-// error otherwise.
-func Bump(ctx context.Context, pool *pgxpool.Pool, prefix, name string, to fence.Token) (before, after fence.Token, err error) {
-	return bump(ctx, "Bump", bumpSQL, pool, prefix, name, to)
+// Bump raises the row's token to to, unless the lease is held or to is
+// more than leasearg.MaxAhead above the server's clock, one statement: the
+// next grant's token, greatest(token + 1, time in µs), is then above to.
+// It bumps a name without a row too (a released row is created).
+func (b *backend) Bump(ctx context.Context, name string, to fence.Token) (before, after fence.Token, err error) {
+	return b.bump(ctx, bumpSQL, name, to)
 }
 
-// BumpAdvisory is [Bump] for the leases of [NewAdvisory]; held means a
-// session holds the name's advisory lock.
-func BumpAdvisory(ctx context.Context, pool *pgxpool.Pool, prefix, name string, to fence.Token) (before, after fence.Token, err error) {
-	return bump(ctx, "BumpAdvisory", bumpAdvisorySQL, pool, prefix, name, to)
+// Bump is the advisory form of Bump: held means a session holds the
+// name's advisory lock.
+func (a *advisory) Bump(ctx context.Context, name string, to fence.Token) (before, after fence.Token, err error) {
+	return a.bump(ctx, bumpAdvisorySQL, name, to)
 }
 
-func bump(ctx context.Context, fn, sql string, pool *pgxpool.Pool, prefix, name string, to fence.Token) (before, after fence.Token, err error) {
-	prefix, err = checkArgs(fn, pool, prefix, name)
-	if err != nil {
-		return 0, 0, err
-	}
-	if err := valid.Token(to); err != nil {
-		return 0, 0, fmt.Errorf("pglease: %s %q: %w", fn, name, err)
-	}
-	if to == valid.MaxToken {
-		return 0, 0, valid.Invalid("pglease: %s %q: token %v leaves no next token (the maximum is %v)", fn, name, to, valid.MaxToken-1)
-	}
+func (b *backend) bump(ctx context.Context, sql, name string, to fence.Token) (before, after fence.Token, err error) {
 	var old, now, serverUS int64
 	var identity string
 	var held bool
-	if err := pool.QueryRow(ctx, sql, prefix+":"+name, int64(to), lease.MaxAhead.Microseconds()).Scan(&old, &now, &identity, &held, &serverUS); err != nil {
-		return 0, 0, fmt.Errorf("pglease: %s %q: %w", fn, name, err)
+	if err := b.pool.QueryRow(ctx, sql, b.key(name), int64(to), leasearg.MaxAhead.Microseconds()).Scan(&old, &now, &identity, &held, &serverUS); err != nil {
+		return 0, 0, err
 	}
 	switch {
 	case now != 0:
 	case held:
-		return 0, 0, fmt.Errorf("pglease: %s %q: held by token %v of %q; bump it when it is free", fn, name, old, identity)
+		return 0, 0, fmt.Errorf("held by token %v of %q; bump it when it is free", old, identity)
 	case fence.Token(old) >= to:
 		now = old
 	default:
-		return 0, 0, fmt.Errorf("pglease: %s %q: %w", fn, name, lease.CheckAhead(to, time.UnixMicro(serverUS)))
+		return 0, 0, leasearg.CheckAhead(to, time.UnixMicro(serverUS))
 	}
 	return fence.Token(old), fence.Token(now), nil
-}
-
-// checkArgs checks the pool, prefix and names an operator function fn was
-// passed, and returns the prefix to use.
-func checkArgs(fn string, pool *pgxpool.Pool, prefix string, names ...string) (string, error) {
-	if pool == nil {
-		return "", valid.Invalid("pglease: %s: nil *pgxpool.Pool", fn)
-	}
-	prefix, err := lease.OperatorArgs(prefix, names...)
-	if err != nil {
-		return "", fmt.Errorf("pglease: %s: %w", fn, err)
-	}
-	return prefix, nil
 }

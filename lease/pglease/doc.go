@@ -14,7 +14,7 @@
 // statement (one round trip) each, through any pool.
 //
 // AcquireWait waits on LISTEN/NOTIFY: Release notifies the channel
-// [Channel] at commit, and one LISTEN connection per Client, opened outside
+// fencekit_lease_released at commit, and one LISTEN connection per Client, opened outside
 // the pool by the first waiter and closed with the last, wakes the waiters.
 // The listener first checks that notifications arrive (it sends itself one
 // through the pool): until that one comes back, waiters retry every 200 ms,

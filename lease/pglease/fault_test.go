@@ -230,7 +230,7 @@ func TestWatchAcrossRestart(t *testing.T) {
 	// The listener may still be connecting: wait until LISTEN is back.
 	for {
 		var n int
-		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE query = 'LISTEN `+Channel+`'`).Scan(&n)
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE query = 'LISTEN `+notifyChannel+`'`).Scan(&n)
 		if err == nil && n == 1 {
 			break
 		}

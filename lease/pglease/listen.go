@@ -132,7 +132,7 @@ func (b *backend) listen(ctx context.Context) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.Exec(ctx, "LISTEN "+Channel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+notifyChannel); err != nil {
 		conn.Close(context.Background())
 		return nil, err
 	}
@@ -179,7 +179,7 @@ func (l *listener) serve(ctx context.Context, conn *pgx.Conn) {
 	heard := make(chan struct{})
 	wg.Go(func() { l.poll(pctx, heard) })
 	probe := fmt.Sprintf("{probe}%d", conn.PgConn().PID())
-	if _, err := l.b.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, Channel, probe); err != nil {
+	if _, err := l.b.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, probe); err != nil {
 		l.b.logger.Debug("pglease: could not send the LISTEN probe; waiters poll", "err", err)
 	}
 	for {
@@ -216,7 +216,7 @@ func (l *listener) poll(ctx context.Context, heard chan struct{}) {
 			if time.Since(start) >= probeTimeout {
 				l.b.noNotify.Do(func() {
 					l.b.logger.Warn("pglease: LISTEN hears no notifications (a transaction-pooling PgBouncer?); AcquireWait polls instead",
-						"channel", Channel, "interval", pollInterval)
+						"channel", notifyChannel, "interval", pollInterval)
 				})
 			}
 		}

@@ -7,41 +7,33 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/lease"
 )
 
-// What operators' tools (cmd/fencectl) need beyond a *lease.Client: a
-// listing, a forced release and Bump (bump.go). prefix is lease.Options.KeyPrefix.
+// The operator calls of lease.Client (lease.Operator): a listing, a
+// forced release and Bump (bump.go), for New's leases (backend) and
+// NewAdvisory's (advisory).
 
-// Names returns, sorted, the names of the leases under prefix (rows, held
-// or not) that match the glob pattern: '*' any run of characters, '?' one,
-// everything else literal. A nil pool, a bad prefix (lease.KeyPrefix;
-// "" is the default) or a pattern that can match no name
-// (lease.CheckPattern) is an error matching lease.ErrInvalid, and nothing
-// is sent.
-func Names(ctx context.Context, pool *pgxpool.Pool, prefix, pattern string) ([]string, error) {
-	return names(ctx, "Names", pool, "fencekit_leases", prefix, pattern)
+var (
+	_ lease.Operator = (*backend)(nil)
+	_ lease.Operator = (*advisory)(nil)
+)
+
+// Names lists the rows of fencekit_leases, held or not, one statement.
+func (b *backend) Names(ctx context.Context, pattern string) ([]string, error) {
+	return b.names(ctx, "fencekit_leases", pattern)
 }
 
-// AdvisoryNames is [Names] for the leases of [NewAdvisory] (rows of
-// fencekit_leases_advisory, held or not).
-func AdvisoryNames(ctx context.Context, pool *pgxpool.Pool, prefix, pattern string) ([]string, error) {
-	return names(ctx, "AdvisoryNames", pool, "fencekit_leases_advisory", prefix, pattern)
+// Names lists the rows of fencekit_leases_advisory, held or not.
+func (a *advisory) Names(ctx context.Context, pattern string) ([]string, error) {
+	return a.names(ctx, "fencekit_leases_advisory", pattern)
 }
 
-func names(ctx context.Context, fn string, pool *pgxpool.Pool, table, prefix, pattern string) ([]string, error) {
-	prefix, err := checkArgs(fn, pool, prefix)
-	if err != nil {
-		return nil, err
-	}
-	if err := lease.CheckPattern(pattern); err != nil {
-		return nil, fmt.Errorf("pglease: %s: %w", fn, err)
-	}
-	rows, err := pool.Query(ctx, `SELECT substr(name, $2) FROM `+table+` WHERE name LIKE $1 ESCAPE '\' ORDER BY name`,
-		likeEscape(prefix+":")+globToLike(pattern), len(prefix)+2)
+func (b *backend) names(ctx context.Context, table, pattern string) ([]string, error) {
+	rows, err := b.pool.Query(ctx, `SELECT substr(name, $2) FROM `+table+` WHERE name LIKE $1 ESCAPE '\' ORDER BY name`,
+		likeEscape(b.prefix+":")+globToLike(pattern), len(b.prefix)+2)
 	if err != nil {
 		return nil, err
 	}
@@ -69,15 +61,6 @@ func globToLike(glob string) string {
 	return b.String()
 }
 
-// ForceReleased is what [ForceRelease] found and did.
-type ForceReleased struct {
-	Released  bool          // the grant was ended
-	Held      bool          // the lease was held
-	Holder    fence.Token   // the holder's token
-	Identity  string        // the holder's lease.Options.Identity
-	Remaining time.Duration // its remaining TTL before the release
-}
-
 // forceReleaseSQL ends the row's grant (as Release does) whoever holds it,
 // or only if its token is $2 (when not 0), and notifies the waiters.
 const forceReleaseSQL = `
@@ -86,38 +69,28 @@ WITH old AS (
     FROM fencekit_leases WHERE name = $1
 ), released AS (
     UPDATE fencekit_leases SET expires_at = '-infinity'
-    WHERE name = $1 AND expires_at > statement_timestamp() AND ($2 = 0 OR token = $2)
+    WHERE name = $1 AND expires_at > statement_timestamp() AND ($2::bigint = 0 OR token = $2)
     RETURNING name
 ), notified AS (
-    SELECT pg_notify('` + Channel + `', name) FROM released
+    SELECT pg_notify('` + notifyChannel + `', name) FROM released
 )
 SELECT (SELECT count(*) FROM notified) = 1, token, identity, held, remaining_us FROM old`
 
-// ForceRelease ends the lease name whoever holds it, or only if its holder
-// has token only (when not 0), and wakes its waiters, one statement. The
-// holder sees the lease gone at its next renewal. A nil pool, a bad prefix
-// (lease.KeyPrefix; "" is the default) or name is an error matching
-// lease.ErrInvalid, and nothing is sent.
-func ForceRelease(ctx context.Context, pool *pgxpool.Pool, prefix, name string, only fence.Token) (ForceReleased, error) {
-	prefix, err := checkArgs("ForceRelease", pool, prefix, name)
-	if err != nil {
-		return ForceReleased{}, err
-	}
-	var r ForceReleased
+// ForceRelease ends the row's grant as Release does and wakes its
+// waiters, one statement. The holder sees the lease gone at its next
+// renewal.
+func (b *backend) ForceRelease(ctx context.Context, name string, only fence.Token) (lease.Info, error) {
+	var released, held bool
 	var tok, remaining int64
-	err = pool.QueryRow(ctx, forceReleaseSQL, prefix+":"+name, int64(only)).Scan(&r.Released, &tok, &r.Identity, &r.Held, &remaining)
-	if err == pgx.ErrNoRows {
-		return ForceReleased{}, nil
+	var identity string
+	err := b.pool.QueryRow(ctx, forceReleaseSQL, b.key(name), int64(only)).Scan(&released, &tok, &identity, &held, &remaining)
+	if err == pgx.ErrNoRows || err == nil && !held {
+		return lease.Info{}, nil
 	}
 	if err != nil {
-		return ForceReleased{}, fmt.Errorf("force release: %w", err)
+		return lease.Info{}, err
 	}
-	if r.Held {
-		r.Holder, r.Remaining = fence.Token(tok), time.Duration(remaining)*time.Microsecond
-	} else {
-		r.Identity = ""
-	}
-	return r, nil
+	return lease.Info{Held: true, Holder: fence.Token(tok), Identity: identity, Remaining: time.Duration(remaining) * time.Microsecond}, nil
 }
 
 // forceReleaseAdvisorySQL finds the session holding name's advisory lock
@@ -129,7 +102,7 @@ WITH holder AS (` + advisoryHolderSQL + `
     SELECT token, identity FROM fencekit_leases_advisory WHERE name = $1
 ), ended AS (
     SELECT pg_terminate_backend(pid) AS ok FROM holder
-    WHERE $2 = 0 OR (SELECT token FROM row) = $2
+    WHERE $2::bigint = 0 OR (SELECT token FROM row) = $2
 )
 SELECT coalesce((SELECT bool_or(ok) FROM ended), false), EXISTS (SELECT FROM holder),
        coalesce((SELECT token FROM row), 0), coalesce((SELECT identity FROM row), '')`
@@ -142,26 +115,22 @@ const advisoryHolderSQL = `
       AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
       AND ((l.classid::bigint << 32) | l.objid::bigint) = ` + lockKey
 
-// ForceReleaseAdvisory ends the [NewAdvisory] lease name whoever holds it,
-// or only if its holder has token only (when not 0), by terminating the
-// holder's server session (pg_terminate_backend: it needs the
-// pg_signal_backend role or a superuser), one statement. The holder's
-// Context ends at its next renewal. Remaining is -1 while held. Bad input
-// is refused as by [ForceRelease].
-func ForceReleaseAdvisory(ctx context.Context, pool *pgxpool.Pool, prefix, name string, only fence.Token) (ForceReleased, error) {
-	prefix, err := checkArgs("ForceReleaseAdvisory", pool, prefix, name)
-	if err != nil {
-		return ForceReleased{}, err
-	}
-	var r ForceReleased
+// ForceRelease ends a NewAdvisory lease by terminating the holder's
+// server session (pg_terminate_backend: it needs the pg_signal_backend
+// role or a superuser), one statement. The holder's Context ends at its
+// next renewal. Remaining is -1: the lock has no expiry.
+func (a *advisory) ForceRelease(ctx context.Context, name string, only fence.Token) (lease.Info, error) {
+	var released, held bool
 	var tok int64
-	key := prefix + ":" + name
-	if err := pool.QueryRow(ctx, forceReleaseAdvisorySQL, key, int64(only)).Scan(&r.Released, &r.Held, &tok, &r.Identity); err != nil {
-		return ForceReleased{}, fmt.Errorf("force release: %w", err)
+	var identity string
+	if err := a.pool.QueryRow(ctx, forceReleaseAdvisorySQL, a.key(name), int64(only)).Scan(&released, &held, &tok, &identity); err != nil {
+		return lease.Info{}, err
 	}
-	if !r.Held {
-		return ForceReleased{}, nil
+	if !held {
+		return lease.Info{}, nil
 	}
-	r.Holder, r.Remaining = fence.Token(tok), -1
-	return r, nil
+	if !released && (only == 0 || only == fence.Token(tok)) {
+		return lease.Info{}, fmt.Errorf("the session holding token %v could not be terminated", tok)
+	}
+	return lease.Info{Held: true, Holder: fence.Token(tok), Identity: identity, Remaining: -1}, nil
 }

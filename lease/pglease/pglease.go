@@ -11,13 +11,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/leasearg"
 	"github.com/fencekit/fencekit/internal/valid"
 	"github.com/fencekit/fencekit/lease"
 )
 
-// Channel is the LISTEN/NOTIFY channel on which Release announces the row
-// key ("<KeyPrefix>:<name>") of every released lease.
-const Channel = "fencekit_lease_released"
+// notifyChannel is the LISTEN/NOTIFY channel on which Release announces
+// the row key ("<KeyPrefix>:<name>") of every released lease.
+const notifyChannel = "fencekit_lease_released"
 
 // New returns a lease client whose leases are rows of the table
 // fencekit_leases (migrations/00000N_fencekit_leases*.up.sql, applied by
@@ -36,7 +37,7 @@ func New(pool *pgxpool.Pool, opts *lease.Options) (*lease.Client, error) {
 
 // tableBackend is the table backend for pool and opts (nil: defaults).
 func tableBackend(pool *pgxpool.Pool, opts *lease.Options) *backend {
-	prefix := lease.DefaultKeyPrefix
+	prefix := leasearg.DefaultKeyPrefix
 	if opts != nil && opts.KeyPrefix != "" {
 		prefix = opts.KeyPrefix
 	}
@@ -211,14 +212,14 @@ func fill(errs []error, err error) {
 }
 
 // releaseSQL ends the row if it still holds the grant (expiry -infinity,
-// the token kept) and announces it on Channel at commit, one statement.
+// the token kept) and announces it on notifyChannel at commit, one statement.
 const releaseSQL = `
 WITH released AS (
     UPDATE fencekit_leases SET expires_at = '-infinity'
     WHERE name = $1 AND token = $2 AND expires_at > statement_timestamp()
     RETURNING name
 ), notified AS (
-    SELECT pg_notify('` + Channel + `', name) FROM released
+    SELECT pg_notify('` + notifyChannel + `', name) FROM released
 )
 SELECT (SELECT count(*) FROM notified) = 1,
        coalesce((SELECT token FROM fencekit_leases WHERE name = $1), 0),

@@ -178,11 +178,4 @@ func TestNewInvalid(t *testing.T) {
 	if _, err := New(env.Pool, &lease.Options{KeyPrefix: "a b"}); !errors.Is(err, lease.ErrInvalid) {
 		t.Fatalf("bad prefix: %v, want ErrInvalid", err)
 	}
-	// A NUL would reach the server as a PostgreSQL encoding error.
-	if _, err := ForceRelease(context.Background(), env.Pool, "p", "a\x00", 0); !errors.Is(err, lease.ErrInvalid) {
-		t.Errorf("ForceRelease of a bad name: %v, want ErrInvalid", err)
-	}
-	if _, err := ForceReleaseAdvisory(context.Background(), env.Pool, "p", "a\x00", 0); !errors.Is(err, lease.ErrInvalid) {
-		t.Errorf("ForceReleaseAdvisory of a bad name: %v, want ErrInvalid", err)
-	}
 }

@@ -87,8 +87,7 @@ func TestBumpAboveClockThenRowLost(t *testing.T) {
 	for _, m := range []struct {
 		mode, table string
 		new         func(*pgxpool.Pool, *lease.Options) (*lease.Client, error)
-		bump        func(context.Context, *pgxpool.Pool, string, string, fence.Token) (fence.Token, fence.Token, error)
-	}{{"table", "fencekit_leases", New, Bump}, {"advisory", "fencekit_leases_advisory", NewAdvisory, BumpAdvisory}} {
+	}{{"table", "fencekit_leases", New}, {"advisory", "fencekit_leases_advisory", NewAdvisory}} {
 		t.Run(m.mode, func(t *testing.T) {
 			cl, err := m.new(env.Pool, quiet)
 			if err != nil {
@@ -108,7 +107,7 @@ func TestBumpAboveClockThenRowLost(t *testing.T) {
 			}
 			last := grant()
 			far := fence.Token(time.Now().Add(72 * time.Minute).UnixMicro())
-			before, after, err := m.bump(ctx, env.Pool, "", "ahead", far)
+			before, after, err := cl.Bump(ctx, "ahead", far)
 			switch {
 			case err == nil:
 				last = max(last, after) // promised: the next grant's token is above it
@@ -116,7 +115,7 @@ func TestBumpAboveClockThenRowLost(t *testing.T) {
 				t.Fatalf("bump 72 minutes ahead: %v, %v, %v; want a refusal naming the clock", before, after, err)
 			default:
 				t.Log(err)
-				if again, _, err := m.bump(ctx, env.Pool, "", "ahead", 1); err != nil || again != last {
+				if again, _, err := cl.Bump(ctx, "ahead", 1); err != nil || again != last {
 					t.Fatalf("token after the refused bump: %v, %v; want %v", again, err, last)
 				}
 			}

@@ -32,11 +32,8 @@ func ExampleNew() {
 	}
 	ctx := context.Background()
 	defer leases.Close(ctx)
-	name := fmt.Sprintf("example-invoices-%x", rand.Uint64()) // unique to this run
-	defer func() {
-		lock, counter, _ := redislease.Keys("fencekit", name)
-		rdb.Del(ctx, lock, counter)
-	}()
+	name := fmt.Sprintf("example-invoices-%x", rand.Uint64())                   // unique to this run
+	defer rdb.Del(ctx, "fencekit:{"+name+"}:lock", "fencekit:{"+name+"}:token") // the package doc's keys
 	l, err := leases.Acquire(ctx, name, 10*time.Second)
 	if err != nil {
 		fmt.Println(err)

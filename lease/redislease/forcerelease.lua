@@ -1,4 +1,4 @@
--- forcerelease.lua: end a lease whoever holds it (fencectl release --force, [ForceRelease]):
+-- forcerelease.lua: end a lease whoever holds it (fencectl release --force, lease.Client.ForceRelease):
 -- delete the lock key and wake the waiters, as release.lua does for the
 -- holder, in one round trip.
 --

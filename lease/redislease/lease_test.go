@@ -434,7 +434,7 @@ func TestBadInputSendsNothing(t *testing.T) {
 		want string
 	}{
 		{good, "", time.Second, "empty"},
-		{good, strings.Repeat("x", 513), time.Second, "513 bytes"},
+		{good, strings.Repeat("x", 1025), time.Second, "1025 bytes"},
 		{good, strings.Repeat("x", 16<<10), time.Second, "16384 bytes"},
 		{good, "a{b}", time.Second, "hash tag"},
 		{good, "a b", time.Second, "whitespace"},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/fencekit/fencekit/internal/leasearg"
 	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
 )
@@ -142,7 +143,7 @@ func (r recorder) Acquire(ctx context.Context, name string, ttl time.Duration, i
 // keysOf returns the Redis keys of name under the default prefix.
 func keysOf(name string) *keys {
 	k := new(keys)
-	makeKeys(k, lease.DefaultKeyPrefix, name)
+	makeKeys(k, leasearg.DefaultKeyPrefix, name)
 	return k
 }
 

@@ -2,30 +2,32 @@ package redislease
 
 import (
 	"errors"
+	"github.com/fencekit/fencekit/internal/valid"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/fencekit/fencekit/internal/leasearg"
 	"github.com/fencekit/fencekit/lease"
 )
 
-// FuzzValidateName checks that every accepted name maps to keys whose Redis
+// FuzzName checks that every accepted name maps to keys whose Redis
 // Cluster hash tag is exactly the name (so the lock and counter share a
 // slot, and two names never share keys), and that rejections are clear.
-func FuzzValidateName(f *testing.F) {
-	for _, s := range []string{"a", "job:x", "{x}", "a{b", "", "日本", "a b", "\xff", strings.Repeat("z", 513)} {
+func FuzzName(f *testing.F) {
+	for _, s := range []string{"a", "job:x", "{x}", "a{b", "", "日本", "a b", "\xff", strings.Repeat("z", 1025)} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
-		err := lease.ValidateName(name)
+		err := leasearg.Name(name)
 		if err != nil {
 			if !errors.Is(err, lease.ErrInvalid) || !strings.HasPrefix(err.Error(), "name") {
-				t.Fatalf("ValidateName(%q) = %v: not a clear ErrInvalid", name, err)
+				t.Fatalf("leasearg.Name(%q) = %v: not a clear ErrInvalid", name, err)
 			}
 			return
 		}
-		if name == "" || len(name) > lease.MaxNameLen || !utf8.ValidString(name) || strings.ContainsAny(name, "{} \t\r\n") {
-			t.Fatalf("ValidateName accepted %q", name)
+		if name == "" || len(name) > valid.MaxNameLen || !utf8.ValidString(name) || strings.ContainsAny(name, "{} \t\r\n") {
+			t.Fatalf("leasearg.Name accepted %q", name)
 		}
 		k := keysOf(name)
 		for _, key := range []string{k.lock, k.token, k.channel} {

@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -13,12 +12,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/leasearg"
 	"github.com/fencekit/fencekit/internal/valid"
 	"github.com/fencekit/fencekit/lease"
 )
 
-// What operators' tools (cmd/fencectl) need beyond a *lease.Client: the
-// key layout, a listing, a forced release and a counter bump.
+// The operator calls of lease.Client (lease.Operator): a listing, a
+// forced release and a counter bump.
 
 var (
 	//go:embed forcerelease.lua
@@ -29,43 +29,12 @@ var (
 	bumpScript = redis.NewScript(bumpSrc)
 )
 
-// Keys returns the keys of the lease name under prefix (lease.Options.KeyPrefix,
-// "" for the default): the lock key, the token counter and the release
-// channel. It checks neither; the functions below do.
-func Keys(prefix, name string) (lock, counter, channel string) {
-	if prefix == "" {
-		prefix = lease.DefaultKeyPrefix
-	}
-	var k keys
-	makeKeys(&k, prefix, name)
-	return k.lock, k.token, k.channel
-}
+var _ lease.Operator = (*backend)(nil)
 
-// Holder parses a lock key's value, or a release message: the holder's
-// token (0 for a value fencekit did not write) and identity.
-func Holder(value string) (fence.Token, string) {
-	h := parseHolder(value)
-	return h.token, h.identity
-}
-
-// Names returns, sorted, the names under prefix that match the glob
-// pattern and have a lock key or a token counter, with SCAN: on every
-// master of a *redis.ClusterClient. Each SCAN page is bounded by timeout.
-// A nil client, a bad prefix (lease.KeyPrefix; "" is the default), a
-// pattern that can match no name (lease.CheckPattern) or a timeout not
-// above 0 is an error matching lease.ErrInvalid, and nothing is sent.
-func Names(ctx context.Context, rdb redis.UniversalClient, prefix, pattern string, timeout time.Duration) ([]string, error) {
-	prefix, err := checkArgs("Names", rdb, prefix)
-	if err != nil {
-		return nil, err
-	}
-	if err := lease.CheckPattern(pattern); err != nil {
-		return nil, fmt.Errorf("redislease: Names: %w", err)
-	}
-	if timeout <= 0 {
-		return nil, valid.Invalid("redislease: Names: timeout %v is not above 0", timeout)
-	}
-	match := globEscape(prefix) + ":{" + pattern + "}:*"
+// Names lists the names that have a lock key or a token counter, with
+// SCAN: on every master of a *redis.ClusterClient.
+func (b *backend) Names(ctx context.Context, pattern string) ([]string, error) {
+	match := globEscape(b.prefix) + ":{" + pattern + "}:*"
 	var (
 		mu  sync.Mutex
 		set = map[string]bool{}
@@ -73,14 +42,12 @@ func Names(ctx context.Context, rdb redis.UniversalClient, prefix, pattern strin
 	scan := func(ctx context.Context, c redis.Cmdable) error {
 		var cursor uint64
 		for {
-			pctx, cancel := context.WithTimeout(ctx, timeout)
-			keys, next, err := c.Scan(pctx, cursor, match, 1000).Result()
-			cancel()
+			keys, next, err := c.Scan(ctx, cursor, match, 1000).Result()
 			if err != nil {
 				return err
 			}
 			for _, key := range keys {
-				if name, ok := nameOf(prefix, key); ok {
+				if name, ok := nameOf(b.prefix, key); ok {
 					mu.Lock()
 					set[name] = true
 					mu.Unlock()
@@ -91,13 +58,14 @@ func Names(ctx context.Context, rdb redis.UniversalClient, prefix, pattern strin
 			}
 		}
 	}
-	if cc, ok := rdb.(*redis.ClusterClient); ok {
+	var err error
+	if cc, ok := b.rdb.(*redis.ClusterClient); ok {
 		err = cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error { return scan(ctx, node) })
 	} else {
-		err = scan(ctx, rdb)
+		err = scan(ctx, b.rdb)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("redislease: Names: SCAN %s: %w", match, err)
+		return nil, fmt.Errorf("SCAN %s: %w", match, err)
 	}
 	names := make([]string, 0, len(set))
 	for n := range set {
@@ -118,7 +86,7 @@ func nameOf(prefix, key string) (string, bool) {
 		return "", false
 	}
 	name, suffix := rest[:i], rest[i+2:]
-	if suffix != "lock" && suffix != "token" || lease.ValidateName(name) != nil {
+	if suffix != "lock" && suffix != "token" || leasearg.Name(name) != nil {
 		return "", false
 	}
 	return name, true
@@ -137,100 +105,67 @@ func globEscape(s string) string {
 	return b.String()
 }
 
-// checkArgs checks the client, prefix and names an operator function fn
-// was passed, and returns the prefix to use.
-func checkArgs(fn string, rdb redis.Scripter, prefix string, names ...string) (string, error) {
-	if isNil(rdb) {
-		return "", valid.Invalid("redislease: %s: nil Redis client", fn)
-	}
-	prefix, err := lease.OperatorArgs(prefix, names...)
-	if err != nil {
-		return "", fmt.Errorf("redislease: %s: %w", fn, err)
-	}
-	return prefix, nil
-}
-
-// ForceReleased is what [ForceRelease] found and did.
-type ForceReleased struct {
-	Released  bool          // the lock key was deleted
-	Held      bool          // the lock key existed
-	Value     string        // its value ("" when absent or not a string)
-	Remaining time.Duration // its TTL before the delete (negative: no expiry)
-}
-
-// ForceRelease ends the lease name whoever holds it, or only if its holder
-// has token only (when not 0): it deletes the lock key and publishes the
-// release to the waiters, one script, one round trip. The holder sees the
-// lease gone at its next renewal. A nil client, a bad prefix
-// (lease.KeyPrefix; "" is the default) or a bad name (lease.ValidateName)
-// is an error matching lease.ErrInvalid, and nothing is sent.
-func ForceRelease(ctx context.Context, rdb redis.Scripter, prefix, name string, only fence.Token) (ForceReleased, error) {
-	prefix, err := checkArgs("ForceRelease", rdb, prefix, name)
-	if err != nil {
-		return ForceReleased{}, err
-	}
-	lock, _, channel := Keys(prefix, name)
+// ForceRelease runs forcerelease.lua: it deletes the lock key and
+// publishes the release to the waiters, one round trip. A lock key of
+// another type, or not written by fencekit, is deleted too (Holder 0).
+func (b *backend) ForceRelease(ctx context.Context, name string, only fence.Token) (lease.Info, error) {
+	var k keys
+	makeKeys(&k, b.prefix, name)
 	want := ""
 	if only != 0 {
 		want = only.String()
 	}
-	res, err := forceReleaseScript.Run(ctx, rdb, []string{lock}, channel, want).Slice()
+	res, err := forceReleaseScript.Run(ctx, b.rdb, []string{k.lock}, k.channel, want).Slice()
 	if err != nil {
-		return ForceReleased{}, err
+		return lease.Info{}, err
 	}
 	if len(res) == 3 {
 		code, ok1 := res[0].(int64)
 		value, ok2 := res[1].(string)
 		pttl, ok3 := res[2].(int64)
 		if ok1 && ok2 && ok3 {
-			return ForceReleased{Released: code == 1, Held: code != 0, Value: value, Remaining: time.Duration(pttl) * time.Millisecond}, nil
+			if code == 0 {
+				return lease.Info{}, nil
+			}
+			h := parseHolder(value)
+			return lease.Info{Held: true, Holder: h.token, Identity: h.identity, Remaining: time.Duration(pttl) * time.Millisecond}, nil
 		}
 	}
-	return ForceReleased{}, fmt.Errorf("unexpected reply %v", res)
+	return lease.Info{}, fmt.Errorf("unexpected reply %v", res)
 }
 
-// MaxBump is the largest counter [Bump] sets: acquire.lua issues counter+1
-// and refuses a counter at or above 2^53-1 (Lua's doubles are exact up to
-// 2^53).
-const MaxBump = 1<<53 - 2
-
-// Bump raises the token counter of name to target (1 to [MaxBump]), never
-// lowering it, one round trip: after Redis lost data, or to move past
-// another issuer's tokens. It returns the counter before (0 when absent)
-// and whether it changed. A nil client, a bad prefix (lease.KeyPrefix; ""
-// is the default), name or target is an error matching lease.ErrInvalid,
-// and nothing is sent. A target more than [lease.MaxAhead] above the
-// server's clock is refused (lease.CheckAhead), changing nothing: the
-// counter would not be recovered if Redis lost it.
-func Bump(ctx context.Context, rdb redis.Scripter, prefix, name string, target fence.Token) (before fence.Token, changed bool, err error) {
-	if prefix, err = checkArgs("Bump", rdb, prefix, name); err != nil {
-		return 0, false, err
-	}
-	if target == 0 || target > MaxBump {
-		return 0, false, valid.Invalid("redislease: Bump: target %d is out of range: 1 to %d", target, uint64(MaxBump))
-	}
-	_, counter, _ := Keys(prefix, name)
-	res, err := bumpScript.Run(ctx, rdb, []string{counter}, target.String(), lease.MaxAhead.Microseconds()).Slice()
+// Bump runs bump.lua: it raises the token counter to to, never lowering
+// it (to is at most leasearg.MaxBump), unless the lease is held (so that
+// the holder's token stays what Inspect shows) or to is more than
+// leasearg.MaxAhead above the server's clock; one round trip.
+func (b *backend) Bump(ctx context.Context, name string, to fence.Token) (before, after fence.Token, err error) {
+	var k keys
+	makeKeys(&k, b.prefix, name)
+	res, err := bumpScript.Run(ctx, b.rdb, []string{k.token, k.lock}, to.String(), leasearg.MaxAhead.Microseconds()).Slice()
 	if err != nil {
-		return 0, false, err
+		return 0, 0, err
+	}
+	if len(res) == 4 { // held
+		if v, ok := res[3].(string); ok {
+			h := parseHolder(v)
+			return 0, 0, fmt.Errorf("held by token %v of %q; bump it when it is free", h.token, h.identity)
+		}
 	}
 	if len(res) == 3 {
 		code, ok1 := res[0].(int64)
-		b, ok2 := res[1].(string)
+		bs, ok2 := res[1].(string)
 		now, ok3 := res[2].(int64)
 		if ok1 && ok2 && ok3 {
-			if b != "" {
-				v, err := strconv.ParseUint(b, 10, 64)
-				if err != nil {
-					return 0, false, fmt.Errorf("token counter %s holds %q, not a token", counter, b)
+			if bs != "" {
+				if before, err = valid.ParseToken(bs); err != nil {
+					return 0, 0, fmt.Errorf("token counter %s holds %q, not a token", k.token, bs)
 				}
-				before = fence.Token(v)
 			}
 			if code == -1 {
-				return before, false, fmt.Errorf("redislease: Bump %q: %w", name, lease.CheckAhead(target, time.UnixMicro(now)))
+				return 0, 0, leasearg.CheckAhead(to, time.UnixMicro(now))
 			}
-			return before, code == 1, nil
+			return before, max(before, to), nil
 		}
 	}
-	return 0, false, fmt.Errorf("unexpected reply %v", res)
+	return 0, 0, fmt.Errorf("unexpected reply %v", res)
 }

@@ -7,26 +7,31 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
-	"github.com/fencekit/fencekit/internal/leasetest"
+	"github.com/fencekit/fencekit/internal/leasearg"
 	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
 )
 
-// TestKeysAreWhatTheClientWrites holds Keys, Holder and nameOf (what
-// fencectl reads leases with) to what the client writes and publishes.
+// TestKeysAreWhatTheClientWrites holds the key layout of the package doc
+// (what fencectl's watch subscribes to), parseHolder and nameOf to what
+// the client writes and publishes.
 func TestKeysAreWhatTheClientWrites(t *testing.T) {
 	env := testenv.Redis(t)
 	ctx := context.Background()
-	for _, prefix := range []string{lease.DefaultKeyPrefix, env.Prefix + "*x?"} {
+	for _, prefix := range []string{leasearg.DefaultKeyPrefix, env.Prefix + "*x?"} {
 		name := env.Name("layout")
-		lock, counter, channel := Keys(prefix, name)
+		lock, counter, channel := prefix+":{"+name+"}:lock", prefix+":{"+name+"}:token", prefix+":{"+name+"}:released"
+		var k keys
+		if makeKeys(&k, prefix, name); k.lock != lock || k.token != counter || k.channel != channel {
+			t.Errorf("makeKeys(%q, %q) = %+v, want the package doc's layout", prefix, name, k)
+		}
 		ps := env.Client.Subscribe(ctx, channel)
 		if _, err := ps.Receive(ctx); err != nil {
 			t.Fatal(err)
 		}
 		l := mustAcquire(t, mustNew(t, env.Client, &lease.Options{KeyPrefix: prefix, Identity: "ops/1"}), name, 10*time.Second)
 		v, err := env.Client.Get(ctx, lock).Result()
-		if tok, id := Holder(v); err != nil || tok != l.Token() || id != "ops/1" {
+		if h := parseHolder(v); err != nil || h.token != l.Token() || h.identity != "ops/1" {
 			t.Errorf("prefix %q: lock key %s = %q, %v; want the holder's token %v and identity", prefix, lock, v, err, l.Token())
 		}
 		if n, err := env.Client.Get(ctx, counter).Uint64(); err != nil || fence.Token(n) != l.Token() {
@@ -57,7 +62,7 @@ func TestKeysAreWhatTheClientWrites(t *testing.T) {
 		cancel()
 		select {
 		case m := <-ps.Channel():
-			if tok, _ := Holder(m.Payload); tok != l.Token() {
+			if h := parseHolder(m.Payload); h.token != l.Token() {
 				t.Errorf("release published %q, want the holder's token %v", m.Payload, l.Token())
 			}
 		case <-time.After(10 * time.Second):
@@ -76,8 +81,8 @@ func FuzzNameOf(f *testing.F) {
 	f.Fuzz(func(t *testing.T, prefix, name, suffix string) {
 		key := prefix + ":{" + name + "}:" + suffix
 		got, ok := nameOf(prefix, key)
-		valid := lease.ValidateName(name) == nil && !strings.ContainsAny(prefix, "{}")
-		if ok && lease.ValidateName(got) != nil {
+		valid := leasearg.Name(name) == nil && !strings.ContainsAny(prefix, "{}")
+		if ok && leasearg.Name(got) != nil {
 			t.Fatalf("nameOf returned the invalid name %q", got)
 		}
 		if valid && (suffix == "lock" || suffix == "token") && (!ok || got != name) {
@@ -87,29 +92,4 @@ func FuzzNameOf(f *testing.F) {
 			t.Fatalf("nameOf(%q) accepted suffix %q", key, suffix)
 		}
 	})
-}
-
-// The operator calls refuse a bad name or target with an error matching
-// lease.ErrInvalid that names one package once, and send nothing.
-func TestOpsRefuseBadInput(t *testing.T) {
-	env := testenvRedisCounting(t)
-	ctx := context.Background()
-	errs := map[string]error{
-		"Bump empty name":        func() error { _, _, err := Bump(ctx, env.client, "p", "", 5); return err }(),
-		"Bump NUL name":          func() error { _, _, err := Bump(ctx, env.client, "p", "a\x00", 5); return err }(),
-		"Bump 16 KB name":        func() error { _, _, err := Bump(ctx, env.client, "p", strings.Repeat("n", 16<<10), 5); return err }(),
-		"Bump target 0":          func() error { _, _, err := Bump(ctx, env.client, "p", "a", 0); return err }(),
-		"Bump target too big":    func() error { _, _, err := Bump(ctx, env.client, "p", "a", MaxBump+1); return err }(),
-		"ForceRelease brace":     func() error { _, err := ForceRelease(ctx, env.client, "p", "a{b}", 0); return err }(),
-		"ForceRelease not UTF-8": func() error { _, err := ForceRelease(ctx, env.client, "p", "\xff", 0); return err }(),
-	}
-	leasetest.CheckInvalid(t, "redislease", errs)
-	for what, err := range errs {
-		if len(err.Error()) > 200 {
-			t.Errorf("%s: %.300v; want a short error", what, err)
-		}
-	}
-	if n := env.sent.Load(); n != 0 {
-		t.Fatalf("%d commands sent for bad input", n)
-	}
 }

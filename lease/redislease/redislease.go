@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/leasearg"
 	"github.com/fencekit/fencekit/internal/valid"
 	"github.com/fencekit/fencekit/lease"
 )
@@ -39,7 +40,7 @@ var (
 // New returns a lease client that stores leases in Redis through client: a
 // *redis.Client (also a failover/Sentinel client), a *redis.ClusterClient
 // or a *redis.Ring. opts may be nil for the defaults; its KeyPrefix starts
-// every key (see [Keys]). New sends nothing to Redis.
+// every key (see the package doc). New sends nothing to Redis.
 //
 // Errors: an error wrapping [lease.ErrInvalid] for a nil client (a nil
 // *redis.Client, *redis.ClusterClient or *redis.Ring included) or an
@@ -62,7 +63,7 @@ func prefixOf(opts *lease.Options) string {
 	if opts != nil && opts.KeyPrefix != "" {
 		return opts.KeyPrefix
 	}
-	return lease.DefaultKeyPrefix
+	return leasearg.DefaultKeyPrefix
 }
 
 // isNil reports whether c is nil or one of go-redis's clients as a nil

@@ -3,7 +3,6 @@ package zklease
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/url"
 	"regexp"
 	"slices"
@@ -12,27 +11,18 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/leasearg"
 	"github.com/fencekit/fencekit/lease"
 )
 
-// What operators' tools (cmd/fencectl -backend zookeeper) need beyond a
-// *lease.Client: a listing, a forced release and Bump. keyPrefix is
-// lease.Options.KeyPrefix ("" for [lease.DefaultKeyPrefix]).
+// The operator calls of lease.Client (lease.Operator): a listing, a
+// forced release and Bump (bump.go).
 
-// Names returns, sorted, the names of the leases under keyPrefix (granted
-// or bumped once, held or not) that match the glob pattern: '*' any run of
-// characters, '?' one, everything else literal. One round trip. A nil
-// conn, a bad prefix or a pattern that can match no name
-// (lease.CheckPattern) is an error matching lease.ErrInvalid, and nothing
-// is sent.
-func Names(ctx context.Context, conn *zk.Conn, keyPrefix, pattern string) ([]string, error) {
-	b, err := newBackend("Names", conn, keyPrefix)
-	if err != nil {
-		return nil, err
-	}
-	if err := lease.CheckPattern(pattern); err != nil {
-		return nil, fmt.Errorf("zklease: Names: %w", err)
-	}
+var _ lease.Operator = (*backend)(nil)
+
+// Names lists the children of <root>/lease (names granted or bumped once,
+// held or not), one round trip.
+func (b *backend) Names(ctx context.Context, pattern string) ([]string, error) {
 	match := globRegexp(pattern)
 	dir := b.root + "/lease"
 	kids, err := call(ctx, b, func() ([]string, error) {
@@ -48,7 +38,7 @@ func Names(ctx context.Context, conn *zk.Conn, keyPrefix, pattern string) ([]str
 	var names []string
 	for _, k := range kids {
 		n, err := url.PathUnescape(k)
-		if err == nil && lease.ValidateName(n) == nil && match.MatchString(n) {
+		if err == nil && leasearg.Name(n) == nil && match.MatchString(n) {
 			names = append(names, n)
 		}
 	}
@@ -74,54 +64,41 @@ func globRegexp(glob string) *regexp.Regexp {
 	return regexp.MustCompile(b.String())
 }
 
-// ForceReleased is what [ForceRelease] found and did.
-type ForceReleased struct {
-	Released bool        // the holder node was deleted
-	Held     bool        // the lease was held
-	Holder   fence.Token // the holder's token
-	Identity string      // the holder's lease.Options.Identity
-}
-
-// ForceRelease deletes name's holder node, whoever holds it, or only if
-// its token is only (when not 0), so that the name can be granted again at
-// once; the holder sees its lease lost at its next renewal. Three round
-// trips: the name's node (token and identity), its child, the delete.
-func ForceRelease(ctx context.Context, conn *zk.Conn, keyPrefix, name string, only fence.Token) (ForceReleased, error) {
-	if err := lease.ValidateName(name); err != nil {
-		return ForceReleased{}, fmt.Errorf("zklease: ForceRelease: %w", err)
-	}
-	b, err := newBackend("ForceRelease", conn, keyPrefix)
-	if err != nil {
-		return ForceReleased{}, err
-	}
+// ForceRelease deletes name's holder node, so that the name can be granted
+// again at once; the holder sees its lease lost at its next renewal.
+// Three round trips: the name's node (token and identity), its child, the
+// delete. Remaining is -1: the node lasts as long as its session.
+func (b *backend) ForceRelease(ctx context.Context, name string, only fence.Token) (lease.Info, error) {
 	dir := b.lockDir(name)
 	st, data, err := b.get(ctx, dir)
 	if errors.Is(err, zk.ErrNoNode) {
-		return ForceReleased{}, nil
+		return lease.Info{}, nil
 	}
 	if err != nil {
-		return ForceReleased{}, err
+		return lease.Info{}, err
 	}
 	last, identity, err := lastToken(dir, st, data)
 	if err != nil || st.NumChildren == 0 {
-		return ForceReleased{}, err
+		return lease.Info{}, err
 	}
-	r := ForceReleased{Held: true, Holder: last, Identity: identity}
-	if only != 0 && only != r.Holder {
-		return r, nil
+	info := lease.Info{Held: true, Holder: last, Identity: identity, Remaining: -1}
+	if only != 0 && only != info.Holder {
+		return info, nil
 	}
 	kids, err := call(ctx, b, func() ([]string, error) {
 		kids, _, err := b.conn.Children(dir)
 		return kids, err
 	}, nil)
 	if err != nil {
-		return r, err
+		return lease.Info{}, err
 	}
 	for _, k := range kids {
 		if err := b.deleteNode(ctx, dir+"/"+k); err != nil && !errors.Is(err, lease.ErrLost) {
-			return r, fmt.Errorf("zklease: force release %q: %w", name, err)
+			return lease.Info{}, err
 		}
 	}
-	r.Released = len(kids) > 0
-	return r, nil
+	if len(kids) == 0 {
+		return lease.Info{}, nil // released meanwhile
+	}
+	return info, nil
 }

@@ -9,37 +9,17 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/fencekit/fencekit/fence"
-	"github.com/fencekit/fencekit/internal/valid"
-	"github.com/fencekit/fencekit/lease"
+	"github.com/fencekit/fencekit/internal/leasearg"
 )
 
-// Bump makes every later grant of name, under keyPrefix ("" for
-// [lease.DefaultKeyPrefix]), carry a token greater than to, and never
-// lowers them: after the ensemble's clock was behind, or an old snapshot
-// was restored (docs/operations.md, "Writes refused as stale"). It writes
-// the leader's time to <root>/clock to read it, then sets the name's token
-// floor to to, in a transaction that fails if a grant came between. It
-// returns the name's last token (Inspect's Last) before and after; the
-// two are equal when the tokens were already above to.
-//
-// Errors: an error wrapping [lease.ErrInvalid] for a bad name or prefix,
-// and for a to more than [lease.MaxAhead] above the leader's clock and
-// above the name's tokens (lease.CheckAhead; nothing changes): tokens ahead
-// of the clock would not be recovered if the name's node were lost; an
-// error naming the holder when the name is held (bump it when free, so
-// that the holder's token stays what Inspect shows); ZooKeeper's error
-// otherwise.
-func Bump(ctx context.Context, conn *zk.Conn, keyPrefix, name string, to fence.Token) (before, after fence.Token, err error) {
-	if err := lease.ValidateName(name); err != nil {
-		return 0, 0, fmt.Errorf("zklease: Bump: %w", err)
-	}
-	if err := valid.Token(to); err != nil {
-		return 0, 0, fmt.Errorf("zklease: Bump %q: %w", name, err)
-	}
-	b, err := newBackend("Bump", conn, keyPrefix)
-	if err != nil {
-		return 0, 0, err
-	}
+// Bump writes the leader's time to <root>/clock to read it, then sets the
+// name's token floor to to, in a transaction that fails if a grant came
+// between; three round trips. It refuses a held name (so that the
+// holder's token stays what Inspect shows) and a to more than
+// leasearg.MaxAhead above the leader's clock and above the name's tokens:
+// tokens ahead of the clock would not be recovered if the name's node
+// were lost.
+func (b *backend) Bump(ctx context.Context, name string, to fence.Token) (before, after fence.Token, err error) {
 	dir := b.lockDir(name)
 	for attempt := 0; ; attempt++ {
 		st, data, err := b.get(ctx, dir)
@@ -57,7 +37,7 @@ func Bump(ctx context.Context, conn *zk.Conn, keyPrefix, name string, to fence.T
 			return 0, 0, err
 		}
 		if st.NumChildren > 0 {
-			return 0, 0, fmt.Errorf("zklease: Bump %q: held by token %v of %q; bump it when it is free", name, last, identity)
+			return 0, 0, fmt.Errorf("held by token %v of %q; bump it when it is free", last, identity)
 		}
 		if to <= last {
 			return last, last, nil
@@ -66,15 +46,15 @@ func Bump(ctx context.Context, conn *zk.Conn, keyPrefix, name string, to fence.T
 		if err != nil {
 			return 0, 0, err
 		}
-		if err := lease.CheckAhead(to, now); err != nil {
-			return 0, 0, fmt.Errorf("zklease: Bump %q: %w", name, err)
+		if err := leasearg.CheckAhead(to, now); err != nil {
+			return 0, 0, err
 		}
 		nst, err := call(ctx, b, func() (*zk.Stat, error) { return b.conn.Set(dir, dirData(to, identity), st.Version) }, nil)
 		if errors.Is(err, zk.ErrBadVersion) && attempt < 3 {
 			continue // granted meanwhile: read again
 		}
 		if err != nil {
-			return 0, 0, fmt.Errorf("zklease: Bump %q: %w", name, err)
+			return 0, 0, err
 		}
 		return last, tokenAt(to, nst.Mtime), nil
 	}
@@ -94,7 +74,7 @@ func (b *backend) leaderTime(ctx context.Context) (time.Time, error) {
 			continue
 		}
 		if err != nil {
-			return time.Time{}, fmt.Errorf("zklease: set %s: %w", path, err)
+			return time.Time{}, fmt.Errorf("set %s: %w", path, err)
 		}
 		return time.UnixMilli(st.Mtime), nil
 	}

@@ -44,7 +44,7 @@
 // the next (docs/leases.md, "Tokens"). A node without data (never granted,
 // or lost and created again) counts as F = the last µs of its mtime's
 // millisecond: every lost grant was stamped in that millisecond or before,
-// so the next token is above it. [Bump] raises F. A node in the
+// so the next token is above it. lease.Client.Bump raises F. A node in the
 // earlier form, "<base>\n<identity>" with tokens base + zxid, is read as
 // such and continues above its last token; a zklease of that earlier form
 // refuses a node in this one (an error, no grant): upgrade every client of
@@ -61,6 +61,6 @@
 // whose reply was lost, or came after its ctx ended, is deleted in the
 // background: nobody would release it.
 //
-// Operators: [Bump], [Names] and [ForceRelease] (fencectl -backend
-// zookeeper); a lease is read with the Client's Inspect.
+// Operators use the Client's Inspect, Names, ForceRelease (three round
+// trips) and Bump (three), as fencectl -backend zookeeper does.
 package zklease

@@ -70,7 +70,7 @@ func ExampleNew() {
 // The storage refuses every holder as stale (it saw tokens above the
 // name's: the leader's clock was behind): raise the name's tokens past the
 // highest token the storage saw.
-func ExampleBump() {
+func Example_bump() {
 	servers := exampleServers()
 	conn, _, err := zk.Connect(servers, 10*time.Second)
 	if err != nil {
@@ -83,17 +83,17 @@ func ExampleBump() {
 	prefix := fmt.Sprintf("example-%x", rand.Uint64()) // unique to this run
 	defer removeExampleNodes(servers, prefix)
 
-	const seen = fence.Token(1_796_107_771_504_850) // e.g. from fencectl pg-status
-	if _, _, err := zklease.Bump(ctx, conn, prefix, "invoices", seen); err != nil {
-		fmt.Println(err)
-		return
-	}
 	leases, err := zklease.New(conn, &lease.Options{KeyPrefix: prefix})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer leases.Close(ctx)
+	const seen = fence.Token(1_796_107_771_504_850) // e.g. from fencectl pg-status
+	if _, _, err := leases.Bump(ctx, "invoices", seen); err != nil {
+		fmt.Println(err)
+		return
+	}
 	l, err := leases.Acquire(ctx, "invoices", 10*time.Second)
 	if err != nil {
 		fmt.Println(err)

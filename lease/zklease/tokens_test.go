@@ -9,14 +9,14 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/leasearg"
 	"github.com/fencekit/fencekit/internal/testenv"
-	"github.com/fencekit/fencekit/lease"
 )
 
 // TestTokensFollowTheClock bumps a name to the current time, as a switch
 // from Redis or PostgreSQL does, then kills the ensemble's leader and later
 // deletes the name's node: every grant's token is above the one before and
-// never more than lease.MaxAhead above the clock, so that an issuer that
+// never more than leasearg.MaxAhead above the clock, so that an issuer that
 // loses its counter (Redis, PostgreSQL, a wiped ZooKeeper) recovers past
 // it with its clock.
 func TestTokensFollowTheClock(t *testing.T) {
@@ -24,7 +24,7 @@ func TestTokensFollowTheClock(t *testing.T) {
 	env := &testenv.ZooKeeperEnv{Servers: e.Servers, Root: "/clock"}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, conn := newClient(t, env, e.Servers, zkTTL, "")
+	c, _ := newClient(t, env, e.Servers, zkTTL, "")
 	const name = "jobs"
 	var last fence.Token
 	grant := func(after string) {
@@ -34,9 +34,9 @@ func TestTokensFollowTheClock(t *testing.T) {
 		for {
 			l, err := c.Acquire(actx, name, zkTTL)
 			if err == nil {
-				now := fence.Token(time.Now().Add(lease.MaxAhead).UnixMicro())
+				now := fence.Token(time.Now().Add(leasearg.MaxAhead).UnixMicro())
 				if l.Token() <= last || l.Token() > now {
-					t.Errorf("%s: token %v after %v; want above it and at most %v (the clock + %v)", after, l.Token(), last, now, lease.MaxAhead)
+					t.Errorf("%s: token %v after %v; want above it and at most %v (the clock + %v)", after, l.Token(), last, now, leasearg.MaxAhead)
 				}
 				last = l.Token()
 				if err := l.Release(ctx); err != nil {
@@ -51,7 +51,7 @@ func TestTokensFollowTheClock(t *testing.T) {
 		}
 	}
 	grant("first grant")
-	if _, _, err := Bump(ctx, conn, prefixOf(env), name, fence.Token(time.Now().UnixMicro())); err != nil {
+	if _, _, err := c.Bump(ctx, name, fence.Token(time.Now().UnixMicro())); err != nil {
 		t.Fatal(err)
 	}
 	grant("after a bump to the current time")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/join"
+	"github.com/fencekit/fencekit/internal/leasearg"
 	"github.com/fencekit/fencekit/internal/valid"
 	"github.com/fencekit/fencekit/lease"
 )
@@ -50,7 +51,7 @@ func newBackend(fn string, conn *zk.Conn, prefix string) (*backend, error) {
 	if conn == nil {
 		return nil, valid.Invalid("zklease: %s: nil *zk.Conn", fn)
 	}
-	prefix, err := lease.KeyPrefix(prefix)
+	prefix, err := leasearg.KeyPrefix(prefix)
 	if err != nil {
 		return nil, fmt.Errorf("zklease: %s: %w", fn, err)
 	}
