@@ -94,14 +94,16 @@ func (b *backend) ForceRelease(ctx context.Context, name string, only fence.Toke
 }
 
 // forceReleaseAdvisorySQL finds the session holding name's advisory lock
-// and, when its token is $2 (or $2 is 0), terminates that session: the
-// server frees the lock at once, and the holder's next renewal fails.
+// and, when its token is $2 (or $2 is 0), terminates that session and
+// waits up to 5 s for it to end (PostgreSQL 14 and later), since the lock
+// is freed only when the session's process exits; the holder's next
+// renewal fails.
 const forceReleaseAdvisorySQL = `
 WITH holder AS (` + advisoryHolderSQL + `
 ), row AS (
     SELECT token, identity FROM fencekit_leases_advisory WHERE name = $1
 ), ended AS (
-    SELECT pg_terminate_backend(pid) AS ok FROM holder
+    SELECT pg_terminate_backend(pid, 5000) AS ok FROM holder
     WHERE $2::bigint = 0 OR (SELECT token FROM row) = $2
 )
 SELECT coalesce((SELECT bool_or(ok) FROM ended), false), EXISTS (SELECT FROM holder),
