@@ -43,7 +43,7 @@ type raceResult struct {
 // round's first object, out of date by the time most of them write.
 //
 // The default of 30 rounds (20 under -short) keeps `make test` short;
-// -race-rounds=200 is the issue's full run. The seed comes from the clock,
+// -race-rounds=200 is the full run. The seed comes from the clock,
 // so every run draws new tokens.
 func TestRacingWriters(t *testing.T) {
 	const writers = 50
