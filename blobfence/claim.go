@@ -11,7 +11,7 @@ import (
 
 // Claim records tok on key without changing what readers get, so that
 // from now on every write with an older token is refused, not only after
-// this holder's first write (the S3 form of sqlfence's read claim). It
+// this holder's first write (as sqlfence.Claim). It
 // rewrites the object's body and fields under tok in a new envelope: a
 // read, a GET conditional on the ETag it read, and a conditional PUT; a
 // read and a PUT of a tombstone when the key is absent or deleted (it

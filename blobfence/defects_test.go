@@ -1,7 +1,7 @@
 package blobfence_test
 
-// Regression tests for the defects of issue 18: each one failed against the
-// second release's blobfence on versitygw.
+// Regression tests, one per defect found on versitygw: each failed before
+// its fix.
 
 import (
 	"context"
@@ -58,7 +58,7 @@ func wantStale(t *testing.T, what string, err error) {
 // TestContentGoesBack (defect 1): an older holder (token 5) reads A,
 // written by 4, and passes its check; newer holders write B (9) and A
 // again (12). The older holder's write, delete, write of A itself (the
-// second release's one-part-upload form) and write after its own last
+// record-only form, a one-part upload) and write after its own last
 // version must all be refused, and token 12's A must stay.
 func TestContentGoesBack(t *testing.T) {
 	ctx := context.Background()
@@ -115,7 +115,7 @@ func TestDeleteThenSameBytes(t *testing.T) {
 	wantStale(t, "put over delete-then-the-same-bytes", older.Put(ctx, "back", []byte("old"), 5))
 	wantStored(t, newer, "back", "A", 12)
 
-	// The empty "tombstone" the second release's docs suggested.
+	// An empty object as a "tombstone".
 	mustPut(t, newer, "empty", "", 4)
 	older = mustNew(t, &pauseBeforeWrite{S3API: env.Client, meanwhile: func() {
 		mustPut(t, newer, "empty", "B", 9)
@@ -128,7 +128,7 @@ func TestDeleteThenSameBytes(t *testing.T) {
 // TestRacingStaleDelete (defect 3): a delete and a put of a newer token
 // race, both having read the same object. Whatever the order, the put's
 // object must survive: versitygw v1.8.0 checks a DELETE's If-Match outside
-// its PUT lock, and the second release's delete removed an acknowledged
+// its PUT lock, and a DELETE with If-Match removed an acknowledged
 // newer object in about 1 round of 8.
 func TestRacingStaleDelete(t *testing.T) {
 	ctx := context.Background()

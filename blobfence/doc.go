@@ -74,5 +74,5 @@
 // with control characters, token 0 or above 2^63-1: nothing is sent);
 // [ErrUnsupported] (Verify). Other errors come from S3 and the SDK.
 // Refused stale writes are counted in the OpenTelemetry counter
-// fencekit_stale_rejected (store="s3").
+// fencekit_stale_rejected (store="s3") on Options.MeterProvider.
 package blobfence

@@ -32,7 +32,7 @@ import (
 // the MD5 of the bytes (AWS without SSE-KMS, versitygw, SeaweedFS): a read whose ETag
 // equals it and whose header has its nonce read the ETag and bytes of the
 // same write. Bytes that do not start with the header's magic were written
-// by the second release (its record holds the token) or by another tool
+// as a record-only object (its record holds the token) or by another tool
 // (token 0).
 
 // headerMagic starts every envelope.
@@ -105,16 +105,16 @@ func decode(stored []byte) (envelope, []byte, error) {
 // servers and dropped by outside edits, so a record proves a version only
 // when the bytes read with the ETag agree with it (see decode).
 type writeRecord struct {
-	envelope bool        // this release's form: the nonce of an envelope and the MD5 of its bytes
-	old      bool        // the second release's form: the token and the MD5 of the bytes as they are
+	envelope bool        // the envelope form: the nonce of an envelope and the MD5 of its bytes
+	old      bool        // the record-only form: the token and the MD5 of the bytes as they are
 	nonce    string      // envelope only
 	token    fence.Token // old form only
 	sum      [md5.Size]byte
 	etag     string // the ETag the record predicts on a server whose ETags are the MD5
 }
 
-// parseRecord parses the <MetadataKey>-write entry: this release's form,
-// or the second release's (<token> <md5> <put|mpu> <id> <alt> <fields>[
+// parseRecord parses the <MetadataKey>-write entry: the envelope form,
+// or the record-only form (<token> <md5> <put|mpu> <id> <alt> <fields>[
 // opaque]), whose MD5 and form predict the ETag. ok is false for anything
 // else (no entry, or another tool wrote it).
 func parseRecord(raw string) (writeRecord, bool) {
@@ -156,7 +156,7 @@ func md5Hex(s string) (sum [md5.Size]byte, ok bool) {
 func plainETag(sum [md5.Size]byte) string { return strconv.Quote(hex.EncodeToString(sum[:])) }
 
 // multipartETag is the ETag S3 gives a one-part multipart upload of bytes
-// with MD5 sum (objects the second release wrote): md5(sum), then "-1".
+// with MD5 sum (record-only objects): md5(sum), then "-1".
 func multipartETag(sum [md5.Size]byte) string {
 	m := md5.Sum(sum[:])
 	return strconv.Quote(hex.EncodeToString(m[:]) + "-1")

@@ -122,7 +122,7 @@ func (s *Store) getOnce(ctx context.Context, key, ifMatch string, headerOnly boo
 // decode is the state and body that the bytes read with etag and md
 // describe (all the object's bytes when whole, else its start). The token
 // is what the bytes say: an envelope's header, or, for bytes that are no
-// envelope, the second release's write record, or 0 (another tool wrote
+// envelope, a record-only object's write record, or 0 (another tool wrote
 // them). proven says the ETag is that of the version whose bytes were
 // read: the write record names the header's nonce and predicts the ETag,
 // or the MD5 of the whole bytes is the ETag, or the ETag is not the MD5
@@ -151,7 +151,7 @@ func (s *Store) decode(key, etag string, md map[string]string, kms bool, stored 
 		case rec.old && rec.etag == etag:
 			g.proven = true
 		case whole && plainETag(sum) == etag:
-			// Another tool's bytes (no record), or the second release's
+			// Another tool's bytes (no record), or a record-only object
 			// whose record is of these very bytes.
 			g.proven = !hasRecord || rec.old && rec.sum == sum
 		}

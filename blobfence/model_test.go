@@ -36,8 +36,8 @@ import (
 // the scheduler lets it through, and a depth-first search over the
 // scheduler's choices runs every schedule once. The invariant is fencing's
 // own: the tokens of the writes the model applied, in order, pass
-// fencetest.VerifyHistory. Models of the second release's protocol (the ETag
-// of the body, DELETE's If-Match) and of the third's (the token read from
+// fencetest.VerifyHistory. Models of the record-only protocol (the ETag
+// of the body, DELETE's If-Match) and of the metadata-token protocol (the token read from
 // metadata) run the same way must break it.
 
 // modelMode is how the in-memory S3 behaves.
@@ -339,7 +339,7 @@ func (s *scheduler) next() bool {
 }
 
 // modelOp is one writer's operation, through the real Store or the model
-// of the second release's protocol.
+// of the record-only protocol.
 type modelOp struct {
 	name string
 	run  func(ctx context.Context, c modelClient, prev blobfence.Version) error
@@ -548,7 +548,7 @@ var modelInitials = map[string]func(context.Context, modelClient) (blobfence.Ver
 	},
 }
 
-// The second release's protocol, as a model: the token in the metadata,
+// The record-only protocol, as a model: the token in the metadata,
 // the bytes as they are, a conditional write on the ETag a HEAD returned
 // (or a known version); the bytes the object holds written in the other
 // form (a one-part upload's ETag); Delete with DELETE's If-Match. (Its
@@ -652,8 +652,8 @@ var oldInitials = map[string]func(context.Context, modelClient) (blobfence.Versi
 	},
 }
 
-// TestModelCheckFindsOldHoles: the checker finds each hole of the second
-// and third releases' protocols, so that its 0 violations for the Store
+// TestModelCheckFindsOldHoles: the checker finds each hole of the
+// record-only and metadata-token protocols, so that its 0 violations for the Store
 // mean something. Each program runs over every schedule; the hole must
 // show in at least one. The Store runs the same programs in
 // TestModelCheck.
@@ -675,7 +675,7 @@ func TestModelCheckFindsOldHoles(t *testing.T) {
 	} {
 		r := explore(t, hole.mode, oldInitials["A by token 5"], [3]modelOp{oldOps[hole.ops[0]], oldOps[hole.ops[1]], oldOps[hole.ops[2]]})
 		if r.violations == 0 {
-			t.Errorf("%s: 0 violations in %d schedules of the second release's protocol; the checker missed the hole", hole.name, r.schedules)
+			t.Errorf("%s: 0 violations in %d schedules of the record-only protocol; the checker missed the hole", hole.name, r.schedules)
 			continue
 		}
 		t.Logf("%s: %d of %d schedules; the first:\n\t%s", hole.name, r.violations, r.schedules, strings.Join(r.example, "\n\t"))
@@ -690,14 +690,14 @@ func TestModelCheckFindsOldHoles(t *testing.T) {
 	} {
 		r := explore(t, hole.mode, metaInitial, [3]modelOp{metaOps[hole.ops[0]], metaOps[hole.ops[1]], metaOps[hole.ops[2]]})
 		if r.violations == 0 {
-			t.Errorf("%s: 0 violations in %d schedules of the third release's protocol; the checker missed the hole", hole.name, r.schedules)
+			t.Errorf("%s: 0 violations in %d schedules of the metadata-token protocol; the checker missed the hole", hole.name, r.schedules)
 			continue
 		}
 		t.Logf("%s: %d of %d schedules; the first:\n\t%s", hole.name, r.violations, r.schedules, strings.Join(r.example, "\n\t"))
 	}
 }
 
-// The third release's protocol, as a model: envelopes as today, but the
+// The metadata-token protocol, as a model: envelopes as today, but the
 // token read from the metadata, trusted when the write record predicts the
 // ETag or when two HEADs in a row agree.
 type metaVersion struct {

@@ -135,7 +135,7 @@ func (s *Store) write(ctx context.Context, op, key string, tok fence.Token, know
 		if err := fence.Check(s.resource(key), tok, cur.token); err != nil {
 			// A known version's token is one the key had: tokens only go
 			// up, so it refuses as a read would.
-			obs.StaleRejected(ctx, obs.StoreS3)
+			s.stale.Add(obs.StoreS3)
 			return Version{}, w.fail(err)
 		}
 		c, err := decide(ctx, cur)

@@ -22,7 +22,7 @@ import (
 
 var (
 	raceSeed   = flag.Uint64("race-seed", 0, "seed of TestRacingWriters (0: from the clock)")
-	raceRounds = flag.Int("race-rounds", 30, "rounds of TestRacingWriters (at most 20 under -short; the issue's full run is 200)")
+	raceRounds = flag.Int("race-rounds", 30, "rounds of TestRacingWriters (at most 20 under -short; the full run is 200)")
 	sameRounds = flag.Int("same-rounds", 15, "rounds of TestRacingWritersIdenticalBytes (at most 10 under -short; make soak runs 200)")
 )
 
@@ -43,7 +43,7 @@ type raceResult struct {
 // round's first object, out of date by the time most of them write.
 //
 // The default of 30 rounds (20 under -short) keeps `make test` short;
-// -race-rounds=200 is the issue's full run. The seed comes from the clock,
+// -race-rounds=200 is the full run. The seed comes from the clock,
 // so every run draws new tokens.
 func TestRacingWriters(t *testing.T) {
 	const writers = 50

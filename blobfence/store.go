@@ -9,9 +9,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/cause"
+	"github.com/fencekit/fencekit/internal/obs"
 	"github.com/fencekit/fencekit/internal/valid"
 )
 
@@ -100,6 +102,11 @@ type Options struct {
 	// [Store.Create] stores, and in the error of a refused Create; default
 	// "<hostname>/<pid>", as lease.Options.Identity.
 	Identity string
+
+	// MeterProvider counts the Store's refused writes
+	// (fencekit_stale_rejected, store="s3"); default
+	// otel.GetMeterProvider().
+	MeterProvider metric.MeterProvider
 }
 
 // Store writes objects of one bucket, fenced by tokens kept in each
@@ -113,6 +120,7 @@ type Store struct {
 	identity    string
 	versions    *versionCache
 	maxAttempts int
+	stale       *obs.Counter
 }
 
 // New returns a Store writing to bucket through client. A nil opts means
@@ -136,6 +144,7 @@ func New(client S3API, bucket string, opts *Options) (*Store, error) {
 	s.createKey = s.tokenKey + "-created"
 	s.versions = newVersionCache(o.VersionCache)
 	s.identity = o.Identity
+	s.stale = obs.For(o.MeterProvider)
 	if s.identity == "" {
 		s.identity = defaultIdentity()
 	}

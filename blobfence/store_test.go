@@ -173,14 +173,14 @@ func TestAfterOneRequest(t *testing.T) {
 	}
 }
 
-// TestSecondReleaseObjects: an object the second release wrote (the body
+// TestRecordOnlyObjects: a record-only object (the body
 // as it is, the token and its write record in the metadata) reads as it
 // was, and its next fenced write, at the usual two requests, upgrades it
 // to an envelope.
-func TestSecondReleaseObjects(t *testing.T) {
+func TestRecordOnlyObjects(t *testing.T) {
 	ctx := context.Background()
 	s, c, env := newStore(t, &blobfence.Options{VersionCache: -1}) // count every read
-	body := "written by the second release"
+	body := "a record-only object"
 	sum := md5.Sum([]byte(body))
 	record := "4 " + hex.EncodeToString(sum[:]) + " put ABC.0 - 0123456789abcdef"
 	_, err := env.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: &env.Bucket, Key: aws.String("old"), Body: strings.NewReader(body),
@@ -190,11 +190,11 @@ func TestSecondReleaseObjects(t *testing.T) {
 	}
 	wantStored(t, s, "old", body, 4)
 	if err := s.Put(ctx, "old", []byte("x"), 3); !errors.Is(err, fence.ErrStale) {
-		t.Fatalf("put of token 3 over the second release's token 4: %v; want ErrStale", err)
+		t.Fatalf("put of token 3 over the record-only token 4: %v; want ErrStale", err)
 	}
 	before := c.total()
 	if err := s.Put(ctx, "old", []byte("upgraded"), 5); err != nil || c.total()-before != 2 {
-		t.Fatalf("put over the second release's object: %v after %d requests; want nil after 2", err, c.total()-before)
+		t.Fatalf("put over the record-only object: %v after %d requests; want nil after 2", err, c.total()-before)
 	}
 	wantStored(t, s, "old", "upgraded", 5)
 }

@@ -12,12 +12,12 @@ import (
 	"github.com/fencekit/fencekit/internal/valid"
 )
 
-// fakeRedis is a Backend in memory, with time.Now as its clock, so that
+// fakeBackend is a Backend in memory, with time.Now as its clock, so that
 // testing/synctest can drive the timing logic without a network. It works
 // as Redis does: per name, a holder value "<token>:<owner>" with an expiry
 // and a token counter. Its faults are switched on and off by the test. A
 // batch of renewals is one request, as a pipeline is.
-type fakeRedis struct {
+type fakeBackend struct {
 	mu      sync.Mutex
 	value   map[string]string    // name -> holder "<token>:<owner>"
 	expires map[string]time.Time // name -> expiry of value
@@ -43,11 +43,11 @@ type fakeCall struct {
 
 var errFake = errors.New("fake: connection refused")
 
-func newFakeRedis() *fakeRedis {
-	return &fakeRedis{value: map[string]string{}, expires: map[string]time.Time{}, counter: map[string]int64{}, dead: map[string]bool{}}
+func newFakeBackend() *fakeBackend {
+	return &fakeBackend{value: map[string]string{}, expires: map[string]time.Time{}, counter: map[string]int64{}, dead: map[string]bool{}}
 }
 
-var _ Backend = (*fakeRedis)(nil)
+var _ Backend = (*fakeBackend)(nil)
 
 // fakeGrant is a fake grant's Value: the holder value it wrote.
 type fakeGrant struct{ value string }
@@ -55,11 +55,11 @@ type fakeGrant struct{ value string }
 // lockValueOf returns the holder value that l's grant wrote.
 func lockValueOf(l *Lease) string { return l.g.Value.(fakeGrant).value }
 
-func (f *fakeRedis) Name() string { return "fake" }
+func (f *fakeBackend) Name() string { return "fake" }
 
-func (f *fakeRedis) Close(context.Context) error { return nil }
+func (f *fakeBackend) Close(context.Context) error { return nil }
 
-func (f *fakeRedis) renewCalls() []fakeCall {
+func (f *fakeBackend) renewCalls() []fakeCall {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []fakeCall
@@ -71,7 +71,7 @@ func (f *fakeRedis) renewCalls() []fakeCall {
 	return out
 }
 
-func (f *fakeRedis) set(fn func(f *fakeRedis)) {
+func (f *fakeBackend) set(fn func(f *fakeBackend)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fn(f)
@@ -80,7 +80,7 @@ func (f *fakeRedis) set(fn func(f *fakeRedis)) {
 // request records one request for the lock keys, then plays the faults: it
 // returns an error when the request gets no (good) reply. done records when
 // the request returned.
-func (f *fakeRedis) request(ctx context.Context, script string, lockKeys ...string) (done func(), err error) {
+func (f *fakeBackend) request(ctx context.Context, script string, lockKeys ...string) (done func(), err error) {
 	dl, _ := ctx.Deadline()
 	f.mu.Lock()
 	first := len(f.calls)
@@ -114,7 +114,7 @@ func (f *fakeRedis) request(ctx context.Context, script string, lockKeys ...stri
 	return done, nil
 }
 
-func (f *fakeRedis) Acquire(ctx context.Context, name string, ttl time.Duration, identity string) (*Grant, error) {
+func (f *fakeBackend) Acquire(ctx context.Context, name string, ttl time.Duration, identity string) (*Grant, error) {
 	done, err := f.request(ctx, "acquire", name)
 	defer done()
 	if err != nil {
@@ -141,7 +141,7 @@ func holderToken(v string) fence.Token {
 	return tok
 }
 
-func (f *fakeRedis) Renew(ctx context.Context, batch []*Grant) []error {
+func (f *fakeBackend) Renew(ctx context.Context, batch []*Grant) []error {
 	names := make([]string, len(batch))
 	for i, g := range batch {
 		names[i] = g.Name
@@ -169,7 +169,7 @@ func (f *fakeRedis) Renew(ctx context.Context, batch []*Grant) []error {
 
 // compare runs fn if g still holds its name (callers hold f.mu), and
 // returns what renew.lua and release.lua would.
-func (f *fakeRedis) compare(g *Grant, fn func()) error {
+func (f *fakeBackend) compare(g *Grant, fn func()) error {
 	f.expire(g.Name)
 	v, held := f.value[g.Name]
 	switch {
@@ -182,7 +182,7 @@ func (f *fakeRedis) compare(g *Grant, fn func()) error {
 	return nil
 }
 
-func (f *fakeRedis) Release(ctx context.Context, g *Grant) error {
+func (f *fakeBackend) Release(ctx context.Context, g *Grant) error {
 	done, err := f.request(ctx, "release", g.Name)
 	defer done()
 	if err != nil {
@@ -197,9 +197,9 @@ func (f *fakeRedis) Release(ctx context.Context, g *Grant) error {
 	return f.compare(g, func() { delete(f.value, g.Name); delete(f.expires, g.Name) })
 }
 
-func (f *fakeRedis) Watch(ctx context.Context, name string) (Watch, error) { return noWatch{}, nil }
+func (f *fakeBackend) Watch(ctx context.Context, name string) (Watch, error) { return noWatch{}, nil }
 
-func (f *fakeRedis) Inspect(ctx context.Context, name string) (Info, error) {
+func (f *fakeBackend) Inspect(ctx context.Context, name string) (Info, error) {
 	done, err := f.request(ctx, "inspect", name)
 	defer done()
 	if err != nil {
@@ -217,7 +217,7 @@ func (f *fakeRedis) Inspect(ctx context.Context, name string) (Info, error) {
 }
 
 // expire drops name's holder if its TTL passed (callers hold f.mu).
-func (f *fakeRedis) expire(key string) {
+func (f *fakeBackend) expire(key string) {
 	if e, ok := f.expires[key]; ok && !time.Now().Before(e) {
 		delete(f.value, key)
 		delete(f.expires, key)
@@ -225,7 +225,7 @@ func (f *fakeRedis) expire(key string) {
 }
 
 // steal gives name to another owner.
-func (f *fakeRedis) steal(name string) {
+func (f *fakeBackend) steal(name string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.value[name]; ok {
@@ -235,7 +235,7 @@ func (f *fakeRedis) steal(name string) {
 
 // crash makes l's process "die": its renewals never reach the store, so
 // the grant expires at its TTL while l, unaware, ends at its deadline.
-func (f *fakeRedis) crash(l *Lease) {
+func (f *fakeBackend) crash(l *Lease) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.dead[lockValueOf(l)] = true

@@ -14,7 +14,7 @@ import (
 )
 
 // fakeClient returns a client whose scripts run on f, logging into buf.
-func fakeClient(f *fakeRedis, opts Options, buf *testenv.SyncBuffer) *Client {
+func fakeClient(f *fakeBackend, opts Options, buf *testenv.SyncBuffer) *Client {
 	if buf != nil {
 		opts.Logger = slog.New(slog.NewTextHandler(buf, nil))
 	} else if opts.Logger == nil {
@@ -29,7 +29,7 @@ func fakeClient(f *fakeRedis, opts Options, buf *testenv.SyncBuffer) *Client {
 
 func TestSynctestRenewalCadence(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFakeRedis()
+		f := newFakeBackend()
 		f.latency = 7 * time.Millisecond
 		c := fakeClient(f, Options{}, nil)
 		start := time.Now()
@@ -67,12 +67,12 @@ func TestSynctestDeadlineCountedFromSend(t *testing.T) {
 	for _, mode := range []string{"down", "stuck"} {
 		t.Run(mode, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				f := newFakeRedis()
+				f := newFakeBackend()
 				f.latency = 40 * time.Millisecond // the acquire reply comes 40ms after the request
 				c := fakeClient(f, Options{}, nil)
 				start := time.Now()
 				l := mustAcquire(t, c, "deadline", 300*time.Millisecond)
-				f.set(func(f *fakeRedis) {
+				f.set(func(f *fakeBackend) {
 					if mode == "down" {
 						f.down = true // requests end with their context
 					} else {
@@ -115,11 +115,11 @@ func TestSynctestReleaseLeavesRenewalInFlight(t *testing.T) {
 	// (pgx, see lease/pglease). The request ends on its own or, as here
 	// when it hangs, at the batch's deadline; its answer changes nothing.
 	synctest.Test(t, func(t *testing.T) {
-		f := newFakeRedis()
+		f := newFakeBackend()
 		c := fakeClient(f, Options{}, nil)
 		l := mustAcquire(t, c, "a", 3*time.Second)
 		deadline := l.Deadline()
-		f.set(func(f *fakeRedis) { f.down = true })
+		f.set(func(f *fakeBackend) { f.down = true })
 		time.Sleep(1500 * time.Millisecond) // the renewal sent at +1s hangs
 		if !f.renewing("a") {
 			t.Fatal("no renewal in flight")
@@ -145,7 +145,7 @@ func TestSynctestReleaseLeavesRenewalInFlight(t *testing.T) {
 		if l.Err() != ErrReleased {
 			t.Errorf("after the renewal's answer: Err = %v, want ErrReleased", l.Err())
 		}
-		f.set(func(f *fakeRedis) { f.down = false })
+		f.set(func(f *fakeBackend) { f.down = false })
 		if err := c.Close(context.Background()); err != nil {
 			t.Errorf("Close: %v", err)
 		}
@@ -154,11 +154,11 @@ func TestSynctestReleaseLeavesRenewalInFlight(t *testing.T) {
 
 func TestSynctestTransientErrorsRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFakeRedis()
+		f := newFakeBackend()
 		c := fakeClient(f, Options{RetryDelay: 20 * time.Millisecond}, nil)
 		start := time.Now()
 		l := mustAcquire(t, c, "retry", 300*time.Millisecond)
-		f.set(func(f *fakeRedis) { f.failNext = 5 }) // 100, 120, 140, 160, 180 fail; 200 works
+		f.set(func(f *fakeBackend) { f.failNext = 5 }) // 100, 120, 140, 160, 180 fail; 200 works
 		time.Sleep(250 * time.Millisecond)
 		if l.Err() != nil {
 			t.Fatalf("lost after transient errors: %v", l.Err())
@@ -171,7 +171,7 @@ func TestSynctestTransientErrorsRetried(t *testing.T) {
 			t.Errorf("deadline +%v, want +495ms", got)
 		}
 		// Failing until the deadline loses the lease exactly there.
-		f.set(func(f *fakeRedis) { f.failNext = 1000 })
+		f.set(func(f *fakeBackend) { f.failNext = 1000 })
 		<-l.Done()
 		if got := time.Since(start); got != 495*time.Millisecond {
 			t.Errorf("lost at +%v, want +495ms", got)
@@ -181,7 +181,7 @@ func TestSynctestTransientErrorsRetried(t *testing.T) {
 		}
 		// Release after a loss still runs the compare-and-delete and
 		// reports the loss; the key had expired by then.
-		f.set(func(f *fakeRedis) { f.failNext = 0 })
+		f.set(func(f *fakeBackend) { f.failNext = 0 })
 		time.Sleep(100 * time.Millisecond)
 		if err := l.Release(context.Background()); !isLost(err, CauseMissing) {
 			t.Errorf("Release after loss = %v", err)
@@ -191,7 +191,7 @@ func TestSynctestTransientErrorsRetried(t *testing.T) {
 
 func TestSynctestStolenEndsAtNextHeartbeat(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFakeRedis()
+		f := newFakeBackend()
 		buf := new(testenv.SyncBuffer)
 		c := fakeClient(f, Options{RenewInterval: 50 * time.Millisecond}, buf)
 		start := time.Now()
@@ -217,11 +217,11 @@ func TestSynctestDoneOnceUnderRaces(t *testing.T) {
 	// the same instant: exactly one cause wins, Done closes once.
 	for seed := range 20 {
 		synctest.Test(t, func(t *testing.T) {
-			f := newFakeRedis()
+			f := newFakeBackend()
 			c := fakeClient(f, Options{RenewInterval: 30 * time.Millisecond}, nil)
 			l := mustAcquire(t, c, "race", 100*time.Millisecond)
 			time.Sleep(time.Duration(seed) * 5 * time.Millisecond)
-			f.set(func(f *fakeRedis) { f.down = seed%2 == 0 })
+			f.set(func(f *fakeBackend) { f.down = seed%2 == 0 })
 			f.steal("race")
 			var wg sync.WaitGroup
 			errs := make([]error, 3)
@@ -252,7 +252,7 @@ func TestSynctestDoneOnceUnderRaces(t *testing.T) {
 
 func TestSynctestP99Warning(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFakeRedis()
+		f := newFakeBackend()
 		f.latency = 40 * time.Millisecond // above TTL/10 = 30ms
 		buf := new(testenv.SyncBuffer)
 		c := fakeClient(f, Options{}, buf)
@@ -270,7 +270,7 @@ func TestSynctestP99Warning(t *testing.T) {
 		}
 		release(t, l)
 
-		f2 := newFakeRedis()
+		f2 := newFakeBackend()
 		f2.latency = 20 * time.Millisecond // below TTL/10
 		buf2 := new(testenv.SyncBuffer)
 		c2 := fakeClient(f2, Options{}, buf2)
@@ -285,7 +285,7 @@ func TestSynctestP99Warning(t *testing.T) {
 
 func TestSynctestAcquireWaitWakesAtHolderExpiry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFakeRedis()
+		f := newFakeBackend()
 		c := fakeClient(f, Options{WaitJitter: -1}, nil)
 		holder := mustAcquire(t, c, "wait", 500*time.Millisecond)
 		f.crash(holder)
@@ -322,7 +322,7 @@ func TestSynctestAcquireWaitWakesAtHolderExpiry(t *testing.T) {
 
 func TestSynctestLateAcquireReplyIsAnError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFakeRedis()
+		f := newFakeBackend()
 		f.latency = 400 * time.Millisecond
 		c := fakeClient(f, Options{}, nil)
 		l, err := c.Acquire(context.Background(), "late", 300*time.Millisecond)

@@ -11,7 +11,7 @@ import (
 )
 
 // sent counts the requests f received.
-func (f *fakeRedis) sent() int {
+func (f *fakeBackend) sent() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.calls)
@@ -20,7 +20,7 @@ func (f *fakeRedis) sent() int {
 // A TTL above MaxTTL is refused before anything is sent; MaxTTL itself is
 // granted. Before MaxTTL a 200-year TTL was granted.
 func TestTTLAboveMaxIsRefused(t *testing.T) {
-	f := newFakeRedis()
+	f := newFakeBackend()
 	c := fakeClient(f, Options{}, nil)
 	defer c.Close(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -92,7 +92,7 @@ func TestNilLeaseAndClient(t *testing.T) {
 // `lease: acquire "a": nothing sent: lease: client closed`.
 func TestErrorsSayLeaseOnce(t *testing.T) {
 	ctx := context.Background()
-	f := newFakeRedis()
+	f := newFakeBackend()
 	c := fakeClient(f, Options{}, nil)
 	holder := fakeClient(f, Options{}, nil)
 	held := mustAcquire(t, holder, "held", time.Second)

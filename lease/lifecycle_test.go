@@ -19,11 +19,11 @@ func TestSynctestCloseCutsRenewalsInFlight(t *testing.T) {
 	// the leases it could not delete. synctest.Test fails if a goroutine
 	// is left.
 	synctest.Test(t, func(t *testing.T) {
-		f := newFakeRedis()
+		f := newFakeBackend()
 		c := fakeClient(f, Options{}, nil)
 		a := mustAcquire(t, c, "a", 3*time.Second)
 		b := mustAcquire(t, c, "b", 3*time.Second)
-		f.set(func(f *fakeRedis) { f.down = true })
+		f.set(func(f *fakeBackend) { f.down = true })
 		time.Sleep(1500 * time.Millisecond) // the renewal sent at +1s hangs
 		if !f.renewing("a") {
 			t.Fatal("no renewal in flight")
@@ -52,7 +52,7 @@ func TestSynctestAcquireRacingClose(t *testing.T) {
 	// An Acquire whose grant arrives after Close gives the grant back and
 	// returns ErrClosed: no lease outlives its Client.
 	synctest.Test(t, func(t *testing.T) {
-		f := newFakeRedis()
+		f := newFakeBackend()
 		f.latency = 10 * time.Millisecond
 		c := fakeClient(f, Options{}, nil)
 		got := make(chan error, 1)
@@ -75,7 +75,7 @@ func TestSynctestAcquireRacingClose(t *testing.T) {
 
 func TestSynctestLostLeaseLogsItsCause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFakeRedis()
+		f := newFakeBackend()
 		var buf testenv.SyncBuffer
 		c := fakeClient(f, Options{Identity: "worker-7/42"}, &buf)
 		l := mustAcquire(t, c, "logged", 300*time.Millisecond)
@@ -97,7 +97,7 @@ func TestSynctestLostLeaseLogsItsCause(t *testing.T) {
 
 func TestSynctestAcquireWaitTimeoutIsOneLine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFakeRedis()
+		f := newFakeBackend()
 		c := fakeClient(f, Options{}, nil)
 		holder := mustAcquire(t, c, "busy", time.Second)
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -121,7 +121,7 @@ func TestSynctestCloseLeavesNoLeaseLive(t *testing.T) {
 	for seed := range uint64(16) {
 		synctest.Test(t, func(t *testing.T) {
 			rnd := rand.New(rand.NewPCG(seed, 11))
-			f := newFakeRedis()
+			f := newFakeBackend()
 			f.latency = time.Duration(rnd.IntN(5)) * time.Millisecond
 			c := fakeClient(f, Options{}, nil)
 			var leases []*Lease
@@ -148,12 +148,12 @@ func TestSynctestCloseLeavesNoLeaseLive(t *testing.T) {
 
 func TestSynctestCloseReportsFailedDeletes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFakeRedis()
+		f := newFakeBackend()
 		c := fakeClient(f, Options{}, nil)
 		for i := range 3 {
 			mustAcquire(t, c, fmt.Sprint("l", i), time.Second)
 		}
-		f.set(func(f *fakeRedis) { f.failRel = 1 })
+		f.set(func(f *fakeBackend) { f.failRel = 1 })
 		err := c.Close(context.Background())
 		if !errors.Is(err, errFake) || !strings.Contains(err.Error(), "1 of 3 leases not deleted") || strings.Contains(err.Error(), "%!") {
 			t.Fatalf("Close with one failed delete = %v, want it counted and wrapped", err)

@@ -34,7 +34,7 @@ func isLost(err error, cause string) bool {
 
 // renewing reports whether a renewal of lease name is in flight in f: sent
 // and not returned.
-func (f *fakeRedis) renewing(name string) bool {
+func (f *fakeBackend) renewing(name string) bool {
 	key := name
 	f.mu.Lock()
 	defer f.mu.Unlock()

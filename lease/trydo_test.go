@@ -12,7 +12,7 @@ import (
 
 func TestSynctestTryDoRunsOnlyWhenFree(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFakeRedis()
+		f := newFakeBackend()
 		c := fakeClient(f, Options{}, nil)
 		ctx := context.Background()
 
@@ -52,7 +52,7 @@ func TestSynctestTryDoRunsOnlyWhenFree(t *testing.T) {
 			t.Fatalf("TryDo with a failing fn = %v, %v; want true and fn's error", ran, err)
 		}
 
-		f.set(func(f *fakeRedis) { f.down = true })
+		f.set(func(f *fakeBackend) { f.down = true })
 		short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		defer cancel()
 		ran, err = c.TryDo(short, "job", time.Second, func(context.Context, fence.Token) error { return nil })
@@ -64,7 +64,7 @@ func TestSynctestTryDoRunsOnlyWhenFree(t *testing.T) {
 
 func TestSynctestTryDoBadInputSendsNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := newFakeRedis()
+		f := newFakeBackend()
 		c := fakeClient(f, Options{}, nil)
 		fn := func(context.Context, fence.Token) error { t.Error("fn ran"); return nil }
 		for _, tc := range []struct {

@@ -12,7 +12,7 @@ func TestSynctestAcquireWaitJitter(t *testing.T) {
 	// Waiters refused by the same holder do not all retry at its expiry:
 	// each adds its own random delay below WaitJitter.
 	synctest.Test(t, func(t *testing.T) {
-		f := newFakeRedis()
+		f := newFakeBackend()
 		const jitter = 50 * time.Millisecond
 		c := fakeClient(f, Options{WaitJitter: jitter}, nil)
 		holder := mustAcquire(t, c, "jitter", 500*time.Millisecond)

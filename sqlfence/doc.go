@@ -91,7 +91,9 @@
 // Stale writes return *fence.StaleError (errors.Is(err, fence.ErrStale),
 // and fence.ErrFencedOut), each counted in the OpenTelemetry counter
 // fencekit_stale_rejected (Prometheus fencekit_stale_rejected_total,
-// store="postgres"). Once ctx has ended, errors also wrap
+// store="postgres") on a [Guard]'s Options.MeterProvider; the package-level
+// functions and [Table] count on the global provider (otel.GetMeterProvider),
+// registered on their first call. Once ctx has ended, errors also wrap
 // context.Cause(ctx): a write cut off by a lost lease's Context matches
 // lease.ErrLost and fence.ErrFencedOut, the one check for "no longer the
 // holder: stop, do not retry".

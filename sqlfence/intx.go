@@ -12,10 +12,12 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/backoff"
 	"github.com/fencekit/fencekit/internal/cause"
+	"github.com/fencekit/fencekit/internal/obs"
 	"github.com/fencekit/fencekit/internal/pgsql"
 	"github.com/fencekit/fencekit/internal/valid"
 )
@@ -34,6 +36,11 @@ type Options struct {
 	// Zero means 5 at those levels; negative is an error.
 	// At other levels nothing is retried.
 	MaxRetries int
+	// MeterProvider counts the Guard's refused writes
+	// (fencekit_stale_rejected); default otel.GetMeterProvider(). The
+	// package-level functions, [Table] and stdsql count on the global
+	// provider, registered on their first call.
+	MeterProvider metric.MeterProvider
 }
 
 // defaultMaxRetries is the retry bound used when Options.MaxRetries is zero
@@ -44,7 +51,8 @@ const defaultMaxRetries = 5
 // for concurrent use. The package-level [InTx] uses a Guard with defaults.
 type Guard struct {
 	opts    pgx.TxOptions
-	retries int // attempts after the first
+	retries int          // attempts after the first
+	stale   *obs.Counter // nil: the global provider's (obs.From)
 }
 
 var defaultGuard = &Guard{}
@@ -56,6 +64,9 @@ func New(opts *Options) (*Guard, error) {
 	g := &Guard{}
 	if opts == nil {
 		return g, nil
+	}
+	if opts.MeterProvider != nil {
+		g.stale = obs.For(opts.MeterProvider)
 	}
 	switch opts.IsoLevel {
 	case "", pgx.ReadUncommitted, pgx.ReadCommitted:
@@ -126,6 +137,9 @@ func (g *Guard) InTx(ctx context.Context, db TxBeginner, resource string, tok fe
 	_, canSetLevel := db.(txOptionsBeginner)
 	if g.opts.IsoLevel != "" && !canSetLevel {
 		return valid.Invalid("sqlfence: InTx(%q): isolation level %s needs a *pgx.Conn or *pgxpool.Pool; a %T's level is its outer transaction's", resource, g.opts.IsoLevel, db)
+	}
+	if g.stale != nil {
+		ctx = obs.With(ctx, g.stale)
 	}
 	var err error
 	for attempt := 0; ; attempt++ {

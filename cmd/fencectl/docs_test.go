@@ -17,7 +17,7 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
-	_ "github.com/fencekit/fencekit/internal/obs" // registers fencekit_stale_rejected, as importing sqlfence or blobfence does
+	"github.com/fencekit/fencekit/internal/obs"
 	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
 )
@@ -39,6 +39,7 @@ func TestOperationsDocMetrics(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
 	t.Cleanup(func() { mp.Shutdown(context.Background()) })
 	otel.SetMeterProvider(mp)
+	obs.Global() // registers fencekit_stale_rejected, as sqlfence's or blobfence's first use does
 	scrape := func() string {
 		srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		defer srv.Close()

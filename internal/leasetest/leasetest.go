@@ -1,6 +1,6 @@
 // Package leasetest is the conformance suite of fencekit's lease issuers:
 // one set of tests that every store behind a *lease.Client passes (Redis,
-// etcd, PostgreSQL), run against the real servers.
+// PostgreSQL, etcd, ZooKeeper), run against the real servers.
 //
 // A package runs it with [Run] for its [Issuer], and registers the suite's
 // child processes from an init function or TestMain, before testenv.Main:

@@ -234,18 +234,15 @@ func TestLeaseProviderInstalledAfterClient(t *testing.T) {
 		`1: lease_lost_total\{cause="stolen"\} 1`, `1: lease_lost_total\{cause="expired"\} 0`)
 }
 
-func staleRejected(t *testing.T, store string) float64 {
-	t.Helper()
-	v, err := Counter(global, "fencekit_stale_rejected_total", "store", store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
+// staleRejected reads fencekit_stale_rejected_total{store} on the global
+// provider.
+func staleRejected(t *testing.T, store string) float64 { return counter(t, global, store) }
 
 // TestStaleSeriesBothStores: fencekit_stale_rejected_total has a series per
-// store from the first scrape, and obs.StaleRejected counts into it.
+// store from the first scrape after registration, and the counter counts
+// into it.
 func TestStaleSeriesBothStores(t *testing.T) {
+	obs.Global()
 	text, err := Exposition(global)
 	if err != nil {
 		t.Fatal(err)
@@ -253,10 +250,10 @@ func TestStaleSeriesBothStores(t *testing.T) {
 	mustMatch(t, text, `fencekit_stale_rejected_total\{store="postgres"\} [0-9]+`, `fencekit_stale_rejected_total\{store="s3"\} [0-9]+`,
 		`# HELP fencekit_stale_rejected_total Writes refused because a newer fencing token was already accepted, by store.`)
 	before := staleRejected(t, obs.StoreS3)
-	obs.StaleRejected(context.Background(), obs.StoreS3)
-	obs.StaleRejected(context.Background(), obs.StoreS3)
+	obs.Global().Add(obs.StoreS3)
+	obs.Global().Add(obs.StoreS3)
 	if got := staleRejected(t, obs.StoreS3) - before; got != 2 {
-		t.Fatalf("two StaleRejected calls added %v", got)
+		t.Fatalf("two Add calls added %v", got)
 	}
 }
 

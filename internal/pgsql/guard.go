@@ -189,17 +189,19 @@ func StaleFromReread(ctx context.Context, s Sender, pkg, resource string, tok fe
 }
 
 // StaleError counts a refused write (fencekit_stale_rejected, store
-// postgres) and returns its error.
+// postgres, on ctx's counter: obs.From) and returns its error.
 func StaleError(ctx context.Context, resource string, tok, cur fence.Token) error {
-	obs.StaleRejected(ctx, obs.StorePostgres)
+	obs.From(ctx).Add(obs.StorePostgres)
 	return &fence.StaleError{Resource: resource, Presented: tok, Current: cur}
 }
 
 // CheckArgs validates what every guard call checks before sending
 // anything: the handle (nilDB is the caller's error for a nil one), the
 // resource and the token (valid.Write), then ctx. It allocates
-// nothing on success.
+// nothing on success. It registers ctx's counter (obs.From) on first use,
+// so that its series are exported before the first refusal.
 func CheckArgs(ctx context.Context, pkg string, isNil bool, nilDB error, resource string, tok fence.Token) error {
+	obs.From(ctx)
 	if isNil {
 		return nilDB
 	}

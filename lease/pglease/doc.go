@@ -23,7 +23,7 @@
 // per Client, and the waiters keep polling.
 //
 // [NewAdvisory] issues the same leases as session advisory locks
-// (pg_try_advisory_lock), the seed's design: no TTL on the server, lost
+// (pg_try_advisory_lock): no TTL on the server, lost
 // when the holder's connection dies. Prefer the table: an advisory lease
 // pins a pool connection for its whole life (NewAdvisory refuses a pool
 // through PgBouncer, whose transaction mode cannot hold one), a dropped connection frees the lock at once,

@@ -2,7 +2,8 @@
 // modes, SQL, guarantees, errors and fencekit_stale_rejected count, on a
 // *sql.DB, *sql.Conn or *sql.Tx of any PostgreSQL driver (tested with
 // pgx's stdlib and lib/pq). Importing it links no driver: the program
-// registers its own.
+// registers its own. The count goes to the global meter provider
+// (otel.GetMeterProvider), registered on the first call.
 //
 // Guard-row mode needs the fencekit_tokens table (migrations.Up, as for
 // sqlfence). [InTx] runs a function in a transaction that first claims the

@@ -16,7 +16,7 @@ import (
 )
 
 // renewedAt returns when the renewals of lease name were sent, from start.
-func renewedAt(f *fakeRedis, c *Client, start time.Time, name string) []time.Duration {
+func renewedAt(f *fakeBackend, c *Client, start time.Time, name string) []time.Duration {
 	key := name
 	var out []time.Duration
 	for _, call := range f.renewCalls() {
@@ -58,12 +58,12 @@ func (h *heartbeat) len() int {
 	return len(h.heap)
 }
 
-func TestSynctestWheelShortLeaseAfterLong(t *testing.T) {
+func TestSynctestHeapShortLeaseAfterLong(t *testing.T) {
 	// One timer per Client: a lease added while the timer is armed far
 	// ahead (a long lease's first renewal) re-arms it, and the long lease
 	// is still renewed, and lost, on time once the short ones are gone.
 	synctest.Test(t, func(t *testing.T) {
-		f := newFakeRedis()
+		f := newFakeBackend()
 		c := fakeClient(f, Options{}, nil)
 		start := time.Now()
 		long := mustAcquire(t, c, "long", time.Hour) // the timer is armed for +20m
@@ -90,11 +90,11 @@ func TestSynctestWheelShortLeaseAfterLong(t *testing.T) {
 			t.Errorf("long lease renewed at %v, want %v", got, want)
 		}
 		if err := c.hb.checkHeap(); err != nil || c.hb.len() != 1 {
-			t.Errorf("wheel: %v, %d leases; want only the long one", err, c.hb.len())
+			t.Errorf("heap: %v, %d leases; want only the long one", err, c.hb.len())
 		}
 		// Redis stops answering: the long lease ends at the deadline of its
 		// last renewal, 20m + 1h - (36s + 2ms).
-		f.set(func(f *fakeRedis) { f.down = true })
+		f.set(func(f *fakeBackend) { f.down = true })
 		<-long.Done()
 		if got, want := time.Since(start), 20*time.Minute+time.Hour-36*time.Second-2*time.Millisecond; got != want {
 			t.Errorf("long lease lost at +%v, want +%v", got, want)
@@ -103,7 +103,7 @@ func TestSynctestWheelShortLeaseAfterLong(t *testing.T) {
 			t.Errorf("Err = %v, want LostError expired", long.Err())
 		}
 		if c.hb.len() != 0 {
-			t.Errorf("%d leases left in the wheel", c.hb.len())
+			t.Errorf("%d leases left in the heap", c.hb.len())
 		}
 	})
 }
@@ -136,13 +136,13 @@ func (h *stallingHandler) Handle(_ context.Context, r slog.Record) error {
 	return nil
 }
 
-func TestSynctestWheelSlowLoggerHoldsUpNoOtherLease(t *testing.T) {
-	// The wheel ends every lease that is due at one instant. Ending a lease
+func TestSynctestHeapSlowLoggerHoldsUpNoOtherLease(t *testing.T) {
+	// The heartbeat ends every lease that is due at one instant. Ending a lease
 	// logs through the user's handler before cancelling its Context; a slow
 	// write may delay that lease, but must not keep another lease's Context
 	// live past its deadline.
 	synctest.Test(t, func(t *testing.T) {
-		f := newFakeRedis()
+		f := newFakeBackend()
 		h := &stallingHandler{stall: time.Second}
 		c := fakeClient(f, Options{Logger: slog.New(h)}, nil)
 		start := time.Now()
@@ -156,7 +156,7 @@ func TestSynctestWheelSlowLoggerHoldsUpNoOtherLease(t *testing.T) {
 				mu.Unlock()
 			})
 		}
-		f.set(func(f *fakeRedis) { f.down = true })
+		f.set(func(f *fakeBackend) { f.down = true })
 		time.Sleep(2 * time.Second)
 		mu.Lock()
 		defer mu.Unlock()
@@ -175,16 +175,16 @@ func TestSynctestWheelSlowLoggerHoldsUpNoOtherLease(t *testing.T) {
 	})
 }
 
-func TestSynctestWheelManyLeases(t *testing.T) {
+func TestSynctestHeapManyLeases(t *testing.T) {
 	// Many leases with TTLs from 10ms to 2s on one Client, acquired,
 	// renewed through bursts of failures and released at random instants:
 	// no Context outlives its deadline, Redis never holds someone else's
 	// value (or nothing) while a Context is live, nothing is sent after a
-	// lease ended, and the wheel ends empty and well-formed.
+	// lease ended, and the heap ends empty and well-formed.
 	for seed := range uint64(4) {
 		synctest.Test(t, func(t *testing.T) {
 			rnd := rand.New(rand.NewPCG(seed, 7))
-			f := newFakeRedis()
+			f := newFakeBackend()
 			f.latency = time.Duration(seed) * 3 * time.Millisecond
 			c := fakeClient(f, Options{}, nil)
 			const n = 60
@@ -205,7 +205,7 @@ func TestSynctestWheelManyLeases(t *testing.T) {
 			wg.Go(func() { // bursts of failed renewals
 				for _, k := range faults {
 					time.Sleep(500 * time.Millisecond)
-					f.set(func(f *fakeRedis) { f.failNext = k })
+					f.set(func(f *fakeBackend) { f.failNext = k })
 				}
 			})
 			var mu sync.Mutex
@@ -270,19 +270,19 @@ func TestSynctestWheelManyLeases(t *testing.T) {
 				}
 			}
 			if err := c.hb.checkHeap(); err != nil || c.hb.len() != 0 {
-				t.Errorf("failed for seed=%d: wheel %v with %d leases, want empty", seed, err, c.hb.len())
+				t.Errorf("failed for seed=%d: heap %v with %d leases, want empty", seed, err, c.hb.len())
 			}
 			t.Logf("seed %d: %d leases, %d expired, %d renewals", seed, len(ended), lost, len(f.renewCalls()))
 		})
 	}
 }
 
-func TestWheelClientsOnTheirOwnClocks(t *testing.T) {
+func TestHeapClientsOnTheirOwnClocks(t *testing.T) {
 	// A Client runs on the clock it was made with: one made outside any
 	// bubble keeps renewing in real time while one made in a
 	// testing/synctest bubble renews on the bubble's clock, in this bubble
 	// and in the next.
-	f := newFakeRedis()
+	f := newFakeBackend()
 	c := fakeClient(f, Options{}, nil)
 	out := mustAcquire(t, c, "out", 300*time.Millisecond) // renewed every 100ms
 	// The bubble cannot read the real clock: a goroutine outside keeps it.
@@ -302,7 +302,7 @@ func TestWheelClientsOnTheirOwnClocks(t *testing.T) {
 	defer func() { close(stop); wg.Wait() }()
 	renewals := func() int { return len(renewedAt(f, c, time.Time{}, "out")) }
 	inBubble := func(t *testing.T) {
-		fb := newFakeRedis()
+		fb := newFakeBackend()
 		cb := fakeClient(fb, Options{}, nil)
 		start := time.Now()
 		in := mustAcquire(t, cb, "in", 300*time.Millisecond)
@@ -353,7 +353,7 @@ func TestSynctestLostLeaseEndsWhateverTheLogHandlerDoes(t *testing.T) {
 	// block; the Context must end at the deadline (or on the "not yours"
 	// reply) all the same, and the warning still be written.
 	synctest.Test(t, func(t *testing.T) {
-		f := newFakeRedis()
+		f := newFakeBackend()
 		h := &blockingHandler{}
 		c := fakeClient(f, Options{Logger: slog.New(h)}, nil)
 		start := time.Now()
@@ -366,7 +366,7 @@ func TestSynctestLostLeaseEndsWhateverTheLogHandlerDoes(t *testing.T) {
 		}
 		start = time.Now()
 		expired := mustAcquire(t, c, "expired", 300*time.Millisecond)
-		f.set(func(f *fakeRedis) { f.down = true })
+		f.set(func(f *fakeBackend) { f.down = true })
 		<-expired.Done()
 		if got := time.Since(start); got != 295*time.Millisecond || !isLost(expired.Err(), CauseExpired) {
 			t.Errorf("lease ended at +%v (%v), want +295ms (its deadline)", got, expired.Err())

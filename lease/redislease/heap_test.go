@@ -16,7 +16,7 @@ import (
 	"github.com/fencekit/fencekit/lease"
 )
 
-func TestWheelStressRealRedis(t *testing.T) {
+func TestHeapStressRealRedis(t *testing.T) {
 	// Goroutines share one Client, acquiring own and shared names with TTLs
 	// from 20ms to a minute, holding them for up to 300ms (several renewals
 	// of the short ones) and releasing them. While a Context is live Redis
@@ -103,7 +103,7 @@ func TestWheelStressRealRedis(t *testing.T) {
 	wg.Wait()
 	t.Logf("%d grants, %d lost (TTL below 1s, on a busy machine)", grants.Load(), lost.Load())
 	if grants.Load() < 100 {
-		t.Errorf("only %d grants: the test did not exercise the wheel", grants.Load())
+		t.Errorf("only %d grants: the test did not exercise the heap", grants.Load())
 	}
 	testenv.CheckGoroutines(t, base)
 }
