@@ -20,7 +20,7 @@ import (
 // ErrExists is wrapped by the error of a [Store.Create] refused because
 // an object (a tombstone included) has the key; the message names who
 // created it and with which token.
-var ErrExists = errors.New("blobfence: an object has the key already")
+var ErrExists error = kind("an object has the key already")
 
 // Create stores body under key as it is, with no envelope, only if no
 // object has the key (If-None-Match: *), with tok and the store's
@@ -113,9 +113,9 @@ func (s *Store) existsError(md map[string]string) error {
 		return existsError(created, tok)
 	}
 	if tok != 0 {
-		return fmt.Errorf("%w: written by a fenced Put or Delete with token %s", ErrExists, tok)
+		return errorf("%v: written by a fenced Put or Delete with token %s", ErrExists, tok)
 	}
-	return fmt.Errorf("%w: written by another tool", ErrExists)
+	return errorf("%v: written by another tool", ErrExists)
 }
 
 // existsError is the error for an object a Create stored, with its
@@ -125,7 +125,7 @@ func existsError(created string, tok fence.Token) error {
 	if _, who, _ := strings.Cut(created, " "); who != "" {
 		by = fmt.Sprintf("by %q", who)
 	}
-	return fmt.Errorf("%w: created %s with token %s (Create's objects are written once; Retire removes one)", ErrExists, by, tok)
+	return errorf("%v: created %s with token %s (Create's objects are written once; Retire removes one)", ErrExists, by, tok)
 }
 
 // metaToken is the token in md's name key, 0 when absent or malformed:

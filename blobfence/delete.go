@@ -58,7 +58,7 @@ func (s *Store) Retire(ctx context.Context, key string) error {
 	case !st.exists():
 		return nil
 	case !st.deleted && !st.created:
-		err = valid.Invalid("blobfence: readers still see the object (token %d); Delete it first", st.token)
+		err = valid.Invalid("readers still see the object (token %d); Delete it first", st.token)
 	default:
 		_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key), IfMatch: aws.String(st.etag)})
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/md5"
 	"encoding/hex"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -82,20 +81,20 @@ func (e envelope) record(sum [md5.Size]byte) string {
 func decode(stored []byte) (envelope, []byte, error) {
 	line, _, ok := bytes.Cut(stored[:min(len(stored), maxHeaderLen)], []byte("\n"))
 	if !ok {
-		return envelope{}, nil, fmt.Errorf("%w: the object has no fencekit header line", ErrBadMetadata)
+		return envelope{}, nil, errorf("%v: the object has no fencekit header line", ErrBadMetadata)
 	}
 	body := stored[len(line)+1:]
 	f := strings.Fields(string(line))
 	if len(f) != 5 || f[0]+" "+f[1]+" " != headerMagic || f[2] != statePut && f[2] != stateDel || f[4] == "" {
-		return envelope{}, nil, fmt.Errorf("%w: the fencekit header %q is not %q<put|del> <token> <nonce>", ErrBadMetadata, line, headerMagic)
+		return envelope{}, nil, errorf("%v: the fencekit header %q is not %q<put|del> <token> <nonce>", ErrBadMetadata, line, headerMagic)
 	}
 	tok, err := valid.ParseToken(f[3])
 	if err != nil {
-		return envelope{}, nil, fmt.Errorf("%w: the fencekit header: %v", ErrBadMetadata, err)
+		return envelope{}, nil, errorf("%v: the fencekit header: %s", ErrBadMetadata, err.Error()) // its text, not its ErrInvalid
 	}
 	e := envelope{Deleted: f[2] == stateDel, Token: tok, Nonce: f[4]}
 	if !bytes.Equal(e.header(), stored[:len(line)+1]) {
-		return envelope{}, nil, fmt.Errorf("%w: the fencekit header %q is not in its one canonical spelling", ErrBadMetadata, line)
+		return envelope{}, nil, errorf("%v: the fencekit header %q is not in its one canonical spelling", ErrBadMetadata, line)
 	}
 	return e, body, nil
 }

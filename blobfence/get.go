@@ -58,7 +58,7 @@ func (s *Store) GetVersion(ctx context.Context, key string) ([]byte, Version, er
 			return g.body, g.Version, nil
 		}
 	}
-	return nil, Version{}, s.wrap(ctx, "get", key, fmt.Errorf("%w: no GET's ETag was proven to be its body's (%d reads)", ErrContention, s.maxAttempts+1))
+	return nil, Version{}, s.wrap(ctx, "get", key, errorf("%v: no GET's ETag was proven to be its body's (%d reads)", ErrContention, s.maxAttempts+1))
 }
 
 // got is one GET of an object: its state and the caller's body.

@@ -3,7 +3,6 @@ package blobfence
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/aws/smithy-go"
@@ -79,7 +78,7 @@ func (s *Store) read(ctx context.Context, key string) (state, error) {
 			return g.state, nil
 		}
 	}
-	return state{}, fmt.Errorf("%w: no read proved that the ETag and the bytes it returned belong together (%d rounds)", ErrContention, s.maxAttempts+1)
+	return state{}, errorf("%v: no read proved that the ETag and the bytes it returned belong together (%d rounds)", ErrContention, s.maxAttempts+1)
 }
 
 // Head returns the object's current version, for [After]. It costs one

@@ -119,7 +119,7 @@ func (s *Store) write(ctx context.Context, op, key string, tok fence.Token, know
 		if !unread {
 			var err error
 			if cur, err = s.read(ctx, key); err != nil {
-				return Version{}, w.fail(fmt.Errorf("read the current state: %w", err))
+				return Version{}, w.fail(errorf("read the current state: %v", err))
 			}
 			s.versions.put(cur.Version)
 			if w.mine(cur) {
@@ -280,6 +280,7 @@ type refused struct{ err error }
 
 func (e refused) Error() string { return e.err.Error() }
 func (e refused) Unwrap() error { return e.err }
+func (e refused) bare() string  { return bare(e.err) }
 
 // attempts tracks the writes of one change: the nonce of each, so that a
 // read can tell whether one that got no answer landed.
@@ -317,7 +318,7 @@ func (w *attempts) settle(ctx context.Context, err error) (done bool, _ error) {
 		w.unknown = true
 		w.last, w.lastUnknown = err, true
 		if ctx.Err() != nil {
-			return true, fmt.Errorf("%w: the context ended with the write in flight: %w", ErrOutcomeUnknown, err)
+			return true, errorf("%v: the context ended with the write in flight: %v", ErrOutcomeUnknown, err)
 		}
 		return false, nil
 	default:
@@ -328,7 +329,7 @@ func (w *attempts) settle(ctx context.Context, err error) (done bool, _ error) {
 // fail marks err with ErrOutcomeUnknown when a write got no answer.
 func (w *attempts) fail(err error) error {
 	if w.unknown {
-		return fmt.Errorf("%w (an earlier attempt got no answer; it may have landed and been replaced since): %w", ErrOutcomeUnknown, err)
+		return errorf("%v (an earlier attempt got no answer; it may have landed and been replaced since): %v", ErrOutcomeUnknown, err)
 	}
 	return err
 }
@@ -338,9 +339,9 @@ func (w *attempts) fail(err error) error {
 // it got no answer.
 func (w *attempts) giveUp(n int) error {
 	if w.lastUnknown {
-		return w.fail(fmt.Errorf("gave up after %d attempts: %w", n, w.last))
+		return w.fail(errorf("gave up after %d attempts: %v", n, w.last))
 	}
-	return w.fail(fmt.Errorf("%w (%d attempts): %w", ErrContention, n, w.last))
+	return w.fail(errorf("%v (%d attempts): %v", ErrContention, n, w.last))
 }
 
 // outcome classifies the error of a conditional write.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
@@ -46,7 +45,7 @@ const maxMetadataKeyLen = 128
 var (
 	// ErrUnsupported is wrapped by the error of [Store.Verify] when the
 	// server does not honour something fencing needs; the message names it.
-	ErrUnsupported = errors.New("blobfence: the S3 server does not support what fencing needs")
+	ErrUnsupported error = kind("the S3 server does not support what fencing needs")
 
 	// ErrContention is returned (wrapped) when a write lost the race for the
 	// object on every one of its attempts: each time it read the object and
@@ -54,22 +53,22 @@ var (
 	// before the conditional write arrived. It is also returned when no
 	// read of the object could be proven (the object kept changing while
 	// being read). It is not a staleness verdict; the caller may try again.
-	ErrContention = errors.New("blobfence: lost the race for the object on every attempt")
+	ErrContention error = kind("lost the race for the object on every attempt")
 
 	// ErrOutcomeUnknown is wrapped, together with the error that ended the
 	// call, when a conditional write or delete got no answer (a transport
 	// error or a 5xx) and the store could not establish afterwards whether
 	// it took effect.
-	ErrOutcomeUnknown = errors.New("blobfence: outcome of a write is unknown")
+	ErrOutcomeUnknown error = kind("outcome of a write is unknown")
 
 	// ErrNotFound is returned (wrapped) by [Store.Get] and [Store.Head] when
 	// the key is absent or deleted.
-	ErrNotFound = errors.New("blobfence: object not found")
+	ErrNotFound error = kind("object not found")
 
 	// ErrBadMetadata is returned (wrapped) when an object's bytes start
 	// like an envelope's header but the header does not parse. Writes
 	// refuse to touch such an object.
-	ErrBadMetadata = errors.New("blobfence: malformed token metadata")
+	ErrBadMetadata error = kind("malformed token metadata")
 )
 
 // Options configures a [Store]. The zero value (or a nil *Options) means the
@@ -247,34 +246,14 @@ func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
 	if err == nil {
 		return nil
 	}
-	err = cause.With(ctx, err)
+	if ctx.Err() != nil && cause.With(ctx, err) != err {
+		err = errorf("%v (%v)", err, context.Cause(ctx))
+	}
 	if errors.Is(err, fence.ErrStale) {
 		return &opError{op: op, err: err} // a *fence.StaleError names the bucket/key itself
 	}
 	return &opError{op: op, resource: s.resource(key), err: err}
 }
-
-// opError is an error of one call on one object, "blobfence: op
-// bucket/key: what went wrong", naming the package and the object once
-// even when err is a sentinel or a [*fence.StaleError] (which names the
-// object: then resource is "").
-type opError struct {
-	op, resource string
-	err          error
-}
-
-func (e *opError) Error() string {
-	where := e.op
-	if e.resource != "" {
-		where += " " + e.resource
-	}
-	// Sentinels deeper in the chain carry their package's name too; it is
-	// said once, here.
-	msg := strings.NewReplacer(": blobfence: ", ": ", ": fence: ", ": ").Replace(": " + e.err.Error())
-	return "blobfence: " + where + msg
-}
-
-func (e *opError) Unwrap() error { return e.err }
 
 // lookupMeta finds name in md; S3 and the SDK lower-case metadata names,
 // other clients may not.

@@ -68,7 +68,7 @@ func (s *Store) Verify(ctx context.Context) error {
 		return s.wrap(ctx, "verify", key, err)
 	}
 	if len(p.missing) > 0 {
-		return fmt.Errorf("%w: bucket %s: %s", ErrUnsupported, s.bucket, strings.Join(p.missing, "; "))
+		return errorf("%v: bucket %s: %s", ErrUnsupported, s.bucket, strings.Join(p.missing, "; "))
 	}
 	torn, err := p.tears(ctx)
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
 )
 
@@ -272,6 +273,7 @@ func testReleaseWakesWaiter(t *testing.T, iss Issuer) {
 			t.Fatal(err)
 		}
 		got := make(chan *lease.Lease, 1)
+		sent := waiter.Sent()
 		go func() {
 			l2, err := waiter.AcquireWait(ctx, "wake", ttl)
 			if err != nil {
@@ -279,7 +281,9 @@ func testReleaseWakesWaiter(t *testing.T, iss Issuer) {
 			}
 			got <- l2
 		}()
-		time.Sleep(100 * time.Millisecond) // the waiter is refused and waits
+		// The waiter's attempt has left before the release does: it is
+		// refused, and only the release can wake it before the TTL.
+		testenv.Poll(t, 10*time.Second, "the waiter's first attempt", func() bool { return waiter.Sent() > sent })
 		released := time.Now()
 		if err := l.Release(ctx); err != nil {
 			t.Fatal(err)

@@ -95,45 +95,27 @@ type EtcdMember struct {
 // It is killed at cleanup.
 func StartEtcdCluster(tb testing.TB, n int) *EtcdCluster {
 	tb.Helper()
-	dir, err := os.MkdirTemp("", "fencekit-etcd-")
-	if err != nil {
-		tb.Fatalf("testenv: etcd data dir: %v", err)
-	}
-	c, err := launchEtcdCluster(dir, n, true)
-	tb.Cleanup(func() {
+	var c *EtcdCluster
+	startGroup(tb, "etcd", func(dir string) (err error) {
+		c, err = launchEtcdCluster(dir, n, true)
+		return err
+	}, func() {
 		if c != nil {
 			c.kill()
 		}
-		os.RemoveAll(dir)
 	})
-	if err != nil {
-		if Required() {
-			tb.Fatal(err)
-		}
-		tb.Skip(err.Error() + " (skipping; set " + EnvRequireServers + "=1 to fail instead)")
-	}
 	return c
 }
 
 // WaitHealthy waits until every running member reports a leader, or ctx ends.
 func (c *EtcdCluster) WaitHealthy(ctx context.Context) error {
-	for _, m := range c.Members {
-		if !m.Running() {
-			continue
-		}
-		for {
-			err := etcdHealthy(ctx, m.ClientURL)
-			if err == nil {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("testenv: etcd member %s not healthy: %w", m.Name, errors.Join(err, ctx.Err()))
-			case <-time.After(25 * time.Millisecond):
-			}
-		}
+	servers := make([]*Server, len(c.Members))
+	for i, m := range c.Members {
+		servers[i] = m.Server
 	}
-	return nil
+	return waitEach(ctx, servers, "etcd member", "healthy", func(ctx context.Context, s *Server) error {
+		return etcdHealthy(ctx, "http://"+s.Addr)
+	})
 }
 
 // Leader returns the index in Members of the leader, as the running members

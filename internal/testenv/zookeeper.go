@@ -83,45 +83,23 @@ type ZooKeeperEnsemble struct {
 // cleanup.
 func StartZooKeeperEnsemble(tb testing.TB, n int) *ZooKeeperEnsemble {
 	tb.Helper()
-	dir, err := os.MkdirTemp("", "fencekit-zookeeper-")
-	if err != nil {
-		tb.Fatalf("testenv: ZooKeeper data dir: %v", err)
-	}
-	e, err := launchZooKeeper(dir, n, true)
-	tb.Cleanup(func() {
+	var e *ZooKeeperEnsemble
+	startGroup(tb, "zookeeper", func(dir string) (err error) {
+		e, err = launchZooKeeper(dir, n, true)
+		return err
+	}, func() {
 		if e != nil {
 			e.kill()
 		}
-		os.RemoveAll(dir)
 	})
-	if err != nil {
-		if Required() {
-			tb.Fatal(err)
-		}
-		tb.Skip(err.Error() + " (skipping; set " + EnvRequireServers + "=1 to fail instead)")
-	}
 	return e
 }
 
 // WaitServing waits until every running member serves requests, or ctx ends.
 func (e *ZooKeeperEnsemble) WaitServing(ctx context.Context) error {
-	for _, m := range e.Members {
-		if !m.Running() {
-			continue
-		}
-		for {
-			err := zkServing(ctx, m.Addr)
-			if err == nil {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("testenv: ZooKeeper %s not serving: %w", m.Name, errors.Join(err, ctx.Err()))
-			case <-time.After(25 * time.Millisecond):
-			}
-		}
-	}
-	return nil
+	return waitEach(ctx, e.Members, "ZooKeeper", "serving", func(ctx context.Context, s *Server) error {
+		return zkServing(ctx, s.Addr)
+	})
 }
 
 // Leader returns the index in Members of the member that reports itself

@@ -15,8 +15,8 @@ import (
 )
 
 // cancelCounter counts the renewal statements (table and advisory) that
-// ended cancelled.
-type cancelCounter struct{ n atomic.Int64 }
+// ended cancelled (n), and the other statements that ended (others).
+type cancelCounter struct{ n, others atomic.Int64 }
 
 type renewKey struct{}
 
@@ -25,7 +25,11 @@ func (c *cancelCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.
 }
 
 func (c *cancelCounter) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryEndData) {
-	if renew, _ := ctx.Value(renewKey{}).(bool); renew && errors.Is(d.Err, context.Canceled) {
+	renew, _ := ctx.Value(renewKey{}).(bool)
+	if !renew {
+		c.others.Add(1)
+	}
+	if renew && errors.Is(d.Err, context.Canceled) {
 		c.n.Add(1)
 	}
 }
@@ -72,6 +76,7 @@ func TestHandoffWhileRenewing(t *testing.T) {
 					t.Fatalf("hand-off %d: Acquire: %v", i, err)
 				}
 				got := make(chan *lease.Lease, 1)
+				ended := cancelled.others.Load()
 				go func() {
 					l2, err := c.AcquireWait(ctx, "handoff", ttl)
 					if err != nil {
@@ -79,7 +84,8 @@ func TestHandoffWhileRenewing(t *testing.T) {
 					}
 					got <- l2
 				}()
-				time.Sleep(5 * time.Millisecond) // refused, and waiting
+				// The waiter's first acquire statement has ended: refused, and waiting.
+				testenv.Poll(t, 10*time.Second, "the waiter's refusal", func() bool { return cancelled.others.Load() > ended })
 				if err := l.Release(ctx); err != nil {
 					t.Fatalf("hand-off %d: the holder's Release: %v", i, err)
 				}

@@ -91,7 +91,7 @@ func TestFaultKilledHolderTakenOverWithinTTL(t *testing.T) {
 		}
 		got <- result{l, time.Now()}
 	}()
-	time.Sleep(300 * time.Millisecond) // the waiter is refused and sleeps on the holder's TTL
+	waitMarked(t, env.Client, name) // the waiter was refused and sleeps on the holder's TTL
 	killed := time.Now()
 	if err := ch.Kill(); err != nil {
 		t.Fatal(err)

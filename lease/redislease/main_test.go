@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -155,4 +156,20 @@ func lockValueOf(l *lease.Lease) string {
 		panic("lockValueOf: lease " + l.Name() + " was not granted by a recorded client")
 	}
 	return rg.(*redisGrant).value
+}
+
+// waitMarked waits until a waiter has been refused on name and marked the
+// holder's value ('+' after it), and returns the marked value.
+func waitMarked(t *testing.T, rdb redis.Cmdable, name string) string {
+	t.Helper()
+	var v string
+	testenv.Poll(t, 10*time.Second, "a waiter's mark on "+name, func() bool {
+		var err error
+		v, err = rdb.Get(context.Background(), keysOf(name).lock).Result()
+		if err != nil && err != redis.Nil {
+			t.Fatal(err)
+		}
+		return strings.HasSuffix(v, "+")
+	})
+	return v
 }

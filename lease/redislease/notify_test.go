@@ -33,18 +33,8 @@ func TestReleasePublishesOnlyWhenSomeoneWaits(t *testing.T) {
 		}
 		got <- err
 	}()
-	for {
-		v, err := env.Client.Get(ctx, k.lock).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v == lockValueOf(holder)+"+" {
-			break
-		}
-		if v != lockValueOf(holder) || ctx.Err() != nil {
-			t.Fatalf("lock key %q, want the holder's value %q marked by the waiter", v, lockValueOf(holder))
-		}
-		time.Sleep(5 * time.Millisecond)
+	if v := waitMarked(t, env.Client, name); v != lockValueOf(holder)+"+" {
+		t.Fatalf("lock key %q, want the holder's value %q marked by the waiter", v, lockValueOf(holder))
 	}
 	time.Sleep(1500 * time.Millisecond) // longer than the TTL: only renewals keep it
 	if err := holder.Err(); err != nil {

@@ -32,7 +32,7 @@ func TestAcquireWaitHandOffOnRelease(t *testing.T) {
 		l, err := c.AcquireWait(ctx, name, 10*time.Second)
 		got <- result{l, err, time.Now()}
 	}()
-	time.Sleep(200 * time.Millisecond) // let the waiter subscribe and be refused
+	waitMarked(t, env.Client, name) // the waiter was refused
 	select {
 	case r := <-got:
 		t.Fatalf("AcquireWait returned while held: %v", r.err)

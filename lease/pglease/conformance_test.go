@@ -1,4 +1,4 @@
-package leasetest_test
+package pglease_test
 
 import (
 	"context"
@@ -10,30 +10,18 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/fencekit/fencekit/internal/leasetest"
 	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
 	"github.com/fencekit/fencekit/lease/pglease"
-	"github.com/fencekit/fencekit/lease/redislease"
 )
 
-const (
-	envRedisAddr   = "LEASETEST_REDIS_ADDR"
-	envRedisPrefix = "LEASETEST_REDIS_PREFIX"
-	envLeaseURL    = "LEASETEST_LEASE_URL"
-)
+// The conformance suite of internal/leasetest, run on this issuer: every
+// issuer's package runs the same list of cases through leasetest.Run with
+// its own factory.
 
-var redisIssuer = leasetest.Issuer{
-	Name: "redis",
-	TTL:  time.Second,
-	Open: func(t testing.TB) leasetest.Namespace { return redisNS{testenv.Redis(t)} },
-	FromEnv: func(context.Context) (*lease.Client, error) {
-		rdb := redis.NewClient(&redis.Options{Addr: os.Getenv(envRedisAddr)})
-		return redislease.New(rdb, &lease.Options{KeyPrefix: os.Getenv(envRedisPrefix)})
-	},
-}
+const envLeaseURL = "LEASETEST_LEASE_URL"
 
 var postgresIssuer = leasetest.Issuer{
 	Name: "postgres",
@@ -72,61 +60,14 @@ var advisoryIssuer = leasetest.Issuer{
 	},
 }
 
-func init() { leasetest.Register(redisIssuer, postgresIssuer, advisoryIssuer) }
+func init() { leasetest.Register(postgresIssuer, advisoryIssuer) }
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+// The two suites run one after the other: CloseLeavesNoGoroutine looks for
+// goroutines of every lease package.
 
-// The issuers' suites run one after the other: CloseLeavesNoGoroutine
-// looks for goroutines of every lease package.
+func TestConformance(t *testing.T) { leasetest.Run(t, postgresIssuer) }
 
-func TestRedis(t *testing.T) {
-	leasetest.Run(t, redisIssuer)
-}
-
-func TestPostgres(t *testing.T) {
-	leasetest.Run(t, postgresIssuer)
-}
-
-func TestPostgresAdvisory(t *testing.T) {
-	leasetest.Run(t, advisoryIssuer)
-}
-
-type redisNS struct{ env *testenv.RedisEnv }
-
-func (ns redisNS) Env() []string {
-	return []string{envRedisAddr + "=" + ns.env.Addr, envRedisPrefix + "=" + ns.env.Prefix}
-}
-
-func (ns redisNS) Client(t testing.TB, opts *lease.Options) *leasetest.Conn {
-	rdb := redis.NewClient(&redis.Options{Addr: ns.env.Addr})
-	t.Cleanup(func() { rdb.Close() })
-	var sent atomic.Int64
-	rdb.AddHook(countHook{&sent})
-	o := lease.Options{}
-	if opts != nil {
-		o = *opts
-	}
-	o.KeyPrefix = ns.env.Prefix
-	c, err := redislease.New(rdb, &o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leasetest.CloseAtCleanup(t, c)
-	return &leasetest.Conn{Client: c, Cut: func() { rdb.Close() }, Sent: sent.Load}
-}
-
-// countHook counts the commands and pipelines a go-redis client sends.
-type countHook struct{ n *atomic.Int64 }
-
-func (h countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { h.n.Add(1); return next(ctx, cmd) }
-}
-
-func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error { h.n.Add(1); return next(ctx, cmds) }
-}
+func TestConformanceAdvisory(t *testing.T) { leasetest.Run(t, advisoryIssuer) }
 
 // pgNS is a schema for pglease.New, or for pglease.NewAdvisory when
 // advisory is set.
