@@ -121,7 +121,7 @@ func TestStoreRefusesBadInput(t *testing.T) {
 		{"r", valid.MaxToken + 1, "above the maximum"},
 		{"", 6, "resource is empty"},
 		{"a\x00b", 6, "control character"},
-		{strings.Repeat("x", 16<<10), 6, "longer than 512"},
+		{strings.Repeat("x", 16<<10), 6, "longer than 1024"},
 	} {
 		for op, err := range map[string]error{
 			"Claim": s.Claim(tc.resource, tc.tok),
