@@ -85,11 +85,12 @@ type Backend interface {
 	Inspect(ctx context.Context, name string) (Info, error)
 
 	// Close ends every goroutine the backend started (background deletes,
-	// listeners) and returns when they have ended, or when ctx ends: then
-	// with an error wrapping ctx.Err() that says what is left. The Client
-	// calls it once, last in [Client.Close], after its leases were
-	// released and its watches closed. It does not close the store's
-	// client.
+	// listeners), gives back what grants never released still hold (a
+	// lost lease's connection or node), and returns when that is done, or
+	// when ctx ends: then with an error wrapping ctx.Err() that says what
+	// is left. The Client calls it once, last in [Client.Close], after its
+	// leases were released and its watches closed. It does not close the
+	// store's client.
 	Close(ctx context.Context) error
 }
 

@@ -176,7 +176,9 @@ func (c *Client) closed() bool { return c.hb.isClosed() }
 // cancelled with [ErrReleased]), waits for the renewals in flight to
 // return, then releases the leases in the store with ctx, one round trip
 // each, waits for the "lease lost" warnings being written, and closes the
-// backend ([Backend.Close]). Afterwards every call of c returns an error
+// backend ([Backend.Close]), which gives back what leases lost and never
+// released still hold in the store's client (an advisory lock's pool
+// connection). Afterwards every call of c returns an error
 // wrapping [ErrClosed], and c leaves no goroutine behind unless ctx ended
 // first. It does not close the store's client.
 //

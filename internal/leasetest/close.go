@@ -84,8 +84,7 @@ func loseOne(t *testing.T, ctx context.Context, c *Conn, ttl time.Duration, logg
 		}
 		if l != nil {
 			select {
-			case <-l.Done():
-				l.Release(ctx) // a lost lease's store resources (an advisory lock's connection) go back
+			case <-l.Done(): // lost and not released: Close gives back what it holds
 			case <-time.After(time.Second):
 				l.Release(ctx)
 				continue

@@ -2,6 +2,7 @@ package pglease
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -29,8 +30,9 @@ import (
 // (migrations/000004), max(last + 1, server time in µs), as New's.
 //
 // Call Release (Do and Campaign do) also for a lease whose Context ended by
-// its deadline: until then it keeps its connection, and its session the
-// lock.
+// its deadline: until then, or until the client's Close, it keeps its
+// connection, and its session the lock. Close ends the sessions of such
+// leases, so the pool's Close after it does not wait for them.
 //
 // Each pool connection must be a server session of its own: PgBouncer in
 // transaction or statement pooling mode hands the session, and the locks
@@ -48,7 +50,7 @@ func NewAdvisory(pool *pgxpool.Pool, opts *lease.Options) (*lease.Client, error)
 	if pool == nil {
 		return nil, valid.Invalid("pglease: NewAdvisory: nil *pgxpool.Pool")
 	}
-	c, err := lease.NewClient(&advisory{tableBackend(pool, opts)}, opts)
+	c, err := lease.NewClient(&advisory{backend: tableBackend(pool, opts)}, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -85,22 +87,90 @@ func ownSessions(ctx context.Context, pool *pgxpool.Pool) error {
 // advisory keeps each lease as a session advisory lock on a pool
 // connection it holds. Watch (LISTEN/NOTIFY, with its polling fallback)
 // and the row keys are the table backend's.
-type advisory struct{ *backend }
+type advisory struct {
+	*backend
+	holds holds
+}
+
+// holds are the connections of the granted leases, so that Close can end
+// those of leases lost and never released.
+type holds struct {
+	mu     sync.Mutex
+	m      map[*hold]struct{}
+	closed bool
+}
+
+// add records h; it reports false, recording nothing, after Close.
+func (s *holds) add(h *hold) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	if s.m == nil {
+		s.m = map[*hold]struct{}{}
+	}
+	s.m[h] = struct{}{}
+	h.set = s
+	return true
+}
+
+// close refuses later adds and returns the holds recorded.
+func (s *holds) close() []*hold {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	left := make([]*hold, 0, len(s.m))
+	for h := range s.m {
+		left = append(left, h)
+	}
+	return left
+}
 
 // hold is a granted lease's connection, and the lock's key on it. mu
-// serializes the heartbeat's pings with Release.
+// serializes the heartbeat's pings with Release and Close.
 type hold struct {
 	mu   sync.Mutex
 	conn *pgxpool.Conn // nil once given back
 	key  int64
+	set  *holds // where it is recorded (nil before)
 }
 
 // drop closes h's connection (ending its session frees the lock) and gives
 // it back to the pool, which discards it. h.mu is held.
 func (h *hold) drop(ctx context.Context) {
 	h.conn.Conn().Close(context.WithoutCancel(ctx))
+	h.giveBack()
+}
+
+// giveBack gives h's connection back to the pool. h.mu is held.
+func (h *hold) giveBack() {
 	h.conn.Release()
 	h.conn = nil
+	if h.set != nil {
+		h.set.mu.Lock()
+		delete(h.set.m, h)
+		h.set.mu.Unlock()
+	}
+}
+
+// errAdvisoryClosed is an Acquire that was granted while the client
+// closed: its session was ended, and the lock with it.
+var errAdvisoryClosed = errors.New("pglease: acquire: the client closed meanwhile; the lock was given back")
+
+// Close ends the sessions of the leases still holding a connection: those
+// lost and never released (the Client has released the others). Ending
+// the session frees the lock, and the pool discards the connection, so
+// the pool's Close does not wait for them.
+func (a *advisory) Close(ctx context.Context) error {
+	for _, h := range a.holds.close() {
+		h.mu.Lock()
+		if h.conn != nil {
+			h.drop(ctx)
+		}
+		h.mu.Unlock()
+	}
+	return nil
 }
 
 // lockKey is the advisory lock's key for the row key $1: a 64-bit hash of
@@ -152,7 +222,12 @@ func (a *advisory) Acquire(ctx context.Context, name string, ttl time.Duration, 
 		c.Release()
 		return nil, &lease.NotAcquiredError{Name: name, Holder: fence.Token(tok), Identity: holder, Remaining: -1}
 	}
-	return &lease.Grant{Name: name, Token: fence.Token(tok), TTL: ttl, Value: &hold{conn: c, key: key}}, nil
+	h := &hold{conn: c, key: key}
+	if !a.holds.add(h) {
+		h.drop(ctx)
+		return nil, errAdvisoryClosed
+	}
+	return &lease.Grant{Name: name, Token: fence.Token(tok), TTL: ttl, Value: h}, nil
 }
 
 // Renew checks each grant's connection with an empty statement, one round
@@ -211,8 +286,7 @@ func (a *advisory) Release(ctx context.Context, g *lease.Grant) error {
 	if err != nil || !unlocked {
 		h.drop(ctx)
 	} else {
-		h.conn.Release()
-		h.conn = nil
+		h.giveBack()
 	}
 	switch {
 	case closed || err == nil && !unlocked:

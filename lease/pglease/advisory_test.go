@@ -3,6 +3,7 @@ package pglease
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -218,5 +219,68 @@ func TestAdvisoryRefusesTransactionPooling(t *testing.T) {
 	t.Log(err)
 	if !strings.Contains(err.Error(), "pooler") || !strings.Contains(err.Error(), "session") {
 		t.Fatalf("NewAdvisory through PgBouncer: %v; want an error naming the pooler and the session", err)
+	}
+}
+
+// TestAdvisoryCloseEndsLostSessions loses advisory leases locally (their
+// renewals have a millisecond to come back) and releases none of them:
+// the client's Close must end their sessions, so that the locks are free
+// and the pool's Close returns instead of waiting for their connections.
+func TestAdvisoryCloseEndsLostSessions(t *testing.T) {
+	env := testenv.PostgresMigrated(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, env.URL) // not closed in a Cleanup, which would wait forever when this fails
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ttl = 100 * time.Millisecond
+	c, err := NewAdvisory(pool, &lease.Options{Logger: quiet.Logger, DriftMargin: ttl - 10*time.Millisecond, RenewInterval: 9 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lost []string
+	for i := 0; i < 200 && len(lost) < 3; i++ {
+		name := "lost-" + strconv.Itoa(i)
+		l, err := c.Acquire(ctx, name, ttl)
+		if errors.Is(err, lease.ErrLost) {
+			continue // its reply came after the local deadline: Acquire released it
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-l.Done():
+			if !errors.Is(l.Err(), lease.ErrLost) {
+				t.Fatalf("lease ended with %v, want lost", l.Err())
+			}
+			lost = append(lost, name)
+		case <-time.After(time.Second):
+			l.Release(ctx)
+		}
+	}
+	if len(lost) == 0 {
+		t.Fatal("no lease lost in 200 tries: renewals came back within a millisecond every time")
+	}
+	if err := c.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	other, err := NewAdvisory(env.Pool, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	for _, name := range lost {
+		l, err := other.Acquire(ctx, name, time.Second)
+		if err != nil {
+			t.Fatalf("Acquire of %q, lost and not released, after its client's Close: %v", name, err)
+		}
+		l.Release(ctx)
+	}
+	closed := make(chan struct{})
+	go func() { pool.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("pool.Close still waiting 10 s after the client's Close: %d connections of lost leases not given back", pool.Stat().AcquiredConns())
 	}
 }
