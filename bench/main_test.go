@@ -74,7 +74,7 @@ func newRedisPool(tb testing.TB, prefix string, poolSize int) *redisEnv {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	addr, _, err := servers.RedisAddr(ctx)
+	addr, err := servers.RedisAddr(ctx)
 	if err != nil {
 		tb.Fatal(err)
 	}

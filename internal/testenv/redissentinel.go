@@ -34,7 +34,7 @@ func StartRedisSentinel(tb testing.TB, masterName string, master *RedisServer) *
 	}
 	// The config file must come first; sentinel rewrites it as it learns.
 	s := newServer("redis-sentinel", bin, port, dir, []string{conf, "--sentinel"})
-	s.ready = func(ctx context.Context) error { return pingRedisCtx(ctx, s.Addr) }
+	s.ready = func(ctx context.Context) error { return PingRedis(ctx, s.Addr) }
 	s.startForTest(tb)
 	return &RedisServer{s}
 }

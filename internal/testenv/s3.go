@@ -90,7 +90,7 @@ var sharedS3 *S3Server
 func launchKind(dir string, posixFlags ...string) (*S3Server, error) {
 	switch kind := S3ServerKind(); {
 	case len(posixFlags) > 0 || kind == ServerVersitygw:
-		return launchS3Server(dir, posixFlags...)
+		return launchS3Server(context.Background(), dir, posixFlags...)
 	case kind == ServerSeaweedFS:
 		return launchSeaweedFS(dir)
 	default:
@@ -98,7 +98,14 @@ func launchKind(dir string, posixFlags ...string) (*S3Server, error) {
 	}
 }
 
-func launchS3Server(dir string, posixFlags ...string) (*S3Server, error) {
+// LaunchVersitygw starts a versitygw with its data in dir, for a caller
+// that outlives a test (a benchmark binary keeps one for all its
+// benchmarks): the caller kills it.
+func LaunchVersitygw(ctx context.Context, dir string) (*S3Server, error) {
+	return launchS3Server(ctx, dir)
+}
+
+func launchS3Server(ctx context.Context, dir string, posixFlags ...string) (*S3Server, error) {
 	bin, err := toolPath("versitygw", EnvVersitygw)
 	if err != nil {
 		return nil, err
@@ -115,8 +122,8 @@ func launchS3Server(dir string, posixFlags ...string) (*S3Server, error) {
 	args := append([]string{"--port", addr, "--access", versitygwAccess, "--secret", versitygwSecret, "posix"}, posixFlags...)
 	s := newServer("versitygw", bin, port, dir, append(args, data))
 	endpoint := "http://" + addr
-	s.ready = func(ctx context.Context) error { return probeHTTPCtx(ctx, endpoint) }
-	if err := s.Start(context.Background()); err != nil {
+	s.ready = func(ctx context.Context) error { return ProbeHTTP(ctx, endpoint) }
+	if err := s.Start(ctx); err != nil {
 		return nil, err
 	}
 	return &S3Server{Server: s, Endpoint: endpoint, AccessKey: versitygwAccess, SecretKey: versitygwSecret}, nil
@@ -206,11 +213,11 @@ func EmptyBucket(ctx context.Context, c *s3.Client, bucket string) error {
 func probeHTTP(endpoint string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
 	defer cancel()
-	return probeHTTPCtx(ctx, endpoint)
+	return ProbeHTTP(ctx, endpoint)
 }
 
-// probeHTTPCtx succeeds when any HTTP reply comes back from endpoint.
-func probeHTTPCtx(ctx context.Context, endpoint string) error {
+// ProbeHTTP returns nil when any HTTP reply comes back from endpoint.
+func ProbeHTTP(ctx context.Context, endpoint string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
 	if err != nil {
 		return err

@@ -121,6 +121,16 @@ func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
 // Resume continues a paused process with SIGCONT.
 func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
 
+// Pid is the process id of the server, 0 when it is not running.
+func (s *Server) Pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 // Running reports whether the process is running (paused counts).
 func (s *Server) Running() bool {
 	s.mu.Lock()
@@ -258,16 +268,38 @@ func (s *Server) startForTest(tb testing.TB) {
 // "6380" or "--cluster-enabled", "yes". It is killed at cleanup.
 func StartRedisServer(tb testing.TB, extra ...string) *RedisServer {
 	tb.Helper()
+	s, err := newRedisServer(tb.TempDir(), extra...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s.startForTest(tb)
+	return s
+}
+
+// LaunchRedisServer starts a redis-server as [StartRedisServer] does, with
+// its data in dir, for a caller that outlives a test (a benchmark binary
+// keeps one for all its benchmarks): the caller kills it.
+func LaunchRedisServer(ctx context.Context, dir string) (*RedisServer, error) {
+	s, err := newRedisServer(dir)
+	if err != nil {
+		return nil, err
+	}
+	return s, s.Start(ctx)
+}
+
+func newRedisServer(dir string, extra ...string) (*RedisServer, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		tb.Fatalf("testenv: redis-server is not installed (%v); install Debian's redis-server package", err)
+		return nil, fmt.Errorf("testenv: redis-server is not installed (%w); install Debian's redis-server package", err)
 	}
-	port, dir := FreePort(tb), tb.TempDir()
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
 	s := newServer("redis-server", bin, port, dir, append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no"}, extra...))
-	s.ready = func(ctx context.Context) error { return pingRedisCtx(ctx, s.Addr) }
-	s.startForTest(tb)
-	return &RedisServer{s}
+	s.ready = func(ctx context.Context) error { return PingRedis(ctx, s.Addr) }
+	return &RedisServer{s}, nil
 }
 
 // Client returns a client of the server, closed at cleanup. It does not retry
@@ -279,7 +311,8 @@ func (s *RedisServer) Client(tb testing.TB) *redis.Client {
 	return c
 }
 
-func pingRedisCtx(ctx context.Context, addr string) error {
+// PingRedis returns nil when the Redis server at addr answers PING.
+func PingRedis(ctx context.Context, addr string) error {
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1, DialTimeout: time.Second})
 	defer c.Close()
 	err := c.Ping(ctx).Err()
