@@ -56,8 +56,10 @@ func TestLeaderKilledDuringGrants(t *testing.T) {
 	h := &holders{t: t}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	var conns []*zk.Conn
 	for range 3 {
-		c, _ := newClient(t, env, e.Servers, zkTTL, "")
+		c, conn := newClient(t, env, e.Servers, zkTTL, "")
+		conns = append(conns, conn)
 		wg.Go(func() {
 			for {
 				select {
@@ -90,27 +92,42 @@ func TestLeaderKilledDuringGrants(t *testing.T) {
 	}
 	killed := time.Now()
 	t.Logf("leader %d killed after %d grants", leader, before)
-	// A holder whose session was on the killed server keeps its node until
-	// its session moves and its Release lands, or the session (10 s)
-	// expires: grants resume within that, plus reconnects under -race
-	// (alone about 1 s; CI with other packages running has needed more than 30 s).
-	const resume = 60 * time.Second
+	// The ensemble's part, bounded loosely: the two others elect a leader
+	// and the clients, all disconnected by the followers, get their
+	// sessions back (alone about 1 s; 1.1 to 2.3 s under a load of 14; a
+	// CI run with other packages running once saw 1 grant in the 30 s
+	// after the kill, not split into these two parts).
+	var back time.Time
+	for {
+		next, err := e.Leader(ctx)
+		if err == nil && next != leader && allHaveSessions(conns) {
+			back = time.Now()
+			break
+		}
+		if time.Since(killed) > time.Minute {
+			t.Fatalf("1 min after the kill: leader %d (%v), client states %v", next, err, states(conns))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("a new leader and every session back %v after the kill", back.Sub(killed))
+	// zklease's part, bounded tightly: with a quorum and sessions, grants
+	// resume within a TTL (a lost lease's node is deleted by its expiry)
+	// plus an AcquireWait round (5 s); measured 0.1 to 1.1 s under a load
+	// of 14.
+	const resume = zkTTL + 5*time.Second
 	grantsAfter := func(n int, what string) {
 		t.Helper()
 		wctx, wcancel := context.WithTimeout(ctx, resume)
 		defer wcancel()
 		for h.count() < n+5 {
 			if wctx.Err() != nil {
-				t.Fatalf("%d grants in %v %s", h.count()-n, resume, what)
+				t.Fatalf("%d grants in %v %s (client states %v)", h.count()-n, resume, what, states(conns))
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	grantsAfter(before, "after the leader was killed")
-	t.Logf("5 grants %v after the kill", time.Since(killed))
-	if next, err := e.Leader(ctx); err != nil || next == leader {
-		t.Fatalf("no new leader: %d, %v", next, err)
-	}
+	grantsAfter(before, "after the sessions came back")
+	t.Logf("5 grants %v after the kill, %v after the sessions came back", time.Since(killed), time.Since(back))
 	if err := e.Members[leader].Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -269,4 +286,21 @@ func TestUnreleasedLeaseExpires(t *testing.T) {
 	if time.Since(start) > 5*time.Second {
 		t.Fatalf("granted %v after the lease ended: not at its TTL", time.Since(start))
 	}
+}
+
+func allHaveSessions(conns []*zk.Conn) bool {
+	for _, c := range conns {
+		if c.State() != zk.StateHasSession {
+			return false
+		}
+	}
+	return true
+}
+
+func states(conns []*zk.Conn) []zk.State {
+	var st []zk.State
+	for _, c := range conns {
+		st = append(st, c.State())
+	}
+	return st
 }
