@@ -1,7 +1,6 @@
 package render
 
 import (
-	"cmp"
 	"fmt"
 	"html"
 	"math"
@@ -179,7 +178,9 @@ type placed struct {
 // misordered counts the labels of the lane y whose order would differ
 // from their events' order if box, labelling an event at x, went there:
 // in the same row as box, left to right (row); stacked above or below it
-// (their spans across overlapping), top to bottom (stack).
+// (their spans across overlapping by more than 4 px: the boxes are
+// estimated generously, at charWidth a character), top to bottom
+// (stack).
 func (p *svgPlot) misordered(box rect, x, y float64) (row, stack int) {
 	for _, o := range p.placed {
 		if o.y != y || o.at == x {
@@ -193,7 +194,7 @@ func (p *svgPlot) misordered(box rect, x, y float64) (row, stack int) {
 			continue
 		}
 		above := box.y1 <= o.box.y0
-		if o.box.x0 < box.x1 && box.x0 < o.box.x1 && earlier == above {
+		if o.box.x0 < box.x1-4 && box.x0 < o.box.x1-4 && earlier == above { // apart, or touching
 			stack++
 		}
 	}
@@ -267,39 +268,11 @@ type spot struct {
 // it and 100 px after, starting at most 66 px after it); when no spot is free, to the one that crosses
 // least, counting a spot that puts labels of one lane and row out of
 // their events' order as ten crossings, and one that stacks a label above
-// an earlier event's (or below a later one's) as half a crossing. Each
-// lane's labels are placed in their events' order outward from the lane.
-// A label so stays at its event, inside its lane's band, in the order of
-// the events: left to right, and top to bottom.
+// an earlier event's (or below a later one's) as half a crossing. A label
+// so stays at its event, inside its lane's band, in the order of the
+// events: left to right, and top to bottom.
 func (p *svgPlot) place() {
-	// The labels of one lane go in their events' order, outward from the
-	// lane: first the earliest below a lane, the latest above one (whose
-	// rows stack upward), so that the first free row keeps them in order.
-	lanes := map[[2]float64][]int{}
-	for i, q := range p.queued {
-		k := [2]float64{q.y, float64(q.dir)}
-		lanes[k] = append(lanes[k], i)
-	}
-	ordered := slices.Clone(p.queued)
-	for k, idx := range lanes {
-		group := make([]queued, len(idx))
-		for j, i := range idx {
-			group[j] = p.queued[i]
-		}
-		slices.SortStableFunc(group, func(a, b queued) int {
-			if k[1] < 0 {
-				a, b = b, a
-			}
-			return cmp.Compare(a.x, b.x)
-		})
-		for j, i := range idx {
-			ordered[i] = group[j]
-		}
-	}
-	if !p.ordered {
-		ordered = p.queued
-	}
-	for _, q := range ordered {
+	for _, q := range p.queued {
 		var spots []spot
 		if q.centre {
 			spots = append(spots, spot{q.cx, (q.own.y0+q.own.y1)/2 + 4, "middle"})
