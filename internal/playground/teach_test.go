@@ -202,6 +202,56 @@ func TestLabelsKeepTheirEventsOrder(t *testing.T) {
 	}
 }
 
+// TestLabelsStackInTimeOrder: labels of one lane stacked in rows (their
+// spans across overlapping by more than 4 px, the slack of the renderer's
+// generous estimate of a label's width) read in their events' order top to bottom: a
+// later event's label is never above an earlier one's, in every preset's
+// figures at a phone's width, a desktop column's and the default (the
+// tour shows a part of these figures at each step).
+func TestLabelsStackInTimeOrder(t *testing.T) {
+	label := regexp.MustCompile(`<text x="([\d.]+)" y="([\d.]+)" fill="[^"]+" text-anchor="(\w+)" font-size="12"[^>]*? data-x="([\d.]+)" data-y="([\d.]+)"[^>]*>(.*?)</text>`)
+	tag := regexp.MustCompile(`<[^>]*>`)
+	for _, width := range []int{400, 1190, 0} {
+		for _, p := range presets {
+			resp, err := Run(p.Query, width)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range resp.Runs {
+				type lab struct {
+					x0, x1, y, at float64
+					text          string
+				}
+				lanes := map[string][]lab{}
+				for _, m := range label.FindAllStringSubmatch(o.SVG, -1) {
+					x, _ := strconv.ParseFloat(m[1], 64)
+					y, _ := strconv.ParseFloat(m[2], 64)
+					at, _ := strconv.ParseFloat(m[4], 64)
+					text := html.UnescapeString(tag.ReplaceAllString(m[6], ""))
+					w := float64(len([]rune(text))) * 7
+					switch m[3] {
+					case "middle":
+						x -= w / 2
+					case "end":
+						x -= w
+					}
+					lanes[m[5]] = append(lanes[m[5]], lab{x, x + w, y, at, text})
+				}
+				for _, ls := range lanes {
+					for _, a := range ls {
+						for _, b := range ls {
+							if a.at < b.at && b.y < a.y && a.x0 < b.x1-4 && b.x0 < a.x1-4 {
+								t.Errorf("preset %q at width %d, %s: %q (event at x %.0f) is stacked above %q (event at x %.0f, earlier)",
+									p.Title, width, o.Heading, b.text, b.at, a.text, a.at)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestTourSaysWhichRun: the tour defines the fenced run's terms (write
 // check, claim) in the step that first names it; a step that tells both
 // runs names the first run before its half; it defines "tokens went

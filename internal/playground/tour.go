@@ -57,6 +57,10 @@ type Step struct {
 	// Outcome: the step tells the runs' outcome, or comes after the one
 	// that does; the page shows the verdicts from it on.
 	Outcome bool `json:"outcome,omitempty"`
+	// Moments are where the earlier moments a step names (one of the
+	// tour's last steps) lie in both figures; the page brings them into
+	// view rather than X.
+	Moments []float64 `json:"moments,omitempty"`
 }
 
 // tour tells the first run (off: fencing off for most) event by event,
@@ -81,7 +85,11 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 	add(sim.Event{}, "the start. Each client reads the file, adds its entry and writes the whole value back. "+
 		"Every lease grant carries a token larger than every earlier grant's (33 and up here; real ones are "+
 		"microsecond timestamps, max(counter + 1, server time)), and every request to the storage carries its token.")
-	add(sim.Event{}, "the two figures. The first is %s: %s The second is %s: %s", offName, defines(off.Storage), onName, defines(on.Storage))
+	onDefines := defines(on.Storage)
+	if off.Storage == sim.StorageCheckThenWrite && on.Storage == sim.StorageClaim {
+		onDefines = "the same two rules, but it checks and writes in one step."
+	}
+	add(sim.Event{}, "the two figures. The first is %s: %s The second is %s: %s", offName, defines(off.Storage), onName, onDefines)
 	for _, e := range off.Events {
 		name := ""
 		if e.Client >= 0 {
@@ -164,8 +172,11 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 		onName, verdictText(on), on.ValueString(on.Final))
 	add(last, "the rule. The storage, which sees the writes in the order they arrive, refuses any write whose token is older "+
 		"than one it has seen. The lease cannot do it: no process can know, as its write lands, that it still holds its lease.")
-	for _, text := range lessons(off) {
-		add(last, "%s", text)
+	for _, lesson := range lessons(off) {
+		add(last, "%s", lesson.text)
+		for _, at := range lesson.at {
+			steps[len(steps)-1].Moments = append(steps[len(steps)-1].Moments, l.X(at))
+		}
 	}
 	for i := range steps[end:] {
 		steps[end+i].Outcome = true
@@ -173,11 +184,17 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 	return steps
 }
 
+// lesson is one of the tour's last steps and the moments it names.
+type lesson struct {
+	text string
+	at   []time.Duration
+}
+
 // lessons are the tour's last steps, the claim, atomicity and the TTL,
 // each told with the moments of run r that show it where r has them:
 // the pause, the expiry that follows it, and the new holder's read and
 // write.
-func lessons(r *sim.Result) []string {
+func lessons(r *sim.Result) []lesson {
 	var pause, expired, read, write *sim.Event
 	for i := range r.Events {
 		e := &r.Events[i]
@@ -215,7 +232,15 @@ func lessons(r *sim.Result) []string {
 			"Nor does a heartbeat: the pause stops it too.",
 			a, sim.FormatTime(pause.At), sim.FormatTime(expired.At-pause.At), sim.FormatTime(expired.At))
 	}
-	return []string{claim, atomic, ttl}
+	out := []lesson{{text: claim}, {text: atomic}, {text: ttl}}
+	if read != nil && write != nil {
+		out[0].at = []time.Duration{read.At, write.At}
+		out[1].at = []time.Duration{read.At}
+	}
+	if pause != nil && expired != nil {
+		out[2].at = []time.Duration{pause.At, expired.At}
+	}
+	return out
 }
 
 // defines says what a storage mode does with tokens, naming the rules.

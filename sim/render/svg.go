@@ -164,6 +164,8 @@ type svgPlot struct {
 	queued []queued
 	placed []placed
 	texts  []rect // every label's box
+	// ordered keeps a lane's stacked labels in their events' order.
+	ordered bool
 }
 
 // placed is a label placed near its event: the event's x and lane y, and
@@ -173,20 +175,30 @@ type placed struct {
 	box   rect
 }
 
-// misordered counts the labels of the lane y, placed in the same row as
-// box, whose order left to right would differ from their events' order if
-// box, labelling an event at x, went there.
-func (p *svgPlot) misordered(box rect, x, y float64) int {
-	n := 0
+// misordered counts the labels of the lane y whose order would differ
+// from their events' order if box, labelling an event at x, went there:
+// in the same row as box, left to right (row); stacked above or below it
+// (their spans across overlapping by more than 4 px: the boxes are
+// estimated generously, at charWidth a character), top to bottom
+// (stack).
+func (p *svgPlot) misordered(box rect, x, y float64) (row, stack int) {
 	for _, o := range p.placed {
-		if o.y != y || o.box.y0 >= box.y1 || box.y0 >= o.box.y1 {
+		if o.y != y || o.at == x {
 			continue
 		}
-		if (o.at < x && box.x0 < o.box.x0) || (o.at > x && box.x0 > o.box.x0) {
-			n++
+		earlier := o.at < x
+		if o.box.y0 < box.y1 && box.y0 < o.box.y1 {
+			if (earlier && box.x0 < o.box.x0) || (!earlier && box.x0 > o.box.x0) {
+				row++
+			}
+			continue
+		}
+		above := box.y1 <= o.box.y0
+		if o.box.x0 < box.x1-4 && box.x0 < o.box.x1-4 && earlier == above { // apart, or touching
+			stack++
 		}
 	}
-	return n
+	return row, stack
 }
 
 func (p *svgPlot) x(t time.Duration) float64 { return p.layout.X(t) }
@@ -255,8 +267,10 @@ type spot struct {
 // anchor, then centred at growing distances from it (up to 40 px before
 // it and 100 px after, starting at most 66 px after it); when no spot is free, to the one that crosses
 // least, counting a spot that puts labels of one lane and row out of
-// their events' order as ten crossings. A label so stays at its event,
-// inside its lane's band, in the order of the events.
+// their events' order as ten crossings, and one that stacks a label above
+// an earlier event's (or below a later one's) as half a crossing. A label
+// so stays at its event, inside its lane's band, in the order of the
+// events: left to right, and top to bottom.
 func (p *svgPlot) place() {
 	for _, q := range p.queued {
 		var spots []spot
@@ -282,7 +296,7 @@ func (p *svgPlot) place() {
 		if q.altY != 0 {
 			rows(q.altY, q.altDir)
 		}
-		best, least := spots[0], -1
+		best, least := spots[0], -1.0
 		for i, s := range spots {
 			own := rect{}
 			if q.centre && i == 0 {
@@ -292,7 +306,11 @@ func (p *svgPlot) place() {
 				}
 			}
 			box := textBox(s.x, s.y, whole, s.anchor)
-			if n := p.conflicts(box, own) + p.misordered(box, q.x, q.y); least < 0 || n < least {
+			row, stack := p.misordered(box, q.x, q.y)
+			if !p.ordered {
+				stack = 0
+			}
+			if n := float64(p.conflicts(box, own)+10*row) + 0.5*float64(stack); least < 0 || n < least {
 				best, least = s, n
 				if n == 0 {
 					break
@@ -363,12 +381,29 @@ func (p *svgPlot) line(s seg, color string, width float64, dash string, marker i
 func (p *svgPlot) marker(i int) string { return fmt.Sprintf("%s-arrow%d", p.id, i) }
 
 // writeSVG draws r and returns how many labels clash: overlap another,
-// are crossed by an arrow, or leave the drawing.
+// are crossed by an arrow, or leave the drawing. It keeps each lane's
+// labels stacked in their events' order (see place) unless that makes
+// more labels clash than without.
 func writeSVG(b *strings.Builder, r *sim.Result, id string, l Layout) int {
+	var ordered strings.Builder
+	n := drawSVG(&ordered, r, id, l, true)
+	if n > 0 {
+		var free strings.Builder
+		if m := drawSVG(&free, r, id, l, false); m < n {
+			b.WriteString(free.String())
+			return m
+		}
+	}
+	b.WriteString(ordered.String())
+	return n
+}
+
+// drawSVG is writeSVG, stacking labels in their events' order if ordered.
+func drawSVG(b *strings.Builder, r *sim.Result, id string, l Layout, ordered bool) int {
 	if l.End <= 0 {
 		l.End = niceEnd(r.End + r.End/20 + time.Second)
 	}
-	p := &svgPlot{b: b, r: r, id: id, layout: l, geometry: roomy, width: l.width(), tEnd: l.End}
+	p := &svgPlot{b: b, r: r, id: id, layout: l, geometry: roomy, width: l.width(), tEnd: l.End, ordered: ordered}
 	if l.Compact {
 		p.geometry = compact
 	}

@@ -152,10 +152,7 @@ func TestBrowserPresets(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, p := range def.Presets {
-		if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(fmt.Sprintf(`#presets button:nth-child(%d)`, i+1)))); err != nil {
-			t.Fatal(err)
-		}
-		q, runs := readPage(t, tab)
+		q, runs := clickPreset(t, tab, i)
 		resp := expect(t, runs, q)
 		canon, err := playground.Run(p.Query, 0)
 		if err != nil {

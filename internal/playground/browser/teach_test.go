@@ -344,7 +344,8 @@ const phoneStateJS = `(() => {
 // TestBrowserPhoneTourNames: on a 400 x 860 phone, at every step, each
 // figure's lane names sit on an opaque strip that nothing is drawn over
 // but them, so no data shows under a name; and from the step that tells
-// A's late write on, the fenced run's REJECTED label is on screen.
+// A's late write on, the fenced run's REJECTED label is on screen (but at
+// the last steps that name earlier moments).
 func TestBrowserPhoneTourNames(t *testing.T) {
 	tab, steps := startTour(t, 400, 860, "scenario=kleppmann")
 	late := -1
@@ -360,7 +361,9 @@ func TestBrowserPhoneTourNames(t *testing.T) {
 				t.Errorf("step %d, figure %d: the lane names' strip: %s", i+1, f, problem)
 			}
 		}
-		if i >= late && (s.Rejected[0] < s.StickyBot || s.Rejected[1] > s.Screen) {
+		// A last step that names earlier moments shows them instead
+		// (TestBrowserPhoneTourMomentsInView).
+		if i >= late && len(steps[i].Moments) == 0 && (s.Rejected[0] < s.StickyBot || s.Rejected[1] > s.Screen) {
 			t.Errorf("step %d: the fenced run's REJECTED label spans y %.0f..%.0f, not between the bar (%.0f) and the screen's bottom (%.0f)",
 				i+1, s.Rejected[0], s.Rejected[1], s.StickyBot, s.Screen)
 		}
@@ -368,4 +371,52 @@ func TestBrowserPhoneTourNames(t *testing.T) {
 			shot(t, tab, "tour-phone-late")
 		}
 	})
+}
+
+// legendState is what the screen shows of the figures' legend at a tour
+// step: each entry of the first figure's own legend and whether it shows
+// whole (a visible copy of its text at 11 px or more, between the tour's
+// bar and the screen's bottom, inside the screen's width).
+type legendState struct {
+	Entries []string
+	Missing []string
+}
+
+const legendStateJS = `(() => {
+  const sticky = document.getElementById("sticky").getBoundingClientRect().bottom;
+  const entries = [...document.querySelectorAll("#run-off .timeline svg text.legend")].map((t) => t.textContent);
+  const visible = (t) => {
+    if (getComputedStyle(t).visibility !== "visible" || t.getClientRects().length === 0) return false;
+    for (let el = t; el; el = el.parentElement) if (getComputedStyle(el).display === "none") return false;
+    const r = t.getBoundingClientRect();
+    const px = parseFloat(getComputedStyle(t).fontSize) * (t.getScreenCTM ? t.getScreenCTM().a : 1);
+    return r.width > 0 && r.top >= sticky - 0.5 && r.bottom <= innerHeight + 0.5 && r.left >= -0.5 && r.right <= innerWidth + 0.5 && px >= 10.99;
+  };
+  const texts = [...document.querySelectorAll("svg text")].filter(visible).map((t) => t.textContent);
+  return {Entries: entries, Missing: entries.filter((e) => !texts.includes(e))};
+})()`
+
+// TestBrowserTourKeepsTheLegend: at 1280 x 800, at every step of the
+// tour, every entry of the figures' legend (what the marks mean) shows
+// whole on screen, below the tour's bar, while both runs stay on screen
+// (TestBrowserTourShowsBothRuns), for the default run and the preset
+// whose first heading is the longest.
+func TestBrowserTourKeepsTheLegend(t *testing.T) {
+	for _, q := range []string{"scenario=kleppmann", "scenario=check-then-write"} {
+		tab, steps := startTour(t, 1280, 800, q)
+		eachStep(t, tab, steps, func(i int, s tourState) {
+			l := eval[legendState](t, tab, legendStateJS)
+			if len(l.Entries) < 4 {
+				t.Fatalf("%s: the figure's legend has %d entries: %q", q, len(l.Entries), l.Entries)
+			}
+			for _, m := range l.Missing {
+				t.Errorf("%s, step %d: the legend's %q is not shown whole on screen", q, i+1, m)
+			}
+			for f, a := range s.Axes {
+				if a > s.Screen {
+					t.Errorf("%s, step %d: figure %d's time axis ends at y %.0f, below the screen's bottom (%.0f)", q, i+1, f, a, s.Screen)
+				}
+			}
+		})
+	}
 }

@@ -192,6 +192,32 @@ function renderRun(el, run) {
   }));
 }
 
+// renderKey copies the first figure's legend (what its marks mean) into
+// the first run's heading row, which the tour shows in place of the
+// figures' own legends: on a desktop screen both runs then fit below the
+// tour's bar with the legend in view.
+function renderKey() {
+  const svg = document.querySelector("#run-off .timeline svg");
+  const items = svg ? [...svg.querySelectorAll(".legend")] : [];
+  const key = document.getElementById("key");
+  if (!items.length) {
+    key.replaceChildren();
+    return;
+  }
+  const boxes = items.map((el) => el.getBBox());
+  const x0 = Math.min(...boxes.map((b) => b.x)), y0 = Math.min(...boxes.map((b) => b.y));
+  const x1 = Math.max(...boxes.map((b) => b.x + b.width)), y1 = Math.max(...boxes.map((b) => b.y + b.height));
+  const copy = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+  for (const [k, v] of Object.entries({ viewBox: `${x0} ${y0} ${x1 - x0} ${y1 - y0}`, width: x1 - x0, height: y1 - y0,
+    "font-family": svg.getAttribute("font-family") })) copy.setAttribute(k, String(v));
+  copy.append(...items.map((el) => {
+    const c = el.cloneNode(true);
+    c.removeAttribute("class");
+    return c;
+  }));
+  key.replaceChildren(copy);
+}
+
 // scrollToDanger scrolls a figure wider than its column to where the
 // first run's danger begins (the time a client writes on an expired
 // lease), a little before it, where no label is cut at the edges; a
@@ -391,6 +417,7 @@ function update(q) {
   document.getElementById("story").textContent = resp.story;
   renderRun(document.getElementById("run-off"), resp.runs[0]);
   renderRun(document.getElementById("run-on"), resp.runs[1]);
+  renderKey();
   scrollToDanger();
   renderVerdicts(resp);
   markMap();
@@ -489,13 +516,24 @@ function showStep(i) {
     const storeY = Math.max(...[...svg.querySelectorAll("text.lane-name")].map((n) => Number(n.getAttribute("y"))));
     return [...svg.querySelectorAll("text[data-x]")].map((t) => ({ t: t, at: Number(t.dataset.x), store: Number(t.dataset.y) > storeY }));
   });
-  const recent = texts.filter((l) => l.at <= s.x + 0.5 && l.at >= s.x - 60);
-  const labelsLeft = Math.min(Infinity, ...recent.map((l) => l.t.getBBox().x));
-  const target = Math.min(s.x - left - 0.5 * (view - left), labelsLeft - left - 4);
-  const lo = s.x - view + 12;
-  const own = new Map(texts.filter((l) => l.at <= s.x + 0.5 && (l.at >= s.x - 6 || (s.outcome && l.store)))
-    .map((l) => [l.t, l.at < s.x - 6 ? 20 : l.store ? 300 : 100]));
-  scrollWhole(figs, Math.max(lo, target), lo, s.x - left - 4, own);
+  let recent = texts.filter((l) => l.at <= s.x + 0.5 && l.at >= s.x - 60);
+  if (s.moments) {
+    // One of the last steps, which names earlier moments: those in view,
+    // with their labels whole, as many as fit, the latest first.
+    const latest = Math.max(...s.moments);
+    const fit = s.moments.filter((m) => latest - m <= view - left - 20);
+    recent = texts.filter((l) => fit.some((m) => l.at <= m + 0.5 && l.at >= m - 6) && !l.t.classList.contains("danger"));
+    const from = Math.min(...fit, ...recent.map((l) => l.t.getBBox().x));
+    scrollWhole(figs, from - left - 4, latest - view + 12, Math.min(...fit) - left - 4,
+      new Map(recent.map((l) => [l.t, l.store ? 300 : 100])));
+  } else {
+    const labelsLeft = Math.min(Infinity, ...recent.map((l) => l.t.getBBox().x));
+    const target = Math.min(s.x - left - 0.5 * (view - left), labelsLeft - left - 4);
+    const lo = s.x - view + 12;
+    const own = new Map(texts.filter((l) => l.at <= s.x + 0.5 && (l.at >= s.x - 6 || (s.outcome && l.store)))
+      .map((l) => [l.t, l.at < s.x - 6 ? 20 : l.store ? 300 : 100]));
+    scrollWhole(figs, Math.max(lo, target), lo, s.x - left - 4, own);
+  }
   // The first run's heading just below the sticky bar: on a desktop screen
   // both figures fit below it.
   const sticky = document.getElementById("sticky").offsetHeight;
