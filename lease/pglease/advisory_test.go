@@ -220,3 +220,97 @@ func TestAdvisoryRefusesTransactionPooling(t *testing.T) {
 		t.Fatalf("NewAdvisory through PgBouncer: %v; want an error naming the pooler and the session", err)
 	}
 }
+
+// TestAdvisoryForceReleaseOnlySparesNewerSession: ForceRelease(name, T)
+// ends the session holding name's lock only while T holds it. A newer
+// client that has taken the lock and is still writing its grant (its row
+// update waits, here on a row lock the test holds) holds no grant of T:
+// its session must survive and its Acquire succeed.
+func TestAdvisoryForceReleaseOnlySparesNewerSession(t *testing.T) {
+	env := testenv.PostgresMigrated(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	first, err := NewAdvisory(env.Pool, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close(ctx)
+	l, err := first.Acquire(ctx, "race", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := l.Token()
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Hold the grant row's lock so that the next Acquire takes the advisory
+	// lock and then waits to write its token.
+	blocker, err := env.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blocker.Rollback(context.WithoutCancel(ctx))
+	if _, err := blocker.Exec(ctx, `SELECT FROM fencekit_leases_advisory FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	next, err := NewAdvisory(poolNamed(t, env.URL, "fencekit-advisory-next"), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close(ctx)
+	acquired := make(chan error, 1)
+	go func() {
+		l, err := next.Acquire(ctx, "race", time.Minute)
+		if err == nil {
+			err = l.Release(ctx)
+		}
+		acquired <- err
+	}()
+	testenv.Poll(t, 10*time.Second, "the next Acquire waits on the row lock", func() bool {
+		var n int
+		err := env.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE application_name = 'fencekit-advisory-next' AND wait_event_type = 'Lock'`).Scan(&n)
+		return err == nil && n == 1
+	})
+
+	// The operator ends the old grant only: it is no longer held. Its call
+	// either returns or waits on the row lock too; then the row is let go.
+	op, err := NewAdvisory(poolNamed(t, env.URL, "fencekit-advisory-op"), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close(ctx)
+	type result struct {
+		info lease.Info
+		err  error
+	}
+	forced := make(chan result, 1)
+	go func() {
+		info, err := op.ForceRelease(ctx, "race", old)
+		forced <- result{info, err}
+	}()
+	var f result
+	testenv.Poll(t, 10*time.Second, "ForceRelease returns or waits on the row lock", func() bool {
+		select {
+		case f = <-forced:
+			forced <- f
+			return true
+		default:
+		}
+		var n int
+		err := env.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE application_name = 'fencekit-advisory-op' AND wait_event_type = 'Lock'`).Scan(&n)
+		return err == nil && n == 1
+	})
+	if err := blocker.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f = <-forced
+	if err := <-acquired; err != nil {
+		t.Errorf("the newer client's Acquire: %v; ForceRelease(%v) returned %+v, %v", err, old, f.info, f.err)
+	}
+	if f.err != nil || f.info.Held && f.info.Holder == old {
+		t.Errorf("ForceRelease(%v): %+v, %v; want no error and the old grant not held", old, f.info, f.err)
+	}
+}
