@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -313,4 +314,48 @@ func TestAdvisoryForceReleaseOnlySparesNewerSession(t *testing.T) {
 	if f.err != nil || f.info.Held && f.info.Holder == old {
 		t.Errorf("ForceRelease(%v): %+v, %v; want no error and the old grant not held", old, f.info, f.err)
 	}
+}
+
+// TestAdvisoryForceReleaseStoppedSession: a holder whose server process is
+// stopped (SIGSTOP) cannot end within pg_terminate_backend's 5 s. The
+// error says so and what to check, not that the session could not be
+// terminated: it ends, and frees the lock, once it runs again.
+func TestAdvisoryForceReleaseStoppedSession(t *testing.T) {
+	env := testenv.PostgresMigrated(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	holder, err := NewAdvisory(poolNamed(t, env.URL, "fencekit-advisory-stopped"), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(ctx)
+	l, err := holder.Acquire(ctx, "stopped", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	var pid int
+	if err := env.Pool.QueryRow(ctx, `SELECT pid FROM pg_stat_activity
+		WHERE application_name = 'fencekit-advisory-stopped' AND datname = current_database()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Skipf("cannot stop the server process %d (a server on another host or user): %v", pid, err)
+	}
+	stopped := true
+	defer func() {
+		if stopped {
+			syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}()
+	_, err = holder.ForceRelease(ctx, "stopped", 0)
+	if err == nil || !strings.Contains(err.Error(), "did not end within 5 s") || !strings.Contains(err.Error(), "Inspect") {
+		t.Errorf("ForceRelease of a stopped session: %v; want it to say the session did not end within 5 s and to check with Inspect", err)
+	}
+	syscall.Kill(pid, syscall.SIGCONT)
+	stopped = false
+	testenv.Poll(t, 10*time.Second, "the lock is free once the session runs", func() bool {
+		info, err := holder.Inspect(ctx, "stopped")
+		return err == nil && !info.Held
+	})
 }

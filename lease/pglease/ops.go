@@ -142,7 +142,8 @@ func (a *advisory) ForceRelease(ctx context.Context, name string, only fence.Tok
 		return lease.Info{}, nil
 	}
 	if !released && (only == 0 || only == fence.Token(tok)) {
-		return lease.Info{}, fmt.Errorf("the session holding token %v could not be terminated", tok)
+		return lease.Info{}, fmt.Errorf("the session holding token %v did not end within 5 s of pg_terminate_backend "+
+			"(its server process is stopped or stuck): it releases the lock when it next runs; check with Inspect (fencectl status)", tok)
 	}
 	return lease.Info{Held: true, Holder: fence.Token(tok), Identity: identity, Remaining: -1}, nil
 }
