@@ -46,7 +46,7 @@ func (c *Client) Names(ctx context.Context, pattern string) ([]string, error) {
 // Held is false, or when only is not 0 and differs from Holder. Last is
 // 0; Remaining is negative when the store keeps no expiry (ZooKeeper,
 // PostgreSQL advisory locks). Cost: one round trip (ZooKeeper: three;
-// PostgreSQL advisory mode terminates the holder's session).
+// PostgreSQL advisory mode four, and it terminates the holder's session).
 //
 // Errors: an error wrapping [ErrInvalid] for a bad name (nothing is sent);
 // the store's error otherwise.

@@ -91,7 +91,8 @@
 // Stale writes return *fence.StaleError (errors.Is(err, fence.ErrStale),
 // and fence.ErrFencedOut), each counted in the OpenTelemetry counter
 // fencekit_stale_rejected (Prometheus fencekit_stale_rejected_total,
-// store="postgres") on a [Guard]'s Options.MeterProvider; the package-level
+// store="postgres") on a [Guard]'s Options.MeterProvider (its InTx, Exec and
+// Claim); the package-level
 // functions and [Table] count on the global provider (otel.GetMeterProvider),
 // registered on their first call. Once ctx has ended, errors also wrap
 // context.Cause(ctx): a write cut off by a lost lease's Context matches

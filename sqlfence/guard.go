@@ -10,6 +10,7 @@ import (
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/cause"
+	"github.com/fencekit/fencekit/internal/obs"
 	"github.com/fencekit/fencekit/internal/pgsql"
 	"github.com/fencekit/fencekit/internal/valid"
 )
@@ -123,4 +124,23 @@ func isNil(db any) bool {
 		return db == nil
 	}
 	return false
+}
+
+// Claim is [Claim], counting a refusal on the Guard's
+// Options.MeterProvider.
+func (g *Guard) Claim(ctx context.Context, db Querier, resource string, tok fence.Token) error {
+	return Claim(g.count(ctx), db, resource, tok)
+}
+
+// Exec is [Exec], counting a refusal on the Guard's Options.MeterProvider.
+func (g *Guard) Exec(ctx context.Context, db TxBeginner, resource string, tok fence.Token, sql string, args ...any) (pgconn.CommandTag, error) {
+	return Exec(g.count(ctx), db, resource, tok, sql, args...)
+}
+
+// count returns ctx carrying the Guard's counter (when it has its own).
+func (g *Guard) count(ctx context.Context) context.Context {
+	if g.stale == nil {
+		return ctx
+	}
+	return obs.With(ctx, g.stale)
 }

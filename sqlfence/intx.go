@@ -36,9 +36,9 @@ type Options struct {
 	// Zero means 5 at those levels; negative is an error.
 	// At other levels nothing is retried.
 	MaxRetries int
-	// MeterProvider counts the Guard's refused writes
-	// (fencekit_stale_rejected); default otel.GetMeterProvider(). The
-	// package-level functions, [Table] and stdsql count on the global
+	// MeterProvider counts the refused writes of the Guard's InTx, Exec
+	// and Claim (fencekit_stale_rejected); default otel.GetMeterProvider().
+	// The package-level functions, [Table] and stdsql count on the global
 	// provider, registered on their first call.
 	MeterProvider metric.MeterProvider
 }
@@ -103,8 +103,8 @@ func InTx(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 //
 // Cost: the caller's statements plus two round trips, as for the same
 // unfenced transaction: on a *pgx.Conn or *pgxpool.Pool the claim travels
-// in the BEGIN's message (see beginClaim), and COMMIT, which travels with
-// the check that fn left the transaction open (checkCommit). On a pgx.Tx
+// in the BEGIN's message, and COMMIT, which travels with the check that fn
+// left the transaction open. On a pgx.Tx
 // the savepoint and the claim are a round trip each.
 //
 // When fn returns an error the transaction is rolled back and that error is
@@ -138,9 +138,7 @@ func (g *Guard) InTx(ctx context.Context, db TxBeginner, resource string, tok fe
 	if g.opts.IsoLevel != "" && !canSetLevel {
 		return valid.Invalid("sqlfence: InTx(%q): isolation level %s needs a *pgx.Conn or *pgxpool.Pool; a %T's level is its outer transaction's", resource, g.opts.IsoLevel, db)
 	}
-	if g.stale != nil {
-		ctx = obs.With(ctx, g.stale)
-	}
+	ctx = g.count(ctx)
 	var err error
 	for attempt := 0; ; attempt++ {
 		err = g.once(ctx, db, resource, tok, fn)

@@ -91,6 +91,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	cmd, ok := commands[name]
+	if !ok && strings.HasPrefix(name, "-") {
+		for i, a := range args {
+			if _, ok := commands[a]; ok {
+				line := append(append([]string{a}, args[:i]...), args[i+1:]...)
+				fmt.Fprintf(stderr, "fencectl: flags go after the command: fencectl %s\n", strings.Join(line, " "))
+				return exitUsage
+			}
+		}
+	}
 	if !ok {
 		fmt.Fprintf(stderr, "fencectl: unknown command %q\n\n", name)
 		printUsage(stderr)

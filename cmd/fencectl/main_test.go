@@ -168,6 +168,15 @@ func TestUsagePrintedOnce(t *testing.T) {
 	}
 }
 
+// Flags given before the command, as in "fencectl -backend postgres list",
+// are a usage error that says where they go, with the line rewritten.
+func TestFlagsBeforeCommandSayWhereTheyGo(t *testing.T) {
+	r := runWant(t, nil, 2, "-backend", "postgres", "list", "orders*")
+	if want := "flags go after the command: fencectl list -backend postgres orders*"; !strings.Contains(r.stderr, want) {
+		t.Errorf("fencectl -backend postgres list:\n%s\nwant %q", r.stderr, want)
+	}
+}
+
 // bump -h lists the backends whose tokens it can raise, and says why not
 // etcd, rather than every lease backend.
 func TestBumpHelpNamesItsBackends(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/fencekit/fencekit/internal/valid"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -114,6 +115,7 @@ func Run(t *testing.T, iss Issuer) {
 		{"KilledHolderTakenOver", testKilledHolder},
 		{"PausedHolderFenced", testPausedHolder},
 		{"BadInputSendsNothing", testBadInput},
+		{"LongestNameWorks", testLongestName},
 		{"IdentityStoredWithGrant", testIdentity},
 		{"ObserveSeesEveryHolder", testObserve},
 		{"CloseLeavesNoGoroutine", testCloseJoins},
@@ -174,6 +176,45 @@ func do(ctx context.Context, c *Conn, name string, ttl time.Duration, fn func(co
 
 // testTokensIncrease makes iss.Grants grants of one name, alternating
 // between two clients, and checks that each token exceeds the previous.
+// testLongestName: a name of valid.MaxNameLen bytes (multi-byte runes and
+// a slash) is a lease like any other: one holder, Inspect and Names see it,
+// the next grant's token is greater. (One byte more is refused unsent:
+// testBadInput.)
+func testLongestName(t *testing.T, iss Issuer) {
+	ns := iss.Open(t)
+	ctx := context.Background()
+	a, b := ns.Client(t, quiet), ns.Client(t, quiet)
+	name := strings.Repeat("é", valid.MaxNameLen/2-1) + "/x"
+	if len(name) != valid.MaxNameLen {
+		t.Fatalf("name of %d bytes", len(name))
+	}
+	ttl := 10 * iss.TTL
+	l, err := a.Acquire(ctx, name, ttl)
+	if err != nil {
+		t.Fatalf("Acquire of a %d-byte name: %v", len(name), err)
+	}
+	if _, err := b.Acquire(ctx, name, ttl); !errors.Is(err, lease.ErrNotAcquired) {
+		t.Fatalf("second Acquire while held: %v, want ErrNotAcquired", err)
+	}
+	if info, err := b.Inspect(ctx, name); err != nil || !info.Held || info.Holder != l.Token() {
+		t.Fatalf("Inspect: %+v, %v; want held by %v", info, err, l.Token())
+	}
+	names, err := b.Names(ctx, "é*")
+	if err != nil || !slices.Contains(names, name) {
+		t.Fatalf("Names(\"é*\"): %d names, %v; want the %d-byte name", len(names), err, len(name))
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := b.Acquire(ctx, name, ttl)
+	if err != nil || l2.Token() <= l.Token() {
+		t.Fatalf("Acquire after release: %v, %v; want a token above %v", l2, err, l.Token())
+	}
+	if err := l2.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func testTokensIncrease(t *testing.T, iss Issuer) {
 	ns := iss.Open(t)
 	ctx := context.Background()

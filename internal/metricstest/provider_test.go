@@ -81,8 +81,14 @@ func TestStaleRejectedOnGivenProviderPostgres(t *testing.T) {
 	if err := g.InTx(ctx, pg.Pool, "docs", 4, noop); !errors.Is(err, fence.ErrStale) {
 		t.Fatalf("stale InTx: %v", err)
 	}
-	if got := own(); got != 1 {
-		t.Errorf("the given provider counted %v refusals, want 1", got)
+	if err := g.Claim(ctx, pg.Pool, "docs", 3); !errors.Is(err, fence.ErrStale) {
+		t.Fatalf("stale Claim: %v", err)
+	}
+	if _, err := g.Exec(ctx, pg.Pool, "docs", 2, `SELECT 1`); !errors.Is(err, fence.ErrStale) {
+		t.Fatalf("stale Exec: %v", err)
+	}
+	if got := own(); got != 3 {
+		t.Errorf("the given provider counted %v refusals (InTx, Claim, Exec), want 3", got)
 	}
 	if got := staleRejected(t, obs.StorePostgres) - before; got != 0 {
 		t.Errorf("the global provider counted %v refusals, want 0", got)

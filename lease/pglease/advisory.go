@@ -183,10 +183,17 @@ const lockKey = `hashtextextended((SELECT n.nspname FROM pg_class c JOIN pg_name
 
 // advisoryAcquireSQL tries the lock and, when it got it, takes the next
 // token, in one statement; refused, it reads the holder's token and
-// identity from the row.
+// identity from the row. It locks the row (when there is one) before
+// trying the lock, so a session that holds the lock but has not written its
+// token yet holds the row too: ForceRelease, which reads the row's token
+// under a row lock before ending the lock's session, waits for it instead
+// of ending it as the row's older holder.
 const advisoryAcquireSQL = `
-WITH l AS (
+WITH row AS (
+    SELECT FROM fencekit_leases_advisory WHERE name = $1 FOR NO KEY UPDATE
+), l AS (
     SELECT ` + lockKey + ` AS key, pg_try_advisory_lock(` + lockKey + `) AS got
+    FROM (SELECT count(*) FROM row) AS locked
 ), granted AS (
     INSERT INTO fencekit_leases_advisory AS a (name, token, identity)
     SELECT $1, ` + nowUS + `, $2 FROM l WHERE got

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -283,4 +284,142 @@ func TestAdvisoryCloseEndsLostSessions(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("pool.Close still waiting 10 s after the client's Close: %d connections of lost leases not given back", pool.Stat().AcquiredConns())
 	}
+}
+
+// TestAdvisoryForceReleaseOnlySparesNewerSession: ForceRelease(name, T)
+// ends the session holding name's lock only while T holds it. A newer
+// client that has taken the lock and is still writing its grant (its row
+// update waits, here on a row lock the test holds) holds no grant of T:
+// its session must survive and its Acquire succeed.
+func TestAdvisoryForceReleaseOnlySparesNewerSession(t *testing.T) {
+	env := testenv.PostgresMigrated(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	first, err := NewAdvisory(env.Pool, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close(ctx)
+	l, err := first.Acquire(ctx, "race", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := l.Token()
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Hold the grant row's lock so that the next Acquire takes the advisory
+	// lock and then waits to write its token.
+	blocker, err := env.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blocker.Rollback(context.WithoutCancel(ctx))
+	if _, err := blocker.Exec(ctx, `SELECT FROM fencekit_leases_advisory FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	next, err := NewAdvisory(poolNamed(t, env.URL, "fencekit-advisory-next"), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close(ctx)
+	acquired := make(chan error, 1)
+	go func() {
+		l, err := next.Acquire(ctx, "race", time.Minute)
+		if err == nil {
+			err = l.Release(ctx)
+		}
+		acquired <- err
+	}()
+	testenv.Poll(t, 10*time.Second, "the next Acquire waits on the row lock", func() bool {
+		var n int
+		err := env.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE application_name = 'fencekit-advisory-next' AND wait_event_type = 'Lock'`).Scan(&n)
+		return err == nil && n == 1
+	})
+
+	// The operator ends the old grant only: it is no longer held. Its call
+	// either returns or waits on the row lock too; then the row is let go.
+	op, err := NewAdvisory(poolNamed(t, env.URL, "fencekit-advisory-op"), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close(ctx)
+	type result struct {
+		info lease.Info
+		err  error
+	}
+	forced := make(chan result, 1)
+	go func() {
+		info, err := op.ForceRelease(ctx, "race", old)
+		forced <- result{info, err}
+	}()
+	var f result
+	testenv.Poll(t, 10*time.Second, "ForceRelease returns or waits on the row lock", func() bool {
+		select {
+		case f = <-forced:
+			forced <- f
+			return true
+		default:
+		}
+		var n int
+		err := env.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE application_name = 'fencekit-advisory-op' AND wait_event_type = 'Lock'`).Scan(&n)
+		return err == nil && n == 1
+	})
+	if err := blocker.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f = <-forced
+	if err := <-acquired; err != nil {
+		t.Errorf("the newer client's Acquire: %v; ForceRelease(%v) returned %+v, %v", err, old, f.info, f.err)
+	}
+	if f.err != nil || f.info.Held && f.info.Holder == old {
+		t.Errorf("ForceRelease(%v): %+v, %v; want no error and the old grant not held", old, f.info, f.err)
+	}
+}
+
+// TestAdvisoryForceReleaseStoppedSession: a holder whose server process is
+// stopped (SIGSTOP) cannot end within pg_terminate_backend's 5 s. The
+// error says so and what to check, not that the session could not be
+// terminated: it ends, and frees the lock, once it runs again.
+func TestAdvisoryForceReleaseStoppedSession(t *testing.T) {
+	env := testenv.PostgresMigrated(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	holder, err := NewAdvisory(poolNamed(t, env.URL, "fencekit-advisory-stopped"), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(ctx)
+	l, err := holder.Acquire(ctx, "stopped", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	var pid int
+	if err := env.Pool.QueryRow(ctx, `SELECT pid FROM pg_stat_activity
+		WHERE application_name = 'fencekit-advisory-stopped' AND datname = current_database()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Skipf("cannot stop the server process %d (a server on another host or user): %v", pid, err)
+	}
+	stopped := true
+	defer func() {
+		if stopped {
+			syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}()
+	_, err = holder.ForceRelease(ctx, "stopped", 0)
+	if err == nil || !strings.Contains(err.Error(), "did not end within 5 s") || !strings.Contains(err.Error(), "Inspect") {
+		t.Errorf("ForceRelease of a stopped session: %v; want it to say the session did not end within 5 s and to check with Inspect", err)
+	}
+	syscall.Kill(pid, syscall.SIGCONT)
+	stopped = false
+	testenv.Poll(t, 10*time.Second, "the lock is free once the session runs", func() bool {
+		info, err := holder.Inspect(ctx, "stopped")
+		return err == nil && !info.Held
+	})
 }

@@ -119,20 +119,31 @@ const advisoryHolderSQL = `
 
 // ForceRelease ends a NewAdvisory lease by terminating the holder's
 // server session (pg_terminate_backend: it needs the pg_signal_backend
-// role or a superuser), one statement. The holder's Context ends at its
-// next renewal. Remaining is -1: the lock has no expiry.
+// role or a superuser): a transaction that locks the grant's row, then one
+// statement, four round trips. The holder's Context ends at its next
+// renewal. Remaining is -1: the lock has no expiry.
 func (a *advisory) ForceRelease(ctx context.Context, name string, only fence.Token) (lease.Info, error) {
 	var released, held bool
 	var tok int64
 	var identity string
-	if err := a.pool.QueryRow(ctx, forceReleaseAdvisorySQL, a.key(name), int64(only)).Scan(&released, &held, &tok, &identity); err != nil {
+	// The row lock first, in a statement of its own: an Acquire that holds
+	// the advisory lock but has not written its token holds the row, and
+	// this waits for it (see advisoryAcquireSQL).
+	err := pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT FROM fencekit_leases_advisory WHERE name = $1 FOR SHARE`, a.key(name)); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, forceReleaseAdvisorySQL, a.key(name), int64(only)).Scan(&released, &held, &tok, &identity)
+	})
+	if err != nil {
 		return lease.Info{}, err
 	}
 	if !held {
 		return lease.Info{}, nil
 	}
 	if !released && (only == 0 || only == fence.Token(tok)) {
-		return lease.Info{}, fmt.Errorf("the session holding token %v could not be terminated", tok)
+		return lease.Info{}, fmt.Errorf("the session holding token %v did not end within 5 s of pg_terminate_backend "+
+			"(its server process is stopped or stuck): it releases the lock when it next runs; check with Inspect (fencectl status)", tok)
 	}
 	return lease.Info{Held: true, Holder: fence.Token(tok), Identity: identity, Remaining: -1}, nil
 }

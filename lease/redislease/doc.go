@@ -57,5 +57,8 @@
 // that a stuck renewal also gives up at the deadline, not up to ReadTimeout
 // later. When go-redis resends an acquire after losing its reply (it
 // retries timeouts and EOFs), the resent copy recognises the first copy's
-// grant as its own and returns it.
+// grant as its own and returns it. A resent release finds the key its first copy
+// deleted, so Release returns a *lease.LostError (cause missing) although
+// this release deleted the key: it is released either way (TestResentCallsKeepOneHolder;
+// batched calls are resent as a whole pipeline, with the same outcomes).
 package redislease

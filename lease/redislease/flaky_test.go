@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -277,5 +279,77 @@ func TestAcquireResentFindsItsOwnGrant(t *testing.T) {
 	defer release(t, other)
 	if _, err := c.Acquire(ctx, name, 5*time.Second); !isNotAcquired(err) {
 		t.Fatalf("resent acquire of a lease held by another = %v, want NotAcquiredError", err)
+	}
+}
+
+// resendHook sends every acquire and release, and every pipeline, twice
+// and returns the second replies: go-redis resending after a lost reply.
+type resendHook struct{ pipelines *atomic.Int64 }
+
+func (resendHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (resendHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if n := scriptName(cmd); n == "acquire" || n == "release" {
+			next(ctx, cmd)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h resendHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.pipelines.Add(1)
+		next(ctx, cmds)
+		return next(ctx, cmds)
+	}
+}
+
+// TestResentCallsKeepOneHolder: acquires and releases, alone and batched
+// in pipelines, each resent after a lost reply. Every acquire gets the
+// grant its first copy made (no grant left behind, its token in the key);
+// every release deletes the key, and one whose first copy did so reports
+// the lease lost (cause missing: Redis no longer has it), as documented;
+// the next grant's token is greater.
+func TestResentCallsKeepOneHolder(t *testing.T) {
+	env := testenvRedisCounting(t)
+	var pipelines atomic.Int64
+	c := mustRecorded(t, hooked(t, env.Addr, resendHook{&pipelines}), nil)
+	other := mustNew(t, env.client, nil)
+	ctx := context.Background()
+	const n = 20
+	ls := make([]*lease.Lease, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { ls[i], errs[i] = c.Acquire(ctx, env.Name(fmt.Sprint("resent", i)), 5*time.Second) })
+	}
+	wg.Wait()
+	for i, l := range ls {
+		if errs[i] != nil {
+			t.Fatalf("resent acquire %d: %v, want the grant its first copy made", i, errs[i])
+		}
+		if v, err := env.client.Get(ctx, keysOf(l.Name()).lock).Result(); err != nil || v != lockValueOf(l) {
+			t.Fatalf("lock key of %d: %q (%v), want %q", i, v, err, lockValueOf(l))
+		}
+	}
+	for i, l := range ls {
+		wg.Go(func() { errs[i] = l.Release(ctx) })
+	}
+	wg.Wait()
+	for i, l := range ls {
+		var lost *lease.LostError
+		if errs[i] != nil && !(errors.As(errs[i], &lost) && lost.Cause == lease.CauseMissing) {
+			t.Errorf("resent release %d: %v, want nil or lost (missing)", i, errs[i])
+		}
+		if n, _ := env.client.Exists(ctx, keysOf(l.Name()).lock).Result(); n != 0 {
+			t.Errorf("lock key of %d left after Release", i)
+		}
+		next := mustAcquire(t, other, l.Name(), 5*time.Second)
+		if next.Token() <= l.Token() {
+			t.Errorf("grant after %d: token %v, want above %v", i, next.Token(), l.Token())
+		}
+		release(t, next)
+	}
+	if pipelines.Load() == 0 {
+		t.Fatal("no call was batched: the pipelines' resends were not exercised")
 	}
 }
