@@ -2,9 +2,10 @@ package sqlfence
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -16,13 +17,16 @@ import (
 	"github.com/fencekit/fencekit/internal/valid"
 )
 
-// execClaimSQL claims resource's guard row for token $2 as pgsql.ClaimSQL
-// does, but fails when it is refused (division by zero: no row claimed), so
-// that the statements sent with it in the same implicit transaction do not
-// run. It also marks the transaction with $3 (SET LOCAL), which
-// pgsql.ExecCheckSQL finds only while the transaction is still the claim's.
-const execClaimSQL = `WITH claimed AS (` + pgsql.ClaimInsert + `)
-SELECT 1 / count(*), set_config('` + pgsql.ExecMarker + `', $3, true) FROM claimed`
+// execClaimSQL claims resource's guard row for token $2 as lockClaimSQL
+// does (InTx's claim: when the row already holds $2 it only locks the row
+// and writes no new row version) and fails when it is refused (the NOT
+// NULL token, SQLSTATE 23502), so that the statements sent with it in the
+// same implicit transaction do not run. It also marks the transaction with
+// $3 (transaction-locally), which pgsql.ExecCheckSQL finds only while the
+// transaction is still the claim's. The CTE runs although the SELECT does
+// not read it (PostgreSQL runs every data-modifying WITH statement once).
+const execClaimSQL = `WITH claimed AS (` + lockClaimSQL + `)
+SELECT set_config('` + pgsql.ExecMarker + `', $3, true)`
 
 // batchSender sends a batch of statements as one pipeline: *pgx.Conn and
 // *pgxpool.Pool.
@@ -81,7 +85,7 @@ func Exec(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 // execBatch sends the claim and the statement as one pipeline.
 func execBatch(ctx context.Context, bs batchSender, resource string, tok fence.Token, sql string, args []any) (pgconn.CommandTag, error) {
 	b := &pgx.Batch{}
-	mark := rand.Text()
+	mark := strconv.FormatUint(rand.Uint64(), 36)
 	b.Queue(execClaimSQL, resource, int64(tok), mark)
 	b.Queue(sql, args...)
 	b.Queue(pgsql.ExecCheckSQL, mark)
@@ -95,7 +99,7 @@ func execBatch(ctx context.Context, bs batchSender, resource string, tok fence.T
 	case endedStatement(claimErr) || endedStatement(stmtErr) || endedStatement(checkErr) || endedStatement(closeErr):
 		// (a simple-protocol batch reports the check's failure when it closes)
 		return pgconn.CommandTag{}, errStatementEnded(resource, tok)
-	case errors.As(claimErr, &pe) && pe.Code == "22012": // refused: nothing ran
+	case errors.As(claimErr, &pe) && pe.Code == "23502" && pe.TableName == "fencekit_tokens": // refused: nothing ran
 		q, ok := bs.(Querier)
 		if !ok {
 			return pgconn.CommandTag{}, fmt.Errorf("sqlfence: %q refused token %s", resource, tok)

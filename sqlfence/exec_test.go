@@ -5,15 +5,18 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/sqlfence"
 )
 
@@ -107,13 +110,7 @@ func TestExecOneRoundTrip(t *testing.T) {
 func TestExecRefusedRunsNothing(t *testing.T) {
 	env := setup(t)
 	ctx := testCtx(t)
-	exec(t, env.Pool, `CREATE TABLE jobs (id bigint PRIMARY KEY, state text NOT NULL)`, `INSERT INTO jobs VALUES (1, 'new')`)
-	for _, db := range []struct {
-		name string
-		db   sqlfence.TxBeginner
-	}{{"pool", env.Pool}, {"conn", connect(t, env.URL)},
-		{"exec-mode", newPool(t, env.URL+"&default_query_exec_mode=exec")},
-		{"simple-protocol", newPool(t, env.URL+"&default_query_exec_mode=simple_protocol")}} {
+	for _, db := range jobsDBs(t, env, true) {
 		t.Run(db.name, func(t *testing.T) {
 			res := "job/" + db.name
 			if err := sqlfence.Claim(ctx, env.Pool, res, 20); err != nil {
@@ -141,6 +138,27 @@ func TestExecRefusedRunsNothing(t *testing.T) {
 			exec(t, env.Pool, `UPDATE jobs SET state = 'new'`)
 		})
 	}
+}
+
+// namedDB is a handle Exec runs on, named for subtests.
+type namedDB struct {
+	name string
+	db   sqlfence.TxBeginner
+}
+
+// jobsDBs creates the table jobs with row 1 in state 'new' and returns the
+// handles Exec is tested on: env's pool (prepared statements), a
+// connection when conn is true, and pools sending text (exec mode) and the
+// simple protocol.
+func jobsDBs(t *testing.T, env *testenv.PostgresEnv, conn bool) []namedDB {
+	t.Helper()
+	exec(t, env.Pool, `CREATE TABLE jobs (id bigint PRIMARY KEY, state text NOT NULL)`, `INSERT INTO jobs VALUES (1, 'new')`)
+	dbs := []namedDB{{"pool", env.Pool}}
+	if conn {
+		dbs = append(dbs, namedDB{"conn", connect(t, env.URL)})
+	}
+	return append(dbs, namedDB{"exec-mode", newPool(t, env.URL+"&default_query_exec_mode=exec")},
+		namedDB{"simple-protocol", newPool(t, env.URL+"&default_query_exec_mode=simple_protocol")})
 }
 
 // newPool is pgxpool.New on url, closed at cleanup.
@@ -267,6 +285,89 @@ func TestExecStatementThatCommits(t *testing.T) {
 			}
 			if strings.Contains(log, "b;") {
 				t.Fatalf("steps.log = %q: the work after the COMMIT, outside the claim, stayed", log)
+			}
+		})
+	}
+}
+
+// TestExecSameTokenWritesNoRowVersion: Exec with the token the guard row
+// already holds (a holder writing again) locks the row and writes no new
+// version of it, prepared or sent as text; a newer token moves it.
+func TestExecSameTokenWritesNoRowVersion(t *testing.T) {
+	env, ctx := setup(t), testCtx(t)
+	for _, db := range jobsDBs(t, env, false) {
+		t.Run(db.name, func(t *testing.T) {
+			res := "same/" + db.name
+			if _, err := sqlfence.Exec(ctx, db.db, res, 5, `UPDATE jobs SET state = 'first' WHERE id = 1`); err != nil {
+				t.Fatal(err)
+			}
+			ctid, updated := guardRow(t, env.Pool, res)
+			for i := range 3 {
+				if _, err := sqlfence.Exec(ctx, db.db, res, 5, `UPDATE jobs SET state = $1 WHERE id = 1`, "again "+db.name); err != nil {
+					t.Fatalf("write %d with the same token: %v", i+2, err)
+				}
+			}
+			wantState(t, env.Pool, "again "+db.name)
+			if c, u := guardRow(t, env.Pool, res); c != ctid || !u.Equal(updated) {
+				t.Fatalf("after 3 writes with the same token the guard row is at %s, updated %v; want %s, %v (no new row version)", c, u, ctid, updated)
+			}
+			if _, err := sqlfence.Exec(ctx, db.db, res, 6, `UPDATE jobs SET state = 'newer' WHERE id = 1`); err != nil {
+				t.Fatal(err)
+			}
+			if cur, err := current(ctx, env.Pool, res); err != nil || cur != 6 {
+				t.Fatalf("Current = %d, %v; want 6", cur, err)
+			}
+		})
+	}
+}
+
+// TestExecSameTokenWaitsForNewerThenStale: Exec presenting the token the
+// guard row holds while a newer holder's claim of the row is open waits on
+// the row lock, then is refused with the newer token, and its statement
+// never runs (the row lock's re-check under READ COMMITTED).
+func TestExecSameTokenWaitsForNewerThenStale(t *testing.T) {
+	env := setup(t)
+	ctx := testCtx(t)
+	exec(t, env.Pool, `CREATE TABLE log (id bigserial PRIMARY KEY, tok bigint, step text)`)
+	for _, mode := range []string{"cache_statement", "exec", "simple_protocol"} {
+		t.Run(mode, func(t *testing.T) {
+			exec(t, env.Pool, `DELETE FROM log`)
+			res := "r-" + mode
+			if err := sqlfence.Claim(ctx, env.Pool, res, 10); err != nil {
+				t.Fatal(err)
+			}
+			conn := connect(t, env.URL+"&default_query_exec_mode="+mode)
+			// Warm the connection (its statement cache): the fast path.
+			if _, err := sqlfence.Exec(ctx, conn, res, 10, `SELECT 1`); err != nil {
+				t.Fatal(err)
+			}
+			b := startHolder(t, env.URL, res, 11, true)
+			<-b.claimed
+			done := make(chan error, 1)
+			pid := conn.PgConn().PID()
+			go func() {
+				_, err := sqlfence.Exec(ctx, conn, res, 10, `INSERT INTO log (tok, step) VALUES (10, 'exec')`)
+				done <- err
+			}()
+			testenv.Poll(t, 30*time.Second, "Exec with token 10 waiting on the guard row", func() bool {
+				select {
+				case err := <-done:
+					t.Fatalf("Exec with token 10 finished while token 11's claim was open: %v", err)
+				default:
+				}
+				var wait string
+				if err := env.Pool.QueryRow(ctx, `SELECT coalesce(wait_event_type, '') FROM pg_stat_activity WHERE pid = $1`, int32(pid)).Scan(&wait); err != nil {
+					t.Fatal(err)
+				}
+				return wait == "Lock"
+			})
+			close(b.release)
+			if err := <-b.done; err != nil {
+				t.Fatalf("newer holder: %v", err)
+			}
+			wantStale(t, <-done, res, 10, 11)
+			if got, want := logRows(t, env.Pool), []string{"11:first", "11:second"}; !slices.Equal(got, want) {
+				t.Fatalf("log = %v, want %v", got, want)
 			}
 		})
 	}
