@@ -38,11 +38,7 @@ func TestAdvisoryBackendTerminated(t *testing.T) {
 	env := testenv.PostgresMigrated(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	holder, err := NewAdvisory(poolNamed(t, env.URL, "fencekit-advisory-holder"), quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close(ctx)
+	holder := advisoryNamed(t, env.URL, "fencekit-advisory-holder")
 	other, err := NewAdvisory(env.Pool, quiet)
 	if err != nil {
 		t.Fatal(err)
@@ -319,11 +315,7 @@ func TestAdvisoryForceReleaseOnlySparesNewerSession(t *testing.T) {
 	if _, err := blocker.Exec(ctx, `SELECT FROM fencekit_leases_advisory FOR UPDATE`); err != nil {
 		t.Fatal(err)
 	}
-	next, err := NewAdvisory(poolNamed(t, env.URL, "fencekit-advisory-next"), quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer next.Close(ctx)
+	next := advisoryNamed(t, env.URL, "fencekit-advisory-next")
 	acquired := make(chan error, 1)
 	go func() {
 		l, err := next.Acquire(ctx, "race", time.Minute)
@@ -341,11 +333,7 @@ func TestAdvisoryForceReleaseOnlySparesNewerSession(t *testing.T) {
 
 	// The operator ends the old grant only: it is no longer held. Its call
 	// either returns or waits on the row lock too; then the row is let go.
-	op, err := NewAdvisory(poolNamed(t, env.URL, "fencekit-advisory-op"), quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer op.Close(ctx)
+	op := advisoryNamed(t, env.URL, "fencekit-advisory-op")
 	type result struct {
 		info lease.Info
 		err  error
@@ -388,11 +376,7 @@ func TestAdvisoryForceReleaseStoppedSession(t *testing.T) {
 	env := testenv.PostgresMigrated(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	holder, err := NewAdvisory(poolNamed(t, env.URL, "fencekit-advisory-stopped"), quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close(ctx)
+	holder := advisoryNamed(t, env.URL, "fencekit-advisory-stopped")
 	l, err := holder.Acquire(ctx, "stopped", time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -422,4 +406,17 @@ func TestAdvisoryForceReleaseStoppedSession(t *testing.T) {
 		info, err := holder.Inspect(ctx, "stopped")
 		return err == nil && !info.Held
 	})
+}
+
+// advisoryNamed returns an advisory client on its own pool whose sessions
+// carry application_name app (so a test can find them in
+// pg_stat_activity), closed at cleanup.
+func advisoryNamed(t *testing.T, url, app string) *lease.Client {
+	t.Helper()
+	c, err := NewAdvisory(poolNamed(t, url, app), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
 }
