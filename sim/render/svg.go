@@ -177,10 +177,11 @@ type placed struct {
 
 // misordered counts the labels of the lane y whose order would differ
 // from their events' order if box, labelling an event at x, went there:
-// in the same row as box, left to right (row); stacked above or below it
-// (their spans across overlapping by more than 4 px: the boxes are
-// estimated generously, at charWidth a character), top to bottom
-// (stack).
+// in the same row as box, left to right (row); in other rows (stack), a
+// later label above an earlier one unless it starts right of where the
+// earlier one ends, or below it if it ends left of where the later one
+// starts (4 px of slack: the boxes are estimated generously, at charWidth
+// a character).
 func (p *svgPlot) misordered(box rect, x, y float64) (row, stack int) {
 	for _, o := range p.placed {
 		if o.y != y || o.at == x {
@@ -193,8 +194,9 @@ func (p *svgPlot) misordered(box rect, x, y float64) (row, stack int) {
 			}
 			continue
 		}
+		// A later label above an earlier one must start right of its end.
 		above := box.y1 <= o.box.y0
-		if o.box.x0 < box.x1-4 && box.x0 < o.box.x1-4 && earlier == above { // apart, or touching
+		if (earlier && above && box.x0 < o.box.x1-4) || (!earlier && !above && o.box.x0 < box.x1-4) {
 			stack++
 		}
 	}
@@ -267,11 +269,28 @@ type spot struct {
 // anchor, then centred at growing distances from it (up to 40 px before
 // it and 100 px after, starting at most 66 px after it); when no spot is free, to the one that crosses
 // least, counting a spot that puts labels of one lane and row out of
-// their events' order as ten crossings, and one that stacks a label above
-// an earlier event's (or below a later one's) as half a crossing. A label
+// their events' order as ten crossings, and one that puts a label above
+// an earlier event's and not right of its end (or below a later one's
+// and not left of its start) as half a crossing; labels that stack
+// upward are placed latest first, so that an earlier one goes above. A label
 // so stays at its event, inside its lane's band, in the order of the
 // events: left to right, and top to bottom.
 func (p *svgPlot) place() {
+	if p.ordered {
+		// A label that stacks upward from its event takes the spot nearest
+		// it before the labels of earlier events, which stack above it:
+		// the upward labels are placed latest first, in the slots of the
+		// queue they hold.
+		var up []int
+		for i, q := range p.queued {
+			if q.dir < 0 {
+				up = append(up, i)
+			}
+		}
+		for i, j := 0, len(up)-1; i < j; i, j = i+1, j-1 {
+			p.queued[up[i]], p.queued[up[j]] = p.queued[up[j]], p.queued[up[i]]
+		}
+	}
 	for _, q := range p.queued {
 		var spots []spot
 		if q.centre {
@@ -873,7 +892,7 @@ func (p *svgPlot) messages() {
 				}
 			}
 		case sim.KindLost:
-			near(c, e.At, "heartbeat refused: lease lost", red)
+			near(c, e.At, "lease lost", red)
 		case sim.KindCheckFailed:
 			near(c, e.At, "own clock: lease over, stop", "#555")
 		case sim.KindCrashed:
