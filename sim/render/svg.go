@@ -538,7 +538,9 @@ func (p *svgPlot) axis() {
 // legend explains the marks above the lanes, in one row, or two on a
 // narrow drawing.
 func (p *svgPlot) legend() {
-	const legend = ` class="legend"` // a page may hide it (the playground's tour does)
+	// A page may hide the legend (the playground's tour does), or show its
+	// entries by their short names (data-short), as a phone's tour does.
+	legend := func(short string) string { return ` class="legend" data-short="` + short + `"` }
 	y := 22.0
 	x := float64(svgLeft)
 	// item starts an entry of width w, moving to the next row when it
@@ -550,20 +552,20 @@ func (p *svgPlot) legend() {
 	}
 	item(280)
 	fmt.Fprintf(p.b, `<line class="legend" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="5" stroke-opacity="0.45"/>`, x, y-4, x+26, y-4, clientColor(0))
-	p.putAttrs(x+30, y, "start", "client believes it holds the lease", "#444", false, legend)
+	p.putAttrs(x+30, y, "start", "client believes it holds the lease", "#444", false, legend("client's belief"))
 	x += 280
 	item(285)
 	fmt.Fprintf(p.b, `<rect class="legend" x="%.1f" y="%.1f" width="26" height="10" rx="3" fill="%s" fill-opacity="0.25" stroke="%s"/>`, x, y-9, clientColor(0), clientColor(0))
-	p.putAttrs(x+30, y, "start", "lease, as the lease service sees it", "#444", false, legend)
+	p.putAttrs(x+30, y, "start", "lease, as the lease service sees it", "#444", false, legend("real lease"))
 	x += 285
 	item(90)
 	fmt.Fprintf(p.b, `<rect class="legend" x="%.1f" y="%.1f" width="26" height="12" fill="%s" fill-opacity="0.12"/>`, x, y-10, red)
-	p.putAttrs(x+30, y, "start", "danger", "#444", false, legend)
+	p.putAttrs(x+30, y, "start", "danger", "#444", false, legend("danger"))
 	x += 90
 	item(135)
 	fmt.Fprintf(p.b, `<polyline class="legend" points="%.1f,%.1f %.1f,%.1f %.1f,%.1f" fill="none" stroke="#555" stroke-width="1.5"/>`, x, y, x+13, y, x+13, y-8)
 	fmt.Fprintf(p.b, `<line class="legend" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#555" stroke-width="1.5"/>`+"\n", x+13, y-8, x+26, y-8)
-	p.putAttrs(x+30, y, "start", "storage's token", "#444", false, legend)
+	p.putAttrs(x+30, y, "start", "storage's token", "#444", false, legend("stored token"))
 }
 
 func (p *svgPlot) lanes() {
