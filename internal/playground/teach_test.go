@@ -336,3 +336,32 @@ func TestLabelsInsideTheDrawing(t *testing.T) {
 		}
 	}
 }
+
+// TestIntroSaysWhatTheFirstRunIs: the page's intro, which says what the
+// two runs of every change are, is true of every preset: a preset whose
+// first run is not fencing off (the write check alone, check-then-write)
+// is covered by what the intro says the first run can be.
+func TestIntroSaysWhatTheFirstRunIs(t *testing.T) {
+	page, err := static.ReadFile("static/index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lede := regexp.MustCompile(`(?s)<p class="lede">(.*?)</p>`).FindSubmatch(page)
+	if lede == nil {
+		t.Fatal("index.html has no intro (p.lede)")
+	}
+	intro := strings.Join(strings.Fields(string(lede[1])), " ")
+	for _, p := range presets {
+		resp, err := Run(p.Query, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := resp.Runs[0].Storage
+		if first != "off" && !strings.Contains(intro, "or with the weaker storage a preset compares") {
+			t.Errorf("preset %q runs %q first, but the intro says: %q", p.Title, first, intro)
+		}
+		if first == "off" && !strings.Contains(intro, "first with fencing off") {
+			t.Errorf("preset %q runs fencing off first, which the intro does not say: %q", p.Title, intro)
+		}
+	}
+}

@@ -402,21 +402,31 @@ const legendStateJS = `(() => {
 // (TestBrowserTourShowsBothRuns), for the default run and the preset
 // whose first heading is the longest.
 func TestBrowserTourKeepsTheLegend(t *testing.T) {
+	legendEveryStep(t, 1280, 800, legendStateJS, func(q string, i int, s tourState) {
+		for f, a := range s.Axes {
+			if a > s.Screen {
+				t.Errorf("%s, step %d: figure %d's time axis ends at y %.0f, below the screen's bottom (%.0f)", q, i+1, f, a, s.Screen)
+			}
+		}
+	})
+}
+
+// legendEveryStep takes the tours of the default run and of the preset
+// whose first heading (and longest step) is the longest on a w x h
+// screen, and fails t at every step for each legend entry js finds
+// missing; then calls check.
+func legendEveryStep(t *testing.T, w, h int, js string, check func(q string, i int, s tourState)) {
 	for _, q := range []string{"scenario=kleppmann", "scenario=check-then-write"} {
-		tab, steps := startTour(t, 1280, 800, q)
+		tab, steps := startTour(t, w, h, q)
 		eachStep(t, tab, steps, func(i int, s tourState) {
-			l := eval[legendState](t, tab, legendStateJS)
+			l := eval[legendState](t, tab, js)
 			if len(l.Entries) < 4 {
 				t.Fatalf("%s: the figure's legend has %d entries: %q", q, len(l.Entries), l.Entries)
 			}
 			for _, m := range l.Missing {
 				t.Errorf("%s, step %d: the legend's %q is not shown whole on screen", q, i+1, m)
 			}
-			for f, a := range s.Axes {
-				if a > s.Screen {
-					t.Errorf("%s, step %d: figure %d's time axis ends at y %.0f, below the screen's bottom (%.0f)", q, i+1, f, a, s.Screen)
-				}
-			}
+			check(q, i, s)
 		})
 	}
 }
@@ -453,19 +463,9 @@ const phoneLegendJS = `(() => {
 // stays within a quarter of the screen, for the default run and the
 // preset whose tour has the longest step.
 func TestBrowserPhoneTourKeepsTheLegend(t *testing.T) {
-	for _, q := range []string{"scenario=kleppmann", "scenario=check-then-write"} {
-		tab, steps := startTour(t, 400, 860, q)
-		eachStep(t, tab, steps, func(i int, s tourState) {
-			l := eval[legendState](t, tab, phoneLegendJS)
-			if len(l.Entries) < 4 {
-				t.Fatalf("%s: the figure's legend has %d entries: %q", q, len(l.Entries), l.Entries)
-			}
-			for _, m := range l.Missing {
-				t.Errorf("%s, step %d: the legend's %q is not shown whole on screen with its mark", q, i+1, m)
-			}
-			if h := s.StickyBot - s.StickyTop; h > 860/4 {
-				t.Errorf("%s, step %d: the tour's bar is %.0f px tall, over a quarter of 860 px", q, i+1, h)
-			}
-		})
-	}
+	legendEveryStep(t, 400, 860, phoneLegendJS, func(q string, i int, s tourState) {
+		if h := s.StickyBot - s.StickyTop; h > 860/4 {
+			t.Errorf("%s, step %d: the tour's bar is %.0f px tall, over a quarter of 860 px", q, i+1, h)
+		}
+	})
 }
