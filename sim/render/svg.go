@@ -177,10 +177,11 @@ type placed struct {
 
 // misordered counts the labels of the lane y whose order would differ
 // from their events' order if box, labelling an event at x, went there:
-// in the same row as box, left to right (row); stacked above or below it
-// (their spans across overlapping by more than 4 px: the boxes are
-// estimated generously, at charWidth a character), top to bottom
-// (stack).
+// in the same row as box, left to right (row); in other rows (stack), a
+// later label above an earlier one unless it starts right of where the
+// earlier one ends, or below it if it ends left of where the later one
+// starts (4 px of slack: the boxes are estimated generously, at charWidth
+// a character).
 func (p *svgPlot) misordered(box rect, x, y float64) (row, stack int) {
 	for _, o := range p.placed {
 		if o.y != y || o.at == x {
@@ -193,8 +194,9 @@ func (p *svgPlot) misordered(box rect, x, y float64) (row, stack int) {
 			}
 			continue
 		}
+		// A later label above an earlier one must start right of its end.
 		above := box.y1 <= o.box.y0
-		if o.box.x0 < box.x1-4 && box.x0 < o.box.x1-4 && earlier == above { // apart, or touching
+		if (earlier && above && box.x0 < o.box.x1-4) || (!earlier && !above && o.box.x0 < box.x1-4) {
 			stack++
 		}
 	}
@@ -267,11 +269,28 @@ type spot struct {
 // anchor, then centred at growing distances from it (up to 40 px before
 // it and 100 px after, starting at most 66 px after it); when no spot is free, to the one that crosses
 // least, counting a spot that puts labels of one lane and row out of
-// their events' order as ten crossings, and one that stacks a label above
-// an earlier event's (or below a later one's) as half a crossing. A label
+// their events' order as ten crossings, and one that puts a label above
+// an earlier event's and not right of its end (or below a later one's
+// and not left of its start) as half a crossing; labels that stack
+// upward are placed latest first, so that an earlier one goes above. A label
 // so stays at its event, inside its lane's band, in the order of the
 // events: left to right, and top to bottom.
 func (p *svgPlot) place() {
+	if p.ordered {
+		// A label that stacks upward from its event takes the spot nearest
+		// it before the labels of earlier events, which stack above it:
+		// the upward labels are placed latest first, in the slots of the
+		// queue they hold.
+		var up []int
+		for i, q := range p.queued {
+			if q.dir < 0 {
+				up = append(up, i)
+			}
+		}
+		for i, j := 0, len(up)-1; i < j; i, j = i+1, j-1 {
+			p.queued[up[i]], p.queued[up[j]] = p.queued[up[j]], p.queued[up[i]]
+		}
+	}
 	for _, q := range p.queued {
 		var spots []spot
 		if q.centre {
@@ -519,7 +538,9 @@ func (p *svgPlot) axis() {
 // legend explains the marks above the lanes, in one row, or two on a
 // narrow drawing.
 func (p *svgPlot) legend() {
-	const legend = ` class="legend"` // a page may hide it (the playground's tour does)
+	// A page may hide the legend (the playground's tour does), or show its
+	// entries by their short names (data-short), as a phone's tour does.
+	legend := func(short string) string { return ` class="legend" data-short="` + short + `"` }
 	y := 22.0
 	x := float64(svgLeft)
 	// item starts an entry of width w, moving to the next row when it
@@ -531,20 +552,20 @@ func (p *svgPlot) legend() {
 	}
 	item(280)
 	fmt.Fprintf(p.b, `<line class="legend" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="5" stroke-opacity="0.45"/>`, x, y-4, x+26, y-4, clientColor(0))
-	p.putAttrs(x+30, y, "start", "client believes it holds the lease", "#444", false, legend)
+	p.putAttrs(x+30, y, "start", "client believes it holds the lease", "#444", false, legend("client's belief"))
 	x += 280
 	item(285)
 	fmt.Fprintf(p.b, `<rect class="legend" x="%.1f" y="%.1f" width="26" height="10" rx="3" fill="%s" fill-opacity="0.25" stroke="%s"/>`, x, y-9, clientColor(0), clientColor(0))
-	p.putAttrs(x+30, y, "start", "lease, as the lease service sees it", "#444", false, legend)
+	p.putAttrs(x+30, y, "start", "lease, as the lease service sees it", "#444", false, legend("real lease"))
 	x += 285
 	item(90)
 	fmt.Fprintf(p.b, `<rect class="legend" x="%.1f" y="%.1f" width="26" height="12" fill="%s" fill-opacity="0.12"/>`, x, y-10, red)
-	p.putAttrs(x+30, y, "start", "danger", "#444", false, legend)
+	p.putAttrs(x+30, y, "start", "danger", "#444", false, legend("danger"))
 	x += 90
 	item(135)
 	fmt.Fprintf(p.b, `<polyline class="legend" points="%.1f,%.1f %.1f,%.1f %.1f,%.1f" fill="none" stroke="#555" stroke-width="1.5"/>`, x, y, x+13, y, x+13, y-8)
 	fmt.Fprintf(p.b, `<line class="legend" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#555" stroke-width="1.5"/>`+"\n", x+13, y-8, x+26, y-8)
-	p.putAttrs(x+30, y, "start", "storage's token", "#444", false, legend)
+	p.putAttrs(x+30, y, "start", "storage's token", "#444", false, legend("stored token"))
 }
 
 func (p *svgPlot) lanes() {
@@ -873,7 +894,7 @@ func (p *svgPlot) messages() {
 				}
 			}
 		case sim.KindLost:
-			near(c, e.At, "heartbeat refused: lease lost", red)
+			near(c, e.At, "lease lost", red)
 		case sim.KindCheckFailed:
 			near(c, e.At, "own clock: lease over, stop", "#555")
 		case sim.KindCrashed:

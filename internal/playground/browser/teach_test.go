@@ -402,21 +402,70 @@ const legendStateJS = `(() => {
 // (TestBrowserTourShowsBothRuns), for the default run and the preset
 // whose first heading is the longest.
 func TestBrowserTourKeepsTheLegend(t *testing.T) {
+	legendEveryStep(t, 1280, 800, legendStateJS, func(q string, i int, s tourState) {
+		for f, a := range s.Axes {
+			if a > s.Screen {
+				t.Errorf("%s, step %d: figure %d's time axis ends at y %.0f, below the screen's bottom (%.0f)", q, i+1, f, a, s.Screen)
+			}
+		}
+	})
+}
+
+// legendEveryStep takes the tours of the default run and of the preset
+// whose first heading (and longest step) is the longest on a w x h
+// screen, and fails t at every step for each legend entry js finds
+// missing; then calls check.
+func legendEveryStep(t *testing.T, w, h int, js string, check func(q string, i int, s tourState)) {
 	for _, q := range []string{"scenario=kleppmann", "scenario=check-then-write"} {
-		tab, steps := startTour(t, 1280, 800, q)
+		tab, steps := startTour(t, w, h, q)
 		eachStep(t, tab, steps, func(i int, s tourState) {
-			l := eval[legendState](t, tab, legendStateJS)
+			l := eval[legendState](t, tab, js)
 			if len(l.Entries) < 4 {
 				t.Fatalf("%s: the figure's legend has %d entries: %q", q, len(l.Entries), l.Entries)
 			}
 			for _, m := range l.Missing {
 				t.Errorf("%s, step %d: the legend's %q is not shown whole on screen", q, i+1, m)
 			}
-			for f, a := range s.Axes {
-				if a > s.Screen {
-					t.Errorf("%s, step %d: figure %d's time axis ends at y %.0f, below the screen's bottom (%.0f)", q, i+1, f, a, s.Screen)
-				}
-			}
+			check(q, i, s)
 		})
 	}
+}
+
+// phoneLegendJS lists the entries of the first figure's legend (by their
+// short names, data-short, which a phone shows) and those not shown
+// whole on screen at 11 px or more with their mark (an svg just before
+// the name): in the tour's bar, or below it.
+const phoneLegendJS = `(() => {
+  const bar = document.getElementById("sticky");
+  const below = bar.getBoundingClientRect().bottom;
+  const entries = [...document.querySelectorAll("#run-off .timeline svg text.legend")].map((t) => t.dataset.short || t.textContent);
+  const shown = (el) => {
+    for (let e = el; e; e = e.parentElement) {
+      const cs = getComputedStyle(e);
+      if (cs.display === "none" || cs.visibility === "hidden" || e.hidden) return false;
+    }
+    const r = el.getBoundingClientRect();
+    return r.width > 0 && r.top >= (bar.contains(el) ? -0.5 : below - 0.5) && r.bottom <= innerHeight + 0.5 &&
+      r.left >= -0.5 && r.right <= innerWidth + 0.5 && parseFloat(getComputedStyle(el).fontSize) >= 10.99;
+  };
+  const marked = (el) => {
+    const m = el.previousElementSibling;
+    return !!m && m.tagName.toLowerCase() === "svg" && shown(m) && m.getBoundingClientRect().width >= 10;
+  };
+  const texts = [...document.querySelectorAll("body *")].filter((el) => el.children.length === 0 && shown(el) && marked(el))
+    .map((el) => el.textContent.trim());
+  return {Entries: entries, Missing: entries.filter((e) => !texts.includes(e))};
+})()`
+
+// TestBrowserPhoneTourKeepsTheLegend: on a 400 x 860 phone, at every step
+// of the tour, every entry of the figures' legend (what the marks mean)
+// shows whole on screen, its mark beside its name, while the tour's bar
+// stays within a quarter of the screen, for the default run and the
+// preset whose tour has the longest step.
+func TestBrowserPhoneTourKeepsTheLegend(t *testing.T) {
+	legendEveryStep(t, 400, 860, phoneLegendJS, func(q string, i int, s tourState) {
+		if h := s.StickyBot - s.StickyTop; h > 860/4 {
+			t.Errorf("%s, step %d: the tour's bar is %.0f px tall, over a quarter of 860 px", q, i+1, h)
+		}
+	})
 }

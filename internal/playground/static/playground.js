@@ -202,6 +202,7 @@ function renderKey() {
   const key = document.getElementById("key");
   if (!items.length) {
     key.replaceChildren();
+    renderPhoneKey(items);
     return;
   }
   const boxes = items.map((el) => el.getBBox());
@@ -216,6 +217,37 @@ function renderKey() {
     return c;
   }));
   key.replaceChildren(copy);
+  renderPhoneKey(items);
+}
+
+// renderPhoneKey copies the legend into the tour's buttons' row, which a
+// phone shows: each entry's mark (the shapes just left of its text), then
+// its short name (data-short), so that all four fit beside the buttons.
+function renderPhoneKey(items) {
+  const ns = "http://www.w3.org/2000/svg";
+  const texts = items.filter((el) => el.tagName === "text");
+  document.getElementById("phone-key").replaceChildren(...texts.map((t) => {
+    const tb = t.getBBox();
+    const marks = items.filter((el) => {
+      if (el.tagName === "text") return false;
+      const b = el.getBBox();
+      return b.x >= tb.x - 34 && b.x < tb.x && Math.abs(b.y + b.height / 2 - (tb.y + tb.height / 2)) < 12;
+    });
+    const span = document.createElement("span");
+    const mark = document.createElementNS(ns, "svg");
+    const x0 = Math.min(...marks.map((el) => el.getBBox().x)) - 1, y0 = tb.y - 1;
+    for (const [k, v] of Object.entries({ viewBox: `${x0} ${y0} 28 ${tb.height + 2}`, width: 16, height: 11 })) mark.setAttribute(k, String(v));
+    mark.setAttribute("preserveAspectRatio", "none");
+    mark.append(...marks.map((el) => {
+      const c = el.cloneNode(true);
+      c.removeAttribute("class");
+      return c;
+    }));
+    const name = document.createElement("span");
+    name.textContent = t.dataset.short || t.textContent;
+    span.append(mark, name);
+    return span;
+  }));
 }
 
 // scrollToDanger scrolls a figure wider than its column to where the
