@@ -110,12 +110,18 @@ func TestVerifyTornMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 	logged := captureLog(t)
-	if err := mustNew(t, c, "torn", nil).Verify(ctx); err != nil {
-		t.Fatalf("Verify on --sidecar: %v; want nil and a warning", err)
+	s := mustNew(t, c, "torn", nil)
+	// The probe is bounded and can miss the state (once in 21 runs
+	// under load): three tries.
+	for range 3 {
+		if err := s.Verify(ctx); err != nil {
+			t.Fatalf("Verify on --sidecar: %v; want nil and a warning", err)
+		}
+		if strings.Contains(logged.String(), "versitygw --sidecar does") {
+			return
+		}
 	}
-	if !strings.Contains(logged.String(), "versitygw --sidecar does") {
-		t.Fatalf("Verify on --sidecar logged %q; want a warning that metadata and ETag can disagree", logged)
-	}
+	t.Fatalf("Verify on --sidecar, three tries, logged %q; want a warning that metadata and ETag can disagree", logged)
 }
 
 // captureLog sends what slog.Default logs to the returned buffer until
