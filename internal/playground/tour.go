@@ -174,7 +174,7 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 	summary := func(format string, args ...any) {
 		steps = append(steps, Step{At: "summary", X: l.X(last.At), Text: "Summary, " + fmt.Sprintf(format, args...)})
 	}
-	summary("the rule. The storage, which sees the writes in the order they arrive, refuses any write whose token is older "+
+	summary("the rule. The storage, which sees the writes in the order they arrive, refuses any write whose token is older " +
 		"than one it has seen. The lease cannot do it: no process can know, as its write lands, that it still holds its lease.")
 	for _, lesson := range lessons(off) {
 		summary("%s", lesson.text)
