@@ -369,3 +369,51 @@ func TestBrowserLabelsAtTheirEvents(t *testing.T) {
 		t.Fatalf("only %d labels checked", checked)
 	}
 }
+
+// TestBrowserTourStepInAddress: the address records the tour's step
+// (#step-N), so that a step can be linked: loading that address opens the
+// tour at that step, and closing the tour takes the step out of the
+// address.
+func TestBrowserTourStepInAddress(t *testing.T) {
+	tab := openPage(t, 1280, 900, "scenario=kleppmann")
+	resp, err := playground.Run("scenario=kleppmann", pageWidth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"tour-start", "tour-next", "tour-next"} {
+		if err := chromedp.Do(tab, chromedp.Click(chromedp.ID(id))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addr := eval[string](t, tab, `location.href`)
+	if !strings.HasSuffix(addr, "?"+resp.Query+"#step-3") {
+		t.Fatalf("at step 3 the address is %q, want it to end in ?%s#step-3", addr, resp.Query)
+	}
+	// A fresh load of that address: the same query, the tour at step 3.
+	if err := chromedp.Do(tab, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(tab, chromedp.Navigate(addr)); err != nil {
+		t.Fatal(err)
+	}
+	readPage(t, tab)
+	type state struct {
+		Hidden bool
+		Count  string
+		Text   string
+	}
+	s := eval[state](t, tab, `({
+  Hidden: document.getElementById("tour").hidden,
+  Count: document.getElementById("tour-count").textContent,
+  Text: document.getElementById("tour-text").textContent,
+})`)
+	if want := fmt.Sprintf("Step 3 of %d.", len(resp.Tour)); s.Hidden || s.Count != want || s.Text != resp.Tour[2].Text {
+		t.Errorf("loading %s shows the tour hidden %v at %q %q, want %q %q", addr, s.Hidden, s.Count, s.Text, want, resp.Tour[2].Text)
+	}
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("tour-close"))); err != nil {
+		t.Fatal(err)
+	}
+	if got := eval[string](t, tab, `location.href`); strings.Contains(got, "#") {
+		t.Errorf("after closing the tour the address is %q, still with a step", got)
+	}
+}

@@ -421,8 +421,8 @@ function update(q) {
   scrollToDanger();
   renderVerdicts(resp);
   markMap();
-  if (step >= 0) showStep(0);
   history.replaceState(null, "", "?" + resp.query);
+  if (step >= 0) showStep(0);
   document.body.dataset.width = String(width); // for tests: the width the figures were drawn at
   document.body.dataset.query = resp.query; // for tests and screenshots: the run shown
 }
@@ -467,6 +467,8 @@ function showStep(i) {
   document.body.classList.add("touring");
   document.getElementById("tour-count").textContent = `Step ${step + 1} of ${steps.length}.`;
   document.getElementById("tour-text").textContent = s.text;
+  // The address names the step (#step-N), so that it can be linked.
+  history.replaceState(null, "", `?${shown.query}#step-${step + 1}`);
   document.getElementById("tour-back").disabled = step === 0;
   const next = document.getElementById("tour-next"), last = step === steps.length - 1;
   next.textContent = last ? "Finish" : "Next \u25b6";
@@ -562,11 +564,13 @@ function hideUnderBar() {
 }
 addEventListener("scroll", hideUnderBar);
 
-document.getElementById("tour-start").addEventListener("click", () => {
+// openTour shows the tour at step i.
+function openTour(i) {
   tourBox.hidden = false;
-  showStep(0);
+  showStep(i);
   document.getElementById("tour-next").focus();
-});
+}
+document.getElementById("tour-start").addEventListener("click", () => openTour(0));
 document.getElementById("tour-back").addEventListener("click", () => showStep(step - 1));
 document.getElementById("tour-next").addEventListener("click", () => {
   if (step === shown.tour.length - 1) closeTour();
@@ -578,6 +582,7 @@ document.getElementById("tour-close").addEventListener("click", closeTour);
 function closeTour() {
   tourBox.hidden = true;
   step = -1;
+  history.replaceState(null, "", "?" + shown.query);
   document.body.classList.remove("touring", "outcome");
   for (const el of document.querySelectorAll(".timeline .cursor, .timeline .veil")) el.remove();
   for (const el of document.querySelectorAll(".timeline [data-from], .timeline text[data-x]")) el.style.visibility = "";
@@ -652,7 +657,11 @@ async function start() {
   const map = fetch("violation-map.svg").then((r) => r.text());
   await ready;
   document.getElementById("map-figure").innerHTML = await map;
+  // A link to a tour step (#step-N) opens the tour there; update drops
+  // the step from the address.
+  const linked = /^#step-(\d+)$/.exec(location.hash);
   update(location.search.slice(1));
+  if (linked) openTour(Number(linked[1]) - 1);
 }
 
 start().catch((e) => {
