@@ -7,6 +7,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/fencekit/fencekit/sim"
+	"github.com/fencekit/fencekit/sim/render"
 )
 
 // TestPresetsCompareWhatTheLessonCompares: a preset sets both runs, so
@@ -373,5 +377,47 @@ func TestTourSummariesAndSources(t *testing.T) {
 	}
 	if !strings.Contains(resp.Tour[0].Text, "max(counter + 1, server time)") || !strings.Contains(resp.Tour[0].Text, "the lease service's counter") {
 		t.Errorf("step 1 shows the formula without saying where tokens come from: %q", resp.Tour[0].Text)
+	}
+}
+
+// TestTourStepsShowWhatTheyTell: a step draws the figures up to its
+// moment, and a write's label ("write A1, token 33") sits where it was
+// sent, before the step that tells its fate; so the step that first
+// draws that label must name the write, in both runs and every preset
+// (the step "A resumes" once drew A's write without a word of it).
+func TestTourStepsShowWhatTheyTell(t *testing.T) {
+	for _, p := range presets {
+		resp, err := Run(p.Query, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, _ := ParseQuery(p.Query)
+		sc, _ := sim.Lookup(q.Scenario)
+		var runs []*sim.Result
+		var end time.Duration
+		for _, storage := range []sim.Storage{q.Base, q.Params.Storage} {
+			params := q.Params
+			params.Storage = storage
+			r, err := sc.Run(params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs, end = append(runs, r), max(end, r.End)
+		}
+		layout := render.Layout{Width: DefaultWidth, End: render.StableEnd(end + time.Second), Compact: true}
+		for _, r := range runs {
+			labels := r.WriteLabels()
+			for i, w := range r.Writes {
+				x := layout.X(w.Sent)
+				first := slices.IndexFunc(resp.Tour, func(s Step) bool { return s.X+0.5 >= x })
+				if first < 0 {
+					continue
+				}
+				if s := resp.Tour[first]; !strings.Contains(s.Text, labels[i]) {
+					t.Errorf("%s (%s): step %d first draws \"write %s\" (sent at %s) but does not name it: %q",
+						p.Title, r.Storage, first+1, labels[i], sim.FormatTime(w.Sent), s.Text)
+				}
+			}
+		}
 	}
 }

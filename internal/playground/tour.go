@@ -1,8 +1,10 @@
 package playground
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
@@ -77,9 +79,41 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 	told := map[int]bool{} // lost writes whose loss a step has told
 	onName := heading(on.Storage)
 	var steps []Step
+	// A write's label stands where it was sent, and a step draws the
+	// figures up to its moment: a step that first draws a write it does
+	// not tell says that the write was sent, and a write sent before a
+	// step's moment but after the last one's gets its own step.
+	type sent struct {
+		at    time.Duration
+		label string
+		name  string
+		token fence.Token
+	}
+	var sends []sent
+	for _, r := range []*sim.Result{off, on} {
+		for i, w := range r.Writes {
+			s := sent{w.Sent, r.WriteLabels()[i], r.Clients[w.Client], w.Token}
+			if !slices.ContainsFunc(sends, func(o sent) bool { return o.label == s.label && l.X(o.at) == l.X(s.at) }) {
+				sends = append(sends, s)
+			}
+		}
+	}
+	slices.SortStableFunc(sends, func(a, b sent) int { return cmp.Compare(a.at, b.at) })
 	add := func(e sim.Event, format string, args ...any) {
-		steps = append(steps, Step{At: sim.FormatTime(e.At), X: l.X(e.At),
-			Text: sim.FormatTime(e.At) + ": " + fmt.Sprintf(format, args...)})
+		x, text := l.X(e.At), fmt.Sprintf(format, args...)
+		for len(sends) > 0 && l.X(sends[0].at) <= x+0.5 {
+			w := sends[0]
+			sends = sends[1:]
+			switch {
+			case strings.Contains(text, w.label):
+			case l.X(w.at) >= x-0.5:
+				text += fmt.Sprintf(" %s sends its write %s (token %d).", w.name, w.label, w.token)
+			default:
+				steps = append(steps, Step{At: sim.FormatTime(w.at), X: l.X(w.at),
+					Text: fmt.Sprintf("%s: %s sends its write %s with token %d.", sim.FormatTime(w.at), w.name, w.label, w.token)})
+			}
+		}
+		steps = append(steps, Step{At: sim.FormatTime(e.At), X: x, Text: sim.FormatTime(e.At) + ": " + text})
 	}
 	offName := heading(off.Storage)
 	add(sim.Event{}, "the start. Each client reads the file, adds its entry and writes the whole value back. "+
