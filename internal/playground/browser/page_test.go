@@ -417,3 +417,45 @@ func TestBrowserTourStepInAddress(t *testing.T) {
 		t.Errorf("after closing the tour the address is %q, still with a step", got)
 	}
 }
+
+// TestBrowserTourDrawsTheStorageToken: a step draws what happens at its
+// moment: the storage's token line steps up where a write or a claim
+// lands, and its label ("wrote 34", "34", 3 px right of that moment)
+// shows at the step that tells it (B's write, B's read), not one step
+// later; a label of a later moment stays under the veil.
+func TestBrowserTourDrawsTheStorageToken(t *testing.T) {
+	tab := openPage(t, 1280, 900, "scenario=kleppmann")
+	resp, err := playground.Run("scenario=kleppmann", pageWidth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("tour-start"))); err != nil {
+		t.Fatal(err)
+	}
+	type label struct {
+		Text  string
+		X     float64 // where the label's token step is: its start less 3 px
+		Drawn bool    // above the veil, or left of it
+	}
+	for i, s := range resp.Tour {
+		if i > 0 {
+			eval[bool](t, tab, `(document.getElementById("tour").dispatchEvent(new KeyboardEvent("keydown", {key: "ArrowRight", bubbles: true})), true)`)
+		}
+		labels := eval[[]label](t, tab, `[...document.querySelectorAll(".run .timeline svg")].flatMap((svg) => {
+  const veil = svg.querySelector("rect.veil"), vx = Number(veil.getAttribute("x"));
+  return [...svg.querySelectorAll("text:not([data-x])")].filter((t) => /^(wrote )?\d+$/.test(t.textContent)).map((t) => {
+    const b = t.getBBox();
+    return {Text: t.textContent, X: Number(t.getAttribute("x")) - 3,
+      Drawn: b.x + b.width <= vx || !!(veil.compareDocumentPosition(t) & Node.DOCUMENT_POSITION_FOLLOWING)};
+  });
+})`)
+		if len(labels) == 0 {
+			t.Fatal("no storage token labels")
+		}
+		for _, l := range labels {
+			if want := l.X <= s.X+0.5; l.Drawn != want {
+				t.Errorf("step %d (%q): the storage's %q (at x %.1f, the cursor at %.1f) drawn %v, want %v", i+1, s.Text, l.Text, l.X, s.X, l.Drawn, want)
+			}
+		}
+	}
+}

@@ -489,14 +489,15 @@ function showStep(i) {
     // later ones are hidden (a label may reach left of its event), and so
     // is what holds only from a later moment (data-from: a write's loss).
     // A label of no event (a bar's, a token's) that the veil would cut
-    // shows whole.
+    // shows whole, and so does one that starts at the step's moment (the
+    // storage's token, 3 px right of where it steps up).
     for (const t of svg.querySelectorAll("text[data-x]")) {
       const reached = Number(t.dataset.x) <= s.x + 0.5;
       t.style.visibility = reached ? "" : "hidden";
       if (reached) svg.append(t);
     }
     for (const t of svg.querySelectorAll("text:not([data-x]):not(.lane-name)")) {
-      if (t.getBBox().x < s.x) svg.append(t);
+      if (t.getBBox().x < s.x + 3.5) svg.append(t);
     }
     for (const el of svg.querySelectorAll("[data-from]")) {
       el.style.visibility = Number(el.dataset.from) > s.x + 0.5 ? "hidden" : "";
