@@ -459,3 +459,53 @@ func TestBrowserTourDrawsTheStorageToken(t *testing.T) {
 		}
 	}
 }
+
+// TestBrowserTourDrawsThePause: the step that says "A is paused for 15s"
+// draws A's pause, its box and its label "paused 15s", whole: the text
+// gives its length; the step before draws neither.
+func TestBrowserTourDrawsThePause(t *testing.T) {
+	tab := openPage(t, 1280, 900, "scenario=kleppmann")
+	resp, err := playground.Run("scenario=kleppmann", pageWidth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pause := slices.IndexFunc(resp.Tour, func(s playground.Step) bool { return strings.Contains(s.Text, "A is paused for 15s") })
+	if pause < 1 {
+		t.Fatalf("no step tells A's pause: %+v", resp.Tour)
+	}
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("tour-start"))); err != nil {
+		t.Fatal(err)
+	}
+	type drawn struct {
+		Box   []float64 // width of each pause box drawn above the veil, or left of it
+		Label []bool    // each "paused 15s" drawn above the veil
+	}
+	for i := 1; i <= pause; i++ {
+		eval[bool](t, tab, `(document.getElementById("tour").dispatchEvent(new KeyboardEvent("keydown", {key: "ArrowRight", bubbles: true})), true)`)
+		if i < pause-1 {
+			continue
+		}
+		d := eval[drawn](t, tab, `(() => {
+  const out = {Box: [], Label: []};
+  for (const svg of document.querySelectorAll(".run .timeline svg")) {
+    const veil = svg.querySelector("rect.veil"), vx = Number(veil.getAttribute("x"));
+    const above = (el) => !!(veil.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING) && el.style.visibility !== "hidden";
+    let box = 0;
+    for (const r of svg.querySelectorAll("rect.pause")) {
+      const x = Number(r.getAttribute("x")), w = Number(r.getAttribute("width"));
+      box = Math.max(box, above(r) ? w : Math.max(0, Math.min(w, vx - x)));
+    }
+    out.Box.push(box);
+    out.Label.push([...svg.querySelectorAll("text")].some((t) => t.textContent === "paused 15s" && above(t)));
+  }
+  return out;
+})()`)
+		for run := range d.Box {
+			want := i == pause
+			if (d.Box[run] > 100) != want || d.Label[run] != want {
+				t.Errorf("step %d (%q), run %d: pause box drawn %.0f px wide, label drawn %v; want drawn whole: %v",
+					i+1, resp.Tour[i].Text, run+1, d.Box[run], d.Label[run], want)
+			}
+		}
+	}
+}

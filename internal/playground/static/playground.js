@@ -499,6 +499,17 @@ function showStep(i) {
     for (const t of svg.querySelectorAll("text:not([data-x]):not(.lane-name)")) {
       if (t.getBBox().x < s.x + 3.5) svg.append(t);
     }
+    // A pause the cursor has reached shows whole, with its label: the
+    // step that tells it gives its length.
+    for (const r of svg.querySelectorAll("rect.pause")) {
+      const x0 = Number(r.getAttribute("x")), x1 = x0 + Number(r.getAttribute("width"));
+      if (x0 > s.x + 0.5) continue;
+      svg.append(r);
+      for (const t of svg.querySelectorAll("text:not([data-x])")) {
+        const b = t.getBBox();
+        if (t.textContent.startsWith("paused ") && b.x >= x0 && b.x + b.width <= x1) svg.append(t);
+      }
+    }
     for (const el of svg.querySelectorAll("[data-from]")) {
       el.style.visibility = Number(el.dataset.from) > s.x + 0.5 ? "hidden" : "";
     }
