@@ -381,10 +381,11 @@ func TestTourSummariesAndSources(t *testing.T) {
 }
 
 // TestTourStepsShowWhatTheyTell: a step draws the figures up to its
-// moment, and a write's label ("write A1, token 33") sits where it was
-// sent, before the step that tells its fate; so the step that first
-// draws that label must name the write, in both runs and every preset
-// (the step "A resumes" once drew A's write without a word of it).
+// moment, and a write's label ("write A1, token 33") or a token check's
+// sits where it was sent, before the step that tells its fate; so the
+// step that first draws that label must name it, in both runs and every
+// preset (the step "A resumes" once drew A's write without a word of
+// it, and check-then-write's pause A's check).
 func TestTourStepsShowWhatTheyTell(t *testing.T) {
 	for _, p := range presets {
 		resp, err := Run(p.Query, 0)
@@ -407,15 +408,23 @@ func TestTourStepsShowWhatTheyTell(t *testing.T) {
 		layout := render.Layout{Width: DefaultWidth, End: render.StableEnd(end + time.Second), Compact: true}
 		for _, r := range runs {
 			labels := r.WriteLabels()
-			for i, w := range r.Writes {
-				x := layout.X(w.Sent)
+			check := func(what string, label string, sent time.Duration) {
+				x := layout.X(sent)
 				first := slices.IndexFunc(resp.Tour, func(s Step) bool { return s.X+0.5 >= x })
 				if first < 0 {
-					continue
+					return
 				}
-				if s := resp.Tour[first]; !strings.Contains(s.Text, labels[i]) {
-					t.Errorf("%s (%s): step %d first draws \"write %s\" (sent at %s) but does not name it: %q",
-						p.Title, r.Storage, first+1, labels[i], sim.FormatTime(w.Sent), s.Text)
+				if s := resp.Tour[first]; !strings.Contains(s.Text, label) || (what == "check" && !strings.Contains(s.Text, "check")) {
+					t.Errorf("%s (%s): step %d first draws \"%s %s\" (sent at %s) but does not name it: %q",
+						p.Title, r.Storage, first+1, what, label, sim.FormatTime(sent), s.Text)
+				}
+			}
+			for i, w := range r.Writes {
+				check("write", labels[i], w.Sent)
+			}
+			for _, e := range r.Events {
+				if e.Kind == sim.KindChecked {
+					check("check", labels[e.Write], e.Sent)
 				}
 			}
 		}

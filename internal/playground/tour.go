@@ -85,16 +85,24 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 	// step's moment but after the last one's gets its own step.
 	type sent struct {
 		at    time.Duration
+		what  string // "write" or "token check"
 		label string
 		name  string
 		token fence.Token
 	}
 	var sends []sent
 	for _, r := range []*sim.Result{off, on} {
-		for i, w := range r.Writes {
-			s := sent{w.Sent, r.WriteLabels()[i], r.Clients[w.Client], w.Token}
-			if !slices.ContainsFunc(sends, func(o sent) bool { return o.label == s.label && l.X(o.at) == l.X(s.at) }) {
+		add := func(s sent) {
+			if !slices.ContainsFunc(sends, func(o sent) bool { return o.what == s.what && o.label == s.label && l.X(o.at) == l.X(s.at) }) {
 				sends = append(sends, s)
+			}
+		}
+		for i, w := range r.Writes {
+			add(sent{w.Sent, "write", r.WriteLabels()[i], r.Clients[w.Client], w.Token})
+		}
+		for _, e := range r.Events {
+			if e.Kind == sim.KindChecked {
+				add(sent{e.Sent, "token check", r.WriteLabels()[e.Write], r.Clients[e.Client], e.Token})
 			}
 		}
 	}
@@ -104,13 +112,16 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 		for len(sends) > 0 && l.X(sends[0].at) <= x+0.5 {
 			w := sends[0]
 			sends = sends[1:]
+			what := fmt.Sprintf("%s sends its %s for %s (token %d).", w.name, w.what, w.label, w.token)
+			if w.what == "write" {
+				what = fmt.Sprintf("%s sends its write %s (token %d).", w.name, w.label, w.token)
+			}
 			switch {
-			case strings.Contains(text, w.label):
+			case strings.Contains(text, w.label) && (w.what == "write" || strings.Contains(text, "check")):
 			case l.X(w.at) >= x-0.5:
-				text += fmt.Sprintf(" %s sends its write %s (token %d).", w.name, w.label, w.token)
+				text += " " + what
 			default:
-				steps = append(steps, Step{At: sim.FormatTime(w.at), X: l.X(w.at),
-					Text: fmt.Sprintf("%s: %s sends its write %s with token %d.", sim.FormatTime(w.at), w.name, w.label, w.token)})
+				steps = append(steps, Step{At: sim.FormatTime(w.at), X: l.X(w.at), Text: sim.FormatTime(w.at) + ": " + what})
 			}
 		}
 		steps = append(steps, Step{At: sim.FormatTime(e.At), X: x, Text: sim.FormatTime(e.At) + ": " + text})
