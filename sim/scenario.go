@@ -152,6 +152,27 @@ func whereInStep(at, step time.Duration) string {
 	return "after it sent its write"
 }
 
+// checkThenWriteStory tells check-then-write from p: with its work done,
+// A sends its token check, and the pause falls as the storage answers it
+// (the table prints the check and the pause at one time), before the
+// answer reaches A; or, with -pause-at, elsewhere in or after the work.
+func checkThenWriteStory(p Params) string {
+	const step = 2 * time.Second
+	after := " The check-then-write storage then applies A's late write without checking again. The atomic storage " +
+		"(claim) checks each write in the same step as it applies it (it answers the early check too; not shown)."
+	if p.PauseAt <= step || p.PauseAt > step+p.Delay {
+		where := whereInStep(p.PauseAt, step)
+		if p.PauseAt > step {
+			where = "after its token check came back ok"
+		}
+		return pauseStory(p, step, where) + " The storage answers A's token check (33 is current: ok)." + after
+	}
+	return fmt.Sprintf("A acquires the lease (token 33), reads, checks its lease, does %s of work and sends its token check. "+
+		"%s later, as the storage answers it (33 is current: ok), A is paused (a GC stop-the-world) for %s, %s, "+
+		"before the answer reaches it; %s. B waits for the lease (it gets token 34) and works for %s.",
+		fmtT(step), fmtT(p.PauseAt-step), fmtT(p.Pause), compareDur(p.Pause, p.TTL), heartbeatStory(p), fmtT(p.Work)) + after
+}
+
 // writeDelayStory tells the kleppmann write's extra network delay, if any.
 func writeDelayStory(p Params) string {
 	if p.WriteDelay == 0 {
@@ -189,12 +210,7 @@ var scenarios = []Scenario{
 	{
 		Name:  "check-then-write",
 		Title: "Why the check must be atomic: A passes the token check, pauses, then writes unchecked",
-		story: func(p Params) string {
-			return pauseStory(p, 2*time.Second, "after it sent its token check but before the answer came back") +
-				" The check-then-write storage answers A's token check (33 is current: ok), then applies " +
-				"A's late write without checking again. The atomic storage (claim) checks each write in the same step " +
-				"as it applies it (it answers the early check too; not shown)."
-		},
+		story: checkThenWriteStory,
 		Defaults: Params{TTL: 10 * time.Second, Heartbeat: 3 * time.Second, Pause: 15 * time.Second,
 			PauseAt: 2100 * time.Millisecond, Work: 2 * time.Second, Delay: 100 * time.Millisecond, Seed: 1,
 			Storage: StorageCheckThenWrite},

@@ -131,7 +131,7 @@ func writeReport(w io.Writer, rep *sim.ExploreReport, show int) {
 	row("runs where tokens went backwards (*)", count(func(t *sim.Tally) int { return t.Violations }))
 	row("runs that lost an accepted write", count(func(t *sim.Tally) int { return t.LostRuns }))
 	row("runs that accepted a write on an expired lease (†)", count(func(t *sim.Tally) int { return t.StaleRuns }))
-	row("writes decided by the storage", count(func(t *sim.Tally) int { return t.Writes }))
+	row("writes decided by the storage (‡)", count(func(t *sim.Tally) int { return t.Writes }))
 	row("writes rejected as stale", count(func(t *sim.Tally) int { return t.Rejected }))
 	row("runs with a crashed holder's lease (downtime)", count(func(t *sim.Tally) int { return t.DowntimeRuns }))
 	row("mean downtime in those runs", func(t *sim.Tally) string {
@@ -145,6 +145,7 @@ func writeReport(w io.Writer, rep *sim.ExploreReport, show int) {
 	}
 	fmt.Fprintln(w, "  (*) the storage accepted a write whose token was older than one it had already accepted")
 	fmt.Fprintln(w, "  (†) the write check accepts a late write only while the storage has seen no newer token: the rule allows it")
+	fmt.Fprintln(w, "  (‡) same pauses and crashes; a refused client ends its job early, so later delays differ")
 	for _, t := range rep.Tallies {
 		if len(t.Seeds) == 0 {
 			continue

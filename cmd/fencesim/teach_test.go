@@ -79,3 +79,24 @@ func TestTitleFollowsPauseAt(t *testing.T) {
 		t.Errorf("-pause-at 1s: the header says the pause is just before the write:\n%s", out)
 	}
 }
+
+// TestCheckThenWriteStoryMatchesItsTable: check-then-write's story tells
+// the moments its table prints: A's check row and its pause share one
+// time, so the story says the storage answers as A is paused (not "before
+// the answer came back", which reads against the row's "ok"), and it
+// places the pause no further into the work than the work lasts.
+func TestCheckThenWriteStoryMatchesItsTable(t *testing.T) {
+	_, out, _ := runCmd(t, "check-then-write")
+	check := regexp.MustCompile(`(?m)^ *([\d.]+s) │ A:33 +┆ check A1/33 ok`).FindStringSubmatch(out)
+	pause := regexp.MustCompile(`(?m)^ *([\d.]+s) │ A:33 +┆ PAUSED 15s`).FindStringSubmatch(out)
+	if check == nil || pause == nil || check[1] != pause[1] {
+		t.Fatalf("the table no longer prints A's check and pause at one time (check %v, pause %v):\n%s", check, pause, out)
+	}
+	story := strings.Join(strings.Fields(out[:strings.Index(out, "\nfencesim ")]), " ")
+	if !strings.Contains(story, "as the storage answers it (33 is current: ok), A is paused") {
+		t.Errorf("the story does not say A is paused as the storage answers its check (both at %s):\n%s", check[1], story)
+	}
+	if strings.Contains(story, "2.1s into the work") || strings.Contains(story, "before the answer came back") {
+		t.Errorf("the story contradicts its table:\n%s", story)
+	}
+}

@@ -7,6 +7,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/fencekit/fencekit/sim"
+	"github.com/fencekit/fencekit/sim/render"
 )
 
 // TestPresetsCompareWhatTheLessonCompares: a preset sets both runs, so
@@ -104,7 +108,7 @@ func TestTourLessonsShowInTheRun(t *testing.T) {
 	want := map[string][]string{
 		"the rule.":  {"in the order they arrive"},
 		"the claim.": {"read at 10.5s", "2.2s before B's write (12.7s)", "write check alone accepts it"},
-		"atomicity.": {"check passed before 10.5s"},
+		"atomicity.": {"check passed before B's read claimed 34 (10.5s)"},
 		"the TTL.":   {"paused at 2.4s with 7.7s of its lease left", "expired at 10.1s"},
 	}
 	for _, s := range tour {
@@ -112,7 +116,7 @@ func TestTourLessonsShowInTheRun(t *testing.T) {
 			t.Errorf("step %q sends the reader to a preset the tour does not run", s.Text)
 		}
 		for head, phrases := range want {
-			if !strings.Contains(s.Text, ": "+head) {
+			if !strings.Contains(s.Text, ", "+head) && !strings.Contains(s.Text, ": "+head) {
 				continue
 			}
 			for _, p := range phrases {
@@ -136,7 +140,7 @@ func TestAxisEndsNearTheLastEvent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		last := resp.Tour[len(resp.Tour)-1] // the end of the runs
+		last := resp.Tour[slices.IndexFunc(resp.Tour, func(s Step) bool { return strings.Contains(s.Text, ": the end.") })]
 		end := axisEnd(t, resp.Runs[0].SVG)
 		at, _ := strconv.ParseFloat(strings.TrimSuffix(last.At, "s"), 64)
 		if end > at*1.2+1 {
@@ -267,7 +271,7 @@ func TestTourSaysWhichRun(t *testing.T) {
 	named := false
 	var all []string
 	for i, s := range resp.Tour {
-		text := s.Text[strings.Index(s.Text, ": ")+2:]
+		text := strings.TrimPrefix(strings.TrimPrefix(s.Text, s.At+": "), "Summary, ")
 		all = append(all, text)
 		if strings.Contains(text, on) && !named {
 			named = true
@@ -287,7 +291,7 @@ func TestTourSaysWhichRun(t *testing.T) {
 	}
 	joined := strings.Join(all, "\n")
 	for what, phrase := range map[string]string{
-		"where tokens come from": "microsecond timestamps, max(counter + 1, server time)",
+		"where tokens come from": "max(counter + 1, server time) in microseconds",
 		"atomicity, plainly":     "checks the token and applies the write in one step",
 	} {
 		if !strings.Contains(joined, phrase) {
@@ -331,6 +335,97 @@ func TestLabelsInsideTheDrawing(t *testing.T) {
 						t.Errorf("preset %q at width %d, %s: label %q spans x %.0f..%.0f, outside the drawing's 0..%.0f",
 							p.Title, width, o.Heading, text, x, x+size, drawing)
 					}
+				}
+			}
+		}
+	}
+}
+
+// TestTourSummariesAndSources: the steps after the runs' end are labelled
+// as summaries, not with the end's time (no event happens there); the
+// tour says where tokens come from (and what a lost counter does) where
+// it first shows the formula, and what fencing cannot protect; and the
+// claim step says who was told ok.
+func TestTourSummariesAndSources(t *testing.T) {
+	resp, err := Run("scenario=kleppmann", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := slices.IndexFunc(resp.Tour, func(s Step) bool { return strings.Contains(s.Text, ": the end.") })
+	if end < 0 {
+		t.Fatal("no step tells the end")
+	}
+	for i, s := range resp.Tour[end+1:] {
+		if s.At != "summary" || !strings.HasPrefix(s.Text, "Summary, ") {
+			t.Errorf("step %d (after the end) is labelled %q: %q", end+i+2, s.At, s.Text)
+		}
+	}
+	var all []string
+	for _, s := range resp.Tour {
+		all = append(all, s.Text)
+	}
+	text := strings.Join(all, "\n")
+	for what, phrase := range map[string]string{
+		"where tokens come from":         "the lease service's counter",
+		"a lost counter":                 "loses its counter",
+		"what fencing cannot protect":    "fencing cannot protect",
+		"who was told ok, at the claim":  "though A was told its write succeeded",
+		"when the unchecked write lands": "land after B's read",
+	} {
+		if !strings.Contains(text, phrase) {
+			t.Errorf("the tour never says %s (%q)", what, phrase)
+		}
+	}
+	if !strings.Contains(resp.Tour[0].Text, "max(counter + 1, server time)") || !strings.Contains(resp.Tour[0].Text, "the lease service's counter") {
+		t.Errorf("step 1 shows the formula without saying where tokens come from: %q", resp.Tour[0].Text)
+	}
+}
+
+// TestTourStepsShowWhatTheyTell: a step draws the figures up to its
+// moment, and a write's label ("write A1, token 33") or a token check's
+// sits where it was sent, before the step that tells its fate; so the
+// step that first draws that label must name it, in both runs and every
+// preset (the step "A resumes" once drew A's write without a word of
+// it, and check-then-write's pause A's check).
+func TestTourStepsShowWhatTheyTell(t *testing.T) {
+	for _, p := range presets {
+		resp, err := Run(p.Query, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, _ := ParseQuery(p.Query)
+		sc, _ := sim.Lookup(q.Scenario)
+		var runs []*sim.Result
+		var end time.Duration
+		for _, storage := range []sim.Storage{q.Base, q.Params.Storage} {
+			params := q.Params
+			params.Storage = storage
+			r, err := sc.Run(params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs, end = append(runs, r), max(end, r.End)
+		}
+		layout := render.Layout{Width: DefaultWidth, End: render.StableEnd(end + time.Second), Compact: true}
+		for _, r := range runs {
+			labels := r.WriteLabels()
+			check := func(what string, label string, sent time.Duration) {
+				x := layout.X(sent)
+				first := slices.IndexFunc(resp.Tour, func(s Step) bool { return s.X+0.5 >= x })
+				if first < 0 {
+					return
+				}
+				if s := resp.Tour[first]; !strings.Contains(s.Text, label) || (what == "check" && !strings.Contains(s.Text, "check")) {
+					t.Errorf("%s (%s): step %d first draws \"%s %s\" (sent at %s) but does not name it: %q",
+						p.Title, r.Storage, first+1, what, label, sim.FormatTime(sent), s.Text)
+				}
+			}
+			for i, w := range r.Writes {
+				check("write", labels[i], w.Sent)
+			}
+			for _, e := range r.Events {
+				if e.Kind == sim.KindChecked {
+					check("check", labels[e.Write], e.Sent)
 				}
 			}
 		}

@@ -1,8 +1,10 @@
 package playground
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
@@ -77,14 +79,58 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 	told := map[int]bool{} // lost writes whose loss a step has told
 	onName := heading(on.Storage)
 	var steps []Step
+	// A write's label stands where it was sent, and a step draws the
+	// figures up to its moment: a step that first draws a write it does
+	// not tell says that the write was sent, and a write sent before a
+	// step's moment but after the last one's gets its own step.
+	type sent struct {
+		at    time.Duration
+		what  string // "write" or "token check"
+		label string
+		name  string
+		token fence.Token
+	}
+	var sends []sent
+	for _, r := range []*sim.Result{off, on} {
+		add := func(s sent) {
+			if !slices.ContainsFunc(sends, func(o sent) bool { return o.what == s.what && o.label == s.label && l.X(o.at) == l.X(s.at) }) {
+				sends = append(sends, s)
+			}
+		}
+		for i, w := range r.Writes {
+			add(sent{w.Sent, "write", r.WriteLabels()[i], r.Clients[w.Client], w.Token})
+		}
+		for _, e := range r.Events {
+			if e.Kind == sim.KindChecked {
+				add(sent{e.Sent, "token check", r.WriteLabels()[e.Write], r.Clients[e.Client], e.Token})
+			}
+		}
+	}
+	slices.SortStableFunc(sends, func(a, b sent) int { return cmp.Compare(a.at, b.at) })
 	add := func(e sim.Event, format string, args ...any) {
-		steps = append(steps, Step{At: sim.FormatTime(e.At), X: l.X(e.At),
-			Text: sim.FormatTime(e.At) + ": " + fmt.Sprintf(format, args...)})
+		x, text := l.X(e.At), fmt.Sprintf(format, args...)
+		for len(sends) > 0 && l.X(sends[0].at) <= x+0.5 {
+			w := sends[0]
+			sends = sends[1:]
+			what := fmt.Sprintf("%s sends its %s for %s (token %d).", w.name, w.what, w.label, w.token)
+			if w.what == "write" {
+				what = fmt.Sprintf("%s sends its write %s (token %d).", w.name, w.label, w.token)
+			}
+			switch {
+			case strings.Contains(text, w.label) && (w.what == "write" || strings.Contains(text, "check")):
+			case l.X(w.at) >= x-0.5:
+				text += " " + what
+			default:
+				steps = append(steps, Step{At: sim.FormatTime(w.at), X: l.X(w.at), Text: sim.FormatTime(w.at) + ": " + what})
+			}
+		}
+		steps = append(steps, Step{At: sim.FormatTime(e.At), X: x, Text: sim.FormatTime(e.At) + ": " + text})
 	}
 	offName := heading(off.Storage)
 	add(sim.Event{}, "the start. Each client reads the file, adds its entry and writes the whole value back. "+
-		"Every lease grant carries a token larger than every earlier grant's (33 and up here; real ones are "+
-		"microsecond timestamps, max(counter + 1, server time)), and every request to the storage carries its token.")
+		"Every lease grant carries a token larger than every earlier grant's, from the lease service's counter: "+
+		"max(counter + 1, server time) in microseconds, so one that loses its counter still goes up (33 and up here). "+
+		"Every request to the storage carries its token.")
 	onDefines := defines(on.Storage)
 	if off.Storage == sim.StorageCheckThenWrite && on.Storage == sim.StorageClaim {
 		onDefines = "the same two rules, but it checks and writes in one step."
@@ -170,10 +216,13 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 	add(last, "the end. %s: %s, final value %s. %s: %s, final value %s.",
 		heading(off.Storage), verdictText(off), off.ValueString(off.Final),
 		onName, verdictText(on), on.ValueString(on.Final))
-	add(last, "the rule. The storage, which sees the writes in the order they arrive, refuses any write whose token is older "+
+	summary := func(format string, args ...any) {
+		steps = append(steps, Step{At: "summary", X: l.X(last.At), Text: "Summary, " + fmt.Sprintf(format, args...)})
+	}
+	summary("the rule. The storage, which sees the writes in the order they arrive, refuses any write whose token is older " +
 		"than one it has seen. The lease cannot do it: no process can know, as its write lands, that it still holds its lease.")
 	for _, lesson := range lessons(off) {
-		add(last, "%s", lesson.text)
+		summary("%s", lesson.text)
 		for _, at := range lesson.at {
 			steps[len(steps)-1].Moments = append(steps[len(steps)-1].Moments, l.X(at))
 		}
@@ -217,13 +266,14 @@ func lessons(r *sim.Result) []lesson {
 		"only lets a shorter pause do the same. Nor does a heartbeat: a pause stops it too."
 	if read != nil && write != nil {
 		b := r.Clients[read.Client]
-		claim = fmt.Sprintf("the claim. %s's read at %s recorded token %d at once, %s before %s's write (%s). A late write "+
-			"landing in between is refused only thanks to the claim: the write check alone accepts it (it has seen no newer write), "+
-			"then %s's write, based on its read, silently replaces it, though its writer was told ok.",
-			b, sim.FormatTime(read.At), read.Token, sim.FormatTime(write.At-read.At), b, sim.FormatTime(write.At), b)
+		a := r.Clients[expired.Client]
+		claim = fmt.Sprintf("the claim. %s's read at %s recorded token %d at once, %s before %s's write (%s). Had %s's late write "+
+			"landed in between, only the claim would refuse it: the write check alone accepts it (it has seen no newer write), "+
+			"then %s's write, based on its read, silently replaces it, though %s was told its write succeeded.",
+			b, sim.FormatTime(read.At), read.Token, sim.FormatTime(write.At-read.At), b, sim.FormatTime(write.At), a, b, a)
 		atomic = fmt.Sprintf("atomicity. The storage checks the token and applies the write in one step, so nothing comes between them. "+
-			"A storage that checks in one request and writes in the next is not safe: a write whose check passed before %s, "+
-			"when %s's read claimed %d, can still land after it, unchecked.", sim.FormatTime(read.At), b, read.Token)
+			"A storage that checks in one request and writes in the next is not safe: a write whose check passed before %s's read "+
+			"claimed %d (%s) can still land after %s's read, unchecked.", b, read.Token, sim.FormatTime(read.At), b)
 	}
 	if pause != nil && expired != nil {
 		a := r.Clients[pause.Client]
@@ -232,7 +282,9 @@ func lessons(r *sim.Result) []lesson {
 			"Nor does a heartbeat: the pause stops it too.",
 			a, sim.FormatTime(pause.At), sim.FormatTime(expired.At-pause.At), sim.FormatTime(expired.At))
 	}
-	out := []lesson{{text: claim}, {text: atomic}, {text: ttl}}
+	limits := "the limits. What fencing cannot protect: effects outside the storage (a mail sent, another service called) " +
+		"and a storage that does not check tokens."
+	out := []lesson{{text: claim}, {text: atomic}, {text: ttl}, {text: limits}}
 	if read != nil && write != nil {
 		out[0].at = []time.Duration{read.At, write.At}
 		out[1].at = []time.Duration{read.At}

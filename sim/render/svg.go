@@ -797,7 +797,7 @@ func (p *svgPlot) clientBars() {
 		switch e.Kind {
 		case sim.KindPaused:
 			x0, x1 := p.x(e.At), p.x(e.At+e.Dur)
-			fmt.Fprintf(p.b, `<rect x="%.1f" y="%.1f" width="%.1f" height="26" fill="#999" fill-opacity="0.3" stroke="#666" stroke-dasharray="4 3"/>`+"\n",
+			fmt.Fprintf(p.b, `<rect class="pause" x="%.1f" y="%.1f" width="%.1f" height="26" fill="#999" fill-opacity="0.3" stroke="#666" stroke-dasharray="4 3"/>`+"\n",
 				x0, y-13, x1-x0)
 			box := rect{x0, y - 13, x1, y + 13}
 			p.taken = append(p.taken, box)

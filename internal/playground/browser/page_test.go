@@ -369,3 +369,143 @@ func TestBrowserLabelsAtTheirEvents(t *testing.T) {
 		t.Fatalf("only %d labels checked", checked)
 	}
 }
+
+// TestBrowserTourStepInAddress: the address records the tour's step
+// (#step-N), so that a step can be linked: loading that address opens the
+// tour at that step, and closing the tour takes the step out of the
+// address.
+func TestBrowserTourStepInAddress(t *testing.T) {
+	tab := openPage(t, 1280, 900, "scenario=kleppmann")
+	resp, err := playground.Run("scenario=kleppmann", pageWidth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"tour-start", "tour-next", "tour-next"} {
+		if err := chromedp.Do(tab, chromedp.Click(chromedp.ID(id))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addr := eval[string](t, tab, `location.href`)
+	if !strings.HasSuffix(addr, "?"+resp.Query+"#step-3") {
+		t.Fatalf("at step 3 the address is %q, want it to end in ?%s#step-3", addr, resp.Query)
+	}
+	// A fresh load of that address: the same query, the tour at step 3.
+	if err := chromedp.Do(tab, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(tab, chromedp.Navigate(addr)); err != nil {
+		t.Fatal(err)
+	}
+	readPage(t, tab)
+	type state struct {
+		Hidden bool
+		Count  string
+		Text   string
+	}
+	s := eval[state](t, tab, `({
+  Hidden: document.getElementById("tour").hidden,
+  Count: document.getElementById("tour-count").textContent,
+  Text: document.getElementById("tour-text").textContent,
+})`)
+	if want := fmt.Sprintf("Step 3 of %d.", len(resp.Tour)); s.Hidden || s.Count != want || s.Text != resp.Tour[2].Text {
+		t.Errorf("loading %s shows the tour hidden %v at %q %q, want %q %q", addr, s.Hidden, s.Count, s.Text, want, resp.Tour[2].Text)
+	}
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("tour-close"))); err != nil {
+		t.Fatal(err)
+	}
+	if got := eval[string](t, tab, `location.href`); strings.Contains(got, "#") {
+		t.Errorf("after closing the tour the address is %q, still with a step", got)
+	}
+}
+
+// TestBrowserTourDrawsTheStorageToken: a step draws what happens at its
+// moment: the storage's token line steps up where a write or a claim
+// lands, and its label ("wrote 34", "34", 3 px right of that moment)
+// shows at the step that tells it (B's write, B's read), not one step
+// later; a label of a later moment stays under the veil.
+func TestBrowserTourDrawsTheStorageToken(t *testing.T) {
+	tab := openPage(t, 1280, 900, "scenario=kleppmann")
+	resp, err := playground.Run("scenario=kleppmann", pageWidth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("tour-start"))); err != nil {
+		t.Fatal(err)
+	}
+	type label struct {
+		Text  string
+		X     float64 // where the label's token step is: its start less 3 px
+		Drawn bool    // above the veil, or left of it
+	}
+	for i, s := range resp.Tour {
+		if i > 0 {
+			eval[bool](t, tab, `(document.getElementById("tour").dispatchEvent(new KeyboardEvent("keydown", {key: "ArrowRight", bubbles: true})), true)`)
+		}
+		labels := eval[[]label](t, tab, `[...document.querySelectorAll(".run .timeline svg")].flatMap((svg) => {
+  const veil = svg.querySelector("rect.veil"), vx = Number(veil.getAttribute("x"));
+  return [...svg.querySelectorAll("text:not([data-x])")].filter((t) => /^(wrote )?\d+$/.test(t.textContent)).map((t) => {
+    const b = t.getBBox();
+    return {Text: t.textContent, X: Number(t.getAttribute("x")) - 3,
+      Drawn: b.x + b.width <= vx || !!(veil.compareDocumentPosition(t) & Node.DOCUMENT_POSITION_FOLLOWING)};
+  });
+})`)
+		if len(labels) == 0 {
+			t.Fatal("no storage token labels")
+		}
+		for _, l := range labels {
+			if want := l.X <= s.X+0.5; l.Drawn != want {
+				t.Errorf("step %d (%q): the storage's %q (at x %.1f, the cursor at %.1f) drawn %v, want %v", i+1, s.Text, l.Text, l.X, s.X, l.Drawn, want)
+			}
+		}
+	}
+}
+
+// TestBrowserTourDrawsThePause: the step that says "A is paused for 15s"
+// draws A's pause, its box and its label "paused 15s", whole: the text
+// gives its length; the step before draws neither.
+func TestBrowserTourDrawsThePause(t *testing.T) {
+	tab := openPage(t, 1280, 900, "scenario=kleppmann")
+	resp, err := playground.Run("scenario=kleppmann", pageWidth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pause := slices.IndexFunc(resp.Tour, func(s playground.Step) bool { return strings.Contains(s.Text, "A is paused for 15s") })
+	if pause < 1 {
+		t.Fatalf("no step tells A's pause: %+v", resp.Tour)
+	}
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("tour-start"))); err != nil {
+		t.Fatal(err)
+	}
+	type drawn struct {
+		Box   []float64 // width of each pause box drawn above the veil, or left of it
+		Label []bool    // each "paused 15s" drawn above the veil
+	}
+	for i := 1; i <= pause; i++ {
+		eval[bool](t, tab, `(document.getElementById("tour").dispatchEvent(new KeyboardEvent("keydown", {key: "ArrowRight", bubbles: true})), true)`)
+		if i < pause-1 {
+			continue
+		}
+		d := eval[drawn](t, tab, `(() => {
+  const out = {Box: [], Label: []};
+  for (const svg of document.querySelectorAll(".run .timeline svg")) {
+    const veil = svg.querySelector("rect.veil"), vx = Number(veil.getAttribute("x"));
+    const above = (el) => !!(veil.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING) && el.style.visibility !== "hidden";
+    let box = 0;
+    for (const r of svg.querySelectorAll("rect.pause")) {
+      const x = Number(r.getAttribute("x")), w = Number(r.getAttribute("width"));
+      box = Math.max(box, above(r) ? w : Math.max(0, Math.min(w, vx - x)));
+    }
+    out.Box.push(box);
+    out.Label.push([...svg.querySelectorAll("text")].some((t) => t.textContent === "paused 15s" && above(t)));
+  }
+  return out;
+})()`)
+		for run := range d.Box {
+			want := i == pause
+			if (d.Box[run] > 100) != want || d.Label[run] != want {
+				t.Errorf("step %d (%q), run %d: pause box drawn %.0f px wide, label drawn %v; want drawn whole: %v",
+					i+1, resp.Tour[i].Text, run+1, d.Box[run], d.Label[run], want)
+			}
+		}
+	}
+}

@@ -453,8 +453,8 @@ function update(q) {
   scrollToDanger();
   renderVerdicts(resp);
   markMap();
-  if (step >= 0) showStep(0);
   history.replaceState(null, "", "?" + resp.query);
+  if (step >= 0) showStep(0);
   document.body.dataset.width = String(width); // for tests: the width the figures were drawn at
   document.body.dataset.query = resp.query; // for tests and screenshots: the run shown
 }
@@ -499,6 +499,8 @@ function showStep(i) {
   document.body.classList.add("touring");
   document.getElementById("tour-count").textContent = `Step ${step + 1} of ${steps.length}.`;
   document.getElementById("tour-text").textContent = s.text;
+  // The address names the step (#step-N), so that it can be linked.
+  history.replaceState(null, "", `?${shown.query}#step-${step + 1}`);
   document.getElementById("tour-back").disabled = step === 0;
   const next = document.getElementById("tour-next"), last = step === steps.length - 1;
   next.textContent = last ? "Finish" : "Next \u25b6";
@@ -519,14 +521,26 @@ function showStep(i) {
     // later ones are hidden (a label may reach left of its event), and so
     // is what holds only from a later moment (data-from: a write's loss).
     // A label of no event (a bar's, a token's) that the veil would cut
-    // shows whole.
+    // shows whole, and so does one that starts at the step's moment (the
+    // storage's token, 3 px right of where it steps up).
     for (const t of svg.querySelectorAll("text[data-x]")) {
       const reached = Number(t.dataset.x) <= s.x + 0.5;
       t.style.visibility = reached ? "" : "hidden";
       if (reached) svg.append(t);
     }
     for (const t of svg.querySelectorAll("text:not([data-x]):not(.lane-name)")) {
-      if (t.getBBox().x < s.x) svg.append(t);
+      if (t.getBBox().x < s.x + 3.5) svg.append(t);
+    }
+    // A pause the cursor has reached shows whole, with its label: the
+    // step that tells it gives its length.
+    for (const r of svg.querySelectorAll("rect.pause")) {
+      const x0 = Number(r.getAttribute("x")), x1 = x0 + Number(r.getAttribute("width"));
+      if (x0 > s.x + 0.5) continue;
+      svg.append(r);
+      for (const t of svg.querySelectorAll("text:not([data-x])")) {
+        const b = t.getBBox();
+        if (t.textContent.startsWith("paused ") && b.x >= x0 && b.x + b.width <= x1) svg.append(t);
+      }
     }
     for (const el of svg.querySelectorAll("[data-from]")) {
       el.style.visibility = Number(el.dataset.from) > s.x + 0.5 ? "hidden" : "";
@@ -594,11 +608,13 @@ function hideUnderBar() {
 }
 addEventListener("scroll", hideUnderBar);
 
-document.getElementById("tour-start").addEventListener("click", () => {
+// openTour shows the tour at step i.
+function openTour(i) {
   tourBox.hidden = false;
-  showStep(0);
+  showStep(i);
   document.getElementById("tour-next").focus();
-});
+}
+document.getElementById("tour-start").addEventListener("click", () => openTour(0));
 document.getElementById("tour-back").addEventListener("click", () => showStep(step - 1));
 document.getElementById("tour-next").addEventListener("click", () => {
   if (step === shown.tour.length - 1) closeTour();
@@ -610,6 +626,7 @@ document.getElementById("tour-close").addEventListener("click", closeTour);
 function closeTour() {
   tourBox.hidden = true;
   step = -1;
+  history.replaceState(null, "", "?" + shown.query);
   document.body.classList.remove("touring", "outcome");
   for (const el of document.querySelectorAll(".timeline .cursor, .timeline .veil")) el.remove();
   for (const el of document.querySelectorAll(".timeline [data-from], .timeline text[data-x]")) el.style.visibility = "";
@@ -684,7 +701,11 @@ async function start() {
   const map = fetch("violation-map.svg").then((r) => r.text());
   await ready;
   document.getElementById("map-figure").innerHTML = await map;
+  // A link to a tour step (#step-N) opens the tour there; update drops
+  // the step from the address.
+  const linked = /^#step-(\d+)$/.exec(location.hash);
   update(location.search.slice(1));
+  if (linked) openTour(Number(linked[1]) - 1);
 }
 
 start().catch((e) => {
