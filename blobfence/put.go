@@ -251,6 +251,9 @@ func (r *envelopeReader) WriteTo(w io.Writer) (int64, error) {
 		r.off += int64(n)
 		total += int64(n)
 		r.placed = false
+		if err == nil && r.off < int64(len(r.head)) {
+			err = io.ErrShortWrite // as io.Copy says: the rest would follow at the wrong offset
+		}
 		if err != nil {
 			return total, err
 		}

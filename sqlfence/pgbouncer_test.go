@@ -150,3 +150,43 @@ func TestPgBouncerMigrationsUp(t *testing.T) {
 		t.Fatalf("fencekit_tokens after Up: %v %v", tokens, err)
 	}
 }
+
+// TestPgBouncerExecSameToken: through PgBouncer in transaction pooling
+// mode, as text and in the simple protocol, Exec with the token the guard
+// row holds (its row-lock path) writes again and again, an older token is
+// refused, and a newer one moves the row; sessions change between calls.
+func TestPgBouncerExecSameToken(t *testing.T) {
+	dpool, bouncer := bouncerSetup(t)
+	ctx := testCtx(t)
+	exec(t, dpool, `CREATE TABLE IF NOT EXISTS bounced (id int PRIMARY KEY, n int NOT NULL)`, `INSERT INTO bounced VALUES (1, 0) ON CONFLICT DO NOTHING`)
+	for _, mode := range []string{"exec", "simple_protocol"} {
+		t.Run(mode, func(t *testing.T) {
+			pool, err := pgxpool.New(ctx, bouncer+"?default_query_exec_mode="+mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(pool.Close)
+			res := "bounced/" + mode
+			var before int
+			if err := dpool.QueryRow(ctx, `SELECT n FROM bounced WHERE id = 1`).Scan(&before); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 5 {
+				if _, err := sqlfence.Exec(ctx, pool, res, 40, `UPDATE bounced SET n = n + 1 WHERE id = 1`); err != nil {
+					t.Fatalf("write %d with token 40: %v", i, err)
+				}
+			}
+			_, err = sqlfence.Exec(ctx, pool, res, 39, `UPDATE bounced SET n = n + 100 WHERE id = 1`)
+			wantStale(t, err, res, 39, 40)
+			if _, err := sqlfence.Exec(ctx, pool, res, 41, `UPDATE bounced SET n = n + 1 WHERE id = 1`); err != nil {
+				t.Fatal(err)
+			}
+			_, err = sqlfence.Exec(ctx, pool, res, 40, `UPDATE bounced SET n = n + 100 WHERE id = 1`)
+			wantStale(t, err, res, 40, 41)
+			var after int
+			if err := dpool.QueryRow(ctx, `SELECT n FROM bounced WHERE id = 1`).Scan(&after); err != nil || after != before+6 {
+				t.Fatalf("n = %d, %v; want %d (6 accepted writes, 2 refused)", after, err, before+6)
+			}
+		})
+	}
+}

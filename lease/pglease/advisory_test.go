@@ -420,3 +420,101 @@ func advisoryNamed(t *testing.T, url, app string) *lease.Client {
 	t.Cleanup(func() { c.Close(context.Background()) })
 	return c
 }
+
+// TestAdvisoryAcquireCancelledOnRowLock: an advisory Acquire whose context
+// ends while it waits for the grant row's lock returns at once, gives its
+// connection back, and leaves no session behind that takes the lease once
+// the row is free: the next Acquire by another client is granted a larger
+// token.
+func TestAdvisoryAcquireCancelledOnRowLock(t *testing.T) {
+	env := testenv.PostgresMigrated(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg, err := pgxpool.ParseConfig(env.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = "fencekit-advisory-cancelled"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // bounded: the pool's Close waits for every connection given back
+		closed := make(chan struct{})
+		go func() { pool.Close(); close(closed) }()
+		select {
+		case <-closed:
+		case <-time.After(10 * time.Second):
+			t.Error("the pool's Close still waits for a connection after 10 s")
+		}
+	})
+	first, err := NewAdvisory(pool, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close(ctx)
+	l, err := first.Acquire(ctx, "cancel", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := l.Token()
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	blocker, err := env.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blocker.Rollback(context.WithoutCancel(ctx))
+	if _, err := blocker.Exec(ctx, `SELECT FROM fencekit_leases_advisory FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	actx, acancel := context.WithCancel(ctx)
+	acquired := make(chan error, 1)
+	go func() {
+		l, err := first.Acquire(actx, "cancel", time.Minute)
+		if err == nil {
+			l.Release(ctx)
+		}
+		acquired <- err
+	}()
+	waiting := func() int {
+		var n int
+		if err := env.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE application_name = 'fencekit-advisory-cancelled' AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	testenv.Poll(t, 10*time.Second, "Acquire waits on the row lock", func() bool { return waiting() == 1 })
+	cancelled := time.Now()
+	acancel()
+	if err := <-acquired; err == nil || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Acquire cancelled while waiting on the row lock: %v; want context.Canceled", err)
+	}
+	if d := time.Since(cancelled); d > 5*time.Second {
+		t.Errorf("Acquire returned %v after its context was cancelled", d)
+	}
+	testenv.Poll(t, 10*time.Second, "the cancelled Acquire's connection leaves the pool's acquired ones", func() bool {
+		return pool.Stat().AcquiredConns() == 0
+	})
+	testenv.Poll(t, 10*time.Second, "the cancelled Acquire's statement ends on the server", func() bool { return waiting() == 0 })
+	if err := blocker.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	other, err := NewAdvisory(env.Pool, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	next, err := other.Acquire(ctx, "cancel", time.Minute)
+	if err != nil {
+		t.Fatalf("Acquire after the cancelled one, once the row is free: %v", err)
+	}
+	defer next.Release(ctx)
+	if next.Token() <= old {
+		t.Errorf("token %v after %v", next.Token(), old)
+	}
+}

@@ -2,6 +2,7 @@ package pglease
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -28,7 +29,10 @@ SELECT coalesce((SELECT token FROM old), 0), coalesce((SELECT token FROM bumped)
        coalesce((SELECT identity FROM old), ''), coalesce((SELECT held FROM old), false), ` + nowUS
 
 // bumpAdvisorySQL is bumpSQL for fencekit_leases_advisory: held means a
-// session holds the name's advisory lock.
+// session holds the name's advisory lock. The update looks for a holder
+// again once it has the row (ON CONFLICT's WHERE): a first grant of the
+// name may take the lock after the statement's first look and write the
+// row first, and the row must keep that holder's token.
 const bumpAdvisorySQL = `
 WITH holder AS (` + advisoryHolderSQL + `
 ), old AS (
@@ -37,6 +41,7 @@ WITH holder AS (` + advisoryHolderSQL + `
     INSERT INTO fencekit_leases_advisory AS a (name, token)
         SELECT $1, $2 WHERE NOT EXISTS (SELECT FROM holder) AND $2 <= ` + nowUS + ` + $3
     ON CONFLICT (name) DO UPDATE SET token = greatest(a.token, $2)
+        WHERE NOT EXISTS (` + advisoryHolderSQL + `)
     RETURNING token
 )
 SELECT coalesce((SELECT token FROM old), 0), coalesce((SELECT token FROM bumped), 0),
@@ -70,7 +75,11 @@ func (b *backend) bump(ctx context.Context, sql, name string, to fence.Token) (b
 	case fence.Token(old) >= to:
 		now = old
 	default:
-		return 0, 0, leasearg.CheckAhead(to, time.UnixMicro(serverUS))
+		if err := leasearg.CheckAhead(to, time.UnixMicro(serverUS)); err != nil {
+			return 0, 0, err
+		}
+		// The update found a holder that took the name during the statement.
+		return 0, 0, errors.New("granted while bumping; bump it when it is free")
 	}
 	return fence.Token(old), fence.Token(now), nil
 }

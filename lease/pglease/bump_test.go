@@ -3,6 +3,7 @@ package pglease
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -119,5 +120,85 @@ func TestConstructorsRefuseBadInput(t *testing.T) {
 	leasetest.CheckInvalid(t, "pglease", cases)
 	if n := tracer.n.Load(); n != 0 {
 		t.Errorf("%d queries sent for bad input, want none", n)
+	}
+}
+
+// TestAdvisoryBumpRacingFirstGrant: an advisory Bump racing the first grant
+// of a name (no row yet) leaves the grant's token in the row, or its own
+// below the grant's: the row's token is the holder's, so that Inspect names
+// the holder and ForceRelease(name, its token) ends it. Both statements wait
+// on an uncommitted row of the name, then race; the test repeats until the
+// grant has won the race at least 3 times (when Bump wins, the grant's
+// token is above Bump's by the grant's rule).
+func TestAdvisoryBumpRacingFirstGrant(t *testing.T) {
+	env := testenv.PostgresMigrated(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, err := NewAdvisory(poolNamed(t, env.URL, "fencekit-bump-race-acquire"), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close(ctx)
+	op, err := NewAdvisory(poolNamed(t, env.URL, "fencekit-bump-race-bump"), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close(ctx)
+	waiting := func(app string) bool {
+		var n int
+		err := env.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE application_name = $1 AND wait_event_type = 'Lock'`, app).Scan(&n)
+		return err == nil && n == 1
+	}
+	grantWon := 0
+	for i := 0; grantWon < 3; i++ {
+		if i == 40 {
+			t.Skipf("the grant won the race %d times in %d rounds; want 3", grantWon, i)
+		}
+		name := fmt.Sprintf("bump-race-%d", i)
+		blocker, err := env.Pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := blocker.Exec(ctx, `INSERT INTO fencekit_leases_advisory (name, token) VALUES ($1, 1)`, "fencekit:"+name); err != nil {
+			t.Fatal(err)
+		}
+		to := fence.Token(time.Now().Add(leasearg.MaxAhead / 2).UnixMicro())
+		bumped := make(chan error, 1)
+		go func() {
+			_, _, err := op.Bump(ctx, name, to)
+			bumped <- err
+		}()
+		testenv.Poll(t, 10*time.Second, "Bump waits on the uncommitted row", func() bool { return waiting("fencekit-bump-race-bump") })
+		acquired := make(chan *lease.Lease, 1)
+		go func() {
+			l, err := cl.Acquire(ctx, name, time.Minute)
+			if err != nil {
+				t.Error(err)
+			}
+			acquired <- l
+		}()
+		testenv.Poll(t, 10*time.Second, "Acquire waits on the uncommitted row", func() bool { return waiting("fencekit-bump-race-acquire") })
+		if err := blocker.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		l := <-acquired
+		berr := <-bumped
+		if l == nil {
+			t.FailNow()
+		}
+		if l.Token() < to {
+			grantWon++
+			if berr == nil {
+				t.Errorf("round %d: Bump(%v) of a name held by token %v succeeded", i, to, l.Token())
+			}
+		}
+		info, err := cl.Inspect(ctx, name)
+		if err != nil || !info.Held || info.Holder != l.Token() {
+			t.Fatalf("round %d: Inspect = %+v, %v; want held by the grant's token %v (Bump to %v: %v)", i, info, err, l.Token(), to, berr)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -308,6 +308,27 @@ func (h *scriptTrips) reset() {
 // context ends, and the batcher is idle afterwards.
 func TestBatchFaultPausedServer(t *testing.T) {
 	srv := testenv.StartRedisServer(t)
+	batchUnderFault(t, srv, func() error {
+		if err := srv.Pause(); err != nil {
+			return err
+		}
+		time.Sleep(2 * 150 * time.Millisecond)
+		return srv.Resume()
+	})
+}
+
+// TestBatchFaultRestartedServer is TestBatchFaultPausedServer with the
+// private Redis restarted without persistence instead of paused, while
+// calls queue behind pipelines in flight: the counters and the scripts are
+// gone (NOSCRIPT in a pipeline), yet tokens increase and one holder holds.
+func TestBatchFaultRestartedServer(t *testing.T) {
+	srv := testenv.StartRedisServer(t)
+	batchUnderFault(t, srv, func() error { return srv.Restart(context.Background()) })
+}
+
+// batchUnderFault runs the callers of TestBatchFaultPausedServer while
+// fault runs 4 times, 150 ms apart, and checks its invariants.
+func batchUnderFault(t *testing.T, srv *testenv.RedisServer, fault func() error) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true, MaxRetries: -1, PoolSize: 12})
 	t.Cleanup(func() { rdb.Close() })
 	rt := &scriptTrips{}
@@ -365,11 +386,7 @@ func TestBatchFaultPausedServer(t *testing.T) {
 	}
 	for range 4 {
 		time.Sleep(150 * time.Millisecond)
-		if err := srv.Pause(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(2 * ttl)
-		if err := srv.Resume(); err != nil {
+		if err := fault(); err != nil {
 			t.Fatal(err)
 		}
 	}
