@@ -79,7 +79,8 @@ func newStore(tb testing.TB, opts *blobfence.Options) (*blobfence.Store, *counti
 
 // pooledClient is a client of env's server that keeps up to conns idle
 // connections, so that many concurrent writers reuse them instead of
-// opening a connection per request (the SDK's default keeps 10).
+// opening a connection per request (the SDK's default keeps 10); with
+// conns 0 it keeps none, a connection per request.
 func pooledClient(env *testenv.S3Env, conns int) *s3.Client {
 	return s3.New(s3.Options{
 		BaseEndpoint: aws.String(env.Endpoint),
@@ -88,6 +89,7 @@ func pooledClient(env *testenv.S3Env, conns int) *s3.Client {
 		UsePathStyle: true,
 		HTTPClient: awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
 			tr.MaxIdleConns, tr.MaxIdleConnsPerHost = conns, conns
+			tr.DisableKeepAlives = conns == 0
 		}),
 	})
 }
