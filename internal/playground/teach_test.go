@@ -460,3 +460,22 @@ func TestIntroSaysWhatTheFirstRunIs(t *testing.T) {
 		}
 	}
 }
+
+// TestTourLateWriteNotAcceptedBecauseExpired: the step where fencing off
+// accepts A's late write says the storage accepts it although the lease
+// had expired, because it does not check tokens; "accepts it: lease 33
+// had expired" read as if the expiry were the reason.
+func TestTourLateWriteNotAcceptedBecauseExpired(t *testing.T) {
+	resp, err := Run("scenario=kleppmann", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(resp.Tour, func(s Step) bool { return strings.Contains(s.Text, "late write A1") })
+	if i < 0 {
+		t.Fatal("no step tells A's late write")
+	}
+	s := resp.Tour[i].Text
+	if strings.Contains(s, "accepts it: lease") || !strings.Contains(s, "accepts it, although lease 33 had expired: this storage does not check tokens") {
+		t.Errorf("step %d does not say the storage accepts the late write although the lease had expired: %q", i+1, s)
+	}
+}

@@ -184,8 +184,12 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 			w := off.Writes[e.Write]
 			text := fmt.Sprintf("%s writes %s with token %d; the storage accepts it.", name, labels[e.Write], e.Token)
 			if !w.Live {
-				text = fmt.Sprintf("%s's late write %s (token %d) reaches the storage, which accepts it: lease %d had expired.",
-					name, labels[e.Write], e.Token, e.Token)
+				why := "this storage does not check tokens"
+				if off.Storage.Fenced() {
+					why = "this storage has seen no newer token"
+				}
+				text = fmt.Sprintf("%s's late write %s (token %d) reaches the storage, which accepts it, although lease %d had expired: %s.",
+					name, labels[e.Write], e.Token, e.Token, why)
 			}
 			for _, i := range lost {
 				if !told[i] && off.Writes[i].Accepted && overwrites(off, e.Write, i) {
