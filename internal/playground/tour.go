@@ -184,9 +184,12 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 			w := off.Writes[e.Write]
 			text := fmt.Sprintf("%s writes %s with token %d; the storage accepts it.", name, labels[e.Write], e.Token)
 			if !w.Live {
-				why := "this storage does not check tokens"
-				if off.Storage.Fenced() {
-					why = "this storage has seen no newer token"
+				why := "this storage has seen no newer token"
+				switch off.Storage {
+				case sim.StorageOff:
+					why = "this storage does not check tokens"
+				case sim.StorageCheckThenWrite:
+					why = "its token check passed before the pause, and the write itself is not checked"
 				}
 				text = fmt.Sprintf("%s's late write %s (token %d) reaches the storage, which accepts it, although lease %d had expired: %s.",
 					name, labels[e.Write], e.Token, e.Token, why)
@@ -282,9 +285,17 @@ func lessons(r *sim.Result) []lesson {
 	if pause != nil && expired != nil {
 		a := r.Clients[pause.Client]
 		ttl = fmt.Sprintf("the TTL. A shorter TTL does not help. %s paused at %s with %s of its lease left (it expired at %s): "+
-			"any pause longer than what is left loses the lease, and a shorter TTL only lets a shorter pause do the same. "+
+			"a pause longer than that loses the lease, and a shorter TTL only lets a shorter pause do the same. "+
 			"Nor does a heartbeat: the pause stops it too.",
 			a, sim.FormatTime(pause.At), sim.FormatTime(expired.At-pause.At), sim.FormatTime(expired.At))
+		if late := lateWrite(r, pause); late >= 0 && read != nil {
+			ttl = fmt.Sprintf("the TTL. A shorter TTL does not help. %s paused at %s with %s of its lease left (it expired at %s). "+
+				"A pause just past that loses the lease but not yet a write; one over about %s loses a write here, "+
+				"as %s's late write then lands after %s's read (%s). A shorter TTL only lets a shorter pause do the same. "+
+				"Nor does a heartbeat: the pause stops it too.",
+				a, sim.FormatTime(pause.At), sim.FormatTime(expired.At-pause.At), sim.FormatTime(expired.At),
+				sim.FormatTime(read.At-pause.At-late), a, r.Clients[read.Client], sim.FormatTime(read.At))
+		}
 	}
 	limits := "the limits. What fencing cannot protect: effects outside the storage (a mail sent, another service called) " +
 		"and a storage that does not check tokens."
@@ -297,6 +308,21 @@ func lessons(r *sim.Result) []lesson {
 		out[2].at = []time.Duration{pause.At, expired.At}
 	}
 	return out
+}
+
+// lateWrite is how long after the paused client resumed its first write
+// reached the storage, or -1 if it wrote nothing after resuming.
+func lateWrite(r *sim.Result, pause *sim.Event) time.Duration {
+	resumed := time.Duration(-1)
+	for _, e := range r.Events {
+		switch {
+		case e.Kind == sim.KindResumed && e.Client == pause.Client && resumed < 0:
+			resumed = e.At
+		case (e.Kind == sim.KindWriteAccepted || e.Kind == sim.KindWriteRejected) && e.Client == pause.Client && resumed >= 0:
+			return e.At - resumed
+		}
+	}
+	return -1
 }
 
 // defines says what a storage mode does with tokens, naming the rules.
