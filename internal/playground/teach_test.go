@@ -503,3 +503,13 @@ func kleppmannStep(t *testing.T, sub string) (int, string) {
 	}
 	return i, resp.Tour[i].Text
 }
+
+// TestTourLostLeaseNamesTheFiguresLabel: the step where A learns it lost
+// its lease uses the figure's word for what is refused ("renewal of 33
+// refused"), not another ("heartbeat is refused").
+func TestTourLostLeaseNamesTheFiguresLabel(t *testing.T) {
+	i, s := kleppmannStep(t, "learn that it lost the lease")
+	if !strings.Contains(s, "renewal of 33, which is refused") {
+		t.Errorf("step %d does not name the figure's label \"renewal of 33 refused\": %q", i+1, s)
+	}
+}

@@ -211,7 +211,7 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 		case sim.KindWriteRejected:
 			add(e, "the storage refuses %s's write %s (token %d): it has seen token %d.", name, labels[e.Write], e.Token, e.Other)
 		case sim.KindLost:
-			add(e, "%s's heartbeat is refused: only now does %s learn that it lost the lease.", name, name)
+			add(e, "%s's heartbeat sends a renewal of %d, which is refused: only now does %s learn that it lost the lease.", name, e.Token, name)
 		case sim.KindCheckFailed:
 			add(e, "%s's own check says its lease is over or lost: it stops without writing.", name)
 		case sim.KindCrashed:
