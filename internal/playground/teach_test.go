@@ -513,3 +513,15 @@ func TestTourLostLeaseNamesTheFiguresLabel(t *testing.T) {
 		t.Errorf("step %d does not name the figure's label \"renewal of 33 refused\": %q", i+1, s)
 	}
 }
+
+// TestTourStartSaysWhyTokensAreSmall: step 1 says who loses its counter
+// (the lease service, not "one") and that real tokens are microsecond
+// timestamps while the demo shows small numbers for reading.
+func TestTourStartSaysWhyTokensAreSmall(t *testing.T) {
+	_, s := kleppmannStep(t, "the start.")
+	for _, p := range []string{"a lease service that loses its counter", "real tokens are microsecond timestamps", "small numbers (33, 34)"} {
+		if !strings.Contains(s, p) {
+			t.Errorf("step 1 does not say %q: %q", p, s)
+		}
+	}
+}

@@ -129,7 +129,8 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 	offName := heading(off.Storage)
 	add(sim.Event{}, "the start. Each client reads the file, adds its entry and writes the whole value back. "+
 		"Every lease grant carries a token larger than every earlier grant's, from the lease service's counter: "+
-		"max(counter + 1, server time) in microseconds, so one that loses its counter still goes up (33 and up here). "+
+		"max(counter + 1, server time) in microseconds, so a lease service that loses its counter still issues larger ones: "+
+		"real tokens are microsecond timestamps; the demo shows small numbers (33, 34) for reading. "+
 		"Every request to the storage carries its token.")
 	onDefines := defines(on.Storage)
 	if off.Storage == sim.StorageCheckThenWrite && on.Storage == sim.StorageClaim {
