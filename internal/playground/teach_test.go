@@ -515,11 +515,11 @@ func TestTourLostLeaseNamesTheFiguresLabel(t *testing.T) {
 }
 
 // TestTourStartSaysWhyTokensAreSmall: step 1 says who loses its counter
-// (the lease service, not "one") and that real tokens are microsecond
-// timestamps while the demo shows small numbers for reading.
+// (a service, not "one") and that real tokens are microsecond timestamps
+// while the demo shows small numbers (33, 34).
 func TestTourStartSaysWhyTokensAreSmall(t *testing.T) {
 	_, s := kleppmannStep(t, "the start.")
-	for _, p := range []string{"a lease service that loses its counter", "real tokens are microsecond timestamps", "small numbers (33, 34)"} {
+	for _, p := range []string{"a service that loses its counter", "in microseconds", "Real tokens are such timestamps; the demo shows 33, 34"} {
 		if !strings.Contains(s, p) {
 			t.Errorf("step 1 does not say %q: %q", p, s)
 		}

@@ -129,8 +129,8 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 	offName := heading(off.Storage)
 	add(sim.Event{}, "the start. Each client reads the file, adds its entry and writes the whole value back. "+
 		"Every lease grant carries a token larger than every earlier grant's, from the lease service's counter: "+
-		"max(counter + 1, server time) in microseconds, so a lease service that loses its counter still issues larger ones: "+
-		"real tokens are microsecond timestamps; the demo shows small numbers (33, 34) for reading. "+
+		"max(counter + 1, server time) in microseconds, so a service that loses its counter still goes up. "+
+		"Real tokens are such timestamps; the demo shows 33, 34. "+
 		"Every request to the storage carries its token.")
 	onDefines := defines(on.Storage)
 	if off.Storage == sim.StorageCheckThenWrite && on.Storage == sim.StorageClaim {
@@ -190,7 +190,7 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 				case sim.StorageOff:
 					why = "this storage does not check tokens"
 				case sim.StorageCheckThenWrite:
-					why = "its token check passed before the pause, and the write itself is not checked"
+					why = "its check passed before the pause; writes are not checked"
 				}
 				text = fmt.Sprintf("%s's late write %s (token %d) reaches the storage, which accepts it, although lease %d had expired: %s.",
 					name, labels[e.Write], e.Token, e.Token, why)
