@@ -185,15 +185,15 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 			w := off.Writes[e.Write]
 			text := fmt.Sprintf("%s writes %s with token %d; the storage accepts it.", name, labels[e.Write], e.Token)
 			if !w.Live {
-				why := "this storage has seen no newer token"
+				how := "which accepts it, although lease %d had expired: this storage has seen no newer token."
 				switch off.Storage {
 				case sim.StorageOff:
-					why = "this storage does not check tokens"
+					how = "which accepts it, although lease %d had expired: this storage does not check tokens."
 				case sim.StorageCheckThenWrite:
-					why = "its check passed before the pause; writes are not checked"
+					how = "which accepts it unchecked, though lease %d had expired."
 				}
-				text = fmt.Sprintf("%s's late write %s (token %d) reaches the storage, which accepts it, although lease %d had expired: %s.",
-					name, labels[e.Write], e.Token, e.Token, why)
+				text = fmt.Sprintf("%s's late write %s (token %d) reaches the storage, "+how,
+					name, labels[e.Write], e.Token, e.Token)
 			}
 			for _, i := range lost {
 				if !told[i] && off.Writes[i].Accepted && overwrites(off, e.Write, i) {
