@@ -87,7 +87,7 @@ func runExplore(args []string, stdout, stderr io.Writer) int {
 		if len(on.Seeds) > 0 {
 			seed = on.Seeds[0]
 		}
-		fmt.Fprintf(stderr, "fencesim: failed for seed=%d: fencing on let a stale write through; replay with: fencesim replay -seed %d -fencing on\n", seed, seed)
+		fmt.Fprintf(stderr, "fencesim: failed for seed=%d: fencing on let a stale write through; replay with: %s replay -seed %d -fencing on\n", seed, runFromRepo, seed)
 		return exitFailed
 	}
 	return exitOK
@@ -161,7 +161,7 @@ func writeReport(w io.Writer, rep *sim.ExploreReport, show int) {
 		}
 		fmt.Fprintf(w, "\nseeds where tokens went backwards, storage %s: %s%s\n", t.Storage, strings.Join(seeds, " "), more)
 		if n > 0 {
-			fmt.Fprintf(w, "replay one with: fencesim replay -seed %s -fencing %s,claim%s\n", seeds[0], t.Storage, replayFlags(p))
+			fmt.Fprintf(w, "replay one with: %s replay -seed %s -fencing %s,claim%s\n", runFromRepo, seeds[0], t.Storage, replayFlags(p))
 		}
 	}
 	if on := rep.Tally(sim.StorageClaim); on != nil && on.Violations == 0 && on.LostRuns == 0 {
@@ -172,6 +172,10 @@ func writeReport(w io.Writer, rep *sim.ExploreReport, show int) {
 		fmt.Fprintf(w, "\nOK: with fencing on (claim), no violation and no lost write in %d runs.%s\n", p.Runs, caveat)
 	}
 }
+
+// runFromRepo is how a hint names fencesim: the lesson's command, which
+// runs in a checkout without installing anything.
+const runFromRepo = "go run ./cmd/fencesim"
 
 // replayFlags returns the distribution flags that differ from the
 // defaults, so a printed replay command reproduces the schedule.

@@ -134,7 +134,7 @@ func TestExplore(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	for _, want := range []string{"3000 random schedules from seed 7", "runs where tokens went backwards",
-		"seeds where tokens went backwards, storage off:", "replay one with: fencesim replay -seed", "OK: with fencing on (claim), no violation"} {
+		"seeds where tokens went backwards, storage off:", "replay one with: go run ./cmd/fencesim replay -seed", "OK: with fencing on (claim), no violation"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("explore output lacks %q:\n%s", want, out)
 		}
@@ -142,10 +142,16 @@ func TestExplore(t *testing.T) {
 	if strings.Contains(out, "\r") {
 		t.Error("progress bar drawn although stdout is not a terminal")
 	}
-	// The first listed seed replays to an UNSAFE timeline without fencing.
+	// The first listed seed replays to an UNSAFE timeline without fencing,
+	// with the command as printed (the lesson's go run, not an installed
+	// fencesim a reader does not have).
 	line := out[strings.Index(out, "replay one with: ")+len("replay one with: "):]
 	line = line[:strings.Index(line, "\n")]
-	args := strings.Fields(line)[1:] // drop "fencesim"
+	cmd, ok := strings.CutPrefix(line, "go run ./cmd/fencesim ")
+	if !ok {
+		t.Fatalf("the replay hint is not runnable from the repository as printed: %q", line)
+	}
+	args := strings.Fields(cmd)
 	code, rout, errs := runCmd(t, args...)
 	if code != 0 || !strings.Contains(rout, "TOKENS WENT BACKWARDS") || !strings.Contains(rout, "fencing ON") {
 		t.Fatalf("%v: exit %d %s\n%s", args, code, errs, rout)

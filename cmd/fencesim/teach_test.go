@@ -100,3 +100,17 @@ func TestCheckThenWriteStoryMatchesItsTable(t *testing.T) {
 		t.Errorf("the story contradicts its table:\n%s", story)
 	}
 }
+
+// TestLessonClaimCreditsWhatTheDemoPrints: the lesson's "Why the claim"
+// says what refused A in the demo as the demo's output does (the storage
+// had seen token 34, claimed by B's read), not the write check alone.
+func TestLessonClaimCreditsWhatTheDemoPrints(t *testing.T) {
+	doc := strings.Join(strings.Fields(readDoc(t, "docs/fencing.md")), " ")
+	_, out, _ := runCmd(t)
+	if !strings.Contains(out, "claimed by B's read") {
+		t.Fatalf("the demo no longer credits B's read claim:\n%s", out)
+	}
+	if !strings.Contains(doc, "In the demo the claim refused A; without it, B's write would have") {
+		t.Errorf("docs/fencing.md does not say the claim refused A in the demo, as its output does (%q)", "claimed by B's read")
+	}
+}

@@ -460,3 +460,68 @@ func TestIntroSaysWhatTheFirstRunIs(t *testing.T) {
 		}
 	}
 }
+
+// TestTourLateWriteNotAcceptedBecauseExpired: the step where fencing off
+// accepts A's late write says the storage accepts it although the lease
+// had expired, because it does not check tokens; "accepts it: lease 33
+// had expired" read as if the expiry were the reason.
+func TestTourLateWriteNotAcceptedBecauseExpired(t *testing.T) {
+	i, s := kleppmannStep(t, "late write A1")
+	if strings.Contains(s, "accepts it: lease") || !strings.Contains(s, "accepts it, although lease 33 had expired: this storage does not check tokens") {
+		t.Errorf("step %d does not say the storage accepts the late write although the lease had expired: %q", i+1, s)
+	}
+}
+
+// TestTourTTLSaysWhichPauseLosesAWrite: the TTL summary tells the pause
+// that loses a write in this run (over about 8s: A's late write then
+// lands after B's read), not only the one that loses the lease (7.7s);
+// a learner took 7.7s for the data-loss threshold, yet -pause 7.9s is
+// safe.
+func TestTourTTLSaysWhichPauseLosesAWrite(t *testing.T) {
+	_, s := kleppmannStep(t, "Summary, the TTL.")
+	for _, p := range []string{"loses the lease but not yet a write", "over about 8s loses a write here", "lands after B's read (10.5s)"} {
+		if !strings.Contains(s, p) {
+			t.Errorf("the TTL step does not say %q: %q", p, s)
+		}
+	}
+	if strings.Contains(s, "any pause longer than what is left loses the lease") {
+		t.Errorf("the TTL step still reads as if losing the lease lost a write: %q", s)
+	}
+}
+
+// kleppmannStep is the index and text of the first step of Kleppmann's
+// tour that contains sub.
+func kleppmannStep(t *testing.T, sub string) (int, string) {
+	t.Helper()
+	resp, err := Run("scenario=kleppmann", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(resp.Tour, func(s Step) bool { return strings.Contains(s.Text, sub) })
+	if i < 0 {
+		t.Fatalf("no step says %q", sub)
+	}
+	return i, resp.Tour[i].Text
+}
+
+// TestTourLostLeaseNamesTheFiguresLabel: the step where A learns it lost
+// its lease uses the figure's word for what is refused ("renewal of 33
+// refused"), not another ("heartbeat is refused").
+func TestTourLostLeaseNamesTheFiguresLabel(t *testing.T) {
+	i, s := kleppmannStep(t, "learn that it lost the lease")
+	if !strings.Contains(s, "renewal of 33, which is refused") {
+		t.Errorf("step %d does not name the figure's label \"renewal of 33 refused\": %q", i+1, s)
+	}
+}
+
+// TestTourStartSaysWhyTokensAreSmall: step 1 says who loses its counter
+// (a service, not "one") and that real tokens are microsecond timestamps
+// while the demo shows small numbers (33, 34).
+func TestTourStartSaysWhyTokensAreSmall(t *testing.T) {
+	_, s := kleppmannStep(t, "the start.")
+	for _, p := range []string{"a service that loses its counter", "in microseconds", "Real tokens are such timestamps; the demo shows 33, 34"} {
+		if !strings.Contains(s, p) {
+			t.Errorf("step 1 does not say %q: %q", p, s)
+		}
+	}
+}

@@ -129,7 +129,8 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 	offName := heading(off.Storage)
 	add(sim.Event{}, "the start. Each client reads the file, adds its entry and writes the whole value back. "+
 		"Every lease grant carries a token larger than every earlier grant's, from the lease service's counter: "+
-		"max(counter + 1, server time) in microseconds, so one that loses its counter still goes up (33 and up here). "+
+		"max(counter + 1, server time) in microseconds, so a service that loses its counter still goes up. "+
+		"Real tokens are such timestamps; the demo shows 33, 34. "+
 		"Every request to the storage carries its token.")
 	onDefines := defines(on.Storage)
 	if off.Storage == sim.StorageCheckThenWrite && on.Storage == sim.StorageClaim {
@@ -184,7 +185,14 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 			w := off.Writes[e.Write]
 			text := fmt.Sprintf("%s writes %s with token %d; the storage accepts it.", name, labels[e.Write], e.Token)
 			if !w.Live {
-				text = fmt.Sprintf("%s's late write %s (token %d) reaches the storage, which accepts it: lease %d had expired.",
+				how := "which accepts it, although lease %d had expired: this storage has seen no newer token."
+				switch off.Storage {
+				case sim.StorageOff:
+					how = "which accepts it, although lease %d had expired: this storage does not check tokens."
+				case sim.StorageCheckThenWrite:
+					how = "which accepts it unchecked, though lease %d had expired."
+				}
+				text = fmt.Sprintf("%s's late write %s (token %d) reaches the storage, "+how,
 					name, labels[e.Write], e.Token, e.Token)
 			}
 			for _, i := range lost {
@@ -204,7 +212,7 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 		case sim.KindWriteRejected:
 			add(e, "the storage refuses %s's write %s (token %d): it has seen token %d.", name, labels[e.Write], e.Token, e.Other)
 		case sim.KindLost:
-			add(e, "%s's heartbeat is refused: only now does %s learn that it lost the lease.", name, name)
+			add(e, "%s's heartbeat sends a renewal of %d, which is refused: only now does %s learn that it lost the lease.", name, e.Token, name)
 		case sim.KindCheckFailed:
 			add(e, "%s's own check says its lease is over or lost: it stops without writing.", name)
 		case sim.KindCrashed:
@@ -278,9 +286,17 @@ func lessons(r *sim.Result) []lesson {
 	if pause != nil && expired != nil {
 		a := r.Clients[pause.Client]
 		ttl = fmt.Sprintf("the TTL. A shorter TTL does not help. %s paused at %s with %s of its lease left (it expired at %s): "+
-			"any pause longer than what is left loses the lease, and a shorter TTL only lets a shorter pause do the same. "+
+			"a pause longer than that loses the lease, and a shorter TTL only lets a shorter pause do the same. "+
 			"Nor does a heartbeat: the pause stops it too.",
 			a, sim.FormatTime(pause.At), sim.FormatTime(expired.At-pause.At), sim.FormatTime(expired.At))
+		if late := lateWrite(r, pause); late >= 0 && read != nil {
+			ttl = fmt.Sprintf("the TTL. A shorter TTL does not help. %s paused at %s with %s of its lease left (it expired at %s). "+
+				"A pause just past that loses the lease but not yet a write; one over about %s loses a write here, "+
+				"as %s's late write then lands after %s's read (%s). A shorter TTL only lets a shorter pause do the same. "+
+				"Nor does a heartbeat: the pause stops it too.",
+				a, sim.FormatTime(pause.At), sim.FormatTime(expired.At-pause.At), sim.FormatTime(expired.At),
+				sim.FormatTime(read.At-pause.At-late), a, r.Clients[read.Client], sim.FormatTime(read.At))
+		}
 	}
 	limits := "the limits. What fencing cannot protect: effects outside the storage (a mail sent, another service called) " +
 		"and a storage that does not check tokens."
@@ -293,6 +309,21 @@ func lessons(r *sim.Result) []lesson {
 		out[2].at = []time.Duration{pause.At, expired.At}
 	}
 	return out
+}
+
+// lateWrite is how long after the paused client resumed its first write
+// reached the storage, or -1 if it wrote nothing after resuming.
+func lateWrite(r *sim.Result, pause *sim.Event) time.Duration {
+	resumed := time.Duration(-1)
+	for _, e := range r.Events {
+		switch {
+		case e.Kind == sim.KindResumed && e.Client == pause.Client && resumed < 0:
+			resumed = e.At
+		case (e.Kind == sim.KindWriteAccepted || e.Kind == sim.KindWriteRejected) && e.Client == pause.Client && resumed >= 0:
+			return e.At - resumed
+		}
+	}
+	return -1
 }
 
 // defines says what a storage mode does with tokens, naming the rules.
