@@ -96,17 +96,9 @@ func Run(raw string, width int) (*Response, error) {
 		k, v, _ := strings.Cut(kv, "=")
 		resp.Values[k] = v
 	}
-	var results []*sim.Result
-	var end time.Duration
-	for _, storage := range []sim.Storage{q.Base, q.Params.Storage} {
-		p := q.Params
-		p.Storage = storage
-		res, err := sc.Run(p)
-		if err != nil {
-			return nil, fmt.Errorf("playground: %v", err)
-		}
-		results = append(results, res)
-		end = max(end, res.End)
+	results, end, err := runBoth(sc, q)
+	if err != nil {
+		return nil, err
 	}
 	if width == 0 {
 		width = DefaultWidth
@@ -197,4 +189,22 @@ func sentence(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:] + "."
+}
+
+// runBoth runs sc with q's base storage, then with its chosen one, and
+// returns both results and the later of their ends.
+func runBoth(sc sim.Scenario, q Query) ([]*sim.Result, time.Duration, error) {
+	var results []*sim.Result
+	var end time.Duration
+	for _, storage := range []sim.Storage{q.Base, q.Params.Storage} {
+		p := q.Params
+		p.Storage = storage
+		res, err := sc.Run(p)
+		if err != nil {
+			return nil, 0, fmt.Errorf("playground: %v", err)
+		}
+		results = append(results, res)
+		end = max(end, res.End)
+	}
+	return results, end, nil
 }

@@ -395,16 +395,9 @@ func TestTourStepsShowWhatTheyTell(t *testing.T) {
 		}
 		q, _ := ParseQuery(p.Query)
 		sc, _ := sim.Lookup(q.Scenario)
-		var runs []*sim.Result
-		var end time.Duration
-		for _, storage := range []sim.Storage{q.Base, q.Params.Storage} {
-			params := q.Params
-			params.Storage = storage
-			r, err := sc.Run(params)
-			if err != nil {
-				t.Fatal(err)
-			}
-			runs, end = append(runs, r), max(end, r.End)
+		runs, end, err := runBoth(sc, q)
+		if err != nil {
+			t.Fatal(err)
 		}
 		layout := render.Layout{Width: DefaultWidth, End: render.StableEnd(end + time.Second), Compact: true}
 		for _, r := range runs {
@@ -478,15 +471,23 @@ func TestTourLateWriteNotAcceptedBecauseExpired(t *testing.T) {
 // a learner took 7.7s for the data-loss threshold, yet -pause 7.9s is
 // safe.
 func TestTourTTLSaysWhichPauseLosesAWrite(t *testing.T) {
-	_, s := kleppmannStep(t, "Summary, the TTL.")
-	for _, p := range []string{"loses the lease but not yet a write", "over about 8s loses a write here", "lands after B's read (10.5s)"} {
-		if !strings.Contains(s, p) {
-			t.Errorf("the TTL step does not say %q: %q", p, s)
-		}
-	}
+	s := wantStepSays(t, "Summary, the TTL.", "loses the lease but not yet a write", "over about 8s loses a write here", "lands after B's read (10.5s)")
 	if strings.Contains(s, "any pause longer than what is left loses the lease") {
 		t.Errorf("the TTL step still reads as if losing the lease lost a write: %q", s)
 	}
+}
+
+// wantStepSays checks that the first step of Kleppmann's tour containing
+// sub says each of phrases, and returns its text.
+func wantStepSays(t *testing.T, sub string, phrases ...string) string {
+	t.Helper()
+	i, s := kleppmannStep(t, sub)
+	for _, p := range phrases {
+		if !strings.Contains(s, p) {
+			t.Errorf("step %d does not say %q: %q", i+1, p, s)
+		}
+	}
+	return s
 }
 
 // kleppmannStep is the index and text of the first step of Kleppmann's
@@ -518,10 +519,5 @@ func TestTourLostLeaseNamesTheFiguresLabel(t *testing.T) {
 // (a service, not "one") and that real tokens are microsecond timestamps
 // while the demo shows small numbers (33, 34).
 func TestTourStartSaysWhyTokensAreSmall(t *testing.T) {
-	_, s := kleppmannStep(t, "the start.")
-	for _, p := range []string{"a service that loses its counter", "in microseconds", "Real tokens are such timestamps; the demo shows 33, 34"} {
-		if !strings.Contains(s, p) {
-			t.Errorf("step 1 does not say %q: %q", p, s)
-		}
-	}
+	wantStepSays(t, "the start.", "a service that loses its counter", "in microseconds", "Real tokens are such timestamps; the demo shows 33, 34")
 }

@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/lease"
 	"github.com/fencekit/fencekit/migrations"
@@ -296,25 +298,11 @@ func TestAdvisoryForceReleaseOnlySparesNewerSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer first.Close(ctx)
-	l, err := first.Acquire(ctx, "race", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := l.Token()
-	if err := l.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	old := grantAndRelease(t, ctx, first, "race")
 
 	// Hold the grant row's lock so that the next Acquire takes the advisory
 	// lock and then waits to write its token.
-	blocker, err := env.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer blocker.Rollback(context.WithoutCancel(ctx))
-	if _, err := blocker.Exec(ctx, `SELECT FROM fencekit_leases_advisory FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
+	blocker := lockGrantRows(t, ctx, env.Pool)
 	next := advisoryNamed(t, env.URL, "fencekit-advisory-next")
 	acquired := make(chan error, 1)
 	go func() {
@@ -453,23 +441,8 @@ func TestAdvisoryAcquireCancelledOnRowLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer first.Close(ctx)
-	l, err := first.Acquire(ctx, "cancel", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := l.Token()
-	if err := l.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-
-	blocker, err := env.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer blocker.Rollback(context.WithoutCancel(ctx))
-	if _, err := blocker.Exec(ctx, `SELECT FROM fencekit_leases_advisory FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
+	old := grantAndRelease(t, ctx, first, "cancel")
+	blocker := lockGrantRows(t, ctx, env.Pool)
 	actx, acancel := context.WithCancel(ctx)
 	acquired := make(chan error, 1)
 	go func() {
@@ -517,4 +490,33 @@ func TestAdvisoryAcquireCancelledOnRowLock(t *testing.T) {
 	if next.Token() <= old {
 		t.Errorf("token %v after %v", next.Token(), old)
 	}
+}
+
+// grantAndRelease acquires name with c and releases it, so that its grant
+// row exists and is free, and returns the grant's token.
+func grantAndRelease(t *testing.T, ctx context.Context, c *lease.Client, name string) fence.Token {
+	t.Helper()
+	l, err := c.Acquire(ctx, name, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return l.Token()
+}
+
+// lockGrantRows begins a transaction on pool that holds every advisory
+// grant row's lock until its Rollback or the test's end.
+func lockGrantRows(t *testing.T, ctx context.Context, pool *pgxpool.Pool) pgx.Tx {
+	t.Helper()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback(context.WithoutCancel(ctx)) })
+	if _, err := tx.Exec(ctx, `SELECT FROM fencekit_leases_advisory FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	return tx
 }
