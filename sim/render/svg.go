@@ -780,13 +780,15 @@ func (p *svgPlot) danger() {
 	}
 }
 
-// clientBars draws each client's belief in its lease (a thick line),
-// pauses (grey boxes) and crashes (a red cross).
+// clientBars draws each client's belief in its lease (a thick line, which
+// no label crosses), pauses (grey boxes) and crashes (a red cross).
 func (p *svgPlot) clientBars() {
 	for _, bl := range beliefs(p.r) {
 		y := p.laneY[bl.c]
 		fmt.Fprintf(p.b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="5" stroke-opacity="0.45"/>`+"\n",
 			p.x(bl.from), y, p.x(bl.to), y, clientColor(bl.c))
+		// No label goes across it: a pause's label goes beside its box.
+		p.taken = append(p.taken, rect{p.x(bl.from), y - 2.5, p.x(bl.to), y + 2.5})
 	}
 	for _, e := range p.r.Events {
 		c := e.Client
