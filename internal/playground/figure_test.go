@@ -79,3 +79,41 @@ func TestLabelsClearOfLines(t *testing.T) {
 	}
 	t.Logf("%d labels checked", checked)
 }
+
+// TestLegendNamesEveryMark: every kind of mark a preset's figure draws
+// that no label of its own names (a client's belief, a lease bar, the
+// danger band, the storage's token line, the dashed ring round a lost
+// write) has an entry in the figure's legend, drawn with the same shape;
+// the page copies that legend for a desktop's and a phone's tour.
+func TestLegendNamesEveryMark(t *testing.T) {
+	kinds := []struct{ name, drawn, legend string }{
+		{"client's belief", `<line x1="[^"]*" y1="[^"]*" x2="[^"]*" y2="[^"]*" stroke="[^"]*" stroke-width="5"`, `<line class="legend"[^>]* stroke-width="5"`},
+		{"lease bar", `<rect x="[^"]*" y="[^"]*" width="[^"]*" height="14" rx="3"`, `<rect class="legend"[^>]* rx="3"`},
+		{"danger band", `<rect class="danger"`, `<rect class="legend"[^>]* fill="#b00020"`},
+		{"storage's token", `<polyline points=`, `<polyline class="legend"`},
+		{"lost write's ring", `<g class="lost"[^>]*><circle [^>]*stroke-dasharray`, `<circle class="legend"[^>]*stroke-dasharray`},
+	}
+	seen := map[string]bool{}
+	for _, p := range presets {
+		resp, err := Run(p.Query, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range resp.Runs {
+			for _, k := range kinds {
+				if !regexp.MustCompile(k.drawn).MatchString(o.SVG) {
+					continue
+				}
+				seen[k.name] = true
+				if !regexp.MustCompile(k.legend).MatchString(o.SVG) {
+					t.Errorf("preset %q, %s: the figure draws a %s but its legend has no entry for it", p.Title, o.Heading, k.name)
+				}
+			}
+		}
+	}
+	for _, k := range kinds {
+		if !seen[k.name] {
+			t.Errorf("no preset's figure draws a %s: the test's pattern %q is stale", k.name, k.drawn)
+		}
+	}
+}

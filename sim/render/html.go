@@ -33,7 +33,8 @@ func HTML(w io.Writer, title string, runs ...*sim.Result) error {
 			"A thick line on a client's lane: the client believes it holds the lease. A bar on the lease lane: "+
 			"the lease as the lease service sees it, until it expires (red mark) or is released. "+
 			"Red band: the danger, a client that believes it holds a lease the service has expired. "+
-			"Step line under the storage: the token the storage holds.</p>\n",
+			"Step line under the storage: the token the storage holds. "+
+			"Dashed red ring: an accepted write, later lost.</p>\n",
 			esc(sim.FormatTime(runs[0].TTL)), esc(heartbeatText(runs[0].Heartbeat)), clock)
 	}
 	for i, r := range runs {

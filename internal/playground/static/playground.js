@@ -222,7 +222,7 @@ function renderKey() {
 
 // renderPhoneKey copies the legend into the tour's buttons' row, which a
 // phone shows: each entry's mark (the shapes just left of its text), then
-// its short name (data-short), so that all four fit beside the buttons.
+// its short name (data-short), so that all five fit beside the buttons.
 function renderPhoneKey(items) {
   const ns = "http://www.w3.org/2000/svg";
   const texts = items.filter((el) => el.tagName === "text");
