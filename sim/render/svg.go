@@ -927,7 +927,7 @@ func (p *svgPlot) messages() {
 			case !ok:
 				mk, text, rc = 2, fmt.Sprintf("%s (token %d) REJECTED: %d seen", labels[e.Write], e.Token, e.Other), red
 			case !p.r.Writes[e.Write].Live:
-				text, rc = fmt.Sprintf("%s (token %d): ok, but lease %d had expired!", labels[e.Write], e.Token, e.Token), red
+				text, rc = fmt.Sprintf("%s (token %d): ok, lease over!", labels[e.Write], e.Token), red
 			}
 			sent := p.r.Writes[e.Write].Sent
 			if lost[e.Write] {

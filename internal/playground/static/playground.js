@@ -563,6 +563,10 @@ function showStep(i) {
     return [...svg.querySelectorAll("text[data-x]")].map((t) => ({ t: t, at: Number(t.dataset.x), store: Number(t.dataset.y) > storeY }));
   });
   let recent = texts.filter((l) => l.at <= s.x + 0.5 && l.at >= s.x - 60);
+  // The storages' labels of the writes the step names (A1, B1): whole,
+  // with the step's own, as much as those.
+  const names = s.text.match(/\b[A-Z]\d+\b/g) || [];
+  const named = texts.filter((l) => l.store && l.at <= s.x + 0.5 && names.some((n) => l.t.textContent.startsWith(n + " (token")));
   if (s.moments) {
     // One of the last steps, which names earlier moments: those in view,
     // with their labels whole, as many as fit, the latest first.
@@ -571,13 +575,15 @@ function showStep(i) {
     recent = texts.filter((l) => fit.some((m) => l.at <= m + 0.5 && l.at >= m - 6) && !l.t.classList.contains("danger"));
     const from = Math.min(...fit, ...recent.map((l) => l.t.getBBox().x));
     scrollWhole(figs, from - left - 4, latest - view + 12, Math.min(...fit) - left - 4,
-      new Map(recent.map((l) => [l.t, l.store ? 300 : 100])));
+      new Map([...recent, ...named].map((l) => [l.t, l.store ? 300 : 100])));
   } else {
+    recent = [...new Set([...recent, ...named])];
     const labelsLeft = Math.min(Infinity, ...recent.map((l) => l.t.getBBox().x));
     const target = Math.min(s.x - left - 0.5 * (view - left), labelsLeft - left - 4);
     const lo = s.x - view + 12;
     const own = new Map(texts.filter((l) => l.at <= s.x + 0.5 && (l.at >= s.x - 6 || (s.outcome && l.store)))
       .map((l) => [l.t, l.at < s.x - 6 ? 20 : l.store ? 300 : 100]));
+    for (const l of named) own.set(l.t, 300);
     scrollWhole(figs, Math.max(lo, target), lo, s.x - left - 4, own);
   }
   // The first run's heading just below the sticky bar: on a desktop screen
