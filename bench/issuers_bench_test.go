@@ -163,6 +163,12 @@ func benchPool(b *testing.B, p *probe) *pgxpool.Pool {
 // benchEtcd starts a private one-member etcd (fsync on) and returns a
 // client of it.
 func benchEtcd(b *testing.B, p *probe) *clientv3.Client {
+	cli, _ := benchEtcdCluster(b, p)
+	return cli
+}
+
+// benchEtcdCluster is benchEtcd, also returning the cluster.
+func benchEtcdCluster(b *testing.B, p *probe) (*clientv3.Client, *testenv.EtcdCluster) {
 	cluster := testenv.StartEtcdCluster(b, 1)
 	unary := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		p.sent.Add(1)
@@ -182,7 +188,7 @@ func benchEtcd(b *testing.B, p *probe) *clientv3.Client {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { cli.Close() })
-	return cli
+	return cli, cluster
 }
 
 type probeHook struct{ p *probe }
