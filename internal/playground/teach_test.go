@@ -2,6 +2,7 @@ package playground
 
 import (
 	"html"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -94,42 +95,151 @@ func TestTourTeachesTheRule(t *testing.T) {
 }
 
 // TestTourLessonsShowInTheRun: the tour's last steps make their points
-// with the moments the figures show, not by sending the reader to presets
-// the tour does not run: the rule says in what order the storage sees
-// writes; the claim names B's read and B's write and the gap between
-// them; atomicity the moment after which a check that passed is stale;
-// the TTL how much of A's lease was left when its pause began.
+// with moments the figures show, and where its runs cannot show a point
+// a step names the preset that does: every name it quotes is a preset's
+// button, whose own tour makes that point with its own moments and no
+// other preset (for the TTL, the two presets it compares run the same
+// pause, the second with a shorter TTL, and only the first keeps A's
+// write); a step that shows nothing names a preset. In Kleppmann's tour
+// the rule names the refused write; the claim B's read and write and
+// that no late write lands between them; atomicity that no storage here
+// checks apart from writing; the TTL how much of A's lease was left.
 func TestTourLessonsShowInTheRun(t *testing.T) {
-	resp, err := Run("scenario=kleppmann", 0)
+	quoted := regexp.MustCompile(`“([^”]+)”`)
+	tours := map[string][]Step{}
+	for _, p := range presets {
+		resp, err := Run(p.Query, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tours[p.Title] = resp.Tour
+	}
+	preset := func(name string) (Preset, bool) {
+		var found []Preset
+		for _, p := range presets {
+			if p.Title == name || strings.HasPrefix(p.Title, name+":") {
+				found = append(found, p)
+			}
+		}
+		if len(found) != 1 {
+			return Preset{}, false
+		}
+		return found[0], true
+	}
+	head := func(s Step) string { h, _, _ := strings.Cut(strings.TrimPrefix(s.Text, "Summary, "), "."); return h }
+	for title, tour := range tours {
+		for i, s := range tour {
+			if s.At != "summary" {
+				continue
+			}
+			names := quoted.FindAllStringSubmatch(s.Text, -1)
+			if len(names) == 0 && len(s.Moments) == 0 && head(s) != "the limits" {
+				t.Errorf("%s, step %d shows nothing in the figures and names no preset that does: %q", title, i+1, s.Text)
+			}
+			for _, n := range names {
+				p, ok := preset(n[1])
+				if !ok {
+					t.Errorf("%s, step %d names %q, which is no one preset's button", title, i+1, n[1])
+					continue
+				}
+				if head(s) == "the TTL" {
+					continue // the pair is checked below
+				}
+				j := slices.IndexFunc(tours[p.Title], func(o Step) bool { return o.At == "summary" && head(o) == head(s) })
+				if o := tours[p.Title][j]; len(o.Moments) == 0 || quoted.MatchString(o.Text) {
+					t.Errorf("%s, step %d sends the reader to %q for %s, whose tour does not show it: %q", title, i+1, p.Title, head(s), o.Text)
+				}
+			}
+		}
+	}
+	inTime, short := tourRun(t, inTimeQuery), tourRun(t, shortTTLQuery)
+	qi, _ := ParseQuery(inTimeQuery)
+	qs, _ := ParseQuery(shortTTLQuery)
+	if qs.Params.Pause != qi.Params.Pause || qs.Params.TTL >= qi.Params.TTL || inTime.Runs[0].Verdict != "safe" || short.Runs[0].Verdict == "safe" {
+		t.Errorf("the TTL compares %q (%+v, %s) with %q (%+v, %s): want the same pause, a shorter TTL, safe then not",
+			button(inTimeQuery), qi.Params, inTime.Runs[0].Verdict, button(shortTTLQuery), qs.Params, short.Runs[0].Verdict)
+	}
+	for query, want := range map[string]map[string][]string{
+		kleppmannQuery: {
+			"the rule":   {"in the order they arrive", "refuses A1 (token 33) at 17.5s, having seen 34"},
+			"the claim":  {"(B's read, 10.5s)", "before the reader's write (12.7s)", "write check alone would accept it", "None lands there here"},
+			"atomicity":  {"applies the write in one step", "No storage here checks apart from writing"},
+			"the TTL":    {"paused at 2.4s with 7.7s of its lease left", "expired at 10.1s", "A shorter TTL does not help"},
+			"the limits": {"(the first figure's, A1 at 17.5s)"},
+		},
+		claimQuery: {
+			"the claim": {"B's read at 10.5s recorded token 34 at once", "refused at 17.5s, before B's write (18.7s)",
+				"write check alone (first figure) accepted it", "though A was told its write succeeded"},
+		},
+		atomicQuery: {
+			"atomicity": {"passed its check at 2.5s", "B's read claimed 34 at 10.5s", "landed at 17.6s, unchecked", "The second checks the token"},
+		},
+	} {
+		for _, s := range tourRun(t, query).Tour {
+			if s.At != "summary" {
+				continue
+			}
+			for _, p := range want[head(s)] {
+				if !strings.Contains(s.Text, p) {
+					t.Errorf("%s: step %q does not say %q", query, s.Text, p)
+				}
+			}
+			delete(want, head(s))
+		}
+		for h := range want {
+			t.Errorf("%s: no step tells %s", query, h)
+		}
+	}
+}
+
+// TestTourSummariesMarkWhatTheyName: in every preset's tour, each
+// summary step's moments are the moments its text names ("at 10.5s",
+// "(12.7s)"), each within a rounding of the time named, so the page
+// marks what the sentence is about; and no two consecutive summary steps
+// mark the same moments (they once all showed the same figure).
+func TestTourSummariesMarkWhatTheyName(t *testing.T) {
+	named := regexp.MustCompile(`(?:at |\(|, |to )(\d+(?:\.\d+)?)s\b`)
+	for _, p := range presets {
+		tour := tourRun(t, p.Query).Tour
+		// x = x0 + perSec * t, from the first step and the end's.
+		end := slices.IndexFunc(tour, func(s Step) bool { return strings.Contains(s.Text, ": the end.") })
+		endAt, _ := strconv.ParseFloat(strings.TrimSuffix(tour[end].At, "s"), 64)
+		perSec := (tour[end].X - tour[0].X) / endAt
+		for i, s := range tour {
+			if s.At != "summary" {
+				continue
+			}
+			var want []float64
+			for _, m := range named.FindAllStringSubmatch(s.Text, -1) {
+				at, _ := strconv.ParseFloat(m[1], 64)
+				want = append(want, tour[0].X+perSec*at)
+			}
+			near := func(a, b float64) bool { return math.Abs(a-b) <= perSec*0.05+0.01 }
+			for _, w := range want {
+				if !slices.ContainsFunc(s.Moments, func(m float64) bool { return near(m, w) }) {
+					t.Errorf("%s, step %d names the moment at x %.0f but does not mark it (moments %v): %q", p.Title, i+1, w, s.Moments, s.Text)
+				}
+			}
+			for _, m := range s.Moments {
+				if !slices.ContainsFunc(want, func(w float64) bool { return near(m, w) }) {
+					t.Errorf("%s, step %d marks x %.0f, which it does not name: %q", p.Title, i+1, m, s.Text)
+				}
+			}
+			if prev := tour[i-1]; prev.At == "summary" && slices.Equal(prev.Moments, s.Moments) {
+				t.Errorf("%s, steps %d and %d mark the same moments %v", p.Title, i, i+1, s.Moments)
+			}
+		}
+	}
+}
+
+// tourRun is Run of query at the default width.
+func tourRun(t *testing.T, query string) *Response {
+	t.Helper()
+	resp, err := Run(query, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tour := resp.Tour
-	want := map[string][]string{
-		"the rule.":  {"in the order they arrive"},
-		"the claim.": {"read at 10.5s", "2.2s before B's write (12.7s)", "write check alone accepts it"},
-		"atomicity.": {"check passed before B's read claimed 34 (10.5s)"},
-		"the TTL.":   {"paused at 2.4s with 7.7s of its lease left", "expired at 10.1s"},
-	}
-	for _, s := range tour {
-		if strings.Contains(s.Text, "preset") {
-			t.Errorf("step %q sends the reader to a preset the tour does not run", s.Text)
-		}
-		for head, phrases := range want {
-			if !strings.Contains(s.Text, ", "+head) && !strings.Contains(s.Text, ": "+head) {
-				continue
-			}
-			for _, p := range phrases {
-				if !strings.Contains(s.Text, p) {
-					t.Errorf("step %q does not say %q", s.Text, p)
-				}
-			}
-			delete(want, head)
-		}
-	}
-	for head := range want {
-		t.Errorf("no step tells %s", head)
-	}
+	return resp
 }
 
 // TestAxisEndsNearTheLastEvent: the shared time axis ends within a few
@@ -369,8 +479,8 @@ func TestTourSummariesAndSources(t *testing.T) {
 		"where tokens come from":         "the lease service's counter",
 		"a lost counter":                 "loses its counter",
 		"what fencing cannot protect":    "fencing cannot protect",
-		"who was told ok, at the claim":  "though A was told its write succeeded",
-		"when the unchecked write lands": "land after B's read",
+		"who was told ok, at the claim":  "though the late writer was told it succeeded",
+		"when the unchecked write lands": "land after a newer read",
 	} {
 		if !strings.Contains(text, phrase) {
 			t.Errorf("the tour never says %s (%q)", what, phrase)
@@ -471,7 +581,7 @@ func TestTourLateWriteNotAcceptedBecauseExpired(t *testing.T) {
 // a learner took 7.7s for the data-loss threshold, yet -pause 7.9s is
 // safe.
 func TestTourTTLSaysWhichPauseLosesAWrite(t *testing.T) {
-	s := wantStepSays(t, "Summary, the TTL.", "loses the lease but not yet a write", "over about 8s loses a write here", "lands after B's read (10.5s)")
+	s := wantStepSays(t, "Summary, the TTL.", "loses the lease but not yet a write", "over about 8s loses a write here", "lands after B's read")
 	if strings.Contains(s, "any pause longer than what is left loses the lease") {
 		t.Errorf("the TTL step still reads as if losing the lease lost a write: %q", s)
 	}

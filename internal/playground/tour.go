@@ -60,8 +60,8 @@ type Step struct {
 	// that does; the page shows the verdicts from it on.
 	Outcome bool `json:"outcome,omitempty"`
 	// Moments are where the earlier moments a step names (one of the
-	// tour's last steps) lie in both figures; the page brings them into
-	// view rather than X.
+	// tour's last steps) lie in both figures; the page marks them, with
+	// their labels, and brings them into view rather than X.
 	Moments []float64 `json:"moments,omitempty"`
 }
 
@@ -224,16 +224,12 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 	add(last, "the end. %s: %s, final value %s. %s: %s, final value %s.",
 		heading(off.Storage), verdictText(off), off.ValueString(off.Final),
 		onName, verdictText(on), on.ValueString(on.Final))
-	summary := func(format string, args ...any) {
-		steps = append(steps, Step{At: "summary", X: l.X(last.At), Text: "Summary, " + fmt.Sprintf(format, args...)})
-	}
-	summary("the rule. The storage, which sees the writes in the order they arrive, refuses any write whose token is older " +
-		"than one it has seen. The lease cannot do it: no process can know, as its write lands, that it still holds its lease.")
-	for _, lesson := range lessons(off) {
-		summary("%s", lesson.text)
+	for _, lesson := range lessons(off, on) {
+		st := Step{At: "summary", X: l.X(last.At), Text: "Summary, " + lesson.text}
 		for _, at := range lesson.at {
-			steps[len(steps)-1].Moments = append(steps[len(steps)-1].Moments, l.X(at))
+			st.Moments = append(st.Moments, l.X(at))
 		}
+		steps = append(steps, st)
 	}
 	for i := range steps[end:] {
 		steps[end+i].Outcome = true
@@ -247,68 +243,265 @@ type lesson struct {
 	at   []time.Duration
 }
 
-// lessons are the tour's last steps, the claim, atomicity and the TTL,
-// each told with the moments of run r that show it where r has them:
-// the pause, the expiry that follows it, and the new holder's read and
-// write.
-func lessons(r *sim.Result) []lesson {
-	var pause, expired, read, write *sim.Event
+// The presets a last step names where the tour's own runs cannot show
+// its point.
+const (
+	kleppmannQuery = "scenario=kleppmann"
+	claimQuery     = "scenario=kleppmann&work=8s&base=writes&storage=claim"
+	atomicQuery    = "scenario=check-then-write"
+	inTimeQuery    = "scenario=kleppmann&pause=5s"
+	shortTTLQuery  = "scenario=kleppmann&ttl=4s&pause=5s"
+)
+
+// button is the name, quoted, of the button of the preset that runs
+// query: its title up to a colon.
+func button(query string) string {
+	for _, p := range presets {
+		if p.Query == query {
+			name, _, _ := strings.Cut(p.Title, ":")
+			return "“" + name + "”"
+		}
+	}
+	return query
+}
+
+// lessons are the tour's last steps: the rule, the claim, atomicity, the
+// TTL and the limits, each told with the moments of the runs off and on
+// that show it; where these runs cannot show a point, the step says so
+// and names the preset that does.
+func lessons(off, on *sim.Result) []lesson {
+	return []lesson{ruleLesson(off, on), claimLesson(off, on), atomicLesson(off, on), ttlLesson(off), limitsLesson(off)}
+}
+
+// which names run r, one of off and on, by its place on the page.
+func which(r, off *sim.Result) string {
+	if r == off {
+		return "first"
+	}
+	return "second"
+}
+
+func ruleLesson(off, on *sim.Result) lesson {
+	l := lesson{text: "the rule. The storage, which sees the writes in the order they arrive, refuses any write whose token is older than one it has seen"}
+	for _, r := range []*sim.Result{on, off} {
+		if e := firstEvent(r, func(e sim.Event) bool { return e.Kind == sim.KindWriteRejected }); e != nil {
+			l.text += fmt.Sprintf(", as the %s figure's refuses %s (token %d) at %s, having seen %d",
+				which(r, off), r.WriteLabels()[e.Write], e.Token, sim.FormatTime(e.At), e.Other)
+			l.at = []time.Duration{e.At}
+			break
+		}
+	}
+	if l.at == nil {
+		var ws []string
+		for _, e := range on.Events {
+			if e.Kind == sim.KindWriteAccepted {
+				ws = append(ws, fmt.Sprintf("%s at %s", on.WriteLabels()[e.Write], sim.FormatTime(e.At)))
+				l.at = append(l.at, e.At)
+			}
+		}
+		l.text += ". No write here arrives after a newer token's"
+		if ws != nil {
+			l.text += " (" + strings.Join(ws, ", ") + ")"
+		}
+		l.text += ", so none is refused (" + button(kleppmannQuery) + " shows one)"
+	}
+	l.text += ". The lease cannot do it: no process can know, as its write lands, that it still holds its lease."
+	return l
+}
+
+func claimLesson(off, on *sim.Result) lesson {
+	for _, r := range []*sim.Result{on, off} {
+		e := firstEvent(r, func(e sim.Event) bool {
+			return e.Kind == sim.KindWriteRejected && claimsOn(r) && firstEvent(r, func(w sim.Event) bool {
+				return w.Kind == sim.KindWriteAccepted && w.Token == e.Other && w.At <= e.At
+			}) == nil
+		})
+		if e == nil {
+			continue
+		}
+		// r refused a write on a read's claim alone.
+		rd := firstEvent(r, func(x sim.Event) bool { return x.Kind == sim.KindRead && x.Token == e.Other })
+		a, b, label := r.Clients[e.Client], r.Clients[rd.Client], r.WriteLabels()[e.Write]
+		l := lesson{text: fmt.Sprintf("the claim. %s's read at %s recorded token %d at once, so %s's late write %s was refused at %s",
+			b, sim.FormatTime(rd.At), rd.Token, a, label, sim.FormatTime(e.At)), at: []time.Duration{rd.At, e.At}}
+		if w := firstEvent(r, func(x sim.Event) bool { return x.Kind == sim.KindWriteAccepted && x.Token == rd.Token }); w != nil {
+			l.text += fmt.Sprintf(", before %s's write (%s)", b, sim.FormatTime(w.At))
+			l.at = append(l.at, w.At)
+		}
+		other := off
+		if r == off {
+			other = on
+		}
+		if i := slices.Index(other.WriteLabels(), label); i >= 0 && other.Storage == sim.StorageWrites && other.Writes[i].Accepted {
+			l.text += fmt.Sprintf(". The write check alone (%s figure) accepted it; %s's write, based on its read, then silently replaced it, though %s was told its write succeeded.",
+				which(other, off), b, a)
+		} else {
+			l.text += "; the write check alone would accept it, and the reader's write then silently replace it."
+		}
+		return l
+	}
+	l := lesson{text: "the claim. A read records its token at once"}
+	if !claimsOn(on) && !claimsOn(off) {
+		l.text = "the claim, which neither storage here makes. A read records its token at once"
+	}
+	rd, w := newerRead(on)
+	if claimsOn(on) && rd != nil && w != nil {
+		l.text += fmt.Sprintf(" (%s's read, %s), so a late write landing before the reader's write (%s) is refused",
+			on.Clients[rd.Client], sim.FormatTime(rd.At), sim.FormatTime(w.At))
+		l.at = []time.Duration{rd.At, w.At}
+	} else {
+		l.text += ", so a late write landing between a read and the reader's write is refused"
+	}
+	l.text += "; the write check alone would accept it, and the reader's write then silently replace it, " +
+		"though the late writer was told it succeeded. None lands there here: " + button(claimQuery) + " shows one."
+	return l
+}
+
+func atomicLesson(off, on *sim.Result) lesson {
+	const rule = "checks the token and applies the write in one step, so nothing comes between them"
+	for _, r := range []*sim.Result{off, on} {
+		if r.Storage != sim.StorageCheckThenWrite {
+			continue
+		}
+		c := firstEvent(r, func(c sim.Event) bool {
+			return c.Kind == sim.KindChecked && r.Writes[c.Write].Accepted && !r.Writes[c.Write].Live
+		})
+		if c == nil {
+			continue
+		}
+		w := r.Writes[c.Write]
+		rd := firstEvent(r, func(x sim.Event) bool {
+			return x.Kind == sim.KindRead && x.Token > c.Token && x.At > c.At && x.At < w.At
+		})
+		if rd == nil {
+			continue
+		}
+		// r checked a write, then let it land after a newer token's read.
+		label := r.WriteLabels()[c.Write]
+		l := lesson{text: fmt.Sprintf("atomicity. In the %s figure %s's token passed its check at %s; %s's read claimed %d at %s, yet %s landed at %s, unchecked.",
+			which(r, off), label, sim.FormatTime(c.At), r.Clients[rd.Client], rd.Token, sim.FormatTime(rd.At), label, sim.FormatTime(w.At)),
+			at: []time.Duration{c.At, rd.At, w.At}}
+		other := off
+		if r == off {
+			other = on
+		}
+		if i := slices.Index(other.WriteLabels(), label); i >= 0 && other.Storage.Fenced() && other.Storage != sim.StorageCheckThenWrite && !other.Writes[i].Accepted {
+			l.text += fmt.Sprintf(" The %s %s: it refuses %s.", which(other, off), rule, label)
+		} else {
+			l.text += " A safe storage " + rule + "."
+		}
+		return l
+	}
+	l := lesson{text: "atomicity. A safe storage " + rule}
+	for _, r := range []*sim.Result{on, off} {
+		if !r.Storage.Fenced() || r.Storage == sim.StorageCheckThenWrite {
+			continue
+		}
+		// Its first write shows it; the next would leave too little of a
+		// phone's view for the first's label.
+		if e := firstEvent(r, func(e sim.Event) bool { return e.Kind == sim.KindWriteAccepted || e.Kind == sim.KindWriteRejected }); e != nil {
+			l.text = fmt.Sprintf("atomicity. The %s storage %s, as with %s at %s", which(r, off), rule, r.WriteLabels()[e.Write], sim.FormatTime(e.At))
+			l.at = []time.Duration{e.At}
+		}
+		break
+	}
+	l.text += ". No storage here checks apart from writing; " + button(atomicQuery) +
+		" shows how that lets a checked write land after a newer read, unchecked."
+	return l
+}
+
+func ttlLesson(r *sim.Result) lesson {
+	var pause, expired, resumed, read *sim.Event
 	for i := range r.Events {
 		e := &r.Events[i]
 		switch {
 		case e.Kind == sim.KindPaused && pause == nil:
 			pause = e
+		case e.Kind == sim.KindResumed && pause != nil && resumed == nil && e.Client == pause.Client:
+			resumed = e
 		case e.Kind == sim.KindExpired && pause != nil && expired == nil && e.Client == pause.Client:
 			expired = e
 		case e.Kind == sim.KindRead && expired != nil && read == nil && e.Token > expired.Token:
 			read = e
-		case (e.Kind == sim.KindWriteAccepted || e.Kind == sim.KindWriteRejected) && read != nil && write == nil && e.Token == read.Token:
-			write = e
 		}
 	}
-	claim := "the claim. A read records its token at once, so a late write is refused even before the new holder writes, " +
-		"not only after: the write check alone accepts it, and the new holder's write, based on its read, then silently replaces it."
-	atomic := "atomicity. The storage checks the token and applies the write in one step, so nothing comes between them. " +
-		"A storage that checks in one request and writes in the next lets a write whose check passed land after a newer token's, unchecked."
-	ttl := "the TTL. A shorter TTL does not help: a pause longer than what is left of the lease loses it, and a shorter TTL " +
-		"only lets a shorter pause do the same. Nor does a heartbeat: a pause stops it too."
-	if read != nil && write != nil {
-		b := r.Clients[read.Client]
-		a := r.Clients[expired.Client]
-		claim = fmt.Sprintf("the claim. %s's read at %s recorded token %d at once, %s before %s's write (%s). Had %s's late write "+
-			"landed in between, only the claim would refuse it: the write check alone accepts it (it has seen no newer write), "+
-			"then %s's write, based on its read, silently replaces it, though %s was told its write succeeded.",
-			b, sim.FormatTime(read.At), read.Token, sim.FormatTime(write.At-read.At), b, sim.FormatTime(write.At), a, b, a)
-		atomic = fmt.Sprintf("atomicity. The storage checks the token and applies the write in one step, so nothing comes between them. "+
-			"A storage that checks in one request and writes in the next is not safe: a write whose check passed before %s's read "+
-			"claimed %d (%s) can still land after %s's read, unchecked.", b, read.Token, sim.FormatTime(read.At), b)
-	}
-	if pause != nil && expired != nil {
+	compare := "compare " + button(inTimeQuery) + " with " + button(shortTTLQuery)
+	tail := " A shorter TTL does not help: a shorter pause then does the same (" + compare + "). Nor does a heartbeat: the pause stops it too."
+	l := lesson{text: "the TTL. A pause longer than what is left of the lease loses it." + tail}
+	switch {
+	case pause != nil && expired != nil:
 		a := r.Clients[pause.Client]
-		ttl = fmt.Sprintf("the TTL. A shorter TTL does not help. %s paused at %s with %s of its lease left (it expired at %s): "+
-			"a pause longer than that loses the lease, and a shorter TTL only lets a shorter pause do the same. "+
-			"Nor does a heartbeat: the pause stops it too.",
-			a, sim.FormatTime(pause.At), sim.FormatTime(expired.At-pause.At), sim.FormatTime(expired.At))
+		l.text = fmt.Sprintf("the TTL. %s paused at %s with %s of its lease left (it expired at %s): "+
+			"a pause longer than that loses the lease.", a, sim.FormatTime(pause.At), sim.FormatTime(expired.At-pause.At), sim.FormatTime(expired.At))
+		l.at = []time.Duration{pause.At, expired.At}
 		if late := lateWrite(r, pause); late >= 0 && read != nil {
-			ttl = fmt.Sprintf("the TTL. A shorter TTL does not help. %s paused at %s with %s of its lease left (it expired at %s). "+
+			l.text = fmt.Sprintf("the TTL. %s paused at %s with %s of its lease left (it expired at %s). "+
 				"A pause just past that loses the lease but not yet a write; one over about %s loses a write here, "+
-				"as %s's late write then lands after %s's read (%s). A shorter TTL only lets a shorter pause do the same. "+
-				"Nor does a heartbeat: the pause stops it too.",
+				"as %s's late write then lands after %s's read.",
 				a, sim.FormatTime(pause.At), sim.FormatTime(expired.At-pause.At), sim.FormatTime(expired.At),
-				sim.FormatTime(read.At-pause.At-late), a, r.Clients[read.Client], sim.FormatTime(read.At))
+				sim.FormatTime(read.At-pause.At-late), a, r.Clients[read.Client])
+		}
+		l.text += tail
+	case pause != nil && resumed != nil:
+		// Its end is not marked: A's write, sent then, has a label too
+		// wide for a phone's view beside the pause's.
+		l.text = fmt.Sprintf("the TTL. %s's %s pause at %s ended before its lease did; a longer one would lose it.",
+			r.Clients[pause.Client], sim.FormatTime(resumed.At-pause.At), sim.FormatTime(pause.At)) + tail
+		l.at = []time.Duration{pause.At}
+	case pause == nil:
+		i := slices.IndexFunc(r.Writes, func(w sim.Write) bool { return !w.Live })
+		if i < 0 {
+			break
+		}
+		w := r.Writes[i]
+		exp := firstEvent(r, func(e sim.Event) bool { return e.Kind == sim.KindExpired && e.Token == w.Token })
+		if exp == nil || exp.At < w.Sent {
+			break
+		}
+		l.text = fmt.Sprintf("the TTL. %s sent %s at %s with %s of its lease left (it expired at %s); it landed at %s. "+
+			"A shorter TTL does not help: a shorter delay then does the same (%s).",
+			r.Clients[w.Client], r.WriteLabels()[i], sim.FormatTime(w.Sent), sim.FormatTime(exp.At-w.Sent), sim.FormatTime(exp.At), sim.FormatTime(w.At), compare)
+		l.at = []time.Duration{w.Sent, exp.At, w.At}
+	}
+	return l
+}
+
+func limitsLesson(off *sim.Result) lesson {
+	l := lesson{text: "the limits. What fencing cannot protect: effects outside the storage (a mail sent, another service called) " +
+		"and a storage that does not check tokens"}
+	if i := slices.IndexFunc(off.Writes, func(w sim.Write) bool { return w.Accepted && !w.Live }); i >= 0 && off.Storage == sim.StorageOff {
+		l.text += fmt.Sprintf(" (the first figure's, %s at %s)", off.WriteLabels()[i], sim.FormatTime(off.Writes[i].At))
+		l.at = []time.Duration{off.Writes[i].At}
+	}
+	l.text += "."
+	return l
+}
+
+// firstEvent is r's first event for which f holds, or nil.
+func firstEvent(r *sim.Result, f func(sim.Event) bool) *sim.Event {
+	for i := range r.Events {
+		if f(r.Events[i]) {
+			return &r.Events[i]
 		}
 	}
-	limits := "the limits. What fencing cannot protect: effects outside the storage (a mail sent, another service called) " +
-		"and a storage that does not check tokens."
-	out := []lesson{{text: claim}, {text: atomic}, {text: ttl}, {text: limits}}
-	if read != nil && write != nil {
-		out[0].at = []time.Duration{read.At, write.At}
-		out[1].at = []time.Duration{read.At}
+	return nil
+}
+
+// newerRead is r's first read with a newer token than the first grant's,
+// and the write that token's holder then had accepted, or nils.
+func newerRead(r *sim.Result) (read, write *sim.Event) {
+	first := firstEvent(r, func(e sim.Event) bool { return e.Kind == sim.KindAcquired })
+	if first == nil {
+		return nil, nil
 	}
-	if pause != nil && expired != nil {
-		out[2].at = []time.Duration{pause.At, expired.At}
+	read = firstEvent(r, func(e sim.Event) bool { return e.Kind == sim.KindRead && e.Token > first.Token })
+	if read == nil {
+		return nil, nil
 	}
-	return out
+	write = firstEvent(r, func(e sim.Event) bool {
+		return e.Kind == sim.KindWriteAccepted && e.Token == read.Token && e.At > read.At
+	})
+	return read, write
 }
 
 // lateWrite is how long after the paused client resumed its first write

@@ -1,6 +1,7 @@
 package browser
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -143,59 +144,51 @@ const momentStateJS = `((moments) => {
 // the labels of those moments ("33 expired", "read claims 34") show
 // whole where side by side they fit the view.
 func TestBrowserPhoneTourMomentsInView(t *testing.T) {
-	tab := openPage(t, 400, 860, "")
-	def, err := playground.Run("", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, p := range def.Presets {
-		q, _ := clickPreset(t, tab, i)
-		tourShown(t, tab, q, func(tour []playground.Step, j int) {
-			moments := tour[j].Moments
-			if len(moments) == 0 {
-				moments = []float64{tour[j].X}
-			}
-			js, _ := json.Marshal(moments)
-			s := eval[momentState](t, tab, fmt.Sprintf("%s(%s)", momentStateJS, js))
-			for f := range s.From {
-				// The latest moments first, as many as fit the view.
-				sorted := slices.Clone(moments)
-				slices.Sort(sorted)
-				slices.Reverse(sorted)
-				var want []float64
-				for _, m := range sorted {
-					if len(want) == 0 || want[0]-m <= s.To[f]-s.From[f]-20 {
-						want = append(want, m)
-					}
-				}
-				for _, m := range want {
-					if m < s.From[f]-0.5 || m > s.To[f]+0.5 {
-						t.Errorf("%s, step %d, figure %d: the step's moment at x %.0f is outside the view, x %.0f..%.0f",
-							p.Title, j+1, f, m, s.From[f], s.To[f])
-					}
-				}
-				if len(tour[j].Moments) == 0 {
-					continue
-				}
-				// Their labels whole, if side by side they fit the view.
-				var labels []momentLabel
-				lo, hi := want[0], want[0]
-				for _, l := range s.Labels[f] {
-					if slices.ContainsFunc(want, func(m float64) bool { return m > l.At-0.5 && m < l.At+0.5 }) {
-						labels = append(labels, l)
-						lo, hi = min(lo, l.X0), max(hi, l.X1)
-					}
-				}
-				if hi-lo > s.To[f]-s.From[f] {
-					continue
-				}
-				for _, l := range labels {
-					if !l.Whole {
-						t.Errorf("%s, step %d, figure %d: the label %q of a moment the step talks about does not show whole",
-							p.Title, j+1, f, l.Text)
-					}
+	presetTours(t, 400, 860, func(tab context.Context, p playground.Preset, tour []playground.Step, j int) {
+		moments := tour[j].Moments
+		if len(moments) == 0 {
+			moments = []float64{tour[j].X}
+		}
+		js, _ := json.Marshal(moments)
+		s := eval[momentState](t, tab, fmt.Sprintf("%s(%s)", momentStateJS, js))
+		for f := range s.From {
+			// The latest moments first, as many as fit the view.
+			sorted := slices.Clone(moments)
+			slices.Sort(sorted)
+			slices.Reverse(sorted)
+			var want []float64
+			for _, m := range sorted {
+				if len(want) == 0 || want[0]-m <= s.To[f]-s.From[f]-20 {
+					want = append(want, m)
 				}
 			}
-		})
-	}
+			for _, m := range want {
+				if m < s.From[f]-0.5 || m > s.To[f]+0.5 {
+					t.Errorf("%s, step %d, figure %d: the step's moment at x %.0f is outside the view, x %.0f..%.0f",
+						p.Title, j+1, f, m, s.From[f], s.To[f])
+				}
+			}
+			if len(tour[j].Moments) == 0 {
+				continue
+			}
+			// Their labels whole, if side by side they fit the view.
+			var labels []momentLabel
+			lo, hi := want[0], want[0]
+			for _, l := range s.Labels[f] {
+				if slices.ContainsFunc(want, func(m float64) bool { return m > l.At-0.5 && m < l.At+0.5 }) {
+					labels = append(labels, l)
+					lo, hi = min(lo, l.X0), max(hi, l.X1)
+				}
+			}
+			if hi-lo > s.To[f]-s.From[f] {
+				continue
+			}
+			for _, l := range labels {
+				if !l.Whole {
+					t.Errorf("%s, step %d, figure %d: the label %q of a moment the step talks about does not show whole",
+						p.Title, j+1, f, l.Text)
+				}
+			}
+		}
+	})
 }

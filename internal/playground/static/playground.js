@@ -545,6 +545,7 @@ function showStep(i) {
     for (const el of svg.querySelectorAll("[data-from]")) {
       el.style.visibility = Number(el.dataset.from) > s.x + 0.5 ? "hidden" : "";
     }
+    markMoments(svg, s.moments || [], height);
   }
   // A narrow screen shows both figures at one position, so that an
   // instant sits at one place in both: it follows the cursor, centred in
@@ -601,6 +602,27 @@ function showStep(i) {
   hideUnderBar();
 }
 
+// markMoments marks in svg the moments a last step names: a line at
+// each, and the labels of its events (within 6 px before it, as the
+// phone's view takes them) and a pause that starts there highlighted;
+// an earlier step's marks go.
+function markMoments(svg, moments, height) {
+  for (const el of svg.querySelectorAll("line.moment")) el.remove();
+  for (const t of svg.querySelectorAll("text[data-x]")) {
+    const at = Number(t.dataset.x);
+    t.classList.toggle("named", !t.classList.contains("danger") && moments.some((m) => at <= m + 0.5 && at >= m - 6));
+  }
+  for (const r of svg.querySelectorAll("rect.pause")) {
+    const x = Number(r.getAttribute("x"));
+    r.classList.toggle("named", moments.some((m) => Math.abs(x - m) <= 0.5));
+  }
+  for (const m of moments) {
+    const line = document.createElementNS(svgNS, "line");
+    for (const [k, v] of Object.entries({ class: "moment", x1: m, x2: m, y1: 40, y2: height - 30 })) line.setAttribute(k, String(v));
+    svg.querySelector("line.cursor").before(line);
+  }
+}
+
 // hideUnderBar hides, while the tour runs, each label of the figures
 // that the sticky bar covers in part (its top under the bar, its bottom
 // below), until a scroll brings it whole: as keepLaneNames does sideways.
@@ -634,7 +656,8 @@ function closeTour() {
   step = -1;
   history.replaceState(null, "", "?" + shown.query);
   document.body.classList.remove("touring", "outcome");
-  for (const el of document.querySelectorAll(".timeline .cursor, .timeline .veil")) el.remove();
+  for (const el of document.querySelectorAll(".timeline .cursor, .timeline .veil, .timeline .moment")) el.remove();
+  for (const el of document.querySelectorAll(".timeline .named")) el.classList.remove("named");
   for (const el of document.querySelectorAll(".timeline [data-from], .timeline text[data-x]")) el.style.visibility = "";
   for (const fig of document.querySelectorAll(".run .timeline")) keepLaneNames(fig);
   hideUnderBar();
