@@ -41,6 +41,10 @@ const plainUpdate = `UPDATE accounts SET balance = $2 WHERE id = $1`
 //	                                      in one statement (row / lock_version mode)
 //	                   mode=fenced-guard  the same through Table.WithGuard: the statement
 //	                                      also claims the client's guard row
+//	                   mode=fenced-exec   sqlfence.Exec: a claim and the UPDATE in one pipeline
+//	                   mode=noop-pipeline the same pipeline with a no-op in the claim's place
+//	                                      (SELECT $1::text, $2::bigint): what any second
+//	                                      statement costs
 //	write=transaction  mode=plain         BEGIN; the UPDATE; COMMIT
 //	                   mode=fenced        sqlfence.InTx: BEGIN; claim the guard row;
 //	                                      the UPDATE; COMMIT (guard mode)
@@ -84,6 +88,9 @@ func BenchmarkSQL(b *testing.B) {
 			"fenced-exec": func(ctx context.Context, c int, tok fence.Token) error {
 				return fencedExec(ctx, db.pool, c, tok)
 			},
+			"noop-pipeline": func(ctx context.Context, c int, tok fence.Token) error {
+				return noopPipeline(ctx, db.pool, c, tok)
+			},
 		}},
 		{"transaction", map[string]writer{
 			"plain": func(ctx context.Context, c int, tok fence.Token) error {
@@ -104,7 +111,7 @@ func BenchmarkSQL(b *testing.B) {
 	}
 	for _, k := range kinds {
 		for _, clients := range sqlClients {
-			for _, mode := range rotated([]string{"plain", "fenced", "fenced-guard", "fenced-newtoken", "fenced-exec"}) {
+			for _, mode := range rotated([]string{"plain", "fenced", "fenced-guard", "fenced-newtoken", "fenced-exec", "noop-pipeline"}) {
 				w, ok := k.modes[mode]
 				if !ok {
 					continue
@@ -126,6 +133,26 @@ func fencedTx(ctx context.Context, pool *pgxpool.Pool, c int, tok fence.Token) e
 // fencedExec is client c's sqlfence.Exec of plainUpdate: one round trip.
 func fencedExec(ctx context.Context, pool *pgxpool.Pool, c int, tok fence.Token) error {
 	_, err := sqlfence.Exec(ctx, pool, "acct-"+strconv.Itoa(c), tok, plainUpdate, c, int64(tok))
+	return err
+}
+
+// noopPipeline sends the pipeline sqlfence.Exec sends for plainUpdate with
+// a no-op statement in the claim's place.
+func noopPipeline(ctx context.Context, pool *pgxpool.Pool, c int, tok fence.Token) error {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT $1::text, $2::bigint`, "acct-"+strconv.Itoa(c), int64(tok))
+	b.Queue(plainUpdate, c, int64(tok))
+	br := pool.SendBatch(ctx, b)
+	_, err := br.Exec()
+	if err == nil {
+		var tag pgconn.CommandTag
+		if tag, err = br.Exec(); err == nil && tag.RowsAffected() != 1 {
+			err = fmt.Errorf("bench: %s changed %d rows, want 1", plainUpdate, tag.RowsAffected())
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	return err
 }
 

@@ -42,9 +42,18 @@ type batchSender interface {
 // Cost: on a *pgx.Conn or *pgxpool.Pool one round trip: the claim and the
 // statement travel as one pipeline, an implicit transaction that ends with
 // it, so a refused claim stops the statement and a failed statement undoes
-// the claim. On a pgx.Tx, the claim and the statement are a round trip
-// each and commit with the caller's transaction. A refusal costs one round
-// trip more, to read the current token.
+// the claim. A statement that could end that transaction itself (COMMIT,
+// ROLLBACK, a CALL or DO block that commits, several statements in one
+// string under the simple protocol) is followed by a third, a check that
+// fails, undoing what ran after the COMMIT, when the transaction is no
+// longer the claim's. A single SELECT, INSERT, UPDATE, DELETE, MERGE, WITH,
+// VALUES or TABLE statement without a semicolon (comments before it
+// allowed) cannot, and is sent without the check: two statements, about
+// twice an autocommit UPDATE's server work (docs/performance.md). Pass
+// such a statement as SQL text, not the name of a statement prepared on
+// the connection. On a pgx.Tx, the claim and the statement are a round
+// trip each and commit with the caller's transaction. A refusal costs one
+// round trip more, to read the current token.
 //
 // Errors: a [*fence.StaleError] (nothing changed; counted in
 // fencekit_stale_rejected); [fence.ErrInvalid] for a nil db, an empty sql,
@@ -82,17 +91,27 @@ func Exec(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 	return tag, cause.With(ctx, err)
 }
 
-// execBatch sends the claim and the statement as one pipeline.
+// execBatch sends the claim and the statement as one pipeline, and after
+// them pgsql.ExecCheckSQL unless the statement cannot end the transaction.
 func execBatch(ctx context.Context, bs batchSender, resource string, tok fence.Token, sql string, args []any) (pgconn.CommandTag, error) {
 	b := &pgx.Batch{}
-	mark := strconv.FormatUint(rand.Uint64(), 36)
-	b.Queue(execClaimSQL, resource, int64(tok), mark)
-	b.Queue(sql, args...)
-	b.Queue(pgsql.ExecCheckSQL, mark)
+	checked := !cannotEndTx(sql)
+	if checked {
+		mark := strconv.FormatUint(rand.Uint64(), 36)
+		b.Queue(execClaimSQL, resource, int64(tok), mark)
+		b.Queue(sql, args...)
+		b.Queue(pgsql.ExecCheckSQL, mark)
+	} else {
+		b.Queue(lockClaimSQL, resource, int64(tok))
+		b.Queue(sql, args...)
+	}
 	br := bs.SendBatch(ctx, b)
 	_, claimErr := br.Exec()
 	tag, stmtErr := br.Exec()
-	_, checkErr := br.Exec()
+	var checkErr error
+	if checked {
+		_, checkErr = br.Exec()
+	}
 	closeErr := br.Close()
 	var pe *pgconn.PgError
 	switch {
@@ -127,4 +146,76 @@ func errStatementEnded(resource string, tok fence.Token) error {
 // pgx reports it as the batch's error, not a *pgconn.PgError of its own).
 func endedStatement(err error) bool {
 	return err != nil && strings.Contains(err.Error(), pgsql.ExecEndedText)
+}
+
+// cannotEndTx reports whether sql is one statement that cannot end the
+// transaction it runs in: it begins (after blanks and comments) with
+// SELECT, INSERT, UPDATE, DELETE, MERGE, WITH, VALUES or TABLE and holds
+// no semicolon, so that even the simple protocol, which runs a string of
+// several statements, sees one. Such a statement commits nothing itself:
+// the functions and triggers it runs cannot (PostgreSQL refuses COMMIT in
+// them: invalid transaction termination). What else may end it (COMMIT,
+// CALL or DO of code that commits, several statements) is checked.
+func cannotEndTx(sql string) bool {
+	if strings.IndexByte(sql, ';') >= 0 {
+		return false
+	}
+	s := skipBlanks(sql)
+	n := 0
+	for n < len(s) && isIdentByte(s[n]) {
+		n++
+	}
+	switch strings.ToUpper(s[:n]) {
+	case "SELECT", "INSERT", "UPDATE", "DELETE", "MERGE", "WITH", "VALUES", "TABLE":
+		// followed by a blank, a comment or "(", unlike most names of
+		// prepared statements ("update-job")
+		rest := s[n:]
+		return rest != "" && (strings.IndexByte(" \t\n\r\f(", rest[0]) >= 0 || skipBlanks(rest) != rest)
+	}
+	return false
+}
+
+// skipBlanks returns sql without its leading white space and comments
+// (-- to the end of the line; /* */, nested as PostgreSQL nests them).
+func skipBlanks(sql string) string {
+	for {
+		sql = strings.TrimLeft(sql, " \t\n\r\f\v")
+		switch {
+		case strings.HasPrefix(sql, "--"):
+			i := strings.IndexAny(sql, "\n\r")
+			if i < 0 {
+				return ""
+			}
+			sql = sql[i:]
+		case strings.HasPrefix(sql, "/*"):
+			depth, i := 0, 0
+			for i < len(sql) {
+				switch {
+				case strings.HasPrefix(sql[i:], "/*"):
+					depth++
+					i += 2
+				case strings.HasPrefix(sql[i:], "*/"):
+					depth--
+					i += 2
+				default:
+					i++
+				}
+				if depth == 0 {
+					break
+				}
+			}
+			if depth != 0 {
+				return ""
+			}
+			sql = sql[i:]
+		default:
+			return sql
+		}
+	}
+}
+
+// isIdentByte reports whether c may continue a PostgreSQL keyword or
+// identifier (any byte of a non-ASCII letter included).
+func isIdentByte(c byte) bool {
+	return c == '_' || c == '$' || c >= 0x80 || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }

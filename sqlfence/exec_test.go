@@ -254,37 +254,24 @@ func TestExecRacingWriters(t *testing.T) {
 // simple-protocol query) makes Exec fail, and what it ran after the
 // COMMIT, outside the claim, is rolled back.
 func TestExecStatementThatCommits(t *testing.T) {
-	env := setup(t)
+	env, dbs, log := endTxSetup(t)
 	ctx := testCtx(t)
-	exec(t, env.Pool, `CREATE TABLE steps (id int PRIMARY KEY, log text NOT NULL)`, `INSERT INTO steps VALUES (1, '')`,
-		`CREATE PROCEDURE twostep() LANGUAGE plpgsql AS $$
-		BEGIN
-			UPDATE steps SET log = log || 'a;' WHERE id = 1;
-			COMMIT;
-			UPDATE steps SET log = log || 'b;' WHERE id = 1;
-		END $$`)
-	simple := newPool(t, env.URL+"&default_query_exec_mode=simple_protocol")
 	for i, tc := range []struct {
 		name string
 		db   sqlfence.TxBeginner
 		sql  string
 	}{
-		{"CALL", env.Pool, `CALL twostep()`},
+		{"CALL", dbs["pool"], `CALL twostep()`},
 		{"DO", connect(t, env.URL), `DO $$ BEGIN UPDATE steps SET log = log || 'a;' WHERE id = 1; COMMIT; UPDATE steps SET log = log || 'b;' WHERE id = 1; END $$`},
-		{"simple protocol", simple, `UPDATE steps SET log = log || 'a;' WHERE id = 1; COMMIT; UPDATE steps SET log = log || 'b;' WHERE id = 1`},
+		{"simple protocol", dbs["simple-protocol"], `UPDATE steps SET log = log || 'a;' WHERE id = 1; COMMIT; UPDATE steps SET log = log || 'b;' WHERE id = 1`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			exec(t, env.Pool, `UPDATE steps SET log = ''`)
 			_, err := sqlfence.Exec(ctx, tc.db, "steps", fence.Token(10+i), tc.sql)
 			if err == nil || !strings.Contains(err.Error(), "ended the transaction") {
 				t.Fatalf("Exec of a statement that commits = %v; want an error saying it ended the transaction", err)
 			}
-			var log string
-			if err := env.Pool.QueryRow(ctx, `SELECT log FROM steps WHERE id = 1`).Scan(&log); err != nil {
-				t.Fatal(err)
-			}
-			if strings.Contains(log, "b;") {
-				t.Fatalf("steps.log = %q: the work after the COMMIT, outside the claim, stayed", log)
+			if got := log(); strings.Contains(got, "b") {
+				t.Fatalf("steps.log = %q: the work after the COMMIT, outside the claim, stayed", got)
 			}
 		})
 	}
