@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/cause"
@@ -58,7 +59,8 @@ type batchSender interface {
 // Errors: a [*fence.StaleError] (nothing changed; counted in
 // fencekit_stale_rejected); [fence.ErrInvalid] for a nil db, an empty sql,
 // a bad token or resource (nothing sent); the statement's error
-// (nothing changed); ctx's error, wrapping context.Cause(ctx) once ctx has
+// (nothing changed); an error when the statement left a transaction open
+// (a BEGIN: Exec rolls it back); ctx's error, wrapping context.Cause(ctx) once ctx has
 // ended, as for InTx.
 func Exec(ctx context.Context, db TxBeginner, resource string, tok fence.Token, sql string, args ...any) (pgconn.CommandTag, error) {
 	if err := checkArgs(ctx, db, resource, tok); err != nil {
@@ -105,6 +107,24 @@ func execBatch(ctx context.Context, bs batchSender, resource string, tok fence.T
 		b.Queue(lockClaimSQL, resource, int64(tok))
 		b.Queue(sql, args...)
 	}
+	// A statement may leave a transaction open (BEGIN), so that nothing
+	// commits at the pipeline's end: Exec looks at the connection after it.
+	var conn *pgx.Conn
+	switch d := bs.(type) {
+	case *pgx.Conn:
+		conn = d
+	case *pgxpool.Conn:
+		conn = d.Conn()
+	case *pgxpool.Pool:
+		if checked {
+			pc, err := d.Acquire(ctx)
+			if err != nil {
+				return pgconn.CommandTag{}, fmt.Errorf("sqlfence: Exec %q with token %s: %w", resource, tok, err)
+			}
+			defer pc.Release()
+			bs, conn = pc, pc.Conn()
+		}
+	}
 	br := bs.SendBatch(ctx, b)
 	_, claimErr := br.Exec()
 	tag, stmtErr := br.Exec()
@@ -113,6 +133,10 @@ func execBatch(ctx context.Context, bs batchSender, resource string, tok fence.T
 		_, checkErr = br.Exec()
 	}
 	closeErr := br.Close()
+	opened := conn != nil && !conn.IsClosed() && conn.PgConn().TxStatus() != 'I'
+	if opened {
+		rollbackOpen(ctx, conn)
+	}
 	var pe *pgconn.PgError
 	switch {
 	case endedStatement(claimErr) || endedStatement(stmtErr) || endedStatement(checkErr) || endedStatement(closeErr):
@@ -132,6 +156,8 @@ func execBatch(ctx context.Context, bs batchSender, resource string, tok fence.T
 		return pgconn.CommandTag{}, fmt.Errorf("sqlfence: Exec %q with token %s: %w", resource, tok, checkErr)
 	case closeErr != nil:
 		return pgconn.CommandTag{}, fmt.Errorf("sqlfence: Exec %q with token %s: %w", resource, tok, closeErr)
+	case opened:
+		return pgconn.CommandTag{}, fmt.Errorf("sqlfence: Exec %q with token %s: the statement left a transaction open (a BEGIN); Exec rolled it back, claim included", resource, tok)
 	}
 	return tag, nil
 }

@@ -3,6 +3,7 @@ package sqlfence_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -199,4 +200,30 @@ func TestExecSingleStatementUnchecked(t *testing.T) {
 			t.Fatalf("Exec past statement_timeout = %v; guard token %d -> %d (%v); want a 57014 error and the claim undone", err, before, after, cerr)
 		}
 	})
+}
+
+// TestExecStatementThatBegins: a statement that opens a transaction block
+// (BEGIN) leaves the pipeline's work uncommitted; Exec says so instead of
+// reporting success, and rolls it back, claim included, so the connection
+// is usable and a lower token than the one it tried is still accepted.
+func TestExecStatementThatBegins(t *testing.T) {
+	_, dbs, log := endTxSetup(t)
+	ctx := testCtx(t)
+	tok := fence.Token(1000)
+	for _, sql := range []string{"BEGIN", "/* c */ start transaction", "begin work"} {
+		for _, name := range slices.Sorted(maps.Keys(dbs)) {
+			t.Run(sql+"/"+name, func(t *testing.T) {
+				tok += 10
+				if _, err := sqlfence.Exec(ctx, dbs[name], "steps", tok, sql); err == nil || !strings.Contains(err.Error(), "left a transaction open") {
+					t.Fatalf("Exec(%q) = %v; want an error saying it left a transaction open", sql, err)
+				}
+				if _, err := sqlfence.Exec(ctx, dbs[name], "steps", tok-5, `UPDATE steps SET log = log || 'c' WHERE id = 1`); err != nil {
+					t.Fatalf("Exec with token %d after the BEGIN with %d: %v (the BEGIN's claim stayed, or its connection is still in a transaction)", tok-5, tok, err)
+				}
+				if got := log(); got != "c" {
+					t.Fatalf("log %q after the second Exec; want %q", got, "c")
+				}
+			})
+		}
+	}
 }

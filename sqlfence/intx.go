@@ -304,18 +304,25 @@ const lockClaimSQL = "INSERT INTO fencekit_tokens AS t (resource, token) SELECT 
 // lockClaimName is lockClaimSQL's prepared statement.
 const lockClaimName = "fencekit_intx_claim_1"
 
+// rollbackOpen rolls back the transaction left open on conn, if any
+// (closing conn when the ROLLBACK fails: the server rolls back then).
+func rollbackOpen(ctx context.Context, conn *pgx.Conn) {
+	if conn.PgConn().TxStatus() == 'I' || conn.IsClosed() {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := conn.Exec(rctx, "ROLLBACK"); err != nil {
+		conn.Close(rctx)
+	}
+}
+
 // beginClaimFailed handles an error of beginClaim's message on conn: it
 // rolls back the transaction the BEGIN left open (aborted), and turns a
 // refused claim into a *fence.StaleError, re-reading the current token
 // (two round trips, only on this path).
 func beginClaimFailed(ctx context.Context, conn *pgx.Conn, resource string, tok fence.Token, err error) error {
-	if conn.PgConn().TxStatus() != 'I' {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if _, rerr := conn.Exec(rctx, "ROLLBACK"); rerr != nil {
-			conn.Close(rctx) // the server rolls back
-		}
-	}
+	rollbackOpen(ctx, conn)
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "23502" && pe.TableName == "fencekit_tokens" {
 		return pgsql.StaleFromReread(ctx, pgxSender{conn}, "sqlfence", resource, tok)
