@@ -308,8 +308,16 @@ function shownBoxes(svg) {
 // inView is the part of fig's width its column shows: [from, to] in the
 // figure's own units, right of the lane names' strip.
 function inView(fig) {
-  const from = fig.scrollLeft + (fig.scrollLeft > 0 ? stripWidth(fig) : 0);
-  return [from, fig.scrollLeft + fig.clientWidth];
+  const k = scaleOf(fig.querySelector("svg")), at = fig.scrollLeft / k;
+  const from = at + (fig.scrollLeft > 0 ? stripWidth(fig) : 0);
+  return [from, at + fig.clientWidth / k];
+}
+
+// scaleOf is the scale a tour step draws svg at (see fitStep): screen
+// pixels per unit of the figure's own, 1 but where a step scales it down.
+function scaleOf(svg) {
+  const w = svg ? parseFloat(svg.style.width) : NaN;
+  return w > 0 ? w / Number(svg.getAttribute("width")) : 1;
 }
 
 // stripWidth is the width the lane names' strip covers when the figure
@@ -326,8 +334,9 @@ function stripWidth(fig) {
 // does not show whole as its weight.
 function scrollWhole(figs, target, lo, hi, keep) {
   const boxes = figs.flatMap((fig) => shownBoxes(fig.querySelector("svg")));
-  const strip = Math.max(...figs.map(stripWidth)), width = figs[0].clientWidth;
-  const max = figs[0].scrollWidth - width;
+  const k = scaleOf(figs[0].querySelector("svg"));
+  const strip = Math.max(...figs.map(stripWidth)), width = figs[0].clientWidth / k;
+  const max = (figs[0].scrollWidth - figs[0].clientWidth) / k;
   const p = leastCut(target, Math.max(0, lo), Math.min(max, hi), (at) => {
     const from = at + (at > 0 ? strip : 0), to = at + width;
     let n = 0;
@@ -338,7 +347,7 @@ function scrollWhole(figs, target, lo, hi, keep) {
     return n;
   });
   for (const fig of figs) {
-    fig.scrollLeft = p;
+    fig.scrollLeft = p * k;
     keepLaneNames(fig);
   }
 }
@@ -350,10 +359,10 @@ function scrollPageWhole(target, lo, hi) {
   const spans = [];
   for (const fig of document.querySelectorAll(".run .timeline")) {
     const svg = fig.querySelector("svg");
-    const top = svg.getBoundingClientRect().top + scrollY;
+    const top = svg.getBoundingClientRect().top + scrollY, k = scaleOf(svg);
     const [from, to] = inView(fig);
     for (const b of shownBoxes(svg)) {
-      if (b.x1 > from && b.x0 < to) spans.push([top + b.y0, top + b.y1]);
+      if (b.x1 > from && b.x0 < to) spans.push([top + b.y0 * k, top + b.y1 * k]);
     }
     for (const n of svg.querySelectorAll("text.lane-name")) {
       const r = n.getBoundingClientRect();
@@ -410,7 +419,8 @@ function keepLaneNames(fig) {
   }
   strip.setAttribute("width", String(right(fig.scrollLeft > 0 ? "short" : "full")));
   svg.append(strip, ...names); // last: over every label and mark
-  for (const el of [strip, ...names]) el.setAttribute("transform", `translate(${fig.scrollLeft} 0)`);
+  const at = fig.scrollLeft / scaleOf(svg);
+  for (const el of [strip, ...names]) el.setAttribute("transform", `translate(${at} 0)`);
   strip.style.visibility = fig.scrollLeft > 0 ? "" : "hidden"; // unscrolled, the names leave the axis' start clear
   const [from, to] = inView(fig);
   for (const b of shownBoxes(svg)) b.t.classList.toggle("cut", cut(b.x0, b.x1, from, to));
@@ -557,7 +567,7 @@ function showStep(i) {
   // no label is cut. From the step that tells the outcome on, the
   // storages' earlier labels come next.
   const figs = [...document.querySelectorAll(".run .timeline")];
-  const left = Math.max(...figs.map(stripWidth)), view = figs[0].clientWidth;
+  const left = Math.max(...figs.map(stripWidth));
   const texts = figs.flatMap((fig) => {
     const svg = fig.querySelector("svg");
     const storeY = Math.max(...[...svg.querySelectorAll("text.lane-name")].map((n) => Number(n.getAttribute("y"))));
@@ -568,12 +578,16 @@ function showStep(i) {
   // with the step's own, as much as those.
   const names = s.text.match(/\b[A-Z]\d+\b/g) || [];
   const named = texts.filter((l) => l.store && l.at <= s.x + 0.5 && names.some((n) => l.t.textContent.startsWith(n + " (token")));
+  const marked = texts.filter((l) => (s.moments || []).some((m) => l.at <= m + 0.5 && l.at >= m - 6) && !l.t.classList.contains("danger"));
+  fitStep(figs, [...marked, ...named], s.moments || []);
+  const view = figs[0].clientWidth / scaleOf(figs[0].querySelector("svg"));
   if (s.moments) {
-    // One of the last steps, which names earlier moments: those in view,
-    // with their labels whole, as many as fit, the latest first.
+    // One of the last steps, which names earlier moments: those in view
+    // (fitStep made room for all), with their labels whole, as many as
+    // fit, the latest first.
     const latest = Math.max(...s.moments);
     const fit = s.moments.filter((m) => latest - m <= view - left - 20);
-    recent = texts.filter((l) => fit.some((m) => l.at <= m + 0.5 && l.at >= m - 6) && !l.t.classList.contains("danger"));
+    recent = marked.filter((l) => fit.some((m) => l.at <= m + 0.5 && l.at >= m - 6));
     const from = Math.min(...fit, ...recent.map((l) => l.t.getBBox().x));
     scrollWhole(figs, from - left - 4, latest - view + 12, Math.min(...fit) - left - 4,
       new Map([...recent, ...named].map((l) => [l.t, l.store ? 300 : 100])));
@@ -592,6 +606,11 @@ function showStep(i) {
   const sticky = document.getElementById("sticky").offsetHeight;
   const top = document.getElementById("run-off").getBoundingClientRect().top + scrollY - sticky;
   scrollTo({ top: top, behavior: "instant" });
+  // Both runs whole below the bar (fitStep makes them fit a phone): no further.
+  if (document.getElementById("run-on").getBoundingClientRect().bottom <= innerHeight) {
+    hideUnderBar();
+    return;
+  }
   // On a short screen, scroll on until the labels of the step's moment
   // (and just before it) are on screen, the second run's included; then,
   // nearby, to where no label shows only in part, those kept on screen.
@@ -600,6 +619,45 @@ function showStep(i) {
   const need = bottom - innerHeight;
   scrollPageWhole(Math.max(top, need + 8), Math.max(top - 60, need + 2), Math.min(top + 160, topmost - sticky - 2));
   hideUnderBar();
+}
+
+// fitStep scales both figures down, where they are wider than their
+// column (a phone), as far as a step needs: so that the moments it
+// names and the labels keep (theirs, and those of the writes it names)
+// fit the view side by side, and so that both runs, headings to time
+// axes, fit the screen below the tour's bar. Elsewhere, and where they
+// fit at their own size, the figures keep it (12 px labels).
+function fitStep(figs, keep, moments) {
+  const svgs = figs.map((fig) => fig.querySelector("svg"));
+  svgs.forEach((svg) => setScale(svg, 1));
+  if (!svgs.some((svg, i) => Number(svg.getAttribute("width")) > figs[i].clientWidth)) return;
+  let k = 1;
+  if (moments.length) {
+    const xs = [...moments, ...keep.flatMap((l) => {
+      const b = l.t.getBBox();
+      return [b.x, b.x + b.width];
+    })];
+    k = figs[0].clientWidth / (Math.max(...xs) - Math.min(...xs) + Math.max(...figs.map(stripWidth)) + 24);
+  }
+  const drawn = figs.reduce((h, fig) => h + fig.getBoundingClientRect().height, 0);
+  const runs = document.getElementById("run-on").getBoundingClientRect().bottom - document.getElementById("run-off").getBoundingClientRect().top;
+  const room = innerHeight - document.getElementById("sticky").offsetHeight - 2 - (runs - drawn);
+  k = Math.min(k, room / drawn);
+  if (k < 1) svgs.forEach((svg) => setScale(svg, k));
+}
+
+// setScale draws svg at k screen pixels per unit of its own (1: its own
+// size); --k scales the margins that cut its legend (style.css).
+function setScale(svg, k) {
+  if (k >= 1) {
+    svg.style.removeProperty("width");
+    svg.style.removeProperty("height");
+    svg.style.removeProperty("--k");
+    return;
+  }
+  svg.style.width = Number(svg.getAttribute("width")) * k + "px";
+  svg.style.height = Number(svg.getAttribute("height")) * k + "px";
+  svg.style.setProperty("--k", String(k));
 }
 
 // markMoments marks in svg the moments a last step names: a line at
@@ -659,7 +717,10 @@ function closeTour() {
   for (const el of document.querySelectorAll(".timeline .cursor, .timeline .veil, .timeline .moment")) el.remove();
   for (const el of document.querySelectorAll(".timeline .named")) el.classList.remove("named");
   for (const el of document.querySelectorAll(".timeline [data-from], .timeline text[data-x]")) el.style.visibility = "";
-  for (const fig of document.querySelectorAll(".run .timeline")) keepLaneNames(fig);
+  for (const fig of document.querySelectorAll(".run .timeline")) {
+    setScale(fig.querySelector("svg"), 1);
+    keepLaneNames(fig);
+  }
   hideUnderBar();
 }
 tourBox.addEventListener("keydown", (ev) => {
