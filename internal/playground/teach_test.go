@@ -105,8 +105,7 @@ func TestTourTeachesTheRule(t *testing.T) {
 // to its write, in which a late write is what only the claim refuses,
 // and that none lands there; atomicity A1, checked as it arrived, and
 // what a check before A's pause would have let through; the TTL A's
-// pause, its lease's expiry and B's read, which sets the pause that
-// loses a write; the limits the first figure's late write, and that a
+// lease's expiry and B's read, which sets the pause that loses a write; the limits the first figure's late write, and that a
 // refused writer stops and an equal token passes.
 func TestTourLessonsShowInTheRun(t *testing.T) {
 	quoted := regexp.MustCompile(`“([^”]+)”`)
@@ -170,7 +169,7 @@ func TestTourLessonsShowInTheRun(t *testing.T) {
 				"a late write landing between them is what only the claim refuses", "write check alone would accept it", "None lands there here"},
 			"atomicity": {"applies the write in one step", "it checked A1 as it arrived at 17.5s, and refused it",
 				"before its pause (at 2.4s), A1 would have landed unchecked"},
-			"the TTL":    {"paused at 2.4s", "expired at 10.1s", "B read at 10.5s", "A shorter TTL does not help"},
+			"the TTL":    {"A's lease expired at 10.1s while it was paused", "B read at 10.5s", "A shorter TTL does not help"},
 			"the limits": {"(the first figure's, A1 at 17.5s)", "A refused writer must stop, not retry", "an equal token (the same holder again) passes"},
 		},
 		claimQuery: {

@@ -485,14 +485,16 @@ func ttlLesson(r *sim.Result, query string) lesson {
 		l.at = []time.Duration{pause.At, expired.At}
 		if late := lateWrite(r, pause); late >= 0 && read != nil {
 			// What sets the pause that loses a write is the newer
-			// holder's read, not the expiry: it is marked too.
+			// holder's read, not the expiry: both are marked (the
+			// pause's start too would leave a phone's view too narrow
+			// for their labels).
 			b := r.Clients[read.Client]
-			l.text = fmt.Sprintf("the TTL. %s paused at %s; its lease expired at %s, and %s read at %s. "+
+			l.text = fmt.Sprintf("the TTL. %s's lease expired at %s while it was paused, and %s read at %s. "+
 				"A pause that ends before the expiry is harmless; one long enough that %s's late write lands after %s's read "+
 				"(over about %s here) loses a write.",
-				a, sim.FormatTime(pause.At), sim.FormatTime(expired.At), b, sim.FormatTime(read.At),
+				a, sim.FormatTime(expired.At), b, sim.FormatTime(read.At),
 				a, b, sim.FormatTime(read.At-pause.At-late))
-			l.at = append(l.at, read.At)
+			l.at = []time.Duration{expired.At, read.At}
 		}
 		l.text += tail
 	case pause != nil && resumed != nil:
