@@ -121,7 +121,7 @@ func Run(raw string, width int) (*Response, error) {
 		}
 		resp.Runs = append(resp.Runs, o)
 	}
-	resp.Tour = tour(results[0], results[1], layout)
+	resp.Tour = tour(results[0], results[1], layout, resp.Query)
 	return resp, nil
 }
 

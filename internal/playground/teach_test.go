@@ -101,9 +101,12 @@ func TestTourTeachesTheRule(t *testing.T) {
 // other preset (for the TTL, the two presets it compares run the same
 // pause, the second with a shorter TTL, and only the first keeps A's
 // write); a step that shows nothing names a preset. In Kleppmann's tour
-// the rule names the refused write; the claim B's read and write and
-// that no late write lands between them; atomicity that no storage here
-// checks apart from writing; the TTL how much of A's lease was left.
+// the rule names the refused write; the claim the window from B's read
+// to its write, in which a late write is what only the claim refuses,
+// and that none lands there; atomicity A1, checked as it arrived, and
+// what a check before A's pause would have let through; the TTL A's
+// lease's expiry and B's read, which sets the pause that loses a write; the limits the first figure's late write, and that a
+// refused writer stops and an equal token passes.
 func TestTourLessonsShowInTheRun(t *testing.T) {
 	quoted := regexp.MustCompile(`“([^”]+)”`)
 	tours := map[string][]Step{}
@@ -161,11 +164,13 @@ func TestTourLessonsShowInTheRun(t *testing.T) {
 	}
 	for query, want := range map[string]map[string][]string{
 		kleppmannQuery: {
-			"the rule":   {"in the order they arrive", "refuses A1 (token 33) at 17.5s, having seen 34"},
-			"the claim":  {"(B's read, 10.5s)", "before the reader's write (12.7s)", "write check alone would accept it", "None lands there here"},
-			"atomicity":  {"applies the write in one step", "No storage here checks apart from writing"},
-			"the TTL":    {"paused at 2.4s with 7.7s of its lease left", "expired at 10.1s", "A shorter TTL does not help"},
-			"the limits": {"(the first figure's, A1 at 17.5s)"},
+			"the rule": {"in the order they arrive", "refuses A1 (token 33) at 17.5s, having seen 34"},
+			"the claim": {"In the second figure B's read claimed 34 at 10.5s, before B's write (12.7s)",
+				"a late write landing between them is what only the claim refuses", "write check alone would accept it", "None lands there here"},
+			"atomicity": {"applies the write in one step", "it checked A1 as it arrived at 17.5s, and refused it",
+				"before its pause (at 2.4s), A1 would have landed unchecked"},
+			"the TTL":    {"A's lease expired at 10.1s while it was paused", "B read at 10.5s", "A shorter TTL does not help"},
+			"the limits": {"(the first figure's, A1 at 17.5s)", "A refused writer must stop, not retry", "an equal token (the same holder again) passes"},
 		},
 		claimQuery: {
 			"the claim": {"B's read at 10.5s recorded token 34 at once", "refused at 17.5s, before B's write (18.7s)",
@@ -577,13 +582,132 @@ func TestTourLateWriteNotAcceptedBecauseExpired(t *testing.T) {
 
 // TestTourTTLSaysWhichPauseLosesAWrite: the TTL summary tells the pause
 // that loses a write in this run (over about 8s: A's late write then
-// lands after B's read), not only the one that loses the lease (7.7s);
-// a learner took 7.7s for the data-loss threshold, yet -pause 7.9s is
-// safe.
+// lands after B's read, at 10.5s, which it names and so marks), not only
+// the one that loses the lease; a learner took 7.7s for the data-loss
+// threshold, yet -pause 7.9s is safe; the next found "7.7s of its lease
+// left ... over about 8s" a puzzling 0.3s apart, so it gives no 7.7s.
 func TestTourTTLSaysWhichPauseLosesAWrite(t *testing.T) {
-	s := wantStepSays(t, "Summary, the TTL.", "loses the lease but not yet a write", "over about 8s loses a write here", "lands after B's read")
+	s := wantStepSays(t, "Summary, the TTL.", "B read at 10.5s", "(over about 8s here) loses a write", "lands after B's read")
 	if strings.Contains(s, "any pause longer than what is left loses the lease") {
 		t.Errorf("the TTL step still reads as if losing the lease lost a write: %q", s)
+	}
+	if strings.Contains(s, "of its lease left") {
+		t.Errorf("the TTL step sets what is left of the lease beside the pause that loses a write: %q", s)
+	}
+}
+
+// TestTourReadClaimsInBothFigures: where both storages claim at a read
+// (check-then-write's tour), the step telling a read says so of both,
+// as both figures draw "read claims"; it once named only the second.
+func TestTourReadClaimsInBothFigures(t *testing.T) {
+	checked := 0
+	for _, p := range presets {
+		resp := tourRun(t, p.Query)
+		both := true
+		for _, o := range resp.Runs {
+			both = both && (o.Storage == "claim" || o.Storage == "check-then-write")
+		}
+		for i, s := range resp.Tour {
+			if !strings.Contains(s.Text, " reads the file") || !strings.Contains(s.Text, "claims token") {
+				continue
+			}
+			if says := strings.Contains(s.Text, "Both storages: this read claims token"); says != both {
+				t.Errorf("%s, step %d: both storages claim: %v, but the step says %q", p.Title, i+1, both, s.Text)
+			}
+			if both {
+				checked++
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no preset's tour tells a read that both storages claim")
+	}
+}
+
+// TestTourSummariesSayWhichFigureTheyMark: a summary step that names
+// one figure ("the second figure's", "The second storage") highlights
+// that figure's labels only (Fig), and one that highlights one figure
+// names it: a step about the second figure's refusal once also lit the
+// first's, and the lease service's "renewal of 33 refused".
+func TestTourSummariesSayWhichFigureTheyMark(t *testing.T) {
+	ordinal := regexp.MustCompile(`(?i)\b(first|second) (?:figure|storage)\b`)
+	for _, p := range presets {
+		for i, s := range tourRun(t, p.Query).Tour {
+			if s.At != "summary" {
+				continue
+			}
+			named := map[int]bool{}
+			for _, m := range ordinal.FindAllStringSubmatch(s.Text, -1) {
+				named[map[string]int{"first": 1, "second": 2}[strings.ToLower(m[1])]] = true
+			}
+			if len(named) == 1 && len(s.Moments) > 0 && (s.Fig == 0 || !named[s.Fig] || !s.Store) {
+				t.Errorf("%s, step %d names one figure %v but highlights figure %d (0: both; storage only: %v): %q", p.Title, i+1, named, s.Fig, s.Store, s.Text)
+			}
+			if s.Fig != 0 && !named[s.Fig] {
+				t.Errorf("%s, step %d highlights figure %d only but does not name it: %q", p.Title, i+1, s.Fig, s.Text)
+			}
+		}
+	}
+}
+
+// TestTourNeverSendsTheReaderWhereTheyAre: no step of a preset's tour
+// names that preset's own button ("compare “The pause ends in time”
+// with ..." in the tour of “The pause ends in time”).
+func TestTourNeverSendsTheReaderWhereTheyAre(t *testing.T) {
+	for _, p := range presets {
+		own := button(p.Query)
+		for i, s := range tourRun(t, p.Query).Tour {
+			if strings.Contains(s.Text, own) {
+				t.Errorf("%s, step %d sends the reader to %s, where they are: %q", p.Title, i+1, own, s.Text)
+			}
+		}
+	}
+}
+
+// TestTourAtomicityExampleIsWhatItSays: the write the atomicity step
+// gives as applied in one step ("as with B1 at 12.7s") was accepted then
+// in the figure it names, and one it says was refused ("checked A1 as it
+// arrived at 17.5s, and refused it") was refused then; "B still working"
+// once gave A1, refused, as a write applied.
+func TestTourAtomicityExampleIsWhatItSays(t *testing.T) {
+	applied := regexp.MustCompile(`The (first|second) storage checks the token and applies the write in one step, so nothing comes between them(?:, as with (\w+) at ([\d.]+s)|: it checked (\w+) as it arrived at ([\d.]+s), and refused it)`)
+	for _, p := range presets {
+		resp := tourRun(t, p.Query)
+		q, _ := ParseQuery(p.Query)
+		sc, _ := sim.Lookup(q.Scenario)
+		runs, _, err := runBoth(sc, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range resp.Tour {
+			m := applied.FindStringSubmatch(s.Text)
+			if m == nil {
+				continue
+			}
+			r := runs[map[string]int{"first": 0, "second": 1}[m[1]]]
+			label, at, accepted := m[2], m[3], true
+			if label == "" {
+				label, at, accepted = m[4], m[5], false
+			}
+			w := slices.Index(r.WriteLabels(), label)
+			if w < 0 || sim.FormatTime(r.Writes[w].At) != at || r.Writes[w].Accepted != accepted {
+				t.Errorf("%s, step %d: %s at %s, accepted %v, is not so in the %s figure: %q", p.Title, i+1, label, at, accepted, m[1], s.Text)
+			}
+		}
+	}
+}
+
+// TestTourUnderItsWordCap: each preset's tour stays under 760 words, so
+// that the limits and the rest fit a reader's patience.
+func TestTourUnderItsWordCap(t *testing.T) {
+	for _, p := range presets {
+		n := 0
+		for _, s := range tourRun(t, p.Query).Tour {
+			n += len(strings.Fields(s.Text))
+		}
+		if n > 760 {
+			t.Errorf("%s: the tour has %d words, over 760", p.Title, n)
+		}
 	}
 }
 

@@ -63,6 +63,12 @@ type Step struct {
 	// tour's last steps) lie in both figures; the page marks them, with
 	// their labels, and brings them into view rather than X.
 	Moments []float64 `json:"moments,omitempty"`
+	// Fig, if not 0, is the one figure (1 the first, 2 the second) whose
+	// labels at the moments the page highlights; Store keeps those to
+	// the storage's row, so that a label of the lease service's at the
+	// same moment is not taken for what the step is about.
+	Fig   int  `json:"fig,omitempty"`
+	Store bool `json:"store,omitempty"`
 }
 
 // tour tells the first run (off: fencing off for most) event by event,
@@ -70,7 +76,7 @@ type Step struct {
 // or write otherwise, says so. It opens with the setting and ends with
 // both outcomes and the lesson: the rule, the claim, atomicity and why a
 // shorter TTL does not help.
-func tour(off, on *sim.Result, l render.Layout) []Step {
+func tour(off, on *sim.Result, l render.Layout, query string) []Step {
 	labels := off.WriteLabels()
 	onLabels := on.WriteLabels()
 	lost := off.Lost()
@@ -169,7 +175,13 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 			add(e, "%s", text)
 		case sim.KindRead:
 			text := fmt.Sprintf("%s reads the file: %s.", name, off.ValueString(readOf(off, e)))
-			if claimsOn(on) && claimedFirst(on, e.Token) {
+			switch {
+			case claimsOn(on) && claimedFirst(on, e.Token) && claimsOn(off) && claimedFirst(off, e.Token):
+				// Both figures draw "read claims": say it of both. The
+				// two-step storage's claim fails later checks, not a
+				// write already checked.
+				text += fmt.Sprintf(" Both storages: this read claims token %d, so from now on a check of an older token fails, before %s writes anything.", e.Token, name)
+			case claimsOn(on) && claimedFirst(on, e.Token):
 				text += fmt.Sprintf(" %s: this read claims token %d at the storage, so older tokens are refused from now on, before %s writes anything.", onName, e.Token, name)
 			}
 			add(e, "%s", text)
@@ -224,8 +236,8 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 	add(last, "the end. %s: %s, final value %s. %s: %s, final value %s.",
 		heading(off.Storage), verdictText(off), off.ValueString(off.Final),
 		onName, verdictText(on), on.ValueString(on.Final))
-	for _, lesson := range lessons(off, on) {
-		st := Step{At: "summary", X: l.X(last.At), Text: "Summary, " + lesson.text}
+	for _, lesson := range lessons(off, on, query) {
+		st := Step{At: "summary", X: l.X(last.At), Text: "Summary, " + lesson.text, Fig: lesson.fig, Store: lesson.store}
 		for _, at := range lesson.at {
 			st.Moments = append(st.Moments, l.X(at))
 		}
@@ -237,10 +249,13 @@ func tour(off, on *sim.Result, l render.Layout) []Step {
 	return steps
 }
 
-// lesson is one of the tour's last steps and the moments it names.
+// lesson is one of the tour's last steps and the moments it names, with
+// the figure (1, 2; 0 both) and row (store: the storage's) they lie in.
 type lesson struct {
-	text string
-	at   []time.Duration
+	text  string
+	at    []time.Duration
+	fig   int
+	store bool
 }
 
 // The presets a last step names where the tour's own runs cannot show
@@ -269,8 +284,8 @@ func button(query string) string {
 // TTL and the limits, each told with the moments of the runs off and on
 // that show it; where these runs cannot show a point, the step says so
 // and names the preset that does.
-func lessons(off, on *sim.Result) []lesson {
-	return []lesson{ruleLesson(off, on), claimLesson(off, on), atomicLesson(off, on), ttlLesson(off), limitsLesson(off)}
+func lessons(off, on *sim.Result, query string) []lesson {
+	return []lesson{ruleLesson(off, on), claimLesson(off, on), atomicLesson(off, on), ttlLesson(off, query), limitsLesson(off)}
 }
 
 // which names run r, one of off and on, by its place on the page.
@@ -281,13 +296,21 @@ func which(r, off *sim.Result) string {
 	return "second"
 }
 
+// figure is run r's place on the page, 1 or 2.
+func figure(r, off *sim.Result) int {
+	if r == off {
+		return 1
+	}
+	return 2
+}
+
 func ruleLesson(off, on *sim.Result) lesson {
 	l := lesson{text: "the rule. The storage, which sees the writes in the order they arrive, refuses any write whose token is older than one it has seen"}
 	for _, r := range []*sim.Result{on, off} {
 		if e := firstEvent(r, func(e sim.Event) bool { return e.Kind == sim.KindWriteRejected }); e != nil {
 			l.text += fmt.Sprintf(", as the %s figure's refuses %s (token %d) at %s, having seen %d",
 				which(r, off), r.WriteLabels()[e.Write], e.Token, sim.FormatTime(e.At), e.Other)
-			l.at = []time.Duration{e.At}
+			l.at, l.fig, l.store = []time.Duration{e.At}, figure(r, off), true
 			break
 		}
 	}
@@ -296,12 +319,12 @@ func ruleLesson(off, on *sim.Result) lesson {
 		for _, e := range on.Events {
 			if e.Kind == sim.KindWriteAccepted {
 				ws = append(ws, fmt.Sprintf("%s at %s", on.WriteLabels()[e.Write], sim.FormatTime(e.At)))
-				l.at = append(l.at, e.At)
+				l.at, l.fig, l.store = append(l.at, e.At), 2, true
 			}
 		}
 		l.text += ". No write here arrives after a newer token's"
 		if ws != nil {
-			l.text += " (" + strings.Join(ws, ", ") + ")"
+			l.text += " (the second figure's: " + strings.Join(ws, ", ") + ")"
 		}
 		l.text += ", so none is refused (" + button(kleppmannQuery) + " shows one)"
 	}
@@ -322,8 +345,8 @@ func claimLesson(off, on *sim.Result) lesson {
 		// r refused a write on a read's claim alone.
 		rd := firstEvent(r, func(x sim.Event) bool { return x.Kind == sim.KindRead && x.Token == e.Other })
 		a, b, label := r.Clients[e.Client], r.Clients[rd.Client], r.WriteLabels()[e.Write]
-		l := lesson{text: fmt.Sprintf("the claim. %s's read at %s recorded token %d at once, so %s's late write %s was refused at %s",
-			b, sim.FormatTime(rd.At), rd.Token, a, label, sim.FormatTime(e.At)), at: []time.Duration{rd.At, e.At}}
+		l := lesson{text: fmt.Sprintf("the claim. In the %s figure %s's read at %s recorded token %d at once, so %s's late write %s was refused at %s",
+			which(r, off), b, sim.FormatTime(rd.At), rd.Token, a, label, sim.FormatTime(e.At)), at: []time.Duration{rd.At, e.At}, fig: figure(r, off), store: true}
 		if w := firstEvent(r, func(x sim.Event) bool { return x.Kind == sim.KindWriteAccepted && x.Token == rd.Token }); w != nil {
 			l.text += fmt.Sprintf(", before %s's write (%s)", b, sim.FormatTime(w.At))
 			l.at = append(l.at, w.At)
@@ -346,9 +369,12 @@ func claimLesson(off, on *sim.Result) lesson {
 	}
 	rd, w := newerRead(on)
 	if claimsOn(on) && rd != nil && w != nil {
-		l.text += fmt.Sprintf(" (%s's read, %s), so a late write landing before the reader's write (%s) is refused",
-			on.Clients[rd.Client], sim.FormatTime(rd.At), sim.FormatTime(w.At))
-		l.at = []time.Duration{rd.At, w.At}
+		// The window it guards: from the read to the reader's write.
+		b := on.Clients[rd.Client]
+		l.text = fmt.Sprintf("the claim. In the second figure %s's read claimed %d at %s, before %s's write (%s): "+
+			"a late write landing between them is what only the claim refuses",
+			b, rd.Token, sim.FormatTime(rd.At), b, sim.FormatTime(w.At))
+		l.at, l.fig, l.store = []time.Duration{rd.At, w.At}, 2, true
 	} else {
 		l.text += ", so a late write landing between a read and the reader's write is refused"
 	}
@@ -380,7 +406,7 @@ func atomicLesson(off, on *sim.Result) lesson {
 		label := r.WriteLabels()[c.Write]
 		l := lesson{text: fmt.Sprintf("atomicity. In the %s figure %s's token passed its check at %s; %s's read claimed %d at %s, yet %s landed at %s, unchecked.",
 			which(r, off), label, sim.FormatTime(c.At), r.Clients[rd.Client], rd.Token, sim.FormatTime(rd.At), label, sim.FormatTime(w.At)),
-			at: []time.Duration{c.At, rd.At, w.At}}
+			at: []time.Duration{c.At, rd.At, w.At}, fig: figure(r, off), store: true}
 		other := off
 		if r == off {
 			other = on
@@ -397,11 +423,27 @@ func atomicLesson(off, on *sim.Result) lesson {
 		if !r.Storage.Fenced() || r.Storage == sim.StorageCheckThenWrite {
 			continue
 		}
-		// Its first write shows it; the next would leave too little of a
-		// phone's view for the first's label.
-		if e := firstEvent(r, func(e sim.Event) bool { return e.Kind == sim.KindWriteAccepted || e.Kind == sim.KindWriteRejected }); e != nil {
+		// A paused client's late write it refused shows it: it checked
+		// the token as the write arrived, long after the pause began.
+		p := firstEvent(r, func(e sim.Event) bool { return e.Kind == sim.KindPaused })
+		if p != nil {
+			if e := firstEvent(r, func(e sim.Event) bool {
+				return e.Kind == sim.KindWriteRejected && e.Client == p.Client && e.At > p.At
+			}); e != nil {
+				name, label := r.Clients[p.Client], r.WriteLabels()[e.Write]
+				l.text = fmt.Sprintf("atomicity. The %s storage %s: it checked %s as it arrived at %s, and refused it. "+
+					"Had %s's token been checked in its own request before its pause (at %s), %s would have landed unchecked: ",
+					which(r, off), rule, label, sim.FormatTime(e.At), name, sim.FormatTime(p.At), label)
+				l.at, l.fig, l.store = []time.Duration{p.At, e.At}, figure(r, off), true
+				l.text += button(atomicQuery) + " shows how that lets a checked write land after a newer read."
+				return l
+			}
+		}
+		// Else its first write applied shows it; the next would leave
+		// too little of a phone's view for the first's label.
+		if e := firstEvent(r, func(e sim.Event) bool { return e.Kind == sim.KindWriteAccepted }); e != nil {
 			l.text = fmt.Sprintf("atomicity. The %s storage %s, as with %s at %s", which(r, off), rule, r.WriteLabels()[e.Write], sim.FormatTime(e.At))
-			l.at = []time.Duration{e.At}
+			l.at, l.fig, l.store = []time.Duration{e.At}, figure(r, off), true
 		}
 		break
 	}
@@ -410,7 +452,7 @@ func atomicLesson(off, on *sim.Result) lesson {
 	return l
 }
 
-func ttlLesson(r *sim.Result) lesson {
+func ttlLesson(r *sim.Result, query string) lesson {
 	var pause, expired, resumed, read *sim.Event
 	for i := range r.Events {
 		e := &r.Events[i]
@@ -425,7 +467,14 @@ func ttlLesson(r *sim.Result) lesson {
 			read = e
 		}
 	}
+	// The reader is in one of the two presets compared, or neither.
 	compare := "compare " + button(inTimeQuery) + " with " + button(shortTTLQuery)
+	switch query {
+	case canonical(inTimeQuery):
+		compare = "compare with " + button(shortTTLQuery)
+	case canonical(shortTTLQuery):
+		compare = "compare with " + button(inTimeQuery)
+	}
 	tail := " A shorter TTL does not help: a shorter pause then does the same (" + compare + "). Nor does a heartbeat: the pause stops it too."
 	l := lesson{text: "the TTL. A pause longer than what is left of the lease loses it." + tail}
 	switch {
@@ -435,11 +484,17 @@ func ttlLesson(r *sim.Result) lesson {
 			"a pause longer than that loses the lease.", a, sim.FormatTime(pause.At), sim.FormatTime(expired.At-pause.At), sim.FormatTime(expired.At))
 		l.at = []time.Duration{pause.At, expired.At}
 		if late := lateWrite(r, pause); late >= 0 && read != nil {
-			l.text = fmt.Sprintf("the TTL. %s paused at %s with %s of its lease left (it expired at %s). "+
-				"A pause just past that loses the lease but not yet a write; one over about %s loses a write here, "+
-				"as %s's late write then lands after %s's read.",
-				a, sim.FormatTime(pause.At), sim.FormatTime(expired.At-pause.At), sim.FormatTime(expired.At),
-				sim.FormatTime(read.At-pause.At-late), a, r.Clients[read.Client])
+			// What sets the pause that loses a write is the newer
+			// holder's read, not the expiry: both are marked (the
+			// pause's start too would leave a phone's view too narrow
+			// for their labels).
+			b := r.Clients[read.Client]
+			l.text = fmt.Sprintf("the TTL. %s's lease expired at %s while it was paused, and %s read at %s. "+
+				"A pause that ends before the expiry is harmless; one long enough that %s's late write lands after %s's read "+
+				"(over about %s here) loses a write.",
+				a, sim.FormatTime(expired.At), b, sim.FormatTime(read.At),
+				a, b, sim.FormatTime(read.At-pause.At-late))
+			l.at = []time.Duration{expired.At, read.At}
 		}
 		l.text += tail
 	case pause != nil && resumed != nil:
@@ -471,10 +526,19 @@ func limitsLesson(off *sim.Result) lesson {
 		"and a storage that does not check tokens"}
 	if i := slices.IndexFunc(off.Writes, func(w sim.Write) bool { return w.Accepted && !w.Live }); i >= 0 && off.Storage == sim.StorageOff {
 		l.text += fmt.Sprintf(" (the first figure's, %s at %s)", off.WriteLabels()[i], sim.FormatTime(off.Writes[i].At))
-		l.at = []time.Duration{off.Writes[i].At}
+		l.at, l.fig, l.store = []time.Duration{off.Writes[i].At}, 1, true
 	}
-	l.text += "."
+	l.text += ". A refused writer must stop, not retry; an equal token (the same holder again) passes."
 	return l
+}
+
+// canonical is query as Run gives it back (Response.Query).
+func canonical(query string) string {
+	q, err := ParseQuery(query)
+	if err != nil {
+		return query
+	}
+	return q.Encode()
 }
 
 // firstEvent is r's first event for which f holds, or nil.

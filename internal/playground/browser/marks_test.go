@@ -30,7 +30,10 @@ const marksJS = `(() => {
 // TestBrowserTourMarksEachSummary: at 1280 x 800, in every preset's tour,
 // each summary step draws a line at each moment it names and highlights
 // those moments' labels (their halo unlike other labels') or pause, in
-// both figures; no other step marks anything;
+// both figures or, for a step about one (Fig), in that one only, and
+// never the lease service's "renewal of 33 refused" (a step about the
+// storage's refusal once lit it, as if the lease service refused the
+// write); no other step marks anything;
 // and no two consecutive summary steps mark the same, so the page shows
 // what each sentence is about (they all once showed one figure).
 func TestBrowserTourMarksEachSummary(t *testing.T) {
@@ -48,6 +51,16 @@ func TestBrowserTourMarksEachSummary(t *testing.T) {
 		}
 		if len(s.Moments) > 0 && len(m.Named[0])+len(m.Named[1]) == 0 {
 			t.Errorf("%s: names moments %v but highlights nothing", where, s.Moments)
+		}
+		for f, names := range m.Named {
+			for _, n := range names {
+				if strings.HasPrefix(n, "renewal of") {
+					t.Errorf("%s: highlights the lease service's %q in figure %d", where, n, f+1)
+				}
+			}
+			if s.Fig != 0 && s.Fig != f+1 && len(names) > 0 {
+				t.Errorf("%s: is about figure %d but highlights %q in figure %d", where, s.Fig, names, f+1)
+			}
 		}
 		if s.At != "summary" {
 			return

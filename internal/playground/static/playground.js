@@ -516,7 +516,7 @@ function showStep(i) {
   next.textContent = last ? "Finish" : "Next \u25b6";
   next.setAttribute("aria-label", last ? "Finish the tour" : "Next step");
   document.body.classList.toggle("outcome", !!s.outcome);
-  for (const fig of document.querySelectorAll(".run .timeline")) {
+  for (const [f, fig] of [...document.querySelectorAll(".run .timeline")].entries()) {
     const svg = fig.querySelector("svg");
     const width = Number(svg.getAttribute("width")), height = Number(svg.getAttribute("height"));
     const veil = svgChild(svg, "rect", "veil", { y: 0, height: height });
@@ -555,7 +555,7 @@ function showStep(i) {
     for (const el of svg.querySelectorAll("[data-from]")) {
       el.style.visibility = Number(el.dataset.from) > s.x + 0.5 ? "hidden" : "";
     }
-    markMoments(svg, s.moments || [], height);
+    markMoments(svg, s.moments || [], height, (!s.fig || s.fig === f + 1) && (s.store ? "store" : "all"));
   }
   // A narrow screen shows both figures at one position, so that an
   // instant sits at one place in both: it follows the cursor, centred in
@@ -661,18 +661,20 @@ function setScale(svg, k) {
 }
 
 // markMoments marks in svg the moments a last step names: a line at
-// each, and the labels of its events (within 6 px before it, as the
-// phone's view takes them) and a pause that starts there highlighted;
-// an earlier step's marks go.
-function markMoments(svg, moments, height) {
+// each, and, unless which is false (the step is about the other
+// figure), the labels of its events (within 6 px before it, as the
+// phone's view takes them; which "store": the storage's only) and a
+// pause that starts there highlighted; an earlier step's marks go.
+function markMoments(svg, moments, height, which) {
   for (const el of svg.querySelectorAll("line.moment")) el.remove();
+  const storeY = Math.max(...[...svg.querySelectorAll("text.lane-name")].map((n) => Number(n.getAttribute("y"))));
   for (const t of svg.querySelectorAll("text[data-x]")) {
-    const at = Number(t.dataset.x);
-    t.classList.toggle("named", !t.classList.contains("danger") && moments.some((m) => at <= m + 0.5 && at >= m - 6));
+    const at = Number(t.dataset.x), row = which === "all" || (which === "store" && Number(t.dataset.y) > storeY);
+    t.classList.toggle("named", row && !t.classList.contains("danger") && moments.some((m) => at <= m + 0.5 && at >= m - 6));
   }
   for (const r of svg.querySelectorAll("rect.pause")) {
     const x = Number(r.getAttribute("x"));
-    r.classList.toggle("named", moments.some((m) => Math.abs(x - m) <= 0.5));
+    r.classList.toggle("named", !!which && moments.some((m) => Math.abs(x - m) <= 0.5));
   }
   for (const m of moments) {
     const line = document.createElementNS(svgNS, "line");
