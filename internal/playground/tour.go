@@ -107,7 +107,7 @@ func tour(off, on *sim.Result, l render.Layout, query string) []Step {
 			add(sent{w.Sent, "write", r.WriteLabels()[i], r.Clients[w.Client], w.Token})
 		}
 		for _, e := range r.Events {
-			if e.Kind == sim.KindChecked {
+			if e.Kind == sim.KindChecked && r.Storage == sim.StorageCheckThenWrite { // an atomic storage's is not drawn
 				add(sent{e.Sent, "token check", r.WriteLabels()[e.Write], r.Clients[e.Client], e.Token})
 			}
 		}

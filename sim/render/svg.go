@@ -22,17 +22,20 @@ import (
 // placed last, each at the first of a few candidate spots where it crosses
 // no arrow, bar or earlier label (TestSVGLabelsClear checks the result).
 const (
-	svgWidth   = 1100 // the default width (Layout.Width 0)
-	svgMinW    = 800  // the narrowest drawing Layout allows
-	svgMaxW    = 2400 // the widest
-	svgLeft    = 140
-	svgRight   = 40
-	rowH       = 15  // one row of labels
-	charWidth  = 7.0 // width of a 12px DejaVu Sans character, generously
-	fontFamily = "DejaVu Sans, Helvetica, Arial, sans-serif"
-	red        = "#b00020"
-	green      = "#1b7a1b"
-	grey       = "#777"
+	svgWidth  = 1100 // the default width (Layout.Width 0)
+	svgMinW   = 800  // the narrowest drawing Layout allows
+	svgMaxW   = 2400 // the widest
+	svgLeft   = 140
+	svgRight  = 40
+	rowH      = 15  // one row of labels
+	charWidth = 7.0 // width of a 12px DejaVu Sans character, generously
+	// laneCharWidth is a lane name's (14px bold) character width,
+	// generously.
+	laneCharWidth = 8.5
+	fontFamily    = "DejaVu Sans, Helvetica, Arial, sans-serif"
+	red           = "#b00020"
+	green         = "#1b7a1b"
+	grey          = "#777"
 )
 
 var clientColors = []string{"#1f5fbf", "#d9730d", "#2e8b57", "#8e44ad", "#b03a2e", "#117a8b"}
@@ -92,7 +95,7 @@ type Layout struct {
 	Width int
 	End   time.Duration
 	// Compact draws the lanes closer together (60 px apart, not 105), the
-	// figure 366 px tall for two clients, not 625, so that two figures fit
+	// figure 374 px tall for two clients, not 625, so that two figures fit
 	// one screen; labels move at most 2 rows from their events, not 4.
 	Compact bool
 }
@@ -112,7 +115,7 @@ type geometry struct {
 
 var (
 	roomy   = geometry{top: 150, gap: 105, below: 160, dangerY: 52, tokens: 36, tokenH: 16, tokenOne: 30, storeLbl: 62, rows: 4}
-	compact = geometry{top: 90, gap: 60, below: 96, dangerY: 44, tokens: 26, tokenH: 12, tokenOne: 22, storeLbl: 44, rows: 2}
+	compact = geometry{top: 90, gap: 60, below: 104, dangerY: 44, tokens: 26, tokenH: 12, tokenOne: 22, storeLbl: 40, rows: 2}
 )
 
 func (l Layout) width() float64 {
@@ -210,7 +213,7 @@ func (p *svgPlot) x(t time.Duration) float64 { return p.layout.X(t) }
 // drawing counts as many.
 func (p *svgPlot) conflicts(box, own rect) int {
 	pad := rect{box.x0 - 2, box.y0 - 1, box.x1 + 2, box.y1 + 1}
-	if pad.x0 < 2 || pad.x1 > p.width-2 || pad.y0 < 2 || pad.y1 > p.height-2 {
+	if p.outside(pad) {
 		return 1000
 	}
 	n := 0
@@ -227,6 +230,16 @@ func (p *svgPlot) conflicts(box, own rect) int {
 	return n
 }
 
+// outside reports whether box leaves the plot: the drawing, less the
+// lane names' gutter on the left (x below svgLeft) and the time axis at
+// the bottom (its line and tick labels).
+func (p *svgPlot) outside(box rect) bool {
+	return box.x0 < svgLeft || box.x1 > p.width-2 || box.y0 < 2 || box.y1 > p.axisY()
+}
+
+// axisY is the time axis' line.
+func (p *svgPlot) axisY() float64 { return p.height - 30 }
+
 // queued is a label waiting for every shape to be drawn: first a
 // preferred spot (centred in its own bar, own), then spots near (x, y).
 type queued struct {
@@ -242,6 +255,8 @@ type queued struct {
 	centre      bool    // try centred in own first
 	cx          float64
 	own         rect
+	shorter     []string // texts to try centred in own next, before any spot near (x, y)
+	event       bool     // the label names the event at x (data-x) even centred in own
 }
 
 // label queues text to be placed, once every shape is drawn, near (x, y)
@@ -257,10 +272,11 @@ func (p *svgPlot) inside(own rect, x, y float64, dir int, text, color string) {
 		centre: true, cx: (own.x0 + own.x1) / 2, own: own})
 }
 
-// spot is a place for a label.
+// spot is a place for a label, and its text if not the queued one.
 type spot struct {
 	x, y   float64
 	anchor string
+	text   string
 }
 
 // place places the queued labels in order. Each goes to the first free
@@ -293,51 +309,71 @@ func (p *svgPlot) place() {
 	}
 	for _, q := range p.queued {
 		var spots []spot
+		inOwn := 0 // the spots in own
 		if q.centre {
-			spots = append(spots, spot{q.cx, (q.own.y0+q.own.y1)/2 + 4, "middle"})
+			// Centred, then anywhere along own (of a bar, not a box),
+			// then as much for each shorter text.
+			cy := (q.own.y0+q.own.y1)/2 + 4
+			for i, text := range append([]string{q.text}, q.shorter...) {
+				spots = append(spots, spot{q.cx, cy, "middle", text})
+				if i == 0 && q.shorter == nil {
+					continue
+				}
+				for x := q.own.x0 + 4; x < q.own.x1-4; x += 10 {
+					spots = append(spots, spot{x, cy, "start", text})
+				}
+			}
+			inOwn = len(spots)
 		}
 		whole := q.text + q.later // the part the tour shows later takes its room now
 		w := float64(utf8.RuneCountInString(whole)) * charWidth
 		rows := func(y float64, dir int) {
 			for row := 0; row <= p.rows; row++ {
 				ty := y + float64(dir*row*rowH)
-				spots = append(spots, spot{q.x + 4, ty, "start"}, spot{q.x - 4, ty, "end"})
+				spots = append(spots, spot{q.x + 4, ty, "start", ""}, spot{q.x - 4, ty, "end", ""})
 				for d := 10.0; d <= 100 && d-w/2 <= 66; d += 10 {
-					spots = append(spots, spot{q.x + d, ty, "middle"})
+					spots = append(spots, spot{q.x + d, ty, "middle", ""})
 					if d <= 40 {
-						spots = append(spots, spot{q.x - d, ty, "middle"})
+						spots = append(spots, spot{q.x - d, ty, "middle", ""})
 					}
 				}
-				spots = append(spots, spot{q.x + 40 + w/2, ty, "middle"}) // starting 40 px after it
+				spots = append(spots, spot{q.x + 40 + w/2, ty, "middle", ""}) // starting 40 px after it
 			}
 		}
 		rows(q.y, q.dir)
 		if q.altY != 0 {
 			rows(q.altY, q.altDir)
 		}
-		best, least := spots[0], -1.0
+		best, bestI, least := spots[0], 0, -1.0
 		for i, s := range spots {
+			text := whole
+			if s.text != "" {
+				text = s.text
+			}
 			own := rect{}
-			if q.centre && i == 0 {
+			if i < inOwn {
 				own = q.own
-				if textBox(s.x, s.y, whole, s.anchor).x0 < q.own.x0 {
+				if b := textBox(s.x, s.y, text, s.anchor); b.x0 < q.own.x0 || b.x1 > q.own.x1 {
 					continue // does not fit in its bar
 				}
 			}
-			box := textBox(s.x, s.y, whole, s.anchor)
+			box := textBox(s.x, s.y, text, s.anchor)
 			row, stack := p.misordered(box, q.x, q.y)
 			if !p.ordered {
 				stack = 0
 			}
 			if n := float64(p.conflicts(box, own)+10*row) + 0.5*float64(stack); least < 0 || n < least {
-				best, least = s, n
+				best, bestI, least = s, i, n
 				if n == 0 {
 					break
 				}
 			}
 		}
+		if best.text != "" {
+			q.text, whole = best.text, best.text
+		}
 		attrs := ""
-		if !q.centre || best.anchor != "middle" || best.x != q.cx {
+		if q.event || bestI >= inOwn {
 			attrs = fmt.Sprintf(` data-x="%.1f" data-y="%.1f"`, q.x, q.y) // the event it labels
 		}
 		if q.class != "" {
@@ -468,7 +504,7 @@ func drawSVG(b *strings.Builder, r *sim.Result, id string, l Layout, ordered boo
 func (p *svgPlot) clashes() int {
 	n := 0
 	for i, a := range p.texts {
-		if a.x0 < 0 || a.x1 > p.width {
+		if p.outside(a) {
 			n++
 		}
 		for _, c := range p.texts[i+1:] {
@@ -524,7 +560,7 @@ func tickStep(end time.Duration) time.Duration {
 }
 
 func (p *svgPlot) axis() {
-	y := p.height - 30
+	y := p.axisY()
 	fmt.Fprintf(p.b, `<line x1="%d" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#444"/>`+"\n", svgLeft, y, p.width-svgRight, y)
 	step := tickStep(p.tEnd)
 	for t := time.Duration(0); t <= p.tEnd; t += step {
@@ -573,11 +609,19 @@ func (p *svgPlot) legend() {
 }
 
 func (p *svgPlot) lanes() {
-	// short is the name a page shows on a narrow screen (data-short).
+	// short is the name a page shows on a narrow screen (data-short). A
+	// name wider than the gutter left of the lanes goes in two lines, its
+	// parenthesis (a storage's rule) on the second, so that it does not
+	// run into the plot (data-wrap: a page keeps the two lines).
 	lane := func(y float64, name, short, color string) {
 		fmt.Fprintf(p.b, `<line x1="%d" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#bbb" stroke-width="1"/>`, svgLeft, y, p.width-svgRight, y)
-		fmt.Fprintf(p.b, `<text class="lane-name" x="%d" y="%.1f" font-size="14" font-weight="bold" fill="%s" data-short="%s">%s</text>`+"\n",
-			12, y+5, color, html.EscapeString(short), html.EscapeString(name))
+		text, wrap := html.EscapeString(name), ""
+		if i := strings.Index(name, " ("); i >= 0 && 12+float64(utf8.RuneCountInString(name))*laneCharWidth > svgLeft-6 {
+			text = fmt.Sprintf(`%s<tspan x="12" dy="15">%s</tspan>`, html.EscapeString(name[:i]), html.EscapeString(name[i+1:]))
+			wrap = fmt.Sprintf(` data-wrap="" data-full="%s"`, html.EscapeString(name))
+		}
+		fmt.Fprintf(p.b, `<text class="lane-name" x="%d" y="%.1f" font-size="14" font-weight="bold" fill="%s" data-short="%s"%s>%s</text>`+"\n",
+			12, y+5, color, html.EscapeString(short), wrap, text)
 	}
 	for c, name := range p.r.Clients {
 		lane(p.laneY[c], "Client "+name, name, clientColor(c))
@@ -585,15 +629,16 @@ func (p *svgPlot) lanes() {
 	lane(p.leaseY, "Lease service", "Lease", "#333")
 	// A fenced storage's name says its rule, the short one too, so that
 	// the two figures' storages look different on a narrow screen.
-	storage, short := "Storage", "Storage"
+	// "(check-then-write)" is too wide for the gutter even in a line of
+	// its own.
+	storage := "Storage"
 	if p.r.Storage.Fenced() {
 		storage += " (" + p.r.Storage.String() + ")"
-		short = storage
 		if p.r.Storage == sim.StorageCheckThenWrite {
-			short = "Storage (2 steps)"
+			storage = "Storage (2 steps)"
 		}
 	}
-	lane(p.storeY, storage, short, "#333")
+	lane(p.storeY, storage, storage, "#333")
 }
 
 // leaseSpan is a lease as the lease service saw it: from the grant until
@@ -639,6 +684,9 @@ func (p *svgPlot) leaseBars() {
 		bar := rect{x0, p.leaseY - 7, x1, p.leaseY + 7}
 		p.taken = append(p.taken, bar)
 		p.inside(bar, x0, p.leaseY-12, -1, fmt.Sprintf("lease %d (%s)", br.tok, p.r.Clients[br.c]), col)
+		// A bar too short for that, or crossed there, is named shorter
+		// rather than beside it, where it reads as another bar's.
+		p.queued[len(p.queued)-1].shorter = []string{fmt.Sprintf("lease %d", br.tok), fmt.Sprint(br.tok)}
 		switch {
 		case br.expired:
 			p.line(seg{x1, p.leaseY - 14, x1, p.leaseY + 14}, red, 2, "", -1)
@@ -803,15 +851,18 @@ func (p *svgPlot) clientBars() {
 		switch e.Kind {
 		case sim.KindPaused:
 			x0, x1 := p.x(e.At), p.x(e.At+e.Dur)
-			fmt.Fprintf(p.b, `<rect class="pause" x="%.1f" y="%.1f" width="%.1f" height="26" fill="#999" fill-opacity="0.3" stroke="#666" stroke-dasharray="4 3"/>`+"\n",
-				x0, y-13, x1-x0)
-			box := rect{x0, y - 13, x1, y + 13}
+			fmt.Fprintf(p.b, `<rect class="pause" x="%.1f" y="%.1f" width="%.1f" height="24" fill="#999" fill-opacity="0.3" stroke="#666" stroke-dasharray="4 3"/>`+"\n",
+				x0, y-12, x1-x0)
+			box := rect{x0, y - 12, x1, y + 12}
 			p.taken = append(p.taken, box)
 			dir, ly := 1, y+28
 			if c == 0 {
 				dir, ly = -1, y-18
 			}
 			p.inside(box, x0, ly, dir, "paused "+sim.FormatTime(e.Dur), "#333")
+			// It tells the pause: the tour shows it from the pause's
+			// start, as the box grows (data-x).
+			p.queued[len(p.queued)-1].event = true
 		case sim.KindCrashed:
 			x := p.x(e.At)
 			fmt.Fprintf(p.b, `<path d="M%.1f,%.1f l12,12 m0,-12 l-12,12" stroke="%s" stroke-width="3"/>`, x-6, y-6, red)
@@ -917,6 +968,12 @@ func (p *svgPlot) messages() {
 				store(e.At, fmt.Sprintf("read with %d REJECTED: %d seen", e.Token, e.Other), red)
 			}
 		case sim.KindChecked:
+			if p.r.Storage != sim.StorageCheckThenWrite {
+				// An atomic storage checks a write as it applies it: its
+				// answer to the client's early check is not the check
+				// that counts, and is not drawn (as Text leaves it out).
+				continue
+			}
 			p.line(seg{p.x(e.Sent), toward(cy, p.storeY), p.x(e.At), p.storeY - 8}, "#999", 1, "4 3", 0)
 			near(c, e.Sent, fmt.Sprintf("check %s, token %d", labels[e.Write], e.Token), col)
 			store(e.At, fmt.Sprintf("check %s (token %d): ok", labels[e.Write], e.Token), grey)

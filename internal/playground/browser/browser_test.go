@@ -204,7 +204,7 @@ func svgText(t *testing.T, svg string) string {
 	t.Helper()
 	var b strings.Builder
 	dec := xml.NewDecoder(strings.NewReader(svg))
-	laneName := false
+	laneName := 0 // the depth inside a lane name (its second line is a tspan)
 	for {
 		tok, err := dec.Token()
 		if err != nil {
@@ -212,11 +212,13 @@ func svgText(t *testing.T, svg string) string {
 		}
 		switch tok := tok.(type) {
 		case xml.StartElement:
-			laneName = slices.ContainsFunc(tok.Attr, func(a xml.Attr) bool { return a.Name.Local == "class" && a.Value == "lane-name" })
+			if laneName > 0 || slices.ContainsFunc(tok.Attr, func(a xml.Attr) bool { return a.Name.Local == "class" && a.Value == "lane-name" }) {
+				laneName++
+			}
 		case xml.EndElement:
-			laneName = false
+			laneName = max(0, laneName-1)
 		case xml.CharData:
-			if !laneName {
+			if laneName == 0 {
 				b.Write(tok)
 			}
 		}

@@ -150,3 +150,35 @@ func tourShown(t *testing.T, tab context.Context, q string, f func(tour []playgr
 	}
 	eval[bool](t, tab, `(scrollTo(0, 0), true)`)
 }
+
+// TestBrowserPhoneVerdictsWhole: on a 400 x 860 phone, from the tour's
+// step that tells the outcome on, each run's verdict shows whole in its
+// frame: "Tokens went backwards" beside "Check, then write: two steps"
+// was cut to "Tokens went backw".
+func TestBrowserPhoneVerdictsWhole(t *testing.T) {
+	tab, steps := startTour(t, 400, 860, "scenario=check-then-write")
+	type verdict struct {
+		Text                  string
+		Shown                 bool
+		Left, Right, RunRight float64
+	}
+	seen := 0
+	eachStep(t, tab, steps, func(i int, _ tourState) {
+		vs := eval[[]verdict](t, tab, `[...document.querySelectorAll(".run .verdict")].map((v) => {
+  const r = v.getBoundingClientRect(), run = v.closest(".run").getBoundingClientRect();
+  return {Text: v.textContent, Shown: getComputedStyle(v).visibility !== "hidden", Left: r.left, Right: r.right, RunRight: run.right};
+})`)
+		for _, v := range vs {
+			if !v.Shown {
+				continue
+			}
+			seen++
+			if v.Left < 0 || v.Right > v.RunRight+0.5 || v.Right > 400 {
+				t.Errorf("step %d: the verdict %q spans x %.0f..%.0f, past its run's frame (%.0f) or the screen", i+1, v.Text, v.Left, v.Right, v.RunRight)
+			}
+		}
+	})
+	if seen == 0 {
+		t.Error("no step shows a verdict")
+	}
+}

@@ -376,11 +376,12 @@ function scrollPageWhole(target, lo, hi) {
   scrollTo({ top: y, behavior: "instant" });
 }
 
-// setName shows name on lane name n; in two lines if short, the
-// parenthesis (a storage's rule: "(claim)") on the second.
-function setName(n, name, short) {
+// setName shows name on lane name n; in two lines if two (a short name,
+// or one too wide for the gutter: data-wrap), the parenthesis (a
+// storage's rule: "(claim)") on the second.
+function setName(n, name, two) {
   const i = name.indexOf(" (");
-  if (!short || i < 0) {
+  if (!two || i < 0) {
     n.textContent = name;
     return;
   }
@@ -405,13 +406,13 @@ function keepLaneNames(fig) {
   // right shows the names in form ("short" or "full") and returns the
   // width of a strip that covers them.
   const right = (form) => Math.ceil(8 + Math.max(...names.map((n) => {
-    setName(n, n.dataset[form], form === "short");
+    setName(n, n.dataset[form], form === "short" || "wrap" in n.dataset);
     const b = n.getBBox();
     return b.x + b.width;
   })));
   let strip = svg.querySelector("rect.name-strip");
   if (!strip) {
-    for (const n of names) n.dataset.full = n.textContent;
+    for (const n of names) n.dataset.full = n.dataset.full || n.textContent;
     strip = document.createElementNS("http://www.w3.org/2000/svg", "rect");
     strip.setAttribute("class", "name-strip");
     for (const [k, v] of Object.entries({ x: 0, y: 0, height: svg.getAttribute("height") })) strip.setAttribute(k, String(v));
@@ -532,7 +533,9 @@ function showStep(i) {
     // is what holds only from a later moment (data-from: a write's loss).
     // A label of no event (a bar's, a token's) that the veil would cut
     // shows whole, and so does one that starts at the step's moment (the
-    // storage's token, 3 px right of where it steps up).
+    // storage's token, 3 px right of where it steps up). A pause's box,
+    // as every other shape, is drawn up to the cursor; its label (data-x)
+    // from its start.
     for (const t of svg.querySelectorAll("text[data-x]")) {
       const reached = Number(t.dataset.x) <= s.x + 0.5;
       t.style.visibility = reached ? "" : "hidden";
@@ -540,17 +543,6 @@ function showStep(i) {
     }
     for (const t of svg.querySelectorAll("text:not([data-x]):not(.lane-name)")) {
       if (t.getBBox().x < s.x + 3.5) svg.append(t);
-    }
-    // A pause the cursor has reached shows whole, with its label: the
-    // step that tells it gives its length.
-    for (const r of svg.querySelectorAll("rect.pause")) {
-      const x0 = Number(r.getAttribute("x")), x1 = x0 + Number(r.getAttribute("width"));
-      if (x0 > s.x + 0.5) continue;
-      svg.append(r);
-      for (const t of svg.querySelectorAll("text:not([data-x])")) {
-        const b = t.getBBox();
-        if (t.textContent.startsWith("paused ") && b.x >= x0 && b.x + b.width <= x1) svg.append(t);
-      }
     }
     for (const el of svg.querySelectorAll("[data-from]")) {
       el.style.visibility = Number(el.dataset.from) > s.x + 0.5 ? "hidden" : "";
