@@ -21,7 +21,8 @@ type cutLabel struct {
 }
 
 // cutLabelsJS, called with a tour step's x (or -1 for the page as it
-// opens, and the id of the run brought on screen), lists the labels of both figures that are partly visible: part
+// opens, and the id of the run brought on screen, whose figure alone is
+// then checked), lists the labels of both figures that are partly visible: part
 // of the box shows, part is clipped by the figure's scrolled view, hidden
 // under the lane names' strip, off the screen's sides, or under the
 // sticky bar or below the screen's bottom. A label wholly out of view is
@@ -36,6 +37,7 @@ const cutLabelsJS = `((x, id, moments) => {
   const sticky = document.getElementById("sticky").getBoundingClientRect().bottom;
   const out = [], musts = [];
   for (const fig of document.querySelectorAll(".run .timeline")) {
+    if (x < 0 && !fig.closest("#" + id)) continue; // the other run may lie partly under the sticky bar, as on any scrolled page
     const svg = fig.querySelector("svg");
     const f = fig.getBoundingClientRect();
     const strip = svg.querySelector("rect.name-strip");
