@@ -178,7 +178,7 @@ func heading(storage sim.Storage) string {
 	case sim.StorageClaim:
 		return "Write check + claim, in one step"
 	case sim.StorageCheckThenWrite:
-		return "Check, then write: two steps"
+		return "Check, then write (two steps)"
 	}
 	return "Fencing off"
 }

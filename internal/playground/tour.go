@@ -214,11 +214,19 @@ func tour(off, on *sim.Result, l render.Layout, query string) []Step {
 						off.Clients[off.Writes[i].Client], labels[i], off.Clients[off.Writes[i].Client])
 				}
 			}
-			if slices.Contains(lost, e.Write) {
-				text += fmt.Sprintf(" (%s: this write will be lost.)", offName)
+			refused := slices.Index(onLabels, labels[e.Write])
+			if refused >= 0 && on.Writes[refused].Accepted {
+				refused = -1
 			}
-			if i := slices.Index(onLabels, labels[e.Write]); i >= 0 && !on.Writes[i].Accepted {
-				text = fmt.Sprintf("%s: %s %s: the storage refuses it, as it has seen token %d.", offName, text, onName, rejectedWith(on, i))
+			if slices.Contains(lost, e.Write) {
+				if refused >= 0 { // the step opens with offName
+					text += " (This write will be lost.)"
+				} else {
+					text += fmt.Sprintf(" (%s: this write will be lost.)", offName)
+				}
+			}
+			if refused >= 0 {
+				text = fmt.Sprintf("%s: %s %s: the storage refuses it, as it has seen token %d.", offName, text, onName, rejectedWith(on, refused))
 			}
 			add(e, "%s", text)
 		case sim.KindWriteRejected:
@@ -359,7 +367,7 @@ func claimLesson(off, on *sim.Result) lesson {
 			l.text += fmt.Sprintf(". The write check alone (%s figure) accepted it; %s's write, based on its read, then silently replaced it, though %s was told its write succeeded.",
 				which(other, off), b, a)
 		} else {
-			l.text += "; the write check alone would accept it, and the reader's write then silently replace it."
+			l.text += "; the write check alone would accept it, and the reader's write would then silently replace it."
 		}
 		return l
 	}
@@ -372,13 +380,13 @@ func claimLesson(off, on *sim.Result) lesson {
 		// The window it guards: from the read to the reader's write.
 		b := on.Clients[rd.Client]
 		l.text = fmt.Sprintf("the claim. In the second figure %s's read claimed %d at %s, before %s's write (%s): "+
-			"a late write landing between them is what only the claim refuses",
+			"only the claim refuses a late write landing between them",
 			b, rd.Token, sim.FormatTime(rd.At), b, sim.FormatTime(w.At))
 		l.at, l.fig, l.store = []time.Duration{rd.At, w.At}, 2, true
 	} else {
 		l.text += ", so a late write landing between a read and the reader's write is refused"
 	}
-	l.text += "; the write check alone would accept it, and the reader's write then silently replace it, " +
+	l.text += "; the write check alone would accept it, and the reader's write would then silently replace it, " +
 		"though the late writer was told it succeeded. None lands there here: " + button(claimQuery) + " shows one."
 	return l
 }
