@@ -112,8 +112,8 @@ func TestVerifyTornMetadata(t *testing.T) {
 	logged := captureLog(t)
 	s := mustNew(t, c, "torn", nil)
 	// The probe is bounded and can miss the state (once in 21 runs
-	// under load): three tries.
-	for range 3 {
+	// under load; three tries in a row once in a CI run): ten tries.
+	for range 10 {
 		if err := s.Verify(ctx); err != nil {
 			t.Fatalf("Verify on --sidecar: %v; want nil and a warning", err)
 		}
@@ -121,7 +121,7 @@ func TestVerifyTornMetadata(t *testing.T) {
 			return
 		}
 	}
-	t.Fatalf("Verify on --sidecar, three tries, logged %q; want a warning that metadata and ETag can disagree", logged)
+	t.Fatalf("Verify on --sidecar, ten tries, logged %q; want a warning that metadata and ETag can disagree", logged)
 }
 
 // captureLog sends what slog.Default logs to the returned buffer until
