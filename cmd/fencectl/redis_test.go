@@ -464,8 +464,8 @@ func TestWatchShortTTLReleaseIsNoExpiry(t *testing.T) {
 	if ev := readEvent(t, ch); ev.Event != evNever {
 		t.Fatalf("first event %+v, want never", ev)
 	}
-	l := acquire(t, c, name, 300*time.Millisecond) // renewed every 100ms
-	time.Sleep(2500 * time.Millisecond)            // the watch's first poll sees it
+	l := acquire(t, c, name, time.Second) // renewed every 333ms, shorter than the 2s poll
+	time.Sleep(2500 * time.Millisecond)   // the watch's first poll sees it
 	if ev := readEvent(t, ch); ev.Event != evGrant || ev.Token != uint64(l.Token()) || ev.Identity != "short/1" {
 		t.Fatalf("watch printed %+v, want the grant of %v by short/1", ev, l.Token())
 	}

@@ -29,13 +29,14 @@ type flakyHook struct {
 	fail   map[string]float64 // script name -> probability of an error
 	delay  time.Duration      // up to this long before and after each call
 	faults int
+	ok     map[string]int // script name -> calls that succeeded
 }
 
 var errInjected = errors.New("flaky: injected connection reset")
 
 // newFlaky returns a client of env's Redis whose scripts fl disturbs.
 func newFlaky(t testing.TB, env *countingEnv, seed uint64) (*redis.Client, *flakyHook) {
-	fl := &flakyHook{rnd: rand.New(rand.NewPCG(seed, 42)), fail: map[string]float64{}}
+	fl := &flakyHook{rnd: rand.New(rand.NewPCG(seed, 42)), fail: map[string]float64{}, ok: map[string]int{}}
 	return hooked(t, env.Addr, fl), fl
 }
 
@@ -71,6 +72,23 @@ func scriptName(cmd redis.Cmder) string {
 	return "?"
 }
 
+// count reads one of f's counters under its lock.
+func (f *flakyHook) count(read func() int) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return read()
+}
+
+// waitFor polls cond until it holds, failing the test after 30s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(30 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("no %s in 30s", what)
+		}
+	}
+}
+
 // draw decides the fault for one call.
 func (f *flakyHook) draw(script string) (fail bool, before, after time.Duration) {
 	f.mu.Lock()
@@ -101,6 +119,11 @@ func (f *flakyHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		time.Sleep(before)
 		err := next(ctx, cmd)
 		time.Sleep(after)
+		if err == nil {
+			f.mu.Lock()
+			f.ok[script]++
+			f.mu.Unlock()
+		}
 		return err
 	}
 }
@@ -112,25 +135,29 @@ func (f *flakyHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 func TestFlakyRenewalsRetriedThenLost(t *testing.T) {
 	env := testenvRedisCounting(t)
 	rdb, fl := newFlaky(t, env, 1)
-	// A wide drift margin: the key outlives the local loss by about 100ms.
-	c := mustRecorded(t, rdb, &lease.Options{RenewInterval: 30 * time.Millisecond, RetryDelay: 10 * time.Millisecond,
-		DriftMargin: 100 * time.Millisecond})
+	// A wide drift margin: the key outlives the local loss by about a
+	// second. The TTL leaves a loaded machine room: the test counts calls,
+	// it does not time them.
+	c := mustRecorded(t, rdb, &lease.Options{RenewInterval: 100 * time.Millisecond, RetryDelay: 10 * time.Millisecond,
+		DriftMargin: time.Second})
 	ctx := context.Background()
 	name := env.Name("flaky")
-	l := mustAcquire(t, c, name, 300*time.Millisecond)
+	l := mustAcquire(t, c, name, 3*time.Second)
 
-	// Failing for less than the TTL: retried, the lease survives.
+	// Failing for less than the TTL (three failed renewals): retried,
+	// and the next renewal that gets through keeps the lease.
 	fl.setFail("renew", 1)
-	time.Sleep(150 * time.Millisecond)
+	waitFor(t, "three failed renewals", func() bool { return fl.count(func() int { return fl.faults }) >= 3 })
 	fl.setFail("renew", 0)
-	time.Sleep(150 * time.Millisecond)
+	okBefore := fl.count(func() int { return fl.ok["renew"] })
+	waitFor(t, "a renewal after the failures", func() bool { return fl.count(func() int { return fl.ok["renew"] }) > okBefore })
 	if l.Err() != nil {
-		t.Fatalf("lost after 150ms of renewal errors with a 300ms TTL: %v", l.Err())
+		t.Fatalf("lost after three failed renewals and a good one, with a 3s TTL: %v", l.Err())
 	}
 	// Failing for good: lost at the local deadline, before Redis expires
 	// the key, with the last error in the cause.
 	fl.setFail("renew", 1)
-	err := waitDone(t, l, 5*time.Second)
+	err := waitDone(t, l, 30*time.Second)
 	if !isLost(err, lease.CauseExpired) || !errors.Is(err, errInjected) {
 		t.Fatalf("Err = %v, want expired carrying the injected error", err)
 	}
