@@ -297,13 +297,7 @@ func TestLabelsKeepTheirEventsOrder(t *testing.T) {
 			for _, m := range label.FindAllStringSubmatch(o.SVG, -1) {
 				x, _ := strconv.ParseFloat(m[1], 64)
 				at, _ := strconv.ParseFloat(m[4], 64)
-				w := float64(len([]rune(m[6]))) * 7
-				switch m[3] {
-				case "middle":
-					x -= w / 2
-				case "end":
-					x -= w
-				}
+				x, _ = labelSpan(x, m[3], m[6])
 				row := m[5] + " " + m[2] // the event's lane, the label's row
 				lanes[row] = append(lanes[row], lab{x, at, m[6]})
 			}
@@ -348,14 +342,8 @@ func TestLabelsStackInTimeOrder(t *testing.T) {
 					y, _ := strconv.ParseFloat(m[2], 64)
 					at, _ := strconv.ParseFloat(m[4], 64)
 					text := html.UnescapeString(tag.ReplaceAllString(m[6], ""))
-					w := float64(len([]rune(text))) * 7
-					switch m[3] {
-					case "middle":
-						x -= w / 2
-					case "end":
-						x -= w
-					}
-					lanes[m[5]] = append(lanes[m[5]], lab{x, x + w, y, at, text})
+					x0, x1 := labelSpan(x, m[3], text)
+					lanes[m[5]] = append(lanes[m[5]], lab{x0, x1, y, at, text})
 				}
 				for _, ls := range lanes {
 					for _, a := range ls {
@@ -440,16 +428,10 @@ func TestLabelsInsideTheDrawing(t *testing.T) {
 				for _, m := range label.FindAllStringSubmatch(o.SVG, -1) {
 					x, _ := strconv.ParseFloat(m[1], 64)
 					text := tag.ReplaceAllString(m[3], "")
-					size := float64(len([]rune(html.UnescapeString(text)))) * 7
-					switch m[2] {
-					case "middle":
-						x -= size / 2
-					case "end":
-						x -= size
-					}
-					if x < 0 || x+size > drawing {
+					x0, x1 := labelSpan(x, m[2], html.UnescapeString(text))
+					if x0 < 0 || x1 > drawing {
 						t.Errorf("preset %q at width %d, %s: label %q spans x %.0f..%.0f, outside the drawing's 0..%.0f",
-							p.Title, width, o.Heading, text, x, x+size, drawing)
+							p.Title, width, o.Heading, text, x0, x1, drawing)
 					}
 				}
 			}
