@@ -94,18 +94,25 @@ var (
 func labelBoxes(t *testing.T, svg string) []box {
 	var boxes []box
 	for _, m := range labelRE.FindAllStringSubmatch(svg, -1) {
-		x, y := num(t, m[1]), num(t, m[2])
-		text := html.UnescapeString(tagRE.ReplaceAllString(m[4], ""))
-		w := float64(len([]rune(text))) * 7
-		switch m[3] {
-		case "middle":
-			x -= w / 2
-		case "end":
-			x -= w
-		}
-		boxes = append(boxes, box{text, x, y - 11, x + w, y + 3})
+		y, text := num(t, m[2]), html.UnescapeString(tagRE.ReplaceAllString(m[4], ""))
+		x0, x1 := labelSpan(num(t, m[1]), m[3], text)
+		boxes = append(boxes, box{text, x0, y - 11, x1, y + 3})
 	}
 	return boxes
+}
+
+// labelSpan is the x extent of a 12px label of text drawn at x with
+// text-anchor anchor, its width estimated as the renderer does: 7 px a
+// character.
+func labelSpan(x float64, anchor, text string) (x0, x1 float64) {
+	w := float64(len([]rune(text))) * 7
+	switch anchor {
+	case "middle":
+		x -= w / 2
+	case "end":
+		x -= w
+	}
+	return x, x + w
 }
 
 // TestLabelsInThePlot: in every preset's figures, at a phone's width, a

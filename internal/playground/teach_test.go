@@ -3,6 +3,7 @@ package playground
 import (
 	"html"
 	"math"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -76,7 +77,7 @@ func TestTourTeachesTheRule(t *testing.T) {
 		"release":         "releasing does not lower",
 		"a shorter TTL":   "A shorter TTL does not help",
 		"the late write":  "B1 is now lost",
-		"tokens increase": "larger than every earlier grant's",
+		"tokens increase": "grows with each grant",
 		"the harm":        "B was told it succeeded",
 	} {
 		if !strings.Contains(text, phrase) {
@@ -102,11 +103,14 @@ func TestTourTeachesTheRule(t *testing.T) {
 // pause, the second with a shorter TTL, and only the first keeps A's
 // write); a step that shows nothing names a preset. In Kleppmann's tour
 // the rule names the refused write; the claim the window from B's read
-// to its write, in which a late write is what only the claim refuses,
-// and that none lands there; atomicity A1, checked as it arrived, and
-// what a check before A's pause would have let through; the TTL A's
-// lease's expiry and B's read, which sets the pause that loses a write; the limits the first figure's late write, and that a
-// refused writer stops and an equal token passes.
+// to its write, where the token lines of the two figures step up, in
+// which a late write is what only the claim refuses, and that none
+// lands there; atomicity A1, checked as it arrived, and what a check
+// before A's pause would have let through; the TTL A's lease's expiry
+// and B's read, which sets the pause that loses a write; the limits the
+// first figure's late write, and that a refused writer stops and an
+// equal token passes; in check-then-write's, atomicity names the second
+// figure's storage, which refuses A1.
 func TestTourLessonsShowInTheRun(t *testing.T) {
 	quoted := regexp.MustCompile(`“([^”]+)”`)
 	tours := map[string][]Step{}
@@ -165,11 +169,11 @@ func TestTourLessonsShowInTheRun(t *testing.T) {
 	for query, want := range map[string]map[string][]string{
 		kleppmannQuery: {
 			"the rule": {"in the order they arrive", "refuses A1 (token 33) at 17.5s, having seen 34"},
-			"the claim": {"In the second figure B's read claimed 34 at 10.5s, before B's write (12.7s)",
-				"only the claim refuses a late write landing between them", "write check alone would accept it", "None lands there here"},
+			"the claim": {"token line steps up to 34 at 10.5s in the second figure, at B's read", "in the first only at B's write (12.7s)",
+				"A late write landing between them would pass that check", "only the claim refuses it", "None lands there here"},
 			"atomicity": {"applies the write in one step", "it checked A1 as it arrived at 17.5s, and refused it",
 				"before its pause (at 2.4s), A1 would have landed unchecked"},
-			"the TTL":    {"A's lease expired at 10.1s while it was paused", "B read at 10.5s", "A shorter TTL does not help"},
+			"the TTL":    {"A's lease expired at 10.1s, mid-pause", "B read at 10.5s", "A shorter TTL does not help"},
 			"the limits": {"(the first figure's, A1 at 17.5s)", "A refused writer must stop, not retry", "an equal token (the same holder again) passes"},
 		},
 		claimQuery: {
@@ -177,7 +181,7 @@ func TestTourLessonsShowInTheRun(t *testing.T) {
 				"write check alone (first figure) accepted it", "though A was told its write succeeded"},
 		},
 		atomicQuery: {
-			"atomicity": {"passed its check at 2.5s", "B's read claimed 34 at 10.5s", "landed at 17.6s, unchecked", "The second checks the token"},
+			"atomicity": {"passed its check at 2.5s", "B's read claimed 34 at 10.5s", "landed at 17.6s, unchecked", "The second figure's storage checks the token"},
 		},
 	} {
 		for _, s := range tourRun(t, query).Tour {
@@ -297,13 +301,7 @@ func TestLabelsKeepTheirEventsOrder(t *testing.T) {
 			for _, m := range label.FindAllStringSubmatch(o.SVG, -1) {
 				x, _ := strconv.ParseFloat(m[1], 64)
 				at, _ := strconv.ParseFloat(m[4], 64)
-				w := float64(len([]rune(m[6]))) * 7
-				switch m[3] {
-				case "middle":
-					x -= w / 2
-				case "end":
-					x -= w
-				}
+				x, _ = labelSpan(x, m[3], m[6])
 				row := m[5] + " " + m[2] // the event's lane, the label's row
 				lanes[row] = append(lanes[row], lab{x, at, m[6]})
 			}
@@ -348,14 +346,8 @@ func TestLabelsStackInTimeOrder(t *testing.T) {
 					y, _ := strconv.ParseFloat(m[2], 64)
 					at, _ := strconv.ParseFloat(m[4], 64)
 					text := html.UnescapeString(tag.ReplaceAllString(m[6], ""))
-					w := float64(len([]rune(text))) * 7
-					switch m[3] {
-					case "middle":
-						x -= w / 2
-					case "end":
-						x -= w
-					}
-					lanes[m[5]] = append(lanes[m[5]], lab{x, x + w, y, at, text})
+					x0, x1 := labelSpan(x, m[3], text)
+					lanes[m[5]] = append(lanes[m[5]], lab{x0, x1, y, at, text})
 				}
 				for _, ls := range lanes {
 					for _, a := range ls {
@@ -375,8 +367,8 @@ func TestLabelsStackInTimeOrder(t *testing.T) {
 // TestTourSaysWhichRun: the tour defines the fenced run's terms (write
 // check, claim) in the step that first names it; a step that tells both
 // runs names the first run before its half; it defines "tokens went
-// backwards" where it uses it, says where real tokens come from and
-// states atomicity plainly; no preset's title claims more than the tour.
+// backwards" where it uses it and states atomicity plainly; no preset's
+// title claims more than the tour.
 func TestTourSaysWhichRun(t *testing.T) {
 	resp, err := Run("scenario=kleppmann", 0)
 	if err != nil {
@@ -406,13 +398,8 @@ func TestTourSaysWhichRun(t *testing.T) {
 		}
 	}
 	joined := strings.Join(all, "\n")
-	for what, phrase := range map[string]string{
-		"where tokens come from": "max(counter + 1, server time) in microseconds",
-		"atomicity, plainly":     "checks the token and applies the write in one step",
-	} {
-		if !strings.Contains(joined, phrase) {
-			t.Errorf("the tour never says %s (%q)", what, phrase)
-		}
+	if phrase := "checks the token and applies the write in one step"; !strings.Contains(joined, phrase) {
+		t.Errorf("the tour never states atomicity plainly (%q)", phrase)
 	}
 	for _, p := range presets {
 		if strings.Contains(p.Title, "worse") {
@@ -440,16 +427,10 @@ func TestLabelsInsideTheDrawing(t *testing.T) {
 				for _, m := range label.FindAllStringSubmatch(o.SVG, -1) {
 					x, _ := strconv.ParseFloat(m[1], 64)
 					text := tag.ReplaceAllString(m[3], "")
-					size := float64(len([]rune(html.UnescapeString(text)))) * 7
-					switch m[2] {
-					case "middle":
-						x -= size / 2
-					case "end":
-						x -= size
-					}
-					if x < 0 || x+size > drawing {
+					x0, x1 := labelSpan(x, m[2], html.UnescapeString(text))
+					if x0 < 0 || x1 > drawing {
 						t.Errorf("preset %q at width %d, %s: label %q spans x %.0f..%.0f, outside the drawing's 0..%.0f",
-							p.Title, width, o.Heading, text, x, x+size, drawing)
+							p.Title, width, o.Heading, text, x0, x1, drawing)
 					}
 				}
 			}
@@ -459,9 +440,8 @@ func TestLabelsInsideTheDrawing(t *testing.T) {
 
 // TestTourSummariesAndSources: the steps after the runs' end are labelled
 // as summaries, not with the end's time (no event happens there); the
-// tour says where tokens come from (and what a lost counter does) where
-// it first shows the formula, and what fencing cannot protect; and the
-// claim step says who was told ok.
+// tour says what fencing cannot protect; and the claim step says who was
+// told ok.
 func TestTourSummariesAndSources(t *testing.T) {
 	resp, err := Run("scenario=kleppmann", 0)
 	if err != nil {
@@ -482,18 +462,13 @@ func TestTourSummariesAndSources(t *testing.T) {
 	}
 	text := strings.Join(all, "\n")
 	for what, phrase := range map[string]string{
-		"where tokens come from":         "the lease service's counter",
-		"a lost counter":                 "loses its counter",
 		"what fencing cannot protect":    "fencing cannot protect",
-		"who was told ok, at the claim":  "though the late writer was told it succeeded",
+		"who was told ok, at the claim":  "though its writer was told it succeeded",
 		"when the unchecked write lands": "land after a newer read",
 	} {
 		if !strings.Contains(text, phrase) {
 			t.Errorf("the tour never says %s (%q)", what, phrase)
 		}
-	}
-	if !strings.Contains(resp.Tour[0].Text, "max(counter + 1, server time)") || !strings.Contains(resp.Tour[0].Text, "the lease service's counter") {
-		t.Errorf("step 1 shows the formula without saying where tokens come from: %q", resp.Tour[0].Text)
 	}
 }
 
@@ -626,12 +601,15 @@ func TestTourReadClaimsInBothFigures(t *testing.T) {
 }
 
 // TestTourSummariesSayWhichFigureTheyMark: a summary step that names
-// one figure ("the second figure's", "The second storage") highlights
-// that figure's labels only (Fig), and one that highlights one figure
-// names it: a step about the second figure's refusal once also lit the
-// first's, and the lease service's "renewal of 33 refused".
+// one figure ("the second figure's", "The second storage", "The second
+// checks") highlights that figure's labels only (Fig), one that names
+// both highlights both, and one that highlights one figure names it: a
+// step about the second figure's refusal once also lit the first's, and
+// the lease service's "renewal of 33 refused"; check-then-write's
+// atomicity step, which ends on the second figure's refusal of A1, lit
+// the first figure's labels only.
 func TestTourSummariesSayWhichFigureTheyMark(t *testing.T) {
-	ordinal := regexp.MustCompile(`(?i)\b(first|second) (?:figure|storage)\b`)
+	ordinal := regexp.MustCompile(`(?i)\b(first|second)\b`)
 	for _, p := range presets {
 		for i, s := range tourRun(t, p.Query).Tour {
 			if s.At != "summary" {
@@ -646,6 +624,9 @@ func TestTourSummariesSayWhichFigureTheyMark(t *testing.T) {
 			}
 			if s.Fig != 0 && !named[s.Fig] {
 				t.Errorf("%s, step %d highlights figure %d only but does not name it: %q", p.Title, i+1, s.Fig, s.Text)
+			}
+			if len(named) == 2 && len(s.Moments) > 0 && s.Fig != 0 {
+				t.Errorf("%s, step %d names both figures but highlights figure %d only: %q", p.Title, i+1, s.Fig, s.Text)
 			}
 		}
 	}
@@ -750,9 +731,228 @@ func TestTourLostLeaseNamesTheFiguresLabel(t *testing.T) {
 	}
 }
 
-// TestTourStartSaysWhyTokensAreSmall: step 1 says who loses its counter
-// (a service, not "one") and that real tokens are microsecond timestamps
-// while the demo shows small numbers (33, 34).
-func TestTourStartSaysWhyTokensAreSmall(t *testing.T) {
-	wantStepSays(t, "the start.", "a service that loses its counter", "in microseconds", "Real tokens are such timestamps; the demo shows 33, 34")
+// TestTourStartIntroducesTheWords: step 1 of every preset's tour, shown
+// over figures with nothing drawn yet, says the problem and its words
+// in plain language: a lease, a pause that outlasts it, a fencing token,
+// a number that grows with each grant and goes with each write; not how
+// a lease service makes its tokens (a student met "max(counter + 1,
+// server time)" there before "fencing" or "token" had been said).
+func TestTourStartIntroducesTheWords(t *testing.T) {
+	for _, p := range presets {
+		s := tourRun(t, p.Query).Tour[0].Text
+		for _, w := range []string{"a lease", "paused", "fencing token", "a number that grows with each grant", "with each write"} {
+			if !strings.Contains(s, w) {
+				t.Errorf("%s, step 1 never says %q: %q", p.Title, w, s)
+			}
+		}
+		for _, w := range []string{"max(", "counter", "microseconds"} {
+			if strings.Contains(s, w) {
+				t.Errorf("%s, step 1 tells how tokens are made (%q) before what they are for: %q", p.Title, w, s)
+			}
+		}
+	}
+}
+
+// summaryStep is the summary step of resp's tour headed head ("the
+// claim"), or fails.
+func summaryStep(t *testing.T, resp *Response, head string) Step {
+	t.Helper()
+	i := slices.IndexFunc(resp.Tour, func(s Step) bool { return strings.HasPrefix(s.Text, "Summary, "+head+".") })
+	if i < 0 {
+		t.Fatalf("no step tells %s", head)
+	}
+	return resp.Tour[i]
+}
+
+// kleppmannSummary is Kleppmann's tour and its summary step headed
+// head, checked to say each of phrases.
+func kleppmannSummary(t *testing.T, head string, phrases ...string) (*Response, Step) {
+	t.Helper()
+	resp := tourRun(t, kleppmannQuery)
+	s := summaryStep(t, resp, head)
+	for _, p := range phrases {
+		if !strings.Contains(s.Text, p) {
+			t.Errorf("the step on %s does not say %q: %q", head, p, s.Text)
+		}
+	}
+	return resp, s
+}
+
+// momentX is where the first step of resp's tour told at time at ("10.5s")
+// lies in the figures.
+func momentX(t *testing.T, resp *Response, at string) float64 {
+	t.Helper()
+	i := slices.IndexFunc(resp.Tour, func(s Step) bool { return s.At == at })
+	if i < 0 {
+		t.Fatalf("no step at %s", at)
+	}
+	return resp.Tour[i].X
+}
+
+// tokenSteps are the x where svg's storage's token line (the step line
+// under the storage, not the legend's sample) starts, rises or falls.
+func tokenSteps(t *testing.T, svg string) []float64 {
+	t.Helper()
+	m := regexp.MustCompile(`<polyline points="([^"]+)" fill="none"`).FindStringSubmatch(svg)
+	if m == nil {
+		t.Fatal("no token line drawn")
+	}
+	var xs []float64
+	var px, py string
+	for _, pt := range strings.Fields(m[1]) {
+		x, y, _ := strings.Cut(pt, ",")
+		if px == "" || (x == px && y != py) {
+			xs = append(xs, num(t, x))
+		}
+		px, py = x, y
+	}
+	return xs
+}
+
+// TestTourClaimPointsAtTheTokenLines: in Kleppmann's tour, where A's
+// late write lands after B's write, the claim step shows the window
+// only the claim guards with what both figures draw: the storage's token
+// line steps up to 34 at B's read (10.5s) in the second figure, and in
+// the first only at B's write (12.7s), when a write check alone would
+// first see 34; it marks both moments in both figures, and the lines
+// step there in the SVG. The step once marked the second figure only,
+// said the write check alone would accept a write landing between them,
+// and sent the reader to another preset to see it: a student found
+// nothing in these figures that made the point.
+func TestTourClaimPointsAtTheTokenLines(t *testing.T) {
+	resp, s := kleppmannSummary(t, "the claim", "token line steps up to 34 at 10.5s in the second figure, at B's read", "in the first only at B's write (12.7s)")
+	read, write := momentX(t, resp, "10.5s"), momentX(t, resp, "12.7s")
+	if s.Fig != 0 || !s.Store || !slices.Equal(s.Moments, []float64{read, write}) {
+		t.Errorf("the claim step marks %v in figure %d (0: both; storage only: %v), want x %.1f and %.1f in both figures' storage rows",
+			s.Moments, s.Fig, s.Store, read, write)
+	}
+	near := func(xs []float64, x float64) bool {
+		return slices.ContainsFunc(xs, func(v float64) bool { return math.Abs(v-x) < 0.1 })
+	}
+	first, second := tokenSteps(t, resp.Runs[0].SVG), tokenSteps(t, resp.Runs[1].SVG)
+	if !near(second, read) || near(second, write) {
+		t.Errorf("the second figure's token line steps at x %v, want at B's read (%.1f), not at B's write (%.1f)", second, read, write)
+	}
+	if near(first, read) || !near(first, write) {
+		t.Errorf("the first figure's token line steps at x %v, want at B's write (%.1f), not at B's read (%.1f)", first, write, read)
+	}
+}
+
+// TestTourTTLPointsAtWhatAShorterTTLMoves: Kleppmann's TTL step marks
+// the lease's expiry (10.1s), B's read (10.5s) and A's late write
+// (17.5s), and says what a shorter TTL moves in these figures: the
+// expiry and B's read, not A's write; which the run with a 4s TTL bears
+// out (A1 lands at the same moment, after B's read, and fencing off
+// loses a write). The step once sent the reader to two other presets,
+// and a student found nothing in these figures that made its point.
+func TestTourTTLPointsAtWhatAShorterTTLMoves(t *testing.T) {
+	resp, s := kleppmannSummary(t, "the TTL", "A shorter TTL does not help: it moves the expiry and B's read earlier, not A's write at 17.5s", "Nor does a heartbeat")
+	want := []float64{momentX(t, resp, "10.1s"), momentX(t, resp, "10.5s"), momentX(t, resp, "17.5s")}
+	if !slices.Equal(s.Moments, want) {
+		t.Errorf("the TTL step marks x %v, want the expiry's, B's read's and A's write's: %v", s.Moments, want)
+	}
+	landed := func(query string) (a1, bRead time.Duration, lost bool) {
+		q, _ := ParseQuery(query)
+		sc, _ := sim.Lookup(q.Scenario)
+		runs, _, err := runBoth(sc, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		off := runs[0]
+		a1 = off.Writes[slices.Index(off.WriteLabels(), "A1")].At
+		bRead = firstEvent(off, func(e sim.Event) bool { return e.Kind == sim.KindRead && e.Token == 34 }).At
+		return a1, bRead, off.Verdict() != sim.VerdictSafe
+	}
+	a1, read, _ := landed(kleppmannQuery)
+	sa1, sread, slost := landed(kleppmannQuery + "&ttl=4s")
+	if sa1 != a1 || sread >= read || sread >= sa1 || !slost {
+		t.Errorf("with a 4s TTL A1 lands at %s (10s: %s) and B reads at %s (10s: %s), lost: %v; the step says only the expiry and B's read move",
+			sim.FormatTime(sa1), sim.FormatTime(a1), sim.FormatTime(sread), sim.FormatTime(read), slost)
+	}
+}
+
+// TestTourNamesTheWriteCheckAloneWhereItIsDrawn: a sentence of a tour
+// that tells what the write check alone does, in a preset whose figures
+// draw no such storage, names the preset whose figures do; the
+// check-then-write tour once said "the write check alone would accept
+// it" of figures that both claim.
+func TestTourNamesTheWriteCheckAloneWhereItIsDrawn(t *testing.T) {
+	quoted := regexp.MustCompile(`“([^”]+)”`)
+	draws := func(query string) bool {
+		return slices.ContainsFunc(tourRun(t, query).Runs, func(o Outcome) bool { return o.Storage == sim.StorageWrites.String() })
+	}
+	for _, p := range presets {
+		if draws(p.Query) {
+			continue
+		}
+		for i, s := range tourRun(t, p.Query).Tour {
+			for _, sentence := range strings.SplitAfter(s.Text, ". ") {
+				if !strings.Contains(sentence, "write check alone") && !strings.Contains(sentence, "write check only") {
+					continue
+				}
+				named := false
+				for _, m := range quoted.FindAllStringSubmatch(sentence, -1) {
+					for _, o := range presets {
+						named = named || (button(o.Query) == m[0] && draws(o.Query))
+					}
+				}
+				if !named {
+					t.Errorf("%s, step %d tells the write check alone, which neither figure draws, without naming the preset that does: %q", p.Title, i+1, sentence)
+				}
+			}
+		}
+	}
+}
+
+// TestTourLimitsAreTheLessons: every preset's limits step names each
+// limit the lesson lists under "What fencing cannot protect" (its bold
+// terms, in docs/fencing.md); it once named two of the four.
+func TestTourLimitsAreTheLessons(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/fencing.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(doc), "## What fencing cannot protect")
+	section, _, _ = strings.Cut(section, "\n## ")
+	var limits []string
+	for _, m := range regexp.MustCompile(`\*\*([^*]+)\*\*`).FindAllStringSubmatch(section, -1) {
+		limits = append(limits, strings.ToLower(m[1]))
+	}
+	if len(limits) != 4 {
+		t.Fatalf("the lesson's limits section has %d bold terms, want 4: %q", len(limits), limits)
+	}
+	for _, p := range presets {
+		s := summaryStep(t, tourRun(t, p.Query), "the limits")
+		for _, l := range limits {
+			if !strings.Contains(strings.ToLower(s.Text), l) {
+				t.Errorf("%s: the limits step does not name %q: %q", p.Title, l, s.Text)
+			}
+		}
+	}
+}
+
+// TestTourChecksNameTheirFigure: a step telling a token check sent or
+// made apart from a write names the figure that draws it, the
+// check-then-write storage's (the atomic storage draws none); a student
+// read "the storage checks A's token 33 for A1" and looked for it in
+// both figures.
+func TestTourChecksNameTheirFigure(t *testing.T) {
+	check := regexp.MustCompile(`token check for|checks \w+'s token`)
+	told := 0
+	for _, p := range presets {
+		resp := tourRun(t, p.Query)
+		fig := slices.IndexFunc(resp.Runs, func(o Outcome) bool { return o.Storage == sim.StorageCheckThenWrite.String() })
+		for i, s := range resp.Tour {
+			if s.At == "summary" || !check.MatchString(s.Text) {
+				continue
+			}
+			told++
+			if fig < 0 || !strings.Contains(s.Text, []string{"first figure", "second figure"}[fig]) {
+				t.Errorf("%s, step %d tells a token check without naming the figure that draws it (figure %d): %q", p.Title, i+1, fig+1, s.Text)
+			}
+		}
+	}
+	if told == 0 {
+		t.Error("no step tells a token check: the test's pattern is stale")
+	}
 }

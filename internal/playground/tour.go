@@ -31,7 +31,7 @@ var presets = []Preset{
 		"Alone, the check accepts A's late write, then B's replaces it: A was told ok. B's read claims 34 and stops it."},
 	{"Paused mid-work: the heartbeat warns A", "scenario=kleppmann&pause-at=1s",
 		"A learns it lost the lease before its work is done, and writes nothing."},
-	{"Check, then write against one atomic step", "scenario=check-then-write",
+	{"Check, then write: two steps against one", "scenario=check-then-write",
 		"A's token passes the check, A pauses, and its write lands unchecked; checked in the same step, it is refused."},
 	{"No pause, a slow network", "scenario=kleppmann&heartbeat=0s&pause=0s&write-delay=15s",
 		"A's write, sent in time, arrives after its lease expired."},
@@ -83,6 +83,7 @@ func tour(off, on *sim.Result, l render.Layout, query string) []Step {
 	paused := make([]bool, len(off.Clients))
 	renewed := make([]bool, len(off.Clients))
 	told := map[int]bool{} // lost writes whose loss a step has told
+	claimed := false       // a step has told a read's claim
 	onName := heading(on.Storage)
 	var steps []Step
 	// A write's label stands where it was sent, and a step draws the
@@ -95,20 +96,24 @@ func tour(off, on *sim.Result, l render.Layout, query string) []Step {
 		label string
 		name  string
 		token fence.Token
+		fig   int // the one figure that draws it, or 0
 	}
 	var sends []sent
 	for _, r := range []*sim.Result{off, on} {
 		add := func(s sent) {
-			if !slices.ContainsFunc(sends, func(o sent) bool { return o.what == s.what && o.label == s.label && l.X(o.at) == l.X(s.at) }) {
+			i := slices.IndexFunc(sends, func(o sent) bool { return o.what == s.what && o.label == s.label && l.X(o.at) == l.X(s.at) })
+			if i < 0 {
 				sends = append(sends, s)
+			} else if sends[i].fig != s.fig {
+				sends[i].fig = 0
 			}
 		}
 		for i, w := range r.Writes {
-			add(sent{w.Sent, "write", r.WriteLabels()[i], r.Clients[w.Client], w.Token})
+			add(sent{w.Sent, "write", r.WriteLabels()[i], r.Clients[w.Client], w.Token, figure(r, off)})
 		}
 		for _, e := range r.Events {
 			if e.Kind == sim.KindChecked && r.Storage == sim.StorageCheckThenWrite { // an atomic storage's is not drawn
-				add(sent{e.Sent, "token check", r.WriteLabels()[e.Write], r.Clients[e.Client], e.Token})
+				add(sent{e.Sent, "token check", r.WriteLabels()[e.Write], r.Clients[e.Client], e.Token, figure(r, off)})
 			}
 		}
 	}
@@ -119,6 +124,10 @@ func tour(off, on *sim.Result, l render.Layout, query string) []Step {
 			w := sends[0]
 			sends = sends[1:]
 			what := fmt.Sprintf("%s sends its %s for %s (token %d).", w.name, w.what, w.label, w.token)
+			if w.fig != 0 {
+				what = fmt.Sprintf("%s sends its %s for %s (token %d), drawn in the %s figure only: the %s storage checks as it writes.",
+					w.name, w.what, w.label, w.token, ordinals[w.fig-1], ordinals[2-w.fig])
+			}
 			if w.what == "write" {
 				what = fmt.Sprintf("%s sends its write %s (token %d).", w.name, w.label, w.token)
 			}
@@ -133,14 +142,10 @@ func tour(off, on *sim.Result, l render.Layout, query string) []Step {
 		steps = append(steps, Step{At: sim.FormatTime(e.At), X: x, Text: sim.FormatTime(e.At) + ": " + text})
 	}
 	offName := heading(off.Storage)
-	add(sim.Event{}, "the start. Each client reads the file, adds its entry and writes the whole value back. "+
-		"Every lease grant carries a token larger than every earlier grant's, from the lease service's counter: "+
-		"max(counter + 1, server time) in microseconds, so a service that loses its counter still goes up. "+
-		"Real tokens are such timestamps; the demo shows 33, 34. "+
-		"Every request to the storage carries its token.")
+	add(sim.Event{}, "%s", start(off))
 	onDefines := defines(on.Storage)
 	if off.Storage == sim.StorageCheckThenWrite && on.Storage == sim.StorageClaim {
-		onDefines = "the same two rules, but it checks and writes in one step."
+		onDefines = "the same two rules, in one step."
 	}
 	add(sim.Event{}, "the two figures. The first is %s: %s The second is %s: %s", offName, defines(off.Storage), onName, onDefines)
 	for _, e := range off.Events {
@@ -175,24 +180,39 @@ func tour(off, on *sim.Result, l render.Layout, query string) []Step {
 			add(e, "%s", text)
 		case sim.KindRead:
 			text := fmt.Sprintf("%s reads the file: %s.", name, off.ValueString(readOf(off, e)))
+			// What a claim does is told at the first that has an older
+			// token to refuse.
+			then := ""
 			switch {
 			case claimsOn(on) && claimedFirst(on, e.Token) && claimsOn(off) && claimedFirst(off, e.Token):
 				// Both figures draw "read claims": say it of both. The
 				// two-step storage's claim fails later checks, not a
 				// write already checked.
-				text += fmt.Sprintf(" Both storages: this read claims token %d, so from now on a check of an older token fails, before %s writes anything.", e.Token, name)
+				text += fmt.Sprintf(" Both storages: this read claims token %d", e.Token)
+				then = fmt.Sprintf(", so from now on a check of an older token fails, before %s writes anything", name)
 			case claimsOn(on) && claimedFirst(on, e.Token):
-				text += fmt.Sprintf(" %s: this read claims token %d at the storage, so older tokens are refused from now on, before %s writes anything.", onName, e.Token, name)
+				text += fmt.Sprintf(" %s: this read claims token %d", onName, e.Token)
+				then = fmt.Sprintf(", so older tokens are refused from now on, before %s writes anything", name)
+			}
+			if then != "" {
+				if claimed {
+					text += then
+				}
+				text += "."
+				claimed = true
 			}
 			add(e, "%s", text)
 		case sim.KindPaused:
 			paused[e.Client] = true
-			add(e, "%s is paused for %s (a GC stop, a VM suspension): its work and its heartbeat stop with it.", name, sim.FormatTime(e.Dur))
+			add(e, "%s is paused for %s: its work and its heartbeat stop with it.", name, sim.FormatTime(e.Dur))
 		case sim.KindResumed:
 			paused[e.Client] = false
-			add(e, "%s resumes, still believing it holds its lease, and goes on where it stopped.", name)
+			add(e, "%s resumes, still believing it holds its lease.", name)
 		case sim.KindChecked:
-			add(e, "the storage checks %s's token %d for %s: current, ok.", name, e.Token, labels[e.Write])
+			if off.Storage != sim.StorageCheckThenWrite {
+				break // an atomic storage's is not drawn
+			}
+			add(e, "the first figure's storage checks %s's token %d for %s: current, ok.", name, e.Token, labels[e.Write])
 		case sim.KindWriteAccepted:
 			w := off.Writes[e.Write]
 			text := fmt.Sprintf("%s writes %s with token %d; the storage accepts it.", name, labels[e.Write], e.Token)
@@ -210,7 +230,7 @@ func tour(off, on *sim.Result, l render.Layout, query string) []Step {
 			for _, i := range lost {
 				if !told[i] && off.Writes[i].Accepted && overwrites(off, e.Write, i) {
 					told[i] = true
-					text += fmt.Sprintf(" It was based on an older read, so %s's write %s is now lost, though %s was told it succeeded and went on.",
+					text += fmt.Sprintf(" It was based on an older read, so %s's write %s is now lost, though %s was told it succeeded.",
 						off.Clients[off.Writes[i].Client], labels[i], off.Clients[off.Writes[i].Client])
 				}
 			}
@@ -257,6 +277,30 @@ func tour(off, on *sim.Result, l render.Layout, query string) []Step {
 	return steps
 }
 
+// start is the tour's first step, over figures with nothing drawn yet:
+// the setting, the problem and the words the tour uses for it.
+func start(r *sim.Result) string {
+	names := r.Clients
+	who := strings.Join(names, " and ")
+	if len(names) > 2 {
+		who = strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+	}
+	var grants []string
+	for _, e := range r.Events {
+		if e.Kind == sim.KindAcquired && len(grants) < 2 && !slices.Contains(grants, fmt.Sprint(e.Token)) {
+			grants = append(grants, fmt.Sprint(e.Token))
+		}
+	}
+	example := ""
+	if len(grants) == 2 {
+		example = " (" + grants[0] + ", then " + grants[1] + ")"
+	}
+	return fmt.Sprintf("the start. %s each read the file, add an entry and write the whole value back, under a lease: "+
+		"one holder at a time, for %s (its TTL) unless renewed. A holder paused longer (a GC stop) wakes believing it still holds it, "+
+		"and may wipe out the next holder's write. A fencing token fixes that: a number that grows with each grant%s, "+
+		"sent with each write so the storage can refuse an older holder's.", who, sim.FormatTime(r.TTL), example)
+}
+
 // lesson is one of the tour's last steps and the moments it names, with
 // the figure (1, 2; 0 both) and row (store: the storage's) they lie in.
 type lesson struct {
@@ -296,12 +340,12 @@ func lessons(off, on *sim.Result, query string) []lesson {
 	return []lesson{ruleLesson(off, on), claimLesson(off, on), atomicLesson(off, on), ttlLesson(off, query), limitsLesson(off)}
 }
 
+// ordinals name the figures by their place on the page.
+var ordinals = [2]string{"first", "second"}
+
 // which names run r, one of off and on, by its place on the page.
 func which(r, off *sim.Result) string {
-	if r == off {
-		return "first"
-	}
-	return "second"
+	return ordinals[figure(r, off)-1]
 }
 
 // figure is run r's place on the page, 1 or 2.
@@ -341,6 +385,10 @@ func ruleLesson(off, on *sim.Result) lesson {
 }
 
 func claimLesson(off, on *sim.Result) lesson {
+	// Where no figure here draws a write check alone, the preset that
+	// does is named.
+	const replaced = "and %s's write would then silently replace it, though its writer was told it succeeded"
+	elsewhere := " (" + button(claimQuery) + " draws it)"
 	for _, r := range []*sim.Result{on, off} {
 		e := firstEvent(r, func(e sim.Event) bool {
 			return e.Kind == sim.KindWriteRejected && claimsOn(r) && firstEvent(r, func(w sim.Event) bool {
@@ -366,29 +414,45 @@ func claimLesson(off, on *sim.Result) lesson {
 		if i := slices.Index(other.WriteLabels(), label); i >= 0 && other.Storage == sim.StorageWrites && other.Writes[i].Accepted {
 			l.text += fmt.Sprintf(". The write check alone (%s figure) accepted it; %s's write, based on its read, then silently replaced it, though %s was told its write succeeded.",
 				which(other, off), b, a)
+			l.fig = 0 // both figures named
 		} else {
-			l.text += "; the write check alone would accept it, and the reader's write would then silently replace it."
+			l.text += "; a write check alone" + elsewhere + " would accept it, " + fmt.Sprintf(replaced, b) + "."
 		}
 		return l
 	}
-	l := lesson{text: "the claim. A read records its token at once"}
-	if !claimsOn(on) && !claimsOn(off) {
-		l.text = "the claim, which neither storage here makes. A read records its token at once"
-	}
+	// No write here was refused on a claim alone: show the window in
+	// which only the claim refuses a late write, from a newer read to
+	// its reader's write.
 	rd, w := newerRead(on)
-	if claimsOn(on) && rd != nil && w != nil {
-		// The window it guards: from the read to the reader's write.
-		b := on.Clients[rd.Client]
-		l.text = fmt.Sprintf("the claim. In the second figure %s's read claimed %d at %s, before %s's write (%s): "+
-			"only the claim refuses a late write landing between them",
-			b, rd.Token, sim.FormatTime(rd.At), b, sim.FormatTime(w.At))
-		l.at, l.fig, l.store = []time.Duration{rd.At, w.At}, 2, true
-	} else {
-		l.text += ", so a late write landing between a read and the reader's write is refused"
+	if !claimsOn(on) || rd == nil || w == nil {
+		l := lesson{text: "the claim. A read records its token at once, so a late write landing between a read and the reader's write is refused; " +
+			"a write check alone" + elsewhere + " would accept it, " + fmt.Sprintf(replaced, "the reader") + "."}
+		if !claimsOn(on) && !claimsOn(off) {
+			l.text = strings.Replace(l.text, "the claim.", "the claim, which neither storage here makes.", 1)
+		}
+		return l
 	}
-	l.text += "; the write check alone would accept it, and the reader's write would then silently replace it, " +
-		"though the late writer was told it succeeded. None lands there here: " + button(claimQuery) + " shows one."
-	return l
+	b := on.Clients[rd.Client]
+	if claimsOn(off) {
+		// Both figures claim (check-then-write's): neither shows what a
+		// write check alone would do.
+		return lesson{text: fmt.Sprintf("the claim. In both figures %s's read claimed %d at %s, before %s's write (%s): from then on a check of an older token fails. "+
+			"A write check alone%s would pass a late write landing between them, and %s's write would then silently replace it.",
+			b, rd.Token, sim.FormatTime(rd.At), b, sim.FormatTime(w.At), elsewhere, b), at: []time.Duration{rd.At, w.At}, store: true}
+	}
+	// The first figure's token line (the last write's token, or the
+	// highest a write brought) reaches the reader's token only with its
+	// write, as a write check alone's would; the second's at the read.
+	ow := firstEvent(off, func(e sim.Event) bool { return e.Token == rd.Token && e.Kind == sim.KindWriteAccepted })
+	if ow == nil {
+		return lesson{text: fmt.Sprintf("the claim. In the second figure %s's read claimed %d at %s, before %s's write (%s): only the claim refuses a late write landing between them, "+
+			"which a write check alone%s would accept, "+replaced+".", b, rd.Token, sim.FormatTime(rd.At), b, sim.FormatTime(w.At), elsewhere, b),
+			at: []time.Duration{rd.At, w.At}, fig: 2, store: true}
+	}
+	return lesson{text: fmt.Sprintf("the claim. The storage's token line steps up to %d at %s in the second figure, at %s's read; in the first only at %s's write (%s), "+
+		"as it would with a write check alone%s. A late write landing between them would pass that check, then be silently replaced by %s's, though its writer was told it succeeded: "+
+		"only the claim refuses it. None lands there here.",
+		rd.Token, sim.FormatTime(rd.At), b, b, sim.FormatTime(ow.At), elsewhere, b), at: []time.Duration{rd.At, ow.At}, store: true}
 }
 
 func atomicLesson(off, on *sim.Result) lesson {
@@ -420,7 +484,10 @@ func atomicLesson(off, on *sim.Result) lesson {
 			other = on
 		}
 		if i := slices.Index(other.WriteLabels(), label); i >= 0 && other.Storage.Fenced() && other.Storage != sim.StorageCheckThenWrite && !other.Writes[i].Accepted {
-			l.text += fmt.Sprintf(" The %s %s: it refuses %s.", which(other, off), rule, label)
+			// Its refusal lies at the moment it landed in r: both
+			// figures are named, and marked.
+			l.text += fmt.Sprintf(" The %s figure's storage %s: it refuses %s.", which(other, off), rule, label)
+			l.fig = 0
 		} else {
 			l.text += " A safe storage " + rule + "."
 		}
@@ -491,18 +558,29 @@ func ttlLesson(r *sim.Result, query string) lesson {
 		l.text = fmt.Sprintf("the TTL. %s paused at %s with %s of its lease left (it expired at %s): "+
 			"a pause longer than that loses the lease.", a, sim.FormatTime(pause.At), sim.FormatTime(expired.At-pause.At), sim.FormatTime(expired.At))
 		l.at = []time.Duration{pause.At, expired.At}
-		if late := lateWrite(r, pause); late >= 0 && read != nil {
+		if late := lateWrite(r, pause); late >= 0 && read != nil && resumed != nil {
 			// What sets the pause that loses a write is the newer
 			// holder's read, not the expiry: both are marked (the
 			// pause's start too would leave a phone's view too narrow
 			// for their labels).
+			// A shorter TTL moves the expiry and the read, not the
+			// late write: all three are marked, and the figures show it.
 			b := r.Clients[read.Client]
-			l.text = fmt.Sprintf("the TTL. %s's lease expired at %s while it was paused, and %s read at %s. "+
-				"A pause that ends before the expiry is harmless; one long enough that %s's late write lands after %s's read "+
-				"(over about %s here) loses a write.",
+			landed := resumed.At + late
+			l.text = fmt.Sprintf("the TTL. %s's lease expired at %s, mid-pause, and %s read at %s: "+
+				"a pause long enough that %s's write lands after %s's read (over about %s here) loses a write. "+
+				"A shorter TTL does not help: it moves the expiry and %s's read earlier, not %s's write at %s, so a shorter pause then loses a write. "+
+				"Nor does a heartbeat: the pause stops it too.",
 				a, sim.FormatTime(expired.At), b, sim.FormatTime(read.At),
-				a, b, sim.FormatTime(read.At-pause.At-late))
-			l.at = []time.Duration{expired.At, read.At}
+				a, b, sim.FormatTime(read.At-pause.At-late),
+				b, a, sim.FormatTime(landed))
+			// The storage's row only: the lease service's "renewal of
+			// 33 refused" lies at the write's moment too.
+			l.at, l.store = []time.Duration{expired.At, read.At, landed}, true
+			if query == canonical(shortTTLQuery) {
+				l.text += " Compare with " + button(inTimeQuery) + "."
+			}
+			return l
 		}
 		l.text += tail
 	case pause != nil && resumed != nil:
@@ -530,13 +608,14 @@ func ttlLesson(r *sim.Result, query string) lesson {
 }
 
 func limitsLesson(off *sim.Result) lesson {
-	l := lesson{text: "the limits. What fencing cannot protect: effects outside the storage (a mail sent, another service called) " +
-		"and a storage that does not check tokens"}
+	l := lesson{text: "the limits. What fencing cannot protect: side effects outside the storage (a mail, a payment), " +
+		"a storage that does not check tokens"}
 	if i := slices.IndexFunc(off.Writes, func(w sim.Write) bool { return w.Accepted && !w.Live }); i >= 0 && off.Storage == sim.StorageOff {
 		l.text += fmt.Sprintf(" (the first figure's, %s at %s)", off.WriteLabels()[i], sim.FormatTime(off.Writes[i].At))
 		l.at, l.fig, l.store = []time.Duration{off.Writes[i].At}, 1, true
 	}
-	l.text += ". A refused writer must stop, not retry; an equal token (the same holder again) passes."
+	l.text += ", locks held elsewhere (a paused holder's open transaction) and liveness (a crashed holder's lease runs to its TTL). " +
+		"A refused writer must stop, not retry; an equal token (the same holder again) passes."
 	return l
 }
 
@@ -598,7 +677,7 @@ func defines(s sim.Storage) string {
 	case sim.StorageWrites:
 		return check + "."
 	case sim.StorageClaim:
-		return check + ", and a read records the reader's token (the claim); it checks and writes in one step."
+		return check + ", and a read records the reader's token (the claim)."
 	case sim.StorageCheckThenWrite:
 		return check + ", and a read records the reader's token (the claim), but it checks in one request and writes in the next."
 	}

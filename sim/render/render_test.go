@@ -225,17 +225,10 @@ type svgText struct {
 // svgShapes returns the 12px labels and the lines of an SVG.
 func svgShapes(t *testing.T, svg string) (texts []svgText, lines [][4]float64) {
 	t.Helper()
-	num := func(s string) float64 {
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			t.Fatalf("bad number %q", s)
-		}
-		return f
-	}
 	textRe := regexp.MustCompile(`<text x="([-\d.]+)" y="([-\d.]+)" fill="[^"]*" text-anchor="(\w+)" font-size="12"[^>]*>(.*?)</text>`)
 	tag := regexp.MustCompile(`<[^>]*>`) // a tspan: the part the tour shows later
 	for _, m := range textRe.FindAllStringSubmatch(svg, -1) {
-		x, y, s := num(m[1]), num(m[2]), html.UnescapeString(tag.ReplaceAllString(m[4], ""))
+		x, y, s := parse(t, m[1]), parse(t, m[2]), html.UnescapeString(tag.ReplaceAllString(m[4], ""))
 		w := float64(utf8.RuneCountInString(s)) * 7.0
 		switch m[3] {
 		case "middle":
@@ -247,7 +240,7 @@ func svgShapes(t *testing.T, svg string) (texts []svgText, lines [][4]float64) {
 	}
 	lineRe := regexp.MustCompile(`<line x1="([-\d.]+)" y1="([-\d.]+)" x2="([-\d.]+)" y2="([-\d.]+)" stroke="([^"]*)" stroke-width="([\d.]+)"`)
 	for _, m := range lineRe.FindAllStringSubmatch(svg, -1) {
-		lines = append(lines, [4]float64{num(m[1]), num(m[2]), num(m[3]), num(m[4])})
+		lines = append(lines, [4]float64{parse(t, m[1]), parse(t, m[2]), parse(t, m[3]), parse(t, m[4])})
 	}
 	return texts, lines
 }
@@ -435,6 +428,7 @@ func TestSVGRenewalRefusedToldWhenHeard(t *testing.T) {
 	}
 }
 
+// parse is s as a number, or fails t.
 func parse(t *testing.T, s string) float64 {
 	t.Helper()
 	f, err := strconv.ParseFloat(s, 64)
