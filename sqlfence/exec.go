@@ -50,15 +50,22 @@ type batchSender interface {
 // longer the claim's. A single SELECT, INSERT, UPDATE, DELETE, MERGE, WITH,
 // VALUES or TABLE statement without a semicolon (comments before it
 // allowed) cannot, and is sent without the check: two statements, about
-// twice an autocommit UPDATE's server work (docs/performance.md). Pass
-// such a statement as SQL text, not the name of a statement prepared on
-// the connection. On a pgx.Tx, the claim and the statement are a round
-// trip each and commit with the caller's transaction. A refusal costs one
-// round trip more, to read the current token.
+// twice an autocommit UPDATE's server work (docs/performance.md). It is
+// sent as text, never taken for the name of a statement prepared on the
+// connection (such a name, "update job", fails as SQL); with a
+// pgx.QueryRewriter other than pgx.NamedArgs it is checked. On a pgx.Tx,
+// the claim and the statement are a round trip each and commit with the
+// caller's transaction. A refusal costs one round trip more, to read the
+// current token.
+//
+// Exec returns the statement's command tag: a WHERE that matched no row
+// is no error (check RowsAffected), and rows the statement returns
+// (RETURNING, SELECT) are dropped; to read them, run it in [InTx].
 //
 // Errors: a [*fence.StaleError] (nothing changed; counted in
 // fencekit_stale_rejected); [fence.ErrInvalid] for a nil db, an empty sql,
-// a bad token or resource (nothing sent); the statement's error
+// a bad token or resource, a *pgx.Conn or *pgxpool.Conn inside a
+// transaction (pass its pgx.Tx) (nothing sent); the statement's error
 // (nothing changed); an error when the statement left a transaction open
 // (a BEGIN: Exec rolls it back); ctx's error, wrapping context.Cause(ctx) once ctx has
 // ended, as for InTx.
@@ -82,7 +89,7 @@ func Exec(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 		}
 		return tag, cause.With(ctx, err)
 	}
-	if c, ok := db.(*pgx.Conn); ok && c.PgConn().TxStatus() != 'I' {
+	if c := connOf(db); c != nil && c.PgConn().TxStatus() != 'I' {
 		return pgconn.CommandTag{}, valid.Invalid("sqlfence: Exec %q: the connection is inside a transaction; pass its pgx.Tx", resource)
 	}
 	bs, ok := db.(batchSender)
@@ -97,33 +104,28 @@ func Exec(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 // them pgsql.ExecCheckSQL unless the statement cannot end the transaction.
 func execBatch(ctx context.Context, bs batchSender, resource string, tok fence.Token, sql string, args []any) (pgconn.CommandTag, error) {
 	b := &pgx.Batch{}
-	checked := !cannotEndTx(sql)
+	checked := !cannotEndTx(sql) || rewritten(args)
 	if checked {
 		mark := strconv.FormatUint(rand.Uint64(), 36)
 		b.Queue(execClaimSQL, resource, int64(tok), mark)
 		b.Queue(sql, args...)
 		b.Queue(pgsql.ExecCheckSQL, mark)
 	} else {
+		// The newline keeps pgx from taking sql for the name of a
+		// statement prepared on the connection, which could be anything.
 		b.Queue(lockClaimSQL, resource, int64(tok))
-		b.Queue(sql, args...)
+		b.Queue(sql+"\n", args...)
 	}
 	// A statement may leave a transaction open (BEGIN), so that nothing
 	// commits at the pipeline's end: Exec looks at the connection after it.
-	var conn *pgx.Conn
-	switch d := bs.(type) {
-	case *pgx.Conn:
-		conn = d
-	case *pgxpool.Conn:
-		conn = d.Conn()
-	case *pgxpool.Pool:
-		if checked {
-			pc, err := d.Acquire(ctx)
-			if err != nil {
-				return pgconn.CommandTag{}, fmt.Errorf("sqlfence: Exec %q with token %s: %w", resource, tok, err)
-			}
-			defer pc.Release()
-			bs, conn = pc, pc.Conn()
+	conn := connOf(bs)
+	if p, ok := bs.(*pgxpool.Pool); ok && checked {
+		pc, err := p.Acquire(ctx)
+		if err != nil {
+			return pgconn.CommandTag{}, fmt.Errorf("sqlfence: Exec %q with token %s: %w", resource, tok, err)
 		}
+		defer pc.Release()
+		bs, conn = pc, pc.Conn()
 	}
 	br := bs.SendBatch(ctx, b)
 	_, claimErr := br.Exec()
@@ -160,6 +162,33 @@ func execBatch(ctx context.Context, bs batchSender, resource string, tok fence.T
 		return pgconn.CommandTag{}, fmt.Errorf("sqlfence: Exec %q with token %s: the statement left a transaction open (a BEGIN); Exec rolled it back, claim included", resource, tok)
 	}
 	return tag, nil
+}
+
+// connOf returns the connection of a *pgx.Conn or *pgxpool.Conn, or nil.
+func connOf(db any) *pgx.Conn {
+	switch d := db.(type) {
+	case *pgx.Conn:
+		return d
+	case *pgxpool.Conn:
+		return d.Conn()
+	}
+	return nil
+}
+
+// rewritten reports whether args begin with a pgx.QueryRewriter that may
+// change the statement's text (any but pgx's named arguments, which only
+// replace @names with placeholders), so that cannotEndTx cannot judge it.
+func rewritten(args []any) bool {
+	if len(args) == 0 {
+		return false
+	}
+	switch args[0].(type) {
+	case pgx.NamedArgs, pgx.StrictNamedArgs:
+		return false
+	case pgx.QueryRewriter:
+		return true
+	}
+	return false
 }
 
 // errStatementEnded is Exec's error when its statement ended the claim's
