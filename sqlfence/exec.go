@@ -178,15 +178,16 @@ func connOf(db any) *pgx.Conn {
 // rewritten reports whether args begin with a pgx.QueryRewriter that may
 // change the statement's text (any but pgx's named arguments, which only
 // replace @names with placeholders), so that cannotEndTx cannot judge it.
+// pgx takes every leading rewriter off the arguments and applies the last.
 func rewritten(args []any) bool {
-	if len(args) == 0 {
-		return false
-	}
-	switch args[0].(type) {
-	case pgx.NamedArgs, pgx.StrictNamedArgs:
-		return false
-	case pgx.QueryRewriter:
-		return true
+	for _, a := range args {
+		switch a.(type) {
+		case pgx.NamedArgs, pgx.StrictNamedArgs:
+		case pgx.QueryRewriter:
+			return true
+		default:
+			return false
+		}
 	}
 	return false
 }

@@ -112,6 +112,8 @@ func TestExecChecksWhatMayEndTx(t *testing.T) {
 		{"several statements", "UPDATE steps SET log = log || 'a' WHERE id = 1; COMMIT; UPDATE steps SET log = log || 'b' WHERE id = 1", nil},
 		{"a QueryRewriter's several statements", "UPDATE steps SET log = 'x' WHERE id = 1",
 			[]any{rewriter("UPDATE steps SET log = log || 'a' WHERE id = 1; COMMIT; UPDATE steps SET log = log || 'b' WHERE id = 1")}},
+		{"a QueryRewriter's several statements behind NamedArgs", "UPDATE steps SET log = 'x' WHERE id = 1",
+			[]any{pgx.NamedArgs{}, rewriter("UPDATE steps SET log = log || 'a' WHERE id = 1; COMMIT; UPDATE steps SET log = log || 'b' WHERE id = 1")}},
 		{"several statements, simple protocol as an argument", "UPDATE steps SET log = log || 'a' WHERE id = 1; COMMIT; UPDATE steps SET log = log || 'b' WHERE id = 1",
 			[]any{pgx.QueryExecModeSimpleProtocol}},
 	} {
@@ -199,6 +201,12 @@ func TestExecSingleStatementUnchecked(t *testing.T) {
 			if len(rec.sqls) != want || rec.sqls[1] != sent {
 				t.Errorf("Exec(%q) sent %q; want %d statements, the second %q", sql, rec.sqls, want, sent)
 			}
+		}
+		// pgx's named arguments only put placeholders in: no check
+		rec.sqls = nil
+		tok++
+		if _, err := sqlfence.Exec(ctx, conn, "steps", tok, "UPDATE t SET id = @id", pgx.NamedArgs{"id": 1}); err != nil || len(rec.sqls) != 2 {
+			t.Errorf("Exec with pgx.NamedArgs = %v, sent %q; want 2 statements", err, rec.sqls)
 		}
 	})
 	t.Run("statement_timeout", func(t *testing.T) {
