@@ -54,9 +54,9 @@ type batchSender interface {
 // sent as text, never taken for the name of a statement prepared on the
 // connection (such a name, "update job", fails as SQL); with a
 // pgx.QueryRewriter other than pgx.NamedArgs it is checked. On a pgx.Tx,
-// the claim and the statement are a round trip each and commit with the
-// caller's transaction. A refusal costs one round trip more, to read the
-// current token.
+// the claim and the statement (with the check) are a round trip each and
+// commit with the caller's transaction. A refusal costs one round trip
+// more, to read the current token.
 //
 // Exec returns the statement's command tag: a WHERE that matched no row
 // is no error (check RowsAffected), and rows the statement returns
@@ -67,7 +67,8 @@ type batchSender interface {
 // a bad token or resource, a *pgx.Conn or *pgxpool.Conn inside a
 // transaction (pass its pgx.Tx) (nothing sent); the statement's error
 // (nothing changed); an error when the statement left a transaction open
-// (a BEGIN: Exec rolls it back); ctx's error, wrapping context.Cause(ctx) once ctx has
+// (a BEGIN: Exec rolls it back) or, on a pgx.Tx, undid the claim (a
+// ROLLBACK TO SAVEPOINT: roll the transaction back); ctx's error, wrapping context.Cause(ctx) once ctx has
 // ended, as for InTx.
 func Exec(ctx context.Context, db TxBeginner, resource string, tok fence.Token, sql string, args ...any) (pgconn.CommandTag, error) {
 	if err := checkArgs(ctx, db, resource, tok); err != nil {
@@ -77,16 +78,7 @@ func Exec(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 		return pgconn.CommandTag{}, valid.Invalid("sqlfence: Exec %q: empty sql", resource)
 	}
 	if tx, ok := db.(pgx.Tx); ok {
-		if err := claim(ctx, tx, resource, tok); err != nil {
-			return pgconn.CommandTag{}, cause.With(ctx, err)
-		}
-		tag, err := tx.Exec(ctx, sql, args...)
-		switch {
-		case err != nil:
-			err = fmt.Errorf("sqlfence: Exec %q with token %s: %w", resource, tok, err)
-		case tx.Conn().PgConn().TxStatus() != 'T':
-			err = errStatementEnded(resource, tok)
-		}
+		tag, err := execOnTx(ctx, tx, resource, tok, sql, args)
 		return tag, cause.With(ctx, err)
 	}
 	if c := connOf(db); c != nil && c.PgConn().TxStatus() != 'I' {
@@ -98,6 +90,40 @@ func Exec(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 	}
 	tag, err := execBatch(ctx, bs, resource, tok, sql, args)
 	return tag, cause.With(ctx, err)
+}
+
+// execOnTx claims with a mark in tx, then sends the statement and
+// pgsql.ExecCheckSQL as one pipeline: the check fails when the statement
+// ended tx or rolled back to a savepoint made before the claim, undoing the
+// claim and releasing its row lock, so that what it wrote after that
+// would commit unfenced with tx.
+func execOnTx(ctx context.Context, tx pgx.Tx, resource string, tok fence.Token, sql string, args []any) (pgconn.CommandTag, error) {
+	mark := strconv.FormatUint(rand.Uint64(), 36)
+	var claimed bool
+	var cur int64
+	var set string
+	s := pgxSender{tx}
+	found, err := s.Row(ctx, pgsql.ClaimMarkSQL, []any{resource, int64(tok), mark}, &claimed, &cur, &set)
+	if err := pgsql.Claimed(ctx, s, "sqlfence", resource, tok, found && claimed, cur, err); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	b := &pgx.Batch{}
+	b.Queue(sql, args...)
+	b.Queue(pgsql.ExecCheckSQL, mark)
+	br := tx.SendBatch(ctx, b)
+	tag, stmtErr := br.Exec()
+	_, checkErr := br.Exec()
+	closeErr := br.Close()
+	if endedStatement(stmtErr) || endedStatement(checkErr) || endedStatement(closeErr) {
+		return pgconn.CommandTag{}, fmt.Errorf("sqlfence: Exec %q with token %s: the statement undid the claim (a COMMIT, ROLLBACK or ROLLBACK TO SAVEPOINT inside it); roll the transaction back", resource, tok)
+	}
+	if err := execErr(resource, tok, stmtErr, checkErr, closeErr); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	if tx.Conn().PgConn().TxStatus() != 'T' {
+		return pgconn.CommandTag{}, errStatementEnded(resource, tok)
+	}
+	return tag, nil
 }
 
 // execBatch sends the claim and the statement as one pipeline, and after
@@ -122,7 +148,7 @@ func execBatch(ctx context.Context, bs batchSender, resource string, tok fence.T
 	if p, ok := bs.(*pgxpool.Pool); ok && checked {
 		pc, err := p.Acquire(ctx)
 		if err != nil {
-			return pgconn.CommandTag{}, fmt.Errorf("sqlfence: Exec %q with token %s: %w", resource, tok, err)
+			return pgconn.CommandTag{}, execErr(resource, tok, err)
 		}
 		defer pc.Release()
 		bs, conn = pc, pc.Conn()
@@ -150,18 +176,24 @@ func execBatch(ctx context.Context, bs batchSender, resource string, tok fence.T
 			return pgconn.CommandTag{}, fmt.Errorf("sqlfence: %q refused token %s", resource, tok)
 		}
 		return pgconn.CommandTag{}, pgsql.StaleFromReread(ctx, pgxSender{q}, "sqlfence", resource, tok)
-	case claimErr != nil:
-		return pgconn.CommandTag{}, fmt.Errorf("sqlfence: Exec %q with token %s: %w", resource, tok, claimErr)
-	case stmtErr != nil:
-		return pgconn.CommandTag{}, fmt.Errorf("sqlfence: Exec %q with token %s: %w", resource, tok, stmtErr)
-	case checkErr != nil:
-		return pgconn.CommandTag{}, fmt.Errorf("sqlfence: Exec %q with token %s: %w", resource, tok, checkErr)
-	case closeErr != nil:
-		return pgconn.CommandTag{}, fmt.Errorf("sqlfence: Exec %q with token %s: %w", resource, tok, closeErr)
-	case opened:
+	}
+	if err := execErr(resource, tok, claimErr, stmtErr, checkErr, closeErr); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	if opened {
 		return pgconn.CommandTag{}, fmt.Errorf("sqlfence: Exec %q with token %s: the statement left a transaction open (a BEGIN); Exec rolled it back, claim included", resource, tok)
 	}
 	return tag, nil
+}
+
+// execErr returns the first error of errs, naming Exec, resource and tok.
+func execErr(resource string, tok fence.Token, errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return fmt.Errorf("sqlfence: Exec %q with token %s: %w", resource, tok, err)
+		}
+	}
+	return nil
 }
 
 // connOf returns the connection of a *pgx.Conn or *pgxpool.Conn, or nil.

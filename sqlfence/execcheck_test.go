@@ -314,3 +314,33 @@ func TestExecPoolConnInTransaction(t *testing.T) {
 	}
 	exec(t, pc, `INSERT INTO mine VALUES (1)`, `ROLLBACK`)
 }
+
+// TestExecOnTxStatementUndoesClaim: on a pgx.Tx, a statement that rolls
+// back to a savepoint the caller made before Exec undoes the claim and
+// releases its row lock; what the statement writes after that would
+// commit with the caller's transaction unfenced. Exec fails instead, and
+// the caller's commit writes nothing.
+func TestExecOnTxStatementUndoesClaim(t *testing.T) {
+	_, dbs, log := endTxSetup(t)
+	ctx := testCtx(t)
+	tok := fence.Token(100)
+	for _, name := range []string{"pool", "exec-mode pool", "simple-protocol"} {
+		t.Run(name, func(t *testing.T) {
+			for _, sql := range []string{"ROLLBACK TO SAVEPOINT before_exec", "ROLLBACK TO SAVEPOINT before_exec; UPDATE steps SET log = log || 'b' WHERE id = 1"} {
+				tx, err := dbs[name].(interface {
+					Begin(context.Context) (pgx.Tx, error)
+				}).Begin(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				exec(t, tx, `SAVEPOINT before_exec`)
+				tok++
+				_, err = sqlfence.Exec(ctx, tx, "steps", tok, sql)
+				_ = tx.Commit(ctx)
+				if got := log(); err == nil || got != "" {
+					t.Errorf("Exec(%q) on a pgx.Tx = %v, log %q after the commit; want an error and nothing written", sql, err, got)
+				}
+			}
+		})
+	}
+}
