@@ -50,17 +50,25 @@ type batchSender interface {
 // longer the claim's. A single SELECT, INSERT, UPDATE, DELETE, MERGE, WITH,
 // VALUES or TABLE statement without a semicolon (comments before it
 // allowed) cannot, and is sent without the check: two statements, about
-// twice an autocommit UPDATE's server work (docs/performance.md). Pass
-// such a statement as SQL text, not the name of a statement prepared on
-// the connection. On a pgx.Tx, the claim and the statement are a round
-// trip each and commit with the caller's transaction. A refusal costs one
-// round trip more, to read the current token.
+// twice an autocommit UPDATE's server work (docs/performance.md). It is
+// sent as text, never taken for the name of a statement prepared on the
+// connection (such a name, "update job", fails as SQL); with a
+// pgx.QueryRewriter other than pgx.NamedArgs it is checked. On a pgx.Tx,
+// the claim and the statement (with the check) are a round trip each and
+// commit with the caller's transaction. A refusal costs one round trip
+// more, to read the current token.
+//
+// Exec returns the statement's command tag: a WHERE that matched no row
+// is no error (check RowsAffected), and rows the statement returns
+// (RETURNING, SELECT) are dropped; to read them, run it in [InTx].
 //
 // Errors: a [*fence.StaleError] (nothing changed; counted in
 // fencekit_stale_rejected); [fence.ErrInvalid] for a nil db, an empty sql,
-// a bad token or resource (nothing sent); the statement's error
+// a bad token or resource, a *pgx.Conn or *pgxpool.Conn inside a
+// transaction (pass its pgx.Tx) (nothing sent); the statement's error
 // (nothing changed); an error when the statement left a transaction open
-// (a BEGIN: Exec rolls it back); ctx's error, wrapping context.Cause(ctx) once ctx has
+// (a BEGIN: Exec rolls it back) or, on a pgx.Tx, undid the claim (a
+// ROLLBACK TO SAVEPOINT: roll the transaction back); ctx's error, wrapping context.Cause(ctx) once ctx has
 // ended, as for InTx.
 func Exec(ctx context.Context, db TxBeginner, resource string, tok fence.Token, sql string, args ...any) (pgconn.CommandTag, error) {
 	if err := checkArgs(ctx, db, resource, tok); err != nil {
@@ -70,19 +78,10 @@ func Exec(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 		return pgconn.CommandTag{}, valid.Invalid("sqlfence: Exec %q: empty sql", resource)
 	}
 	if tx, ok := db.(pgx.Tx); ok {
-		if err := claim(ctx, tx, resource, tok); err != nil {
-			return pgconn.CommandTag{}, cause.With(ctx, err)
-		}
-		tag, err := tx.Exec(ctx, sql, args...)
-		switch {
-		case err != nil:
-			err = fmt.Errorf("sqlfence: Exec %q with token %s: %w", resource, tok, err)
-		case tx.Conn().PgConn().TxStatus() != 'T':
-			err = errStatementEnded(resource, tok)
-		}
+		tag, err := execOnTx(ctx, tx, resource, tok, sql, args)
 		return tag, cause.With(ctx, err)
 	}
-	if c, ok := db.(*pgx.Conn); ok && c.PgConn().TxStatus() != 'I' {
+	if c := connOf(db); c != nil && c.PgConn().TxStatus() != 'I' {
 		return pgconn.CommandTag{}, valid.Invalid("sqlfence: Exec %q: the connection is inside a transaction; pass its pgx.Tx", resource)
 	}
 	bs, ok := db.(batchSender)
@@ -93,37 +92,66 @@ func Exec(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 	return tag, cause.With(ctx, err)
 }
 
+// execOnTx claims with a mark in tx, then sends the statement and
+// pgsql.ExecCheckSQL as one pipeline: the check fails when the statement
+// ended tx or rolled back to a savepoint made before the claim, undoing the
+// claim and releasing its row lock, so that what it wrote after that
+// would commit unfenced with tx.
+func execOnTx(ctx context.Context, tx pgx.Tx, resource string, tok fence.Token, sql string, args []any) (pgconn.CommandTag, error) {
+	mark := strconv.FormatUint(rand.Uint64(), 36)
+	var claimed bool
+	var cur int64
+	var set string
+	s := pgxSender{tx}
+	found, err := s.Row(ctx, pgsql.ClaimMarkSQL, []any{resource, int64(tok), mark}, &claimed, &cur, &set)
+	if err := pgsql.Claimed(ctx, s, "sqlfence", resource, tok, found && claimed, cur, err); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	b := &pgx.Batch{}
+	b.Queue(sql, args...)
+	b.Queue(pgsql.ExecCheckSQL, mark)
+	br := tx.SendBatch(ctx, b)
+	tag, stmtErr := br.Exec()
+	_, checkErr := br.Exec()
+	closeErr := br.Close()
+	if endedStatement(stmtErr) || endedStatement(checkErr) || endedStatement(closeErr) {
+		return pgconn.CommandTag{}, fmt.Errorf("sqlfence: Exec %q with token %s: the statement undid the claim (a COMMIT, ROLLBACK or ROLLBACK TO SAVEPOINT inside it); roll the transaction back", resource, tok)
+	}
+	if err := execErr(resource, tok, stmtErr, checkErr, closeErr); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	if tx.Conn().PgConn().TxStatus() != 'T' {
+		return pgconn.CommandTag{}, errStatementEnded(resource, tok)
+	}
+	return tag, nil
+}
+
 // execBatch sends the claim and the statement as one pipeline, and after
 // them pgsql.ExecCheckSQL unless the statement cannot end the transaction.
 func execBatch(ctx context.Context, bs batchSender, resource string, tok fence.Token, sql string, args []any) (pgconn.CommandTag, error) {
 	b := &pgx.Batch{}
-	checked := !cannotEndTx(sql)
+	checked := !cannotEndTx(sql) || rewritten(args)
 	if checked {
 		mark := strconv.FormatUint(rand.Uint64(), 36)
 		b.Queue(execClaimSQL, resource, int64(tok), mark)
 		b.Queue(sql, args...)
 		b.Queue(pgsql.ExecCheckSQL, mark)
 	} else {
+		// The newline keeps pgx from taking sql for the name of a
+		// statement prepared on the connection, which could be anything.
 		b.Queue(lockClaimSQL, resource, int64(tok))
-		b.Queue(sql, args...)
+		b.Queue(sql+"\n", args...)
 	}
 	// A statement may leave a transaction open (BEGIN), so that nothing
 	// commits at the pipeline's end: Exec looks at the connection after it.
-	var conn *pgx.Conn
-	switch d := bs.(type) {
-	case *pgx.Conn:
-		conn = d
-	case *pgxpool.Conn:
-		conn = d.Conn()
-	case *pgxpool.Pool:
-		if checked {
-			pc, err := d.Acquire(ctx)
-			if err != nil {
-				return pgconn.CommandTag{}, fmt.Errorf("sqlfence: Exec %q with token %s: %w", resource, tok, err)
-			}
-			defer pc.Release()
-			bs, conn = pc, pc.Conn()
+	conn := connOf(bs)
+	if p, ok := bs.(*pgxpool.Pool); ok && checked {
+		pc, err := p.Acquire(ctx)
+		if err != nil {
+			return pgconn.CommandTag{}, execErr(resource, tok, err)
 		}
+		defer pc.Release()
+		bs, conn = pc, pc.Conn()
 	}
 	br := bs.SendBatch(ctx, b)
 	_, claimErr := br.Exec()
@@ -148,18 +176,52 @@ func execBatch(ctx context.Context, bs batchSender, resource string, tok fence.T
 			return pgconn.CommandTag{}, fmt.Errorf("sqlfence: %q refused token %s", resource, tok)
 		}
 		return pgconn.CommandTag{}, pgsql.StaleFromReread(ctx, pgxSender{q}, "sqlfence", resource, tok)
-	case claimErr != nil:
-		return pgconn.CommandTag{}, fmt.Errorf("sqlfence: Exec %q with token %s: %w", resource, tok, claimErr)
-	case stmtErr != nil:
-		return pgconn.CommandTag{}, fmt.Errorf("sqlfence: Exec %q with token %s: %w", resource, tok, stmtErr)
-	case checkErr != nil:
-		return pgconn.CommandTag{}, fmt.Errorf("sqlfence: Exec %q with token %s: %w", resource, tok, checkErr)
-	case closeErr != nil:
-		return pgconn.CommandTag{}, fmt.Errorf("sqlfence: Exec %q with token %s: %w", resource, tok, closeErr)
-	case opened:
+	}
+	if err := execErr(resource, tok, claimErr, stmtErr, checkErr, closeErr); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	if opened {
 		return pgconn.CommandTag{}, fmt.Errorf("sqlfence: Exec %q with token %s: the statement left a transaction open (a BEGIN); Exec rolled it back, claim included", resource, tok)
 	}
 	return tag, nil
+}
+
+// execErr returns the first error of errs, naming Exec, resource and tok.
+func execErr(resource string, tok fence.Token, errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return fmt.Errorf("sqlfence: Exec %q with token %s: %w", resource, tok, err)
+		}
+	}
+	return nil
+}
+
+// connOf returns the connection of a *pgx.Conn or *pgxpool.Conn, or nil.
+func connOf(db any) *pgx.Conn {
+	switch d := db.(type) {
+	case *pgx.Conn:
+		return d
+	case *pgxpool.Conn:
+		return d.Conn()
+	}
+	return nil
+}
+
+// rewritten reports whether args begin with a pgx.QueryRewriter that may
+// change the statement's text (any but pgx's named arguments, which only
+// replace @names with placeholders), so that cannotEndTx cannot judge it.
+// pgx takes every leading rewriter off the arguments and applies the last.
+func rewritten(args []any) bool {
+	for _, a := range args {
+		switch a.(type) {
+		case pgx.NamedArgs, pgx.StrictNamedArgs:
+		case pgx.QueryRewriter:
+			return true
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // errStatementEnded is Exec's error when its statement ended the claim's

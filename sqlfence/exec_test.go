@@ -200,6 +200,23 @@ func TestExecInTx(t *testing.T) {
 	if cur, err := current(ctx, env.Pool, "job"); err != nil || cur != 0 {
 		t.Fatalf("guard token after a rollback = %d, %v; want 0", cur, err)
 	}
+	// a refusal leaves the caller's transaction usable
+	if err := sqlfence.Claim(ctx, env.Pool, "job", 9); err != nil {
+		t.Fatal(err)
+	}
+	tx, err = env.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	_, err = sqlfence.Exec(ctx, tx, "job", 7, `UPDATE jobs SET state = 'stale' WHERE id = 1`)
+	var se *fence.StaleError
+	if !errors.As(err, &se) || se.Current != 9 {
+		t.Fatalf("Exec with token 7 after 9 on a pgx.Tx = %v; want a *fence.StaleError with Current 9", err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
+		t.Fatalf("the caller's transaction after a refused Exec: %v; want it usable", err)
+	}
 }
 
 // TestExecRacingWriters: writers with random tokens append to a log

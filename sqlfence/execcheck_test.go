@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/testenv"
@@ -36,6 +37,13 @@ func (r *batchRecorder) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.Tr
 	r.mu.Lock()
 	r.sqls = append(r.sqls, d.SQL)
 	r.mu.Unlock()
+}
+
+// rewriter is a pgx.QueryRewriter replacing the statement with its text.
+type rewriter string
+
+func (r rewriter) RewriteQuery(_ context.Context, _ *pgx.Conn, _ string, args []any) (string, []any, error) {
+	return string(r), args, nil
 }
 
 // endTxSetup creates steps(id, log) and twostep(), a procedure appending
@@ -102,6 +110,10 @@ func TestExecChecksWhatMayEndTx(t *testing.T) {
 		{"CALL behind a nested comment", "/* /* */ UPDATE steps SET log = 'x' */ CALL twostep()", nil},
 		{"sqlc-style CALL", "-- name: TwoStep :exec\ncall twostep()", nil},
 		{"several statements", "UPDATE steps SET log = log || 'a' WHERE id = 1; COMMIT; UPDATE steps SET log = log || 'b' WHERE id = 1", nil},
+		{"a QueryRewriter's several statements", "UPDATE steps SET log = 'x' WHERE id = 1",
+			[]any{rewriter("UPDATE steps SET log = log || 'a' WHERE id = 1; COMMIT; UPDATE steps SET log = log || 'b' WHERE id = 1")}},
+		{"a QueryRewriter's several statements behind NamedArgs", "UPDATE steps SET log = 'x' WHERE id = 1",
+			[]any{pgx.NamedArgs{}, rewriter("UPDATE steps SET log = log || 'a' WHERE id = 1; COMMIT; UPDATE steps SET log = log || 'b' WHERE id = 1")}},
 		{"several statements, simple protocol as an argument", "UPDATE steps SET log = log || 'a' WHERE id = 1; COMMIT; UPDATE steps SET log = log || 'b' WHERE id = 1",
 			[]any{pgx.QueryExecModeSimpleProtocol}},
 	} {
@@ -182,9 +194,19 @@ func TestExecSingleStatementUnchecked(t *testing.T) {
 				t.Fatalf("Exec(%q): %v", sql, err)
 			}
 			log()
-			if len(rec.sqls) != want || rec.sqls[1] != sql {
-				t.Errorf("Exec(%q) sent %q; want %d statements, the second %q", sql, rec.sqls, want, sql)
+			sent := sql
+			if want == 2 { // (ended by a newline, so never a prepared statement's name)
+				sent += "\n"
 			}
+			if len(rec.sqls) != want || rec.sqls[1] != sent {
+				t.Errorf("Exec(%q) sent %q; want %d statements, the second %q", sql, rec.sqls, want, sent)
+			}
+		}
+		// pgx's named arguments only put placeholders in: no check
+		rec.sqls = nil
+		tok++
+		if _, err := sqlfence.Exec(ctx, conn, "steps", tok, "UPDATE t SET id = @id", pgx.NamedArgs{"id": 1}); err != nil || len(rec.sqls) != 2 {
+			t.Errorf("Exec with pgx.NamedArgs = %v, sent %q; want 2 statements", err, rec.sqls)
 		}
 	})
 	t.Run("statement_timeout", func(t *testing.T) {
@@ -225,5 +247,100 @@ func TestExecStatementThatBegins(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestExecPreparedNameReadsAsDML: a statement prepared on the connection
+// under a name that reads as an UPDATE ("update steps") does not slip past
+// the check as a single UPDATE would. Here it is a CALL that commits part
+// way, or a BEGIN: Exec fails, nothing is written after the COMMIT, and the
+// BEGIN's work is not reported as committed.
+func TestExecPreparedNameReadsAsDML(t *testing.T) {
+	env, _, log := endTxSetup(t)
+	ctx := testCtx(t)
+	prepare := func(ctx context.Context, c *pgx.Conn) error {
+		if _, err := c.Prepare(ctx, "update steps", "CALL twostep()"); err != nil {
+			return err
+		}
+		_, err := c.Prepare(ctx, "update begin", "BEGIN")
+		return err
+	}
+	conn := connect(t, env.URL)
+	if err := prepare(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgxpool.ParseConfig(env.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.AfterConnect = prepare
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	tok := fence.Token(100)
+	for name, db := range map[string]sqlfence.TxBeginner{"conn": conn, "pool": pool} {
+		t.Run(name, func(t *testing.T) {
+			tok++
+			_, err := sqlfence.Exec(ctx, db, "steps", tok, "update steps")
+			if got := log(); err == nil || strings.Contains(got, "b") {
+				t.Fatalf(`Exec("update steps") = %v, log %q; want an error and no b (written after the COMMIT, unfenced)`, err, got)
+			}
+			tok++
+			tag, err := sqlfence.Exec(ctx, db, "steps", tok, "update begin")
+			if err == nil {
+				t.Fatalf(`Exec("update begin") = %q, nil; want an error (nothing committed)`, tag)
+			}
+		})
+	}
+}
+
+// TestExecPoolConnInTransaction: a *pgxpool.Conn inside the caller's own
+// transaction is refused as a *pgx.Conn is (pass its pgx.Tx), before
+// anything is sent: the caller's transaction stays open with its work.
+func TestExecPoolConnInTransaction(t *testing.T) {
+	env := setup(t)
+	ctx := testCtx(t)
+	pc, err := env.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Release()
+	exec(t, pc, `BEGIN`, `CREATE TEMP TABLE mine (id int)`)
+	_, err = sqlfence.Exec(ctx, pc, "r", 5, `UPDATE mine SET id = 1`)
+	if !errors.Is(err, fence.ErrInvalid) || pc.Conn().PgConn().TxStatus() != 'T' {
+		t.Fatalf("Exec on a pooled connection inside a transaction = %v, transaction status %c; want fence.ErrInvalid and the transaction still open (T)", err, pc.Conn().PgConn().TxStatus())
+	}
+	exec(t, pc, `INSERT INTO mine VALUES (1)`, `ROLLBACK`)
+}
+
+// TestExecOnTxStatementUndoesClaim: on a pgx.Tx, a statement that rolls
+// back to a savepoint the caller made before Exec undoes the claim and
+// releases its row lock; what the statement writes after that would
+// commit with the caller's transaction unfenced. Exec fails instead, and
+// the caller's commit writes nothing.
+func TestExecOnTxStatementUndoesClaim(t *testing.T) {
+	_, dbs, log := endTxSetup(t)
+	ctx := testCtx(t)
+	tok := fence.Token(100)
+	for _, name := range []string{"pool", "exec-mode pool", "simple-protocol"} {
+		t.Run(name, func(t *testing.T) {
+			for _, sql := range []string{"ROLLBACK TO SAVEPOINT before_exec", "ROLLBACK TO SAVEPOINT before_exec; UPDATE steps SET log = log || 'b' WHERE id = 1"} {
+				tx, err := dbs[name].(interface {
+					Begin(context.Context) (pgx.Tx, error)
+				}).Begin(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				exec(t, tx, `SAVEPOINT before_exec`)
+				tok++
+				_, err = sqlfence.Exec(ctx, tx, "steps", tok, sql)
+				_ = tx.Commit(ctx)
+				if got := log(); err == nil || got != "" {
+					t.Errorf("Exec(%q) on a pgx.Tx = %v, log %q after the commit; want an error and nothing written", sql, err, got)
+				}
+			}
+		})
 	}
 }

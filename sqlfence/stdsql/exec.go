@@ -29,6 +29,9 @@ import (
 // sqlfence.Exec takes one. A refusal costs two more: ROLLBACK, and a read
 // of the current token for the error.
 //
+// Rows the statement returns (RETURNING) are dropped; to read them, run
+// it in [InTx].
+//
 // Errors: a [*fence.StaleError] (nothing changed; counted in
 // fencekit_stale_rejected); [fence.ErrInvalid] for a nil db, an empty
 // query, a bad token or resource (nothing sent); the statement's error
