@@ -463,7 +463,14 @@ function slideBarLabels(svg, from, to) {
     if (t.dataset.home === undefined) Object.assign(t.dataset, { home: t.getAttribute("x"), full: t.textContent });
     const lo = Math.max(bar.x0, from), hi = Math.min(bar.x1, end);
     if (b.x >= from && b.x + b.width <= end) continue;
-    if (hi - lo < b.width + 8) t.textContent = t.dataset.full.replace(/ \(.*\)$/, "");
+    if (hi - lo < b.width + 8) {
+      // The holder, " (A)", not drawn: the text stays the figure's.
+      const short = t.dataset.full.replace(/ \(.*\)$/, "");
+      const rest = document.createElementNS(svgNS, "tspan");
+      rest.style.display = "none";
+      rest.textContent = t.dataset.full.slice(short.length);
+      t.replaceChildren(short, rest);
+    }
     const c = t.getBBox();
     if (hi - lo < c.width + 8) {
       t.textContent = t.dataset.full;
