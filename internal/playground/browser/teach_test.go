@@ -210,7 +210,7 @@ const phoneStateJS = `(() => {
       let after = false;
       for (const el of svg.children) {
         if (el === strip) { after = true; continue; }
-        if (after && !el.classList.contains("lane-name") && el.tagName !== "line") return "drawn over the strip: " + el.tagName + " " + el.textContent;
+        if (after && !el.classList.contains("lane-name") && !el.classList.contains("hint") && el.tagName !== "line") return "drawn over the strip: " + el.tagName + " " + el.textContent;
       }
       return "";
     }),

@@ -543,7 +543,8 @@ func phoneFirstView(t *testing.T, tab context.Context, p playground.Preset, erro
 // phoneChecks are checked on a 400 x 860 phone.
 func phoneChecks() []stepCheck {
 	return []stepCheck{labelsWhole(), showsNamedWrites(), momentsInView(), fatesInView(), barNames(),
-		oneWindow(), tourBar(), tourNames(), phoneKeepsTheLegend(), verdictsWhole()}
+		oneWindow(), tourBar(), tourNames(), phoneKeepsTheLegend(), verdictsWhole(),
+		momentHints()} // last: its tap scrolls the figures
 }
 
 // labelsWhole: at every step of every preset's tour, no label of either
@@ -669,6 +670,19 @@ func momentsInView() stepCheck {
 	}}
 }
 
+// figViewJS, in a loop over the figures' columns (fig), reads the
+// figure's view on screen: its svg, the column's box f and the svg's s,
+// its scale k (screen px per unit), and from left to right the part it
+// shows, right of the lane names' strip.
+const figViewJS = `
+    const svg = fig.querySelector("svg");
+    const f = fig.getBoundingClientRect(), s = svg.getBoundingClientRect();
+    const k = s.width / +svg.getAttribute("width");
+    const strip = svg.querySelector("rect.name-strip");
+    const left = strip && getComputedStyle(strip).visibility !== "hidden" ? strip.getBoundingClientRect().right : f.left + fig.clientLeft;
+    const right = f.left + fig.clientLeft + fig.clientWidth;
+`
+
 // fatesJS lists, in both figures, the storages' labels of the writes'
 // fates ("B1 (token 34): ok, later LOST") that a step at x has reached
 // whose write lies in the part of the figure in view, whether each shows
@@ -676,13 +690,7 @@ func momentsInView() stepCheck {
 // view and their marked labels.
 const fatesJS = `((x, moments) => {
   const out = [];
-  for (const fig of document.querySelectorAll(".run .timeline")) {
-    const svg = fig.querySelector("svg");
-    const f = fig.getBoundingClientRect(), s = svg.getBoundingClientRect();
-    const k = s.width / +svg.getAttribute("width");
-    const strip = svg.querySelector("rect.name-strip");
-    const left = strip && getComputedStyle(strip).visibility !== "hidden" ? strip.getBoundingClientRect().right : f.left + fig.clientLeft;
-    const right = f.left + fig.clientLeft + fig.clientWidth;
+  for (const fig of document.querySelectorAll(".run .timeline")) {` + figViewJS + `
     const storeY = Math.max(...[...svg.querySelectorAll("text.lane-name")].map((n) => +n.getAttribute("y")));
     // The moments in view and their marked labels, which the page keeps first.
     let lo = Infinity, hi = -Infinity;
@@ -836,7 +844,7 @@ func tourBar() stepCheck {
 }
 
 // tourNames: at every step, each figure's lane names sit on an opaque
-// strip that nothing is drawn over but them, so no data shows under a
+// strip that nothing is drawn over but them (and momentHints' hints), so no data shows under a
 // name; and from the step that tells A's late write on, the fenced run's
 // REJECTED label is on screen (but at the last steps that name earlier
 // moments).
@@ -902,5 +910,66 @@ func verdictsWhole() stepCheck {
 		if seen == 0 {
 			errorf("no step shows a verdict")
 		}
+	}}
+}
+
+// hintsJS lists per figure the moments a step marks (x) that lie outside
+// the part of the figure in view, and the texts of the hints (text.hint)
+// shown whole on screen.
+const hintsJS = `((moments) => {
+  const bar = document.getElementById("sticky").getBoundingClientRect().bottom;
+  return [...document.querySelectorAll(".run .timeline")].map((fig) => {` + figViewJS + `
+    const outside = moments.filter((m) => s.left + m * k < left - 0.5 || s.left + m * k > right + 0.5);
+    const hints = [...svg.querySelectorAll("text.hint")].filter((t) => {
+      const r = t.getBoundingClientRect();
+      return getComputedStyle(t).visibility !== "hidden" && r.width > 0 && r.left >= f.left - 0.5 && r.right <= right + 0.5 &&
+        r.top >= bar - 0.5 && r.bottom <= innerHeight + 0.5 && parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a >= 10.99;
+    }).map((t) => t.textContent);
+    return {Outside: outside, Hints: hints};
+  });
+})`
+
+// momentHints: on a phone, at every summary step whose marked moments do
+// not all fit the view at a readable scale, each figure names the
+// moments outside its view at the view's edge ("\u25c0 2.4s"), and a tap
+// on that hint brings them into view: the reader knows that the step
+// talks about more than the screen shows, and where.
+func momentHints() stepCheck {
+	n := 0
+	return stepCheck{name: "MomentHints", check: func(w walk, errorf func(string, ...any)) {
+		if len(w.step().Moments) == 0 {
+			return
+		}
+		type state struct {
+			Outside []float64
+			Hints   []string
+		}
+		js, _ := json.Marshal(w.step().Moments)
+		read := func() []state { return eval[[]state](w.t, w.tab, fmt.Sprintf("%s(%s)", hintsJS, js)) }
+		before := read()
+		if len(before[0].Outside) == 0 {
+			return
+		}
+		n++
+		for f, s := range before {
+			if len(s.Outside) > 0 && len(s.Hints) == 0 {
+				errorf("%s, figure %d: the marked moments at x %v lie outside the view, and no hint says so", w.where(), f+1, s.Outside)
+			}
+		}
+		if !eval[bool](w.t, w.tab, `((h) => !!h && (h.dispatchEvent(new MouseEvent("click", {bubbles: true})), true))(document.querySelector(".run .timeline svg text.hint"))`) {
+			return
+		}
+		for f, s := range read() {
+			for _, m := range before[f].Outside {
+				if slices.Contains(s.Outside, m) {
+					errorf("%s, figure %d: a tap on the hint %q leaves the moment at x %.1f outside the view", w.where(), f+1, before[0].Hints, m)
+				}
+			}
+		}
+	}, done: func(errorf func(string, ...any), logf func(string, ...any)) {
+		if n == 0 {
+			errorf("no summary step has moments outside the view")
+		}
+		logf("%d summary steps with moments outside the view", n)
 	}}
 }

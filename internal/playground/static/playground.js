@@ -295,7 +295,7 @@ function shownBoxes(svg) {
   const veilX = veil ? Number(veil.getAttribute("x")) : Infinity;
   const boxes = [];
   const touring = document.body.classList.contains("touring");
-  for (const t of svg.querySelectorAll("text:not(.lane-name)")) {
+  for (const t of svg.querySelectorAll("text:not(.lane-name):not(.hint)")) {
     if (t.style.visibility === "hidden" || (touring && t.classList.contains("legend"))) continue;
     const b = t.getBBox();
     const under = veil && (t.compareDocumentPosition(veil) & Node.DOCUMENT_POSITION_FOLLOWING);
@@ -437,7 +437,42 @@ function keepLaneNames(fig) {
   strip.style.visibility = fig.scrollLeft > 0 ? "" : "hidden"; // unscrolled, the names leave the axis' start clear
   const [from, to] = inView(fig);
   slideBarLabels(svg, from, to);
+  hintMoments(fig, at, from, to);
   for (const b of shownBoxes(svg)) b.t.classList.toggle("cut", cut(b.x0, b.x1, from, to));
+}
+
+// hintMoments names, at the edges of what fig's column shows (from..to,
+// scrolled to at), the moments a tour step marks (line.moment) that lie
+// outside it: "◀ 2.4s" on the lane names' strip, "17.5s ▶" at the right;
+// a tap on one scrolls both figures to its moments.
+function hintMoments(fig, at, from, to) {
+  const svg = fig.querySelector("svg");
+  for (const old of svg.querySelectorAll("text.hint")) old.remove();
+  const xs = [...svg.querySelectorAll("line.moment")].map((l) => Number(l.getAttribute("x1")));
+  const ticks = [...svg.querySelectorAll('text[font-size="11"]')].map((t) => [Number(t.getAttribute("x")), parseFloat(t.textContent)]);
+  if (!xs.length || ticks.length < 2) return;
+  const [[x0, t0], [x1, t1]] = [ticks[0], ticks[ticks.length - 1]];
+  const time = (x) => String(Math.round((t0 + (x - x0) * (t1 - t0) / (x1 - x0)) * 10) / 10) + "s";
+  const k = scaleOf(svg);
+  for (const [side, out] of [["left", xs.filter((x) => x < from - 0.5)], ["right", xs.filter((x) => x > to + 0.5)]]) {
+    if (!out.length) continue;
+    const t = document.createElementNS(svgNS, "text");
+    const names = out.sort((a, b) => a - b).map(time).join(", ");
+    t.textContent = side === "left" ? "\u25c0 " + names : names + " \u25b6";
+    for (const [a, v] of Object.entries({ class: "hint", y: 52, "font-size": 12, "text-anchor": side === "left" ? "start" : "end",
+      x: side === "left" ? at + 4 : at + fig.clientWidth / k - 4 })) t.setAttribute(a, String(v));
+    t.setAttribute("aria-label", "Show the moment" + (out.length > 1 ? "s" : "") + " at " + names);
+    t.addEventListener("click", () => {
+      const figs = [...document.querySelectorAll(".run .timeline")];
+      const strip = Math.max(...figs.map(stripWidth)), view = fig.clientWidth / k - strip;
+      const target = side === "left" ? Math.min(...out) - strip - 30 : Math.max(...out) - strip - view + 30;
+      for (const f of figs) {
+        f.scrollLeft = Math.max(0, target) * k;
+        keepLaneNames(f);
+      }
+    });
+    svg.append(t);
+  }
 }
 
 // slideBarLabels moves the label of each bar ("lease 33 (A)", centred in
@@ -784,7 +819,7 @@ function closeTour() {
   step = -1;
   history.replaceState(null, "", "?" + shown.query);
   document.body.classList.remove("touring", "outcome");
-  for (const el of document.querySelectorAll(".timeline .cursor, .timeline .veil, .timeline .moment, .timeline .peek")) el.remove();
+  for (const el of document.querySelectorAll(".timeline .cursor, .timeline .veil, .timeline .moment, .timeline .peek, .timeline .hint")) el.remove();
   for (const el of document.querySelectorAll(".timeline .named")) el.classList.remove("named");
   for (const el of document.querySelectorAll(".timeline [data-from], .timeline text[data-x]")) el.style.visibility = "";
   for (const fig of document.querySelectorAll(".run .timeline")) {
