@@ -711,6 +711,7 @@ const fatesJS = `((x, moments) => {
       if (+t.dataset.y <= storeY || +t.dataset.x > x + 0.5 || !/token \d+\)/.test(t.textContent) || at < left || at > right) continue;
       const b = t.getBoundingClientRect();
       out.push({Text: t.textContent, X0: b.left, X1: b.right, From: left, To: right, Lo: Math.min(lo, b.left), Hi: Math.max(hi, b.right),
+        K: k, Column: fig.clientWidth, Strip: (left - f.left - fig.clientLeft) / k,
         Whole: getComputedStyle(t).visibility !== "hidden" && b.left >= left - 0.5 && b.right <= right + 0.5});
     }
   }
@@ -720,9 +721,10 @@ const fatesJS = `((x, moments) => {
 // fatesInView: at the summary steps, which name earlier moments, each
 // storage's label of a write's fate whose write lies in view shows whole
 // where it fits the view with the step's moments in view and their
-// marked labels: the first figure's "B1 (token 34): ok, later LOST" was
-// hidden at the default tour's summary of atomicity, cut by the view's
-// right edge, though the step is about that write.
+// marked labels, as shown or at the least scale (labelsReadable): the
+// first figure's "B1 (token 34): ok, later LOST" was hidden at the
+// default tour's summaries of atomicity and the TTL, cut by the view's
+// right edge, though the steps are about that write.
 func fatesInView() stepCheck {
 	return stepCheck{name: "FatesInView", check: func(w walk, errorf func(string, ...any)) {
 		if len(w.step().Moments) == 0 {
@@ -731,11 +733,13 @@ func fatesInView() stepCheck {
 		type fate struct {
 			Text                     string
 			X0, X1, From, To, Lo, Hi float64
+			K, Column, Strip         float64 // the scale, the column's width (px), the strip's (units)
 			Whole                    bool
 		}
 		moments, _ := json.Marshal(w.step().Moments)
 		for _, l := range eval[[]fate](w.t, w.tab, fmt.Sprintf("%s(%f, %s)", fatesJS, w.step().X, moments)) {
-			if !l.Whole && l.Hi-l.Lo <= l.To-l.From+0.5 {
+			// It fits the view as shown, or at the least scale (11/12).
+			if !l.Whole && (l.Hi-l.Lo <= l.To-l.From+0.5 || (l.Hi-l.Lo)/l.K <= l.Column*12/11-l.Strip-4) {
 				errorf("%s: the storage's %q, whose write is in view, does not show whole: it spans %.0f..%.0f, the view %.0f..%.0f",
 					w.where(), l.Text, l.X0, l.X1, l.From, l.To)
 			}

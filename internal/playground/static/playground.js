@@ -672,7 +672,22 @@ function showStep(i) {
   const names = s.text.match(/\b[A-Z]\d+\b/g) || [];
   const named = texts.filter((l) => l.store && l.at <= s.x + 0.5 && names.some((n) => l.t.textContent.startsWith(n + " (token")));
   const marked = texts.filter((l) => (s.moments || []).some((m) => l.at <= m + 0.5 && l.at >= m - 6) && !l.t.classList.contains("danger"));
-  fitStep(figs, [...marked, ...named], s.moments || []);
+  // At one of the last steps, the storages' fates it has reached ("B1
+  // (token 34): ok, later LOST") are kept too, the nearest its latest
+  // moment first, as long as all fit the view at the least scale.
+  const fit = [...marked, ...named];
+  if (s.moments) {
+    const latest = Math.max(...s.moments), room = figs[0].clientWidth / leastScale - left - 4;
+    const span = (ls) => {
+      const xs = [...s.moments, ...ls.flatMap((l) => [l.t.getBBox().x, l.t.getBBox().x + l.t.getBBox().width])];
+      return Math.max(...xs) - Math.min(...xs);
+    };
+    const fates = texts.filter((l) => l.store && l.at <= s.x + 0.5 && /token \d+\)/.test(l.t.textContent) && !fit.includes(l));
+    for (const l of fates.sort((a, b) => Math.abs(a.at - latest) - Math.abs(b.at - latest))) {
+      if (span([...fit, l]) <= room) fit.push(l);
+    }
+  }
+  fitStep(figs, fit, s.moments || []);
   const view = figs[0].clientWidth / scaleOf(figs[0].querySelector("svg"));
   if (s.moments) {
     // One of the last steps, which names earlier moments: those in view
