@@ -2,7 +2,6 @@ package browser
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -86,42 +85,12 @@ const cutLabelsJS = `((x, id, moments) => {
   return out;
 })`
 
-// reportCut fails t for every label in cut, saying where.
-func reportCut(t *testing.T, where string, cut []cutLabel) {
-	t.Helper()
+// reportCutTo reports with errorf every label in cut, saying where.
+func reportCutTo(errorf func(string, ...any), where string, cut []cutLabel) {
 	for _, c := range cut {
-		t.Errorf("%s: label %q %s: it spans x %.0f..%.0f, y %.0f..%.0f; the view shows x %.0f..%.0f, y %.0f..%.0f",
+		errorf("%s: label %q %s: it spans x %.0f..%.0f, y %.0f..%.0f; the view shows x %.0f..%.0f, y %.0f..%.0f",
 			where, c.Text, c.Why, c.Left, c.Right, c.Top, c.Bottom, c.VisL, c.VisR, c.VisT, c.VisB)
 	}
-}
-
-// TestBrowserPhoneLabelsWhole: on a 400 x 860 phone, no label of either
-// figure is cut by the figure's scrolled view, the lane names' strip or
-// the screen's edges, in every preset's first view (each figure brought
-// on screen) and at every step of every preset's tour; and the labels
-// that matter there show whole: the danger's as the page opens, the
-// step's own at each step.
-func TestBrowserPhoneLabelsWhole(t *testing.T) {
-	tab := openPage(t, 400, 860, "")
-	def, err := playground.Run("", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	steps := 0
-	for i, p := range def.Presets {
-		q, _ := clickPreset(t, tab, i)
-		for _, id := range []string{"run-off", "run-on"} {
-			eval[bool](t, tab, fmt.Sprintf(`(document.querySelector("#%s .timeline").scrollIntoView({block: "end"}), true)`, id))
-			reportCut(t, fmt.Sprintf("%s, first view of %s", p.Title, id), eval[[]cutLabel](t, tab, fmt.Sprintf("%s(-1, %q)", cutLabelsJS, id)))
-		}
-		tourShown(t, tab, q, func(tour []playground.Step, j int) {
-			moments, _ := json.Marshal(tour[j].Moments) // the last steps': the moments they name
-			js := fmt.Sprintf("%s(%f, '', %s)", cutLabelsJS, tour[j].X, moments)
-			reportCut(t, fmt.Sprintf("%s, tour step %d", p.Title, j+1), eval[[]cutLabel](t, tab, js))
-			steps++
-		})
-	}
-	t.Logf("%d presets, %d tour steps checked", len(def.Presets), steps)
 }
 
 // clickPreset presses the page's preset i and returns what readPage
@@ -135,9 +104,10 @@ func clickPreset(t *testing.T, tab context.Context, i int) (string, [2]shown) {
 }
 
 // tourShown starts the tour of the run q the page shows, calls f at
-// each step with the tour as Run gives it at the page's width, then
-// closes the tour and scrolls back to the top.
-func tourShown(t *testing.T, tab context.Context, q string, f func(tour []playground.Step, j int)) {
+// each step with the tour as Run gives it at the page's width and what
+// the page shows of the tour, then closes the tour and scrolls back to
+// the top.
+func tourShown(t *testing.T, tab context.Context, q string, f func(tour []playground.Step, j int, s tourState)) {
 	t.Helper()
 	resp, err := playground.Run(q, pageWidth)
 	if err != nil {
@@ -146,41 +116,9 @@ func tourShown(t *testing.T, tab context.Context, q string, f func(tour []playgr
 	if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("tour-start"))); err != nil {
 		t.Fatal(err)
 	}
-	eachStep(t, tab, resp.Tour, func(j int, _ tourState) { f(resp.Tour, j) })
+	eachStep(t, tab, resp.Tour, func(j int, s tourState) { f(resp.Tour, j, s) })
 	if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("tour-close"))); err != nil {
 		t.Fatal(err)
 	}
 	eval[bool](t, tab, `(scrollTo(0, 0), true)`)
-}
-
-// TestBrowserPhoneVerdictsWhole: on a 400 x 860 phone, from the tour's
-// step that tells the outcome on, each run's verdict shows whole in its
-// frame: "Tokens went backwards" beside "Check, then write: two steps"
-// was cut to "Tokens went backw".
-func TestBrowserPhoneVerdictsWhole(t *testing.T) {
-	tab, steps := startTour(t, 400, 860, "scenario=check-then-write")
-	type verdict struct {
-		Text                  string
-		Shown                 bool
-		Left, Right, RunRight float64
-	}
-	seen := 0
-	eachStep(t, tab, steps, func(i int, _ tourState) {
-		vs := eval[[]verdict](t, tab, `[...document.querySelectorAll(".run .verdict")].map((v) => {
-  const r = v.getBoundingClientRect(), run = v.closest(".run").getBoundingClientRect();
-  return {Text: v.textContent, Shown: getComputedStyle(v).visibility !== "hidden", Left: r.left, Right: r.right, RunRight: run.right};
-})`)
-		for _, v := range vs {
-			if !v.Shown {
-				continue
-			}
-			seen++
-			if v.Left < 0 || v.Right > v.RunRight+0.5 || v.Right > 400 {
-				t.Errorf("step %d: the verdict %q spans x %.0f..%.0f, past its run's frame (%.0f) or the screen", i+1, v.Text, v.Left, v.Right, v.RunRight)
-			}
-		}
-	})
-	if seen == 0 {
-		t.Error("no step shows a verdict")
-	}
 }

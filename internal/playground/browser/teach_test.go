@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -65,21 +64,6 @@ const tourStateJS = `(() => {
   };
 })()`
 
-// startTour opens the page at query, w x h, presses Guided tour and
-// returns the tab and the tour's steps as Run gives them.
-func startTour(t *testing.T, w, h int, query string) (context.Context, []playground.Step) {
-	t.Helper()
-	tab := openPage(t, w, h, query)
-	resp, err := playground.Run(query, pageWidth)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("tour-start"))); err != nil {
-		t.Fatal(err)
-	}
-	return tab, resp.Tour
-}
-
 // next presses Next and waits for the step's text.
 func next(t *testing.T, tab context.Context, want string) tourState {
 	t.Helper()
@@ -118,64 +102,6 @@ func waitStep(t *testing.T, tab context.Context, want string) tourState {
 	}
 	t.Fatalf("the tour shows %q, want %q", last.Text, want)
 	return last
-}
-
-// TestBrowserTourDrawsUpToTheStep: at each step of the tour, both figures
-// are drawn up to the step's moment and veiled after it, so the outcome
-// does not show before the tour reaches it.
-func TestBrowserTourDrawsUpToTheStep(t *testing.T) {
-	tab, steps := startTour(t, 1280, 800, "scenario=kleppmann")
-	eachStep(t, tab, steps, func(i int, s tourState) {
-		if len(s.Veils) != 2 {
-			t.Fatalf("step %d: %d figures", i, len(s.Veils))
-		}
-		for f, v := range s.Veils {
-			if v.X < steps[i].X-1 || v.X > steps[i].X+1 || v.Right < v.Width || v.Opacity < 0.85 {
-				t.Errorf("step %d (at x %.0f), figure %d: veil %+v, want x at the step, to the right edge, opaque", i, steps[i].X, f, v)
-			}
-		}
-	})
-}
-
-// TestBrowserTourShowsBothRuns: at 1280 x 800, every step of the tour
-// scrolls so that both figures, from the first client's lane to the
-// labels of the time axis, are on screen below the tour's bar.
-func TestBrowserTourShowsBothRuns(t *testing.T) {
-	tab, steps := startTour(t, 1280, 800, "scenario=kleppmann")
-	eachStep(t, tab, steps, func(i int, s tourState) {
-		for f, l := range s.Lanes {
-			if l[0] < s.StickyBot || l[1] > s.Screen {
-				t.Errorf("step %d: figure %d's lanes span y %.0f..%.0f, not all between the bar (%.0f) and the screen's bottom (%.0f)",
-					i, f, l[0], l[1], s.StickyBot, s.Screen)
-			}
-		}
-		for f, a := range s.Axes {
-			if a > s.Screen {
-				t.Errorf("step %d: figure %d's time axis ends at y %.0f, below the screen's bottom (%.0f)", i, f, a, s.Screen)
-			}
-		}
-		if i == len(steps)/2 {
-			shot(t, tab, "tour-1280")
-		}
-	})
-}
-
-// TestBrowserPhoneTourBar: on a 400 x 860 phone, the sticky bar with the
-// tour stays within a quarter of the screen at every step.
-func TestBrowserPhoneTourBar(t *testing.T) {
-	tab, steps := startTour(t, 400, 860, "scenario=kleppmann")
-	tallest := 0.0
-	eachStep(t, tab, steps, func(i int, s tourState) {
-		h := s.StickyBot - s.StickyTop
-		tallest = max(tallest, h)
-		if h > 860/4 {
-			t.Errorf("step %d: the tour's bar is %.0f px tall, over a quarter of 860 px", i, h)
-		}
-		if i == 10 {
-			shot(t, tab, "tour-400")
-		}
-	})
-	t.Logf("the tallest bar: %.0f px", tallest)
 }
 
 // TestBrowserPhoneFirstView: on a 400 x 860 phone, every preset is on
@@ -255,54 +181,6 @@ const revealStateJS = `((x) => {
   };
 })`
 
-// TestBrowserTourRevealsInOrder: the tour shows no outcome before its
-// narration reaches it: the verdict badges stay hidden until the step
-// that tells the end, the lost-write mark until the step that tells the
-// loss, and the veil hides the future entirely; and every label of an
-// event the cursor has reached is drawn above the veil, at full strength.
-func TestBrowserTourRevealsInOrder(t *testing.T) {
-	tab, steps := startTour(t, 1280, 800, "scenario=kleppmann")
-	end, loss := -1, -1
-	for i, s := range steps {
-		if end < 0 && strings.Contains(s.Text, "the end.") {
-			end = i
-		}
-		if loss < 0 && strings.Contains(s.Text, "is now lost") {
-			loss = i
-		}
-	}
-	if end < 0 || loss < 0 {
-		t.Fatalf("no step tells the end (%d) or the loss (%d)", end, loss)
-	}
-	eachStep(t, tab, steps, func(i int, _ tourState) {
-		s := eval[revealState](t, tab, fmt.Sprintf("%s(%f)", revealStateJS, steps[i].X))
-		for f, v := range s.Verdicts {
-			if v != (i >= end) {
-				t.Errorf("step %d: verdict badge %d shown %v; the end is told at step %d", i+1, f, v, end+1)
-			}
-		}
-		for _, m := range s.LostMark {
-			if m != (i >= loss) {
-				t.Errorf("step %d: the lost-write mark shown %v; the loss is told at step %d", i+1, m, loss+1)
-			}
-		}
-		for f, o := range s.Opacity {
-			if o < 0.999 {
-				t.Errorf("step %d: figure %d's veil has opacity %.2f: the future shows through", i+1, f, o)
-			}
-		}
-		if len(s.Future) > 0 {
-			t.Errorf("step %d: labels of events after the cursor are shown (a part may stick out left of the veil): %q", i+1, s.Future)
-		}
-		if len(s.Covered) > 0 {
-			t.Errorf("step %d: labels of events the cursor has reached lie under the veil: %q", i+1, s.Covered)
-		}
-		if i == len(steps)-1 {
-			shot(t, tab, "tour-last-1280")
-		}
-	})
-}
-
 // phoneState is what a phone shows at a step: whether each figure's lane
 // names sit on an opaque strip drawn over everything else, and where the
 // fenced run's REJECTED label is on screen.
@@ -332,7 +210,7 @@ const phoneStateJS = `(() => {
       let after = false;
       for (const el of svg.children) {
         if (el === strip) { after = true; continue; }
-        if (after && !el.classList.contains("lane-name") && el.tagName !== "line") return "drawn over the strip: " + el.tagName + " " + el.textContent;
+        if (after && !el.classList.contains("lane-name") && !el.classList.contains("hint") && el.tagName !== "line") return "drawn over the strip: " + el.tagName + " " + el.textContent;
       }
       return "";
     }),
@@ -340,38 +218,6 @@ const phoneStateJS = `(() => {
     StickyBot: document.getElementById("sticky").getBoundingClientRect().bottom, Screen: innerHeight,
   };
 })()`
-
-// TestBrowserPhoneTourNames: on a 400 x 860 phone, at every step, each
-// figure's lane names sit on an opaque strip that nothing is drawn over
-// but them, so no data shows under a name; and from the step that tells
-// A's late write on, the fenced run's REJECTED label is on screen (but at
-// the last steps that name earlier moments).
-func TestBrowserPhoneTourNames(t *testing.T) {
-	tab, steps := startTour(t, 400, 860, "scenario=kleppmann")
-	late := -1
-	for i, s := range steps {
-		if late < 0 && strings.Contains(s.Text, "late write") {
-			late = i
-		}
-	}
-	eachStep(t, tab, steps, func(i int, _ tourState) {
-		s := eval[phoneState](t, tab, phoneStateJS)
-		for f, problem := range s.Strips {
-			if problem != "" {
-				t.Errorf("step %d, figure %d: the lane names' strip: %s", i+1, f, problem)
-			}
-		}
-		// A last step that names earlier moments shows them instead
-		// (TestBrowserPhoneTourMomentsInView).
-		if i >= late && len(steps[i].Moments) == 0 && (s.Rejected[0] < s.StickyBot || s.Rejected[1] > s.Screen) {
-			t.Errorf("step %d: the fenced run's REJECTED label spans y %.0f..%.0f, not between the bar (%.0f) and the screen's bottom (%.0f)",
-				i+1, s.Rejected[0], s.Rejected[1], s.StickyBot, s.Screen)
-		}
-		if i == late+2 {
-			shot(t, tab, "tour-phone-late")
-		}
-	})
-}
 
 // legendState is what the screen shows of the figures' legend at a tour
 // step: each entry of the first figure's own legend and whether it shows
@@ -395,41 +241,6 @@ const legendStateJS = `(() => {
   const texts = [...document.querySelectorAll("svg text")].filter(visible).map((t) => t.textContent);
   return {Entries: entries, Missing: entries.filter((e) => !texts.includes(e))};
 })()`
-
-// TestBrowserTourKeepsTheLegend: at 1280 x 800, at every step of the
-// tour, every entry of the figures' legend (what the marks mean) shows
-// whole on screen, below the tour's bar, while both runs stay on screen
-// (TestBrowserTourShowsBothRuns), for the default run and the preset
-// whose first heading is the longest.
-func TestBrowserTourKeepsTheLegend(t *testing.T) {
-	legendEveryStep(t, 1280, 800, legendStateJS, func(q string, i int, s tourState) {
-		for f, a := range s.Axes {
-			if a > s.Screen {
-				t.Errorf("%s, step %d: figure %d's time axis ends at y %.0f, below the screen's bottom (%.0f)", q, i+1, f, a, s.Screen)
-			}
-		}
-	})
-}
-
-// legendEveryStep takes the tours of the default run and of the preset
-// whose first heading (and longest step) is the longest on a w x h
-// screen, and fails t at every step for each legend entry js finds
-// missing; then calls check.
-func legendEveryStep(t *testing.T, w, h int, js string, check func(q string, i int, s tourState)) {
-	for _, q := range []string{"scenario=kleppmann", "scenario=check-then-write"} {
-		tab, steps := startTour(t, w, h, q)
-		eachStep(t, tab, steps, func(i int, s tourState) {
-			l := eval[legendState](t, tab, js)
-			if len(l.Entries) < 4 {
-				t.Fatalf("%s: the figure's legend has %d entries: %q", q, len(l.Entries), l.Entries)
-			}
-			for _, m := range l.Missing {
-				t.Errorf("%s, step %d: the legend's %q is not shown whole on screen", q, i+1, m)
-			}
-			check(q, i, s)
-		})
-	}
-}
 
 // phoneLegendJS lists the entries of the first figure's legend (by their
 // short names, data-short, which a phone shows) and those not shown
@@ -456,16 +267,3 @@ const phoneLegendJS = `(() => {
     .map((el) => el.textContent.trim());
   return {Entries: entries, Missing: entries.filter((e) => !texts.includes(e))};
 })()`
-
-// TestBrowserPhoneTourKeepsTheLegend: on a 400 x 860 phone, at every step
-// of the tour, every entry of the figures' legend (what the marks mean)
-// shows whole on screen, its mark beside its name, while the tour's bar
-// stays within a quarter of the screen, for the default run and the
-// preset whose tour has the longest step.
-func TestBrowserPhoneTourKeepsTheLegend(t *testing.T) {
-	legendEveryStep(t, 400, 860, phoneLegendJS, func(q string, i int, s tourState) {
-		if h := s.StickyBot - s.StickyTop; h > 860/4 {
-			t.Errorf("%s, step %d: the tour's bar is %.0f px tall, over a quarter of 860 px", q, i+1, h)
-		}
-	})
-}

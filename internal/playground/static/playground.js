@@ -295,7 +295,7 @@ function shownBoxes(svg) {
   const veilX = veil ? Number(veil.getAttribute("x")) : Infinity;
   const boxes = [];
   const touring = document.body.classList.contains("touring");
-  for (const t of svg.querySelectorAll("text:not(.lane-name)")) {
+  for (const t of svg.querySelectorAll("text:not(.lane-name):not(.hint)")) {
     if (t.style.visibility === "hidden" || (touring && t.classList.contains("legend"))) continue;
     const b = t.getBBox();
     const under = veil && (t.compareDocumentPosition(veil) & Node.DOCUMENT_POSITION_FOLLOWING);
@@ -333,11 +333,12 @@ function stripWidth(fig) {
 // strip, counting each label of keep (a map from label to weight) that
 // does not show whole as its weight.
 function scrollWhole(figs, target, lo, hi, keep) {
+  for (const fig of figs) slideBarLabels(fig.querySelector("svg"), -Infinity, Infinity); // at home, as scrolled anywhere
   const boxes = figs.flatMap((fig) => shownBoxes(fig.querySelector("svg")));
   const k = scaleOf(figs[0].querySelector("svg"));
   const strip = Math.max(...figs.map(stripWidth)), width = figs[0].clientWidth / k;
   const max = (figs[0].scrollWidth - figs[0].clientWidth) / k;
-  const p = leastCut(target, Math.max(0, lo), Math.min(max, hi), (at) => {
+  const cuts = (at) => {
     const from = at + (at > 0 ? strip : 0), to = at + width;
     let n = 0;
     for (const b of boxes) {
@@ -345,6 +346,17 @@ function scrollWhole(figs, target, lo, hi, keep) {
       else if (cut(b.x0, b.x1, from, to)) n++;
     }
     return n;
+  };
+  lo = Math.max(0, lo);
+  hi = Math.min(max, hi);
+  const best = leastCut(target, lo, hi, cuts), least = cuts(best);
+  // Then, within 8 px and cutting no more, where no label lies against
+  // the column's right edge (but at the figure's end): 6 px clear of the
+  // frame.
+  const p = leastCut(best, Math.max(lo, best - 8), Math.min(hi, best + 8), (at) => {
+    if (cuts(at) > least) return Infinity;
+    const to = at + width;
+    return at >= max - 0.5 ? 0 : boxes.filter((b) => b.x1 <= to + 0.5 && b.x1 > to - 6 && b.x1 > at).length;
   });
   for (const fig of figs) {
     fig.scrollLeft = p * k;
@@ -424,7 +436,83 @@ function keepLaneNames(fig) {
   for (const el of [strip, ...names]) el.setAttribute("transform", `translate(${at} 0)`);
   strip.style.visibility = fig.scrollLeft > 0 ? "" : "hidden"; // unscrolled, the names leave the axis' start clear
   const [from, to] = inView(fig);
+  slideBarLabels(svg, from, to);
+  hintMoments(fig, at, from, to);
   for (const b of shownBoxes(svg)) b.t.classList.toggle("cut", cut(b.x0, b.x1, from, to));
+}
+
+// hintMoments names, at the edges of what fig's column shows (from..to,
+// scrolled to at), the moments a tour step marks (line.moment) that lie
+// outside it: "◀ 2.4s" on the lane names' strip, "17.5s ▶" at the right;
+// a tap on one scrolls both figures to its moments.
+function hintMoments(fig, at, from, to) {
+  const svg = fig.querySelector("svg");
+  for (const old of svg.querySelectorAll("text.hint")) old.remove();
+  const xs = [...svg.querySelectorAll("line.moment")].map((l) => Number(l.getAttribute("x1")));
+  const ticks = [...svg.querySelectorAll('text[font-size="11"]')].map((t) => [Number(t.getAttribute("x")), parseFloat(t.textContent)]);
+  if (!xs.length || ticks.length < 2) return;
+  const [[x0, t0], [x1, t1]] = [ticks[0], ticks[ticks.length - 1]];
+  const time = (x) => String(Math.round((t0 + (x - x0) * (t1 - t0) / (x1 - x0)) * 10) / 10) + "s";
+  const k = scaleOf(svg);
+  for (const [side, out] of [["left", xs.filter((x) => x < from - 0.5)], ["right", xs.filter((x) => x > to + 0.5)]]) {
+    if (!out.length) continue;
+    const t = document.createElementNS(svgNS, "text");
+    const names = out.sort((a, b) => a - b).map(time).join(", ");
+    t.textContent = side === "left" ? "\u25c0 " + names : names + " \u25b6";
+    for (const [a, v] of Object.entries({ class: "hint", y: 52, "font-size": 12, "text-anchor": side === "left" ? "start" : "end",
+      x: side === "left" ? at + 4 : at + fig.clientWidth / k - 4 })) t.setAttribute(a, String(v));
+    t.setAttribute("aria-label", "Show the moment" + (out.length > 1 ? "s" : "") + " at " + names);
+    t.addEventListener("click", () => {
+      const figs = [...document.querySelectorAll(".run .timeline")];
+      const strip = Math.max(...figs.map(stripWidth)), view = fig.clientWidth / k - strip;
+      const target = side === "left" ? Math.min(...out) - strip - 30 : Math.max(...out) - strip - view + 30;
+      for (const f of figs) {
+        f.scrollLeft = Math.max(0, target) * k;
+        keepLaneNames(f);
+      }
+    });
+    svg.append(t);
+  }
+}
+
+// slideBarLabels moves the label of each bar ("lease 33 (A)", centred in
+// its bar) that the view from..to (or the tour's veil) cuts to the middle
+// of the part of the bar in view, shortened ("lease 33") if only that
+// fits there: the lane names' strip does not hide a bar's name while the
+// bar shows.
+function slideBarLabels(svg, from, to) {
+  const veil = svg.querySelector("rect.veil");
+  const end = veil ? Math.min(to, Number(veil.getAttribute("x"))) : to;
+  const bars = [...svg.querySelectorAll('rect[rx="3"][height="14"]')].map((r) => {
+    const x = Number(r.getAttribute("x")), y = Number(r.getAttribute("y"));
+    return { x0: x, x1: x + Number(r.getAttribute("width")), y0: y, y1: y + 14 };
+  });
+  for (const t of svg.querySelectorAll("text:not([data-x]):not(.lane-name)")) {
+    if (t.dataset.home !== undefined) {
+      t.setAttribute("x", t.dataset.home);
+      t.textContent = t.dataset.full;
+    }
+    const b = t.getBBox(), cy = b.y + b.height / 2;
+    const bar = bars.find((r) => b.x >= r.x0 - 1 && b.x + b.width <= r.x1 + 1 && cy >= r.y0 && cy <= r.y1);
+    if (!bar) continue;
+    if (t.dataset.home === undefined) Object.assign(t.dataset, { home: t.getAttribute("x"), full: t.textContent });
+    const lo = Math.max(bar.x0, from), hi = Math.min(bar.x1, end);
+    if (b.x >= from && b.x + b.width <= end) continue;
+    if (hi - lo < b.width + 8) {
+      // The holder, " (A)", not drawn: the text stays the figure's.
+      const short = t.dataset.full.replace(/ \(.*\)$/, "");
+      const rest = document.createElementNS(svgNS, "tspan");
+      rest.style.display = "none";
+      rest.textContent = t.dataset.full.slice(short.length);
+      t.replaceChildren(short, rest);
+    }
+    const c = t.getBBox();
+    if (hi - lo < c.width + 8) {
+      t.textContent = t.dataset.full;
+      continue;
+    }
+    t.setAttribute("x", String(Number(t.dataset.home) + (lo + hi) / 2 - (c.x + c.width / 2)));
+  }
 }
 
 for (const fig of document.querySelectorAll(".run .timeline")) {
@@ -528,6 +616,19 @@ function showStep(i) {
     line.setAttribute("x1", String(s.x));
     line.setAttribute("x2", String(s.x));
     svg.append(veil, line);
+    // The storage's token line again, over the veil and the cursor up to
+    // 6 px past it: where the token steps at the step's moment (a late
+    // write's token, lower), the step shows it, as it shows its label.
+    const clip = svgChild(svg, "clipPath", "peek", { id: `peek-${f}` });
+    const rect = clip.querySelector("rect") || clip.appendChild(document.createElementNS(svgNS, "rect"));
+    for (const [k, v] of Object.entries({ x: 0, y: 0, width: s.x + 6, height: height })) rect.setAttribute(k, String(v));
+    for (const old of svg.querySelectorAll("polyline.peek")) old.remove();
+    for (const p of svg.querySelectorAll('polyline[stroke="#555"]:not(.legend)')) {
+      const c = p.cloneNode(true);
+      c.setAttribute("class", "peek");
+      c.setAttribute("clip-path", `url(#peek-${f})`);
+      svg.append(c);
+    }
     // Labels of events the cursor has reached are drawn above the veil;
     // later ones are hidden (a label may reach left of its event), and so
     // is what holds only from a later moment (data-from: a write's loss).
@@ -571,7 +672,22 @@ function showStep(i) {
   const names = s.text.match(/\b[A-Z]\d+\b/g) || [];
   const named = texts.filter((l) => l.store && l.at <= s.x + 0.5 && names.some((n) => l.t.textContent.startsWith(n + " (token")));
   const marked = texts.filter((l) => (s.moments || []).some((m) => l.at <= m + 0.5 && l.at >= m - 6) && !l.t.classList.contains("danger"));
-  fitStep(figs, [...marked, ...named], s.moments || []);
+  // At one of the last steps, the storages' fates it has reached ("B1
+  // (token 34): ok, later LOST") are kept too, the nearest its latest
+  // moment first, as long as all fit the view at the least scale.
+  const fit = [...marked, ...named];
+  if (s.moments) {
+    const latest = Math.max(...s.moments), room = figs[0].clientWidth / leastScale - left - 4;
+    const span = (ls) => {
+      const xs = [...s.moments, ...ls.flatMap((l) => [l.t.getBBox().x, l.t.getBBox().x + l.t.getBBox().width])];
+      return Math.max(...xs) - Math.min(...xs);
+    };
+    const fates = texts.filter((l) => l.store && l.at <= s.x + 0.5 && /token \d+\)/.test(l.t.textContent) && !fit.includes(l));
+    for (const l of fates.sort((a, b) => Math.abs(a.at - latest) - Math.abs(b.at - latest))) {
+      if (span([...fit, l]) <= room) fit.push(l);
+    }
+  }
+  fitStep(figs, fit, s.moments || []);
   const view = figs[0].clientWidth / scaleOf(figs[0].querySelector("svg"));
   if (s.moments) {
     // One of the last steps, which names earlier moments: those in view
@@ -581,8 +697,11 @@ function showStep(i) {
     const fit = s.moments.filter((m) => latest - m <= view - left - 20);
     recent = marked.filter((l) => fit.some((m) => l.at <= m + 0.5 && l.at >= m - 6));
     const from = Math.min(...fit, ...recent.map((l) => l.t.getBBox().x));
-    scrollWhole(figs, from - left - 4, latest - view + 12, Math.min(...fit) - left - 4,
-      new Map([...recent, ...named].map((l) => [l.t, l.store ? 300 : 100])));
+    // Next, the storages' labels the step has reached (a write's fate:
+    // "B1 (token 34): ok, later LOST"), as many as the view shows whole.
+    const keep = new Map(texts.filter((l) => l.store && l.at <= s.x + 0.5).map((l) => [l.t, 20]));
+    for (const l of [...recent, ...named]) keep.set(l.t, l.store ? 300 : 100);
+    scrollWhole(figs, from - left - 4, latest - view + 12, Math.min(...fit) - left - 4, keep);
   } else {
     recent = [...new Set([...recent, ...named])];
     const labelsLeft = Math.min(Infinity, ...recent.map((l) => l.t.getBBox().x));
@@ -614,11 +733,12 @@ function showStep(i) {
 }
 
 // fitStep scales both figures down, where they are wider than their
-// column (a phone), as far as a step needs: so that the moments it
-// names and the labels keep (theirs, and those of the writes it names)
-// fit the view side by side, and so that both runs, headings to time
-// axes, fit the screen below the tour's bar. Elsewhere, and where they
-// fit at their own size, the figures keep it (12 px labels).
+// column (a phone), as far as a step needs but no further than
+// leastScale: so that the moments it names and the labels keep (theirs,
+// and those of the writes it names) fit the view side by side, and so
+// that both runs, headings to time axes, fit the screen below the
+// tour's bar. Elsewhere, and where they fit at their own size, the
+// figures keep it (12 px labels).
 function fitStep(figs, keep, moments) {
   const svgs = figs.map((fig) => fig.querySelector("svg"));
   svgs.forEach((svg) => setScale(svg, 1));
@@ -634,9 +754,15 @@ function fitStep(figs, keep, moments) {
   const drawn = figs.reduce((h, fig) => h + fig.getBoundingClientRect().height, 0);
   const runs = document.getElementById("run-on").getBoundingClientRect().bottom - document.getElementById("run-off").getBoundingClientRect().top;
   const room = innerHeight - document.getElementById("sticky").offsetHeight - 2 - (runs - drawn);
-  k = Math.min(k, room / drawn);
+  k = Math.max(leastScale, Math.min(k, room / drawn));
   if (k < 1) svgs.forEach((svg) => setScale(svg, k));
 }
+
+// leastScale is the least scale fitStep draws the figures at: their
+// 12 px labels at 11 px (the axis' 11 px ones keep 11, style.css). Where
+// a step's moments do not fit side by side at it, the view shows the
+// latest that do, and a sideways scroll the others.
+const leastScale = 11 / 12;
 
 // setScale draws svg at k screen pixels per unit of its own (1: its own
 // size); --k scales the margins that cut its legend (style.css).
@@ -708,7 +834,7 @@ function closeTour() {
   step = -1;
   history.replaceState(null, "", "?" + shown.query);
   document.body.classList.remove("touring", "outcome");
-  for (const el of document.querySelectorAll(".timeline .cursor, .timeline .veil, .timeline .moment")) el.remove();
+  for (const el of document.querySelectorAll(".timeline .cursor, .timeline .veil, .timeline .moment, .timeline .peek, .timeline .hint")) el.remove();
   for (const el of document.querySelectorAll(".timeline .named")) el.classList.remove("named");
   for (const el of document.querySelectorAll(".timeline [data-from], .timeline text[data-x]")) el.style.visibility = "";
   for (const fig of document.querySelectorAll(".run .timeline")) {

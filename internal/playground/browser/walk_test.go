@@ -1,0 +1,979 @@
+package browser
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fencekit/fencekit/internal/playground"
+)
+
+// The tour's properties are checked in one walk a screen size: every
+// step of every preset's tour is shown once, and each property (a
+// subtest, by name) is checked there, in the presets it names. A walk of
+// the 142 steps takes most of this package's time; a walk a property made
+// the package take three minutes.
+
+// walk is a tour step as a walk shows it: the page, the preset, its
+// tour as Run gives it at the page's width, the step's index and what
+// the page shows of the tour.
+type walk struct {
+	t    *testing.T
+	tab  context.Context
+	p    playground.Preset
+	tour []playground.Step
+	j    int
+	s    tourState
+}
+
+// step is the tour's step the walk is at.
+func (w walk) step() playground.Step { return w.tour[w.j] }
+
+// where names the preset and the step, for a failure.
+func (w walk) where() string { return fmt.Sprintf("%s, step %d", w.p.Title, w.j+1) }
+
+// stepCheck is a property checked at every step of a walk, in the
+// presets whose queries only lists (all if empty); done, if set, is
+// called after the walk.
+type stepCheck struct {
+	name  string
+	only  []string
+	check func(w walk, errorf func(string, ...any))
+	done  func(errorf func(string, ...any), logf func(string, ...any))
+}
+
+// walkTours opens the page at w x h and, for each preset, presses it,
+// calls first (if set) on its first view, and takes its tour, checking
+// every check at every step; then reports each check's failures in a
+// subtest of its name.
+func walkTours(t *testing.T, w, h int, first func(t *testing.T, tab context.Context, p playground.Preset, errorf func(string, ...any)), checks []stepCheck) {
+	errs := make([][]string, len(checks)+1)
+	errorfOf := func(i int) func(string, ...any) {
+		return func(f string, args ...any) { errs[i] = append(errs[i], fmt.Sprintf(f, args...)) }
+	}
+	tab := openPage(t, w, h, "")
+	def, err := playground.Run("", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := 0
+	for i, p := range def.Presets {
+		q, _ := clickPreset(t, tab, i)
+		if first != nil {
+			first(t, tab, p, errorfOf(len(checks)))
+		}
+		tourShown(t, tab, q, func(tour []playground.Step, j int, s tourState) {
+			steps++
+			for c, ch := range checks {
+				if len(ch.only) > 0 && !slices.Contains(ch.only, p.Query) {
+					continue
+				}
+				ch.check(walk{t: t, tab: tab, p: p, tour: tour, j: j, s: s}, errorfOf(c))
+			}
+		})
+	}
+	t.Logf("%d presets, %d tour steps walked", len(def.Presets), steps)
+	if first != nil {
+		t.Run("FirstView", func(t *testing.T) {
+			for _, e := range errs[len(checks)] {
+				t.Error(e)
+			}
+		})
+	}
+	for c, ch := range checks {
+		t.Run(ch.name, func(t *testing.T) {
+			for _, e := range errs[c] {
+				t.Error(e)
+			}
+			if ch.done != nil {
+				ch.done(t.Errorf, t.Logf)
+			}
+		})
+	}
+}
+
+// TestBrowserTourSteps walks every step of every preset's tour at
+// 1280 x 800 and on a 400 x 860 phone, once each, and checks there the
+// properties its subtests name (see each check's comment).
+func TestBrowserTourSteps(t *testing.T) {
+	t.Run("1280x800", func(t *testing.T) {
+		walkTours(t, 1280, 800, nil, append(commonChecks(), desktopChecks()...))
+	})
+	t.Run("400x860", func(t *testing.T) {
+		walkTours(t, 400, 860, phoneFirstView, append(commonChecks(), phoneChecks()...))
+	})
+}
+
+// commonChecks are checked at both sizes.
+func commonChecks() []stepCheck {
+	return []stepCheck{figuresWhole(), nextHoldsStill(), labelsReadable()}
+}
+
+// figuresWhole: at every step of every preset's tour, both figures'
+// frames (time axes included) and headings ("Fencing off") are wholly
+// on screen, below the tour's bar and above the screen's bottom: the bar
+// covers no heading, and no axis runs off the screen's bottom.
+func figuresWhole() stepCheck {
+	least := 1.0
+	return stepCheck{name: "FiguresWhole", check: func(w walk, errorf func(string, ...any)) {
+		s := eval[frameState](w.t, w.tab, frameStateJS)
+		least = min(least, s.Scale)
+		if len(s.Frames) != 2 || len(s.Titles) != 2 {
+			errorf("%s: %d figures, %d headings", w.where(), len(s.Frames), len(s.Titles))
+			return
+		}
+		for f := range s.Frames {
+			for _, part := range []struct {
+				what string
+				r    [2]float64
+			}{{"heading", s.Titles[f]}, {"frame", s.Frames[f]}} {
+				if part.r[0] < s.Bar-0.5 || part.r[1] > s.Screen+0.5 {
+					errorf("%s: figure %d's %s spans y %.0f..%.0f, not wholly between the tour's bar (%.0f) and the screen's bottom (%.0f)",
+						w.where(), f+1, part.what, part.r[0], part.r[1], s.Bar, s.Screen)
+				}
+			}
+		}
+	}, done: func(_ func(string, ...any), logf func(string, ...any)) {
+		logf("the figures drawn at %.3f of their size or more", least)
+	}}
+}
+
+// nextHoldsStill: the tour's Next button has one box on screen at every
+// step of every preset's tour (Finish at the last), however long the
+// step's text: two taps in one place take two steps.
+func nextHoldsStill() stepCheck {
+	var first *[4]float64
+	return stepCheck{name: "NextHoldsStill", check: func(w walk, errorf func(string, ...any)) {
+		s := eval[frameState](w.t, w.tab, frameStateJS)
+		if first == nil {
+			first = &s.Next
+		}
+		if s.Next != *first {
+			errorf("%s: Next spans x %.1f..%.1f, y %.1f..%.1f; at the first step x %.1f..%.1f, y %.1f..%.1f",
+				w.where(), s.Next[0], s.Next[2], s.Next[1], s.Next[3], first[0], first[2], first[1], first[3])
+		}
+	}}
+}
+
+// readableJS lists the labels of both figures a step shows (not hidden,
+// inside the screen) with their font size on screen: the size they are
+// drawn at times the figure's scale.
+const readableJS = `[...document.querySelectorAll(".run .timeline svg text")].filter((t) => {
+  const r = t.getBoundingClientRect();
+  return getComputedStyle(t).visibility !== "hidden" && r.width > 0 && r.right > 0 && r.left < innerWidth && r.bottom > 0 && r.top < innerHeight;
+}).map((t) => ({Text: t.textContent, Px: parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a}))`
+
+// labelsReadable: at every step of every preset's tour, every label the
+// figures show renders at 11 px or more: on a phone, the summary steps
+// scaled the figures down to fit every moment they mark, to 7 px labels
+// ("student trial 4"); the page keeps 11 px and shows the latest moments
+// that fit (momentsInView).
+func labelsReadable() stepCheck {
+	least := math.Inf(1)
+	return stepCheck{name: "LabelsReadable", check: func(w walk, errorf func(string, ...any)) {
+		type label struct {
+			Text string
+			Px   float64
+		}
+		small := 0
+		for _, l := range eval[[]label](w.t, w.tab, readableJS) {
+			least = min(least, l.Px)
+			if l.Px < 10.99 {
+				if small++; small <= 3 {
+					errorf("%s: the label %q renders at %.1f px, under 11", w.where(), l.Text, l.Px)
+				}
+			}
+		}
+	}, done: func(_ func(string, ...any), logf func(string, ...any)) {
+		logf("the smallest label shown: %.1f px", least)
+	}}
+}
+
+const kleppmann, checkThenWrite = "scenario=kleppmann", "scenario=check-then-write"
+
+// desktopChecks are checked at 1280 x 800.
+func desktopChecks() []stepCheck {
+	return []stepCheck{marksEachSummary(), drawsUpToTheStep(), showsBothRuns(), revealsInOrder(), lineUnderLabels(),
+		keepsTheLegend(), drawsTheStorageToken(), tokenStepShows(), drawsThePause()}
+}
+
+// marksEachSummary: in every preset's tour, each summary step draws a
+// line at each moment it names and highlights those moments' labels
+// (their halo unlike other labels') or pause, in both figures or, for a
+// step about one (Fig), in that one only, and never the lease service's
+// "renewal of 33 refused" (a step about the storage's refusal once lit
+// it, as if the lease service refused the write); no other step marks
+// anything; and no two consecutive summary steps mark the same, so the
+// page shows what each sentence is about (they all once showed one
+// figure).
+func marksEachSummary() stepCheck {
+	var prev string
+	return stepCheck{name: "MarksEachSummary", check: func(w walk, errorf func(string, ...any)) {
+		s := w.step()
+		m := eval[marks](w.t, w.tab, marksJS)
+		where := fmt.Sprintf("%s (%.40q)", w.where(), s.Text)
+		for f := range m.Lines {
+			got := slices.Sorted(slices.Values(m.Lines[f]))
+			want := slices.Sorted(slices.Values(s.Moments))
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				errorf("%s: figure %d marks moments at x %v, want %v", where, f+1, got, want)
+			}
+		}
+		if len(s.Moments) > 0 && len(m.Named[0])+len(m.Named[1]) == 0 {
+			errorf("%s: names moments %v but highlights nothing", where, s.Moments)
+		}
+		for f, names := range m.Named {
+			for _, n := range names {
+				if strings.HasPrefix(n, "renewal of") {
+					errorf("%s: highlights the lease service's %q in figure %d", where, n, f+1)
+				}
+			}
+			if s.Fig != 0 && s.Fig != f+1 && len(names) > 0 {
+				errorf("%s: is about figure %d but highlights %q in figure %d", where, s.Fig, names, f+1)
+			}
+		}
+		if s.At != "summary" {
+			return
+		}
+		sig := fmt.Sprint(m)
+		if strings.HasPrefix(w.tour[w.j-1].Text, "Summary, ") && sig == prev {
+			errorf("%s marks the same as the step before: %s", where, sig)
+		}
+		prev = sig
+		if w.p.Query == kleppmann && strings.HasPrefix(s.Text, "Summary, the claim.") {
+			shot(w.t, w.tab, "tour-summary-claim")
+		}
+	}}
+}
+
+// drawsUpToTheStep: at each step of the tour, both figures are drawn up
+// to the step's moment and veiled after it, so the outcome does not show
+// before the tour reaches it.
+func drawsUpToTheStep() stepCheck {
+	return stepCheck{name: "DrawsUpToTheStep", only: []string{kleppmann}, check: func(w walk, errorf func(string, ...any)) {
+		if len(w.s.Veils) != 2 {
+			errorf("%s: %d figures", w.where(), len(w.s.Veils))
+		}
+		x := w.step().X
+		for f, v := range w.s.Veils {
+			if v.X < x-1 || v.X > x+1 || v.Right < v.Width || v.Opacity < 0.85 {
+				errorf("%s (at x %.0f), figure %d: veil %+v, want x at the step, to the right edge, opaque", w.where(), x, f, v)
+			}
+		}
+	}}
+}
+
+// showsBothRuns: every step of the tour scrolls so that both figures,
+// from the first client's lane to the labels of the time axis, are on
+// screen below the tour's bar.
+func showsBothRuns() stepCheck {
+	return stepCheck{name: "ShowsBothRuns", only: []string{kleppmann}, check: func(w walk, errorf func(string, ...any)) {
+		s := w.s
+		for f, l := range s.Lanes {
+			if l[0] < s.StickyBot || l[1] > s.Screen {
+				errorf("%s: figure %d's lanes span y %.0f..%.0f, not all between the bar (%.0f) and the screen's bottom (%.0f)",
+					w.where(), f, l[0], l[1], s.StickyBot, s.Screen)
+			}
+		}
+		for f, a := range s.Axes {
+			if a > s.Screen {
+				errorf("%s: figure %d's time axis ends at y %.0f, below the screen's bottom (%.0f)", w.where(), f, a, s.Screen)
+			}
+		}
+		if w.j == len(w.tour)/2 {
+			shot(w.t, w.tab, "tour-1280")
+		}
+	}}
+}
+
+// revealsInOrder: the tour shows no outcome before its narration reaches
+// it: the verdict badges stay hidden until the step that tells the end,
+// the lost-write mark until the step that tells the loss, and the veil
+// hides the future entirely; and every label of an event the cursor has
+// reached is drawn above the veil, at full strength.
+func revealsInOrder() stepCheck {
+	return stepCheck{name: "RevealsInOrder", only: []string{kleppmann}, check: func(w walk, errorf func(string, ...any)) {
+		end, loss := -1, -1
+		for i, s := range w.tour {
+			if end < 0 && strings.Contains(s.Text, "the end.") {
+				end = i
+			}
+			if loss < 0 && strings.Contains(s.Text, "is now lost") {
+				loss = i
+			}
+		}
+		if end < 0 || loss < 0 {
+			errorf("no step tells the end (%d) or the loss (%d)", end, loss)
+			return
+		}
+		i := w.j
+		s := eval[revealState](w.t, w.tab, fmt.Sprintf("%s(%f)", revealStateJS, w.step().X))
+		for f, v := range s.Verdicts {
+			if v != (i >= end) {
+				errorf("step %d: verdict badge %d shown %v; the end is told at step %d", i+1, f, v, end+1)
+			}
+		}
+		for _, m := range s.LostMark {
+			if m != (i >= loss) {
+				errorf("step %d: the lost-write mark shown %v; the loss is told at step %d", i+1, m, loss+1)
+			}
+		}
+		for f, o := range s.Opacity {
+			if o < 0.999 {
+				errorf("step %d: figure %d's veil has opacity %.2f: the future shows through", i+1, f, o)
+			}
+		}
+		if len(s.Future) > 0 {
+			errorf("step %d: labels of events after the cursor are shown (a part may stick out left of the veil): %q", i+1, s.Future)
+		}
+		if len(s.Covered) > 0 {
+			errorf("step %d: labels of events the cursor has reached lie under the veil: %q", i+1, s.Covered)
+		}
+		if i == len(w.tour)-1 {
+			shot(w.t, w.tab, "tour-last-1280")
+		}
+	}}
+}
+
+// lineUnderLabelsJS lists the labels the tour's time line runs through
+// that are drawn before it (under it) or without a halo.
+const lineUnderLabelsJS = `(() => {
+  const out = [];
+  for (const svg of document.querySelectorAll(".run .timeline svg")) {
+    const line = svg.querySelector("line.cursor");
+    const x = line.getBoundingClientRect().left;
+    for (const t of svg.querySelectorAll("text")) {
+      const r = t.getBoundingClientRect();
+      if (getComputedStyle(t).visibility === "hidden" || r.left > x || r.right < x) continue;
+      const under = line.compareDocumentPosition(t) & Node.DOCUMENT_POSITION_FOLLOWING;
+      const halo = getComputedStyle(t).paintOrder.startsWith("stroke") && getComputedStyle(t).stroke !== "none";
+      if (!under || !halo) out.push(t.textContent);
+    }
+  }
+  return out;
+})()`
+
+// lineUnderLabels: at every step, the tour's time line is drawn before
+// (under) every label it runs through, and each such label has a halo
+// that keeps it readable over the line.
+func lineUnderLabels() stepCheck {
+	return stepCheck{name: "LineUnderLabels", only: []string{kleppmann}, check: func(w walk, errorf func(string, ...any)) {
+		for _, l := range eval[[]string](w.t, w.tab, lineUnderLabelsJS) {
+			errorf("%s: the time line runs over the label %q", w.where(), l)
+		}
+	}}
+}
+
+// keepsTheLegend: at every step of the tour, every entry of the figures'
+// legend (what the marks mean) shows whole on screen, below the tour's
+// bar, while both runs stay on screen (showsBothRuns), for the default
+// run and the preset whose first heading is the longest.
+func keepsTheLegend() stepCheck {
+	return stepCheck{name: "KeepsTheLegend", only: []string{kleppmann, checkThenWrite}, check: func(w walk, errorf func(string, ...any)) {
+		legendMissing(w, legendStateJS, errorf)
+		for f, a := range w.s.Axes {
+			if a > w.s.Screen {
+				errorf("%s: figure %d's time axis ends at y %.0f, below the screen's bottom (%.0f)", w.where(), f+1, a, w.s.Screen)
+			}
+		}
+	}}
+}
+
+// legendMissing fails for each entry of the legend js finds missing.
+func legendMissing(w walk, js string, errorf func(string, ...any)) {
+	l := eval[legendState](w.t, w.tab, js)
+	if len(l.Entries) < 4 {
+		errorf("%s: the figure's legend has %d entries: %q", w.where(), len(l.Entries), l.Entries)
+	}
+	for _, m := range l.Missing {
+		errorf("%s: the legend's %q is not shown whole on screen", w.where(), m)
+	}
+}
+
+// storageTokensJS lists the storages' token labels ("wrote 34", "34")
+// with where their token steps (the label's start less 3 px) and
+// whether each is drawn (above the veil, or left of it).
+const storageTokensJS = `[...document.querySelectorAll(".run .timeline svg")].flatMap((svg) => {
+  const veil = svg.querySelector("rect.veil"), vx = Number(veil.getAttribute("x"));
+  return [...svg.querySelectorAll("text:not([data-x])")].filter((t) => /^(wrote )?\d+$/.test(t.textContent)).map((t) => {
+    const b = t.getBBox();
+    return {Text: t.textContent, X: Number(t.getAttribute("x")) - 3,
+      Drawn: b.x + b.width <= vx || !!(veil.compareDocumentPosition(t) & Node.DOCUMENT_POSITION_FOLLOWING)};
+  });
+})`
+
+// drawsTheStorageToken: a step draws what happens at its moment: the
+// storage's token line steps up where a write or a claim lands, and its
+// label ("wrote 34", "34", 3 px right of that moment) shows at the step
+// that tells it (B's write, B's read), not one step later; a label of a
+// later moment stays under the veil.
+func drawsTheStorageToken() stepCheck {
+	return stepCheck{name: "DrawsTheStorageToken", only: []string{kleppmann}, check: func(w walk, errorf func(string, ...any)) {
+		type label struct {
+			Text  string
+			X     float64
+			Drawn bool
+		}
+		labels := eval[[]label](w.t, w.tab, storageTokensJS)
+		if len(labels) == 0 {
+			errorf("%s: no storage token labels", w.where())
+		}
+		s := w.step()
+		for _, l := range labels {
+			if want := l.X <= s.X+0.5; l.Drawn != want {
+				errorf("%s (%q): the storage's %q (at x %.1f, the cursor at %.1f) drawn %v, want %v", w.where(), s.Text, l.Text, l.X, s.X, l.Drawn, want)
+			}
+		}
+	}}
+}
+
+// tokenStepJS, called with a step's x, lists the storages' token steps
+// (where a token line changes level) at the step's moment, each with
+// what the screen shows 2 px right of it at its new level: the token
+// line, or what covers it.
+const tokenStepJS = `((x) => {
+  const out = [];
+  for (const svg of document.querySelectorAll(".run .timeline svg")) {
+    const pt = svg.createSVGPoint();
+    for (const p of svg.querySelectorAll('polyline[stroke="#555"]:not(.legend):not(.peek)')) {
+      const ps = p.getAttribute("points").trim().split(/\s+/).map((s) => s.split(",").map(Number));
+      for (let i = 1; i < ps.length; i++) {
+        if (ps[i][0] !== ps[i - 1][0] || Math.abs(ps[i][0] - x) > 0.5) continue;
+        pt.x = ps[i][0] + 2;
+        pt.y = ps[i][1];
+        const at = pt.matrixTransform(svg.getScreenCTM());
+        const top = document.elementsFromPoint(at.x, at.y).find((el) => el.tagName !== "text");
+        out.push({At: ps[i][0] + "," + ps[i - 1][1] + "->" + ps[i][1], Shown: top.tagName === "polyline" && top.getAttribute("stroke") === "#555",
+          Top: top.tagName + "." + (top.getAttribute("class") || "")});
+      }
+    }
+  }
+  return out;
+})`
+
+// tokenStepShows: where a storage's token steps at a step's moment (A's
+// late write landing: 34 down to 33), the step shows the token line's
+// new level just past its cursor, as it shows that level's label ("wrote
+// 33"): the line's drop was drawn under the veil, so the page told
+// "tokens went backwards" with a token line that never dropped.
+func tokenStepShows() stepCheck {
+	n := 0
+	return stepCheck{name: "TokenStepShows", only: []string{kleppmann}, check: func(w walk, errorf func(string, ...any)) {
+		type step struct {
+			At    string
+			Shown bool
+			Top   string
+		}
+		for _, st := range eval[[]step](w.t, w.tab, fmt.Sprintf("%s(%f)", tokenStepJS, w.step().X)) {
+			n++
+			if !st.Shown {
+				errorf("%s: the storage's token steps at %s at the step's moment, but 2 px past it the screen shows %s, not the token line", w.where(), st.At, st.Top)
+			}
+		}
+	}, done: func(errorf func(string, ...any), _ func(string, ...any)) {
+		if n == 0 {
+			errorf("no token step lies at a step's moment")
+		}
+	}}
+}
+
+// pauseDrawnJS tells, for each run, how far its pause's box is drawn
+// past the cursor (px) and whether "paused 15s" is drawn above the veil.
+const pauseDrawnJS = `(() => {
+  const out = {Past: [], Label: []};
+  for (const svg of document.querySelectorAll(".run .timeline svg")) {
+    const veil = svg.querySelector("rect.veil"), vx = Number(veil.getAttribute("x"));
+    const above = (el) => !!(veil.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING) && el.style.visibility !== "hidden";
+    let past = 0;
+    for (const r of svg.querySelectorAll("rect.pause")) {
+      const x = Number(r.getAttribute("x")), w = Number(r.getAttribute("width"));
+      if (above(r)) past = Math.max(past, x + w - vx);
+    }
+    out.Past.push(past);
+    out.Label.push([...svg.querySelectorAll("text")].some((t) => t.textContent === "paused 15s" && above(t)));
+  }
+  return out;
+})()`
+
+// drawsThePause: the step that says "A is paused for 15s" draws A's
+// pause's label "paused 15s" (the text gives its length), the step
+// before does not; and no step draws the pause's box past its moment,
+// as the rest of the figure is drawn (it was drawn out to 17.4 s from
+// the pause's first step on).
+func drawsThePause() stepCheck {
+	return stepCheck{name: "DrawsThePause", only: []string{kleppmann}, check: func(w walk, errorf func(string, ...any)) {
+		pause := slices.IndexFunc(w.tour, func(s playground.Step) bool { return strings.Contains(s.Text, "A is paused for 15s") })
+		if pause < 1 {
+			errorf("no step tells A's pause: %+v", w.tour)
+			return
+		}
+		i := w.j
+		if i < pause-1 || i > pause+3 {
+			return
+		}
+		d := eval[struct {
+			Past  []float64
+			Label []bool
+		}](w.t, w.tab, pauseDrawnJS)
+		for run := range d.Past {
+			if want := i >= pause; d.Label[run] != want || d.Past[run] > 0.5 {
+				errorf("step %d (%q), run %d: pause box drawn %.0f px past the cursor, label drawn %v; want 0 px, label drawn %v",
+					i+1, w.tour[i].Text, run+1, d.Past[run], d.Label[run], want)
+			}
+		}
+	}}
+}
+
+// phoneFirstView: on a 400 x 860 phone, no label of either figure is cut
+// by the figure's scrolled view, the lane names' strip or the screen's
+// edges in every preset's first view (each figure brought on screen),
+// and the danger's labels show whole there.
+func phoneFirstView(t *testing.T, tab context.Context, p playground.Preset, errorf func(string, ...any)) {
+	for _, id := range []string{"run-off", "run-on"} {
+		eval[bool](t, tab, fmt.Sprintf(`(document.querySelector("#%s .timeline").scrollIntoView({block: "end"}), true)`, id))
+		reportCutTo(errorf, fmt.Sprintf("%s, first view of %s", p.Title, id), eval[[]cutLabel](t, tab, fmt.Sprintf("%s(-1, %q)", cutLabelsJS, id)))
+	}
+}
+
+// phoneChecks are checked on a 400 x 860 phone.
+func phoneChecks() []stepCheck {
+	return []stepCheck{labelsWhole(), showsNamedWrites(), momentsInView(), fatesInView(), barNames(),
+		oneWindow(), tourBar(), tourNames(), phoneKeepsTheLegend(), verdictsWhole(),
+		momentHints()} // last: its tap scrolls the figures
+}
+
+// labelsWhole: at every step of every preset's tour, no label of either
+// figure is cut by the figure's scrolled view, the lane names' strip or
+// the screen's edges, and the step's own labels show whole.
+func labelsWhole() stepCheck {
+	return stepCheck{name: "LabelsWhole", check: func(w walk, errorf func(string, ...any)) {
+		moments, _ := json.Marshal(w.step().Moments) // the last steps': the moments they name
+		js := fmt.Sprintf("%s(%f, '', %s)", cutLabelsJS, w.step().X, moments)
+		reportCutTo(errorf, w.where(), eval[[]cutLabel](w.t, w.tab, js))
+	}}
+}
+
+// showsNamedWrites: at every step of every preset's tour, the labels of
+// the fates of the writes the step names (A1, B1, ...), in both figures,
+// show whole at once where side by side they fit the view (else one of
+// them at least): the summary steps show A1's and B1's side by side.
+func showsNamedWrites() stepCheck {
+	name := regexp.MustCompile(`\b[A-Z]\d+\b`)
+	checked := 0
+	return stepCheck{name: "ShowsNamedWrites", check: func(w walk, errorf func(string, ...any)) {
+		names := name.FindAllString(w.step().Text, -1)
+		if len(names) == 0 {
+			return
+		}
+		js, _ := json.Marshal(names)
+		s := eval[struct {
+			All     []string
+			Missing []string
+			Fit     bool
+		}](w.t, w.tab, fmt.Sprintf("%s(%f, %s)", namedFatesJS, w.step().X, js))
+		checked += len(s.All)
+		if !s.Fit && len(s.Missing) < len(s.All) {
+			return // not all fit the view at a readable scale: one at least shows
+		}
+		for _, m := range s.Missing {
+			errorf("%s (names %v): %q is not shown whole with the others", w.where(), names, m)
+		}
+	}, done: func(errorf func(string, ...any), logf func(string, ...any)) {
+		if checked < 20 {
+			errorf("only %d labels of named writes checked", checked)
+		}
+		logf("%d labels of named writes checked", checked)
+	}}
+}
+
+// momentsInView: at every step of every preset's tour, the moment the
+// step talks about lies inside the part of both figures in view; a
+// summary step's marked moments (B's read and write, A's pause and its
+// lease's expiry) all do where side by side they fit the view at a
+// readable scale (labelsReadable), else the latest and those that fit
+// with it; and of the marked labels of the moments in view ("33
+// expired", "read claims 34"), all show whole if side by side they fit
+// the view with those moments, in both figures together, else the
+// storages' if they fit, and one at least.
+func momentsInView() stepCheck {
+	return stepCheck{name: "MomentsInView", check: func(w walk, errorf func(string, ...any)) {
+		marked := w.step().Moments
+		moments := marked
+		if len(moments) == 0 {
+			moments = []float64{w.step().X}
+		}
+		js, _ := json.Marshal(moments)
+		s := eval[momentState](w.t, w.tab, fmt.Sprintf("%s(%s)", momentStateJS, js))
+		// Both figures are scrolled to one position (oneWindow): the
+		// labels of the moments in view count in both together.
+		var labels, stores, missing []momentLabel
+		var shownX []float64
+		for f := range s.From {
+			in := func(x float64) bool { return x >= s.From[f]-0.5 && x <= s.To[f]+0.5 }
+			latest := slices.Max(s.Moments[f])
+			shown := make([]bool, len(moments))
+			for i, x := range s.Moments[f] {
+				shown[i] = in(x)
+				if shown[i] {
+					shownX = append(shownX, x, x+12) // the latest 12 px clear of the view's edge, as the page keeps it
+				}
+				if !shown[i] && latest-x <= s.To[f]-s.From[f]-20 {
+					errorf("%s, figure %d: the step's moment at x %.0f (on screen %.0f) is outside the view, %.0f..%.0f",
+						w.where(), f+1, moments[i], x, s.From[f], s.To[f])
+				}
+			}
+			if len(marked) == 0 {
+				continue
+			}
+			for _, l := range s.Labels[f] {
+				if !shown[l.M] {
+					continue
+				}
+				l.Text = fmt.Sprintf("%q in figure %d", l.Text, f+1)
+				labels = append(labels, l)
+				if l.Store {
+					stores = append(stores, l)
+				}
+				if !l.Whole {
+					missing = append(missing, l)
+				}
+			}
+		}
+		if len(labels) == 0 {
+			return
+		}
+		// The span of labels ls with the moments in view.
+		span := func(ls []momentLabel) float64 {
+			lo, hi := slices.Min(shownX), slices.Max(shownX)
+			for _, l := range ls {
+				lo, hi = min(lo, l.X0), max(hi, l.X1)
+			}
+			return hi - lo
+		}
+		view := s.To[0] - s.From[0]
+		switch {
+		case span(labels) <= view+1, len(missing) == len(labels):
+		case span(stores) <= view+1:
+			missing = slices.DeleteFunc(missing, func(l momentLabel) bool { return !l.Store })
+		default:
+			missing = nil
+		}
+		for _, l := range missing {
+			errorf("%s: the label %s of a moment the step marks does not show whole: it spans %.0f..%.0f, the view %.0f..%.0f",
+				w.where(), l.Text, l.X0, l.X1, s.From[0], s.To[0])
+		}
+	}}
+}
+
+// figViewJS, in a loop over the figures' columns (fig), reads the
+// figure's view on screen: its svg, the column's box f and the svg's s,
+// its scale k (screen px per unit), and from left to right the part it
+// shows, right of the lane names' strip.
+const figViewJS = `
+    const svg = fig.querySelector("svg");
+    const f = fig.getBoundingClientRect(), s = svg.getBoundingClientRect();
+    const k = s.width / +svg.getAttribute("width");
+    const strip = svg.querySelector("rect.name-strip");
+    const left = strip && getComputedStyle(strip).visibility !== "hidden" ? strip.getBoundingClientRect().right : f.left + fig.clientLeft;
+    const right = f.left + fig.clientLeft + fig.clientWidth;
+`
+
+// fatesJS lists, in both figures, the storages' labels of the writes'
+// fates ("B1 (token 34): ok, later LOST") that a step at x has reached
+// whose write lies in the part of the figure in view, whether each shows
+// whole there, and the span (Lo..Hi) it makes with the step's moments in
+// view and their marked labels.
+const fatesJS = `((x, moments) => {
+  const out = [];
+  for (const fig of document.querySelectorAll(".run .timeline")) {` + figViewJS + `
+    const storeY = Math.max(...[...svg.querySelectorAll("text.lane-name")].map((n) => +n.getAttribute("y")));
+    // The moments in view and their marked labels, which the page keeps first.
+    let lo = Infinity, hi = -Infinity;
+    for (const m of moments) {
+      const mx = s.left + m * k;
+      if (mx < left || mx > right) continue;
+      lo = Math.min(lo, mx);
+      hi = Math.max(hi, mx + 12);
+      for (const t of svg.querySelectorAll("text[data-x]:not(.danger)")) {
+        if (+t.dataset.x > m + 0.5 || +t.dataset.x < m - 6) continue;
+        const b = t.getBoundingClientRect();
+        lo = Math.min(lo, b.left);
+        hi = Math.max(hi, b.right);
+      }
+    }
+    for (const t of svg.querySelectorAll("text[data-x]")) {
+      const at = s.left + +t.dataset.x * k;
+      if (+t.dataset.y <= storeY || +t.dataset.x > x + 0.5 || !/token \d+\)/.test(t.textContent) || at < left || at > right) continue;
+      const b = t.getBoundingClientRect();
+      out.push({Text: t.textContent, X0: b.left, X1: b.right, From: left, To: right, Lo: Math.min(lo, b.left), Hi: Math.max(hi, b.right),
+        K: k, Column: fig.clientWidth, Strip: (left - f.left - fig.clientLeft) / k,
+        Whole: getComputedStyle(t).visibility !== "hidden" && b.left >= left - 0.5 && b.right <= right + 0.5});
+    }
+  }
+  return out;
+})`
+
+// fatesInView: at the summary steps, which name earlier moments, each
+// storage's label of a write's fate whose write lies in view shows whole
+// where it fits the view with the step's moments in view and their
+// marked labels, as shown or at the least scale (labelsReadable): the
+// first figure's "B1 (token 34): ok, later LOST" was hidden at the
+// default tour's summaries of atomicity and the TTL, cut by the view's
+// right edge, though the steps are about that write.
+func fatesInView() stepCheck {
+	return stepCheck{name: "FatesInView", check: func(w walk, errorf func(string, ...any)) {
+		if len(w.step().Moments) == 0 {
+			return
+		}
+		type fate struct {
+			Text                     string
+			X0, X1, From, To, Lo, Hi float64
+			K, Column, Strip         float64 // the scale, the column's width (px), the strip's (units)
+			Whole                    bool
+		}
+		moments, _ := json.Marshal(w.step().Moments)
+		for _, l := range eval[[]fate](w.t, w.tab, fmt.Sprintf("%s(%f, %s)", fatesJS, w.step().X, moments)) {
+			// It fits the view as shown, or at the least scale (11/12).
+			if !l.Whole && (l.Hi-l.Lo <= l.To-l.From+0.5 || (l.Hi-l.Lo)/l.K <= l.Column*12/11-l.Strip-4) {
+				errorf("%s: the storage's %q, whose write is in view, does not show whole: it spans %.0f..%.0f, the view %.0f..%.0f",
+					w.where(), l.Text, l.X0, l.X1, l.From, l.To)
+			}
+		}
+	}}
+}
+
+// barNamesJS lists each lease bar (a rect of rx 3, 14 high) whose part
+// in view (right of the lane names' strip, left of the figure's edge and
+// of the tour's veil) is wider than its short name ("lease 33", without
+// the holder) and 8 px, with whether a label inside the bar's part in
+// view names it ("lease 33 (A)" or "lease 33").
+const barNamesJS = `(() => {
+  const out = [];
+  for (const fig of document.querySelectorAll(".run .timeline")) {
+    const svg = fig.querySelector("svg");
+    const f = fig.getBoundingClientRect();
+    const strip = svg.querySelector("rect.name-strip");
+    const left = strip && getComputedStyle(strip).visibility !== "hidden" ? strip.getBoundingClientRect().right : f.left + fig.clientLeft;
+    const veil = svg.querySelector("rect.veil");
+    const right = Math.min(f.left + fig.clientLeft + fig.clientWidth, veil ? veil.getBoundingClientRect().left : Infinity);
+    const texts = [...svg.querySelectorAll("text:not([data-x])")].filter((t) => /^lease \d+/.test(t.textContent));
+    for (const bar of svg.querySelectorAll('rect[rx="3"][height="14"]')) {
+      const r = bar.getBoundingClientRect(), lo = Math.max(r.left, left), hi = Math.min(r.right, right);
+      const own = texts.filter((t) => { const b = t.getBoundingClientRect(); return b.top < r.bottom && b.bottom > r.top && b.left >= r.left - 0.5 && b.right <= r.right + 0.5; });
+      const probe = own[0] || texts[0];
+      if (!probe) continue;
+      const k = r.height / 14;
+      const short = probe.textContent.replace(/ \(.*\)$/, "").length * 7.2 * k; // the short name's width, about
+      if (hi - lo < short + 8) continue;
+      const named = own.some((t) => { const b = t.getBoundingClientRect(); return getComputedStyle(t).visibility !== "hidden" && b.left >= lo - 0.5 && b.right <= hi + 0.5; });
+      out.push({Bar: Math.round(lo) + ".." + Math.round(hi), Names: own.map((t) => t.textContent), Named: named});
+    }
+  }
+  return out;
+})()`
+
+// barNames: on a phone, at every step of every preset's tour, a lease
+// bar whose part in view has room for its name shows a name there: the
+// lane names' strip ("Lease") covered "lease 33 (A)", centred in its
+// bar, while the bar's end showed beside the strip.
+func barNames() stepCheck {
+	return stepCheck{name: "BarNames", check: func(w walk, errorf func(string, ...any)) {
+		type bar struct {
+			Bar   string
+			Names []string
+			Named bool
+		}
+		for _, b := range eval[[]bar](w.t, w.tab, barNamesJS) {
+			if !b.Named {
+				errorf("%s: the lease bar in view at x %s shows no name (its label: %q)", w.where(), b.Bar, b.Names)
+			}
+		}
+	}}
+}
+
+// oneWindow: at every step of the tour both figures are scrolled to one
+// position, so that an instant sits at one place in both; the fenced
+// storage keeps its rule in its short name ("(claim)"); and from the
+// step that tells the outcome on, each figure shows whole A's late write
+// and its fate, and the fenced one B's read that claimed 34 before it
+// (but at the last steps that name earlier moments): the phone's figures
+// are drawn on the most compressed time axis that keeps labels apart.
+func oneWindow() stepCheck {
+	return stepCheck{name: "OneWindow", only: []string{kleppmann}, check: func(w walk, errorf func(string, ...any)) {
+		i := w.j
+		s := eval[windowState](w.t, w.tab, windowStateJS)
+		if len(s.Scroll) != 2 || s.Scroll[0] != s.Scroll[1] {
+			errorf("step %d: the figures are scrolled to %v, want one position", i+1, s.Scroll)
+		}
+		if len(s.Names) == 2 && !strings.Contains(s.Names[1], "(claim)") {
+			errorf("step %d: the fenced storage is named %q, want its rule, (claim)", i+1, s.Names[1])
+		}
+		if !w.step().Outcome || len(w.step().Moments) > 0 {
+			return // a last step that names earlier moments shows them (momentsInView)
+		}
+		for f, fates := range s.Fates {
+			for _, want := range []string{"write A1, token 33", "A1 (token 33)"} {
+				if !strings.Contains(strings.Join(fates, "|"), want) {
+					errorf("step %d (outcome), figure %d: %q is not shown whole; the view shows %q", i+1, f, want, fates)
+				}
+			}
+		}
+		if len(s.Fates) == 2 && !strings.Contains(strings.Join(s.Fates[1], "|"), "read claims 34") {
+			errorf("step %d (outcome): the fenced run's \"read claims 34\" is not shown whole with A1's refusal; the view shows %q", i+1, s.Fates[1])
+		}
+	}}
+}
+
+// tourBar: the sticky bar with the tour stays within a quarter of the
+// screen at every step.
+func tourBar() stepCheck {
+	tallest := 0.0
+	return stepCheck{name: "TourBar", only: []string{kleppmann}, check: func(w walk, errorf func(string, ...any)) {
+		h := w.s.StickyBot - w.s.StickyTop
+		tallest = max(tallest, h)
+		if h > 860/4 {
+			errorf("step %d: the tour's bar is %.0f px tall, over a quarter of 860 px", w.j+1, h)
+		}
+		if w.j == 10 {
+			shot(w.t, w.tab, "tour-400")
+		}
+	}, done: func(_ func(string, ...any), logf func(string, ...any)) {
+		logf("the tallest bar: %.0f px", tallest)
+	}}
+}
+
+// tourNames: at every step, each figure's lane names sit on an opaque
+// strip that nothing is drawn over but them (and momentHints' hints), so no data shows under a
+// name; and from the step that tells A's late write on, the fenced run's
+// REJECTED label is on screen (but at the last steps that name earlier
+// moments).
+func tourNames() stepCheck {
+	return stepCheck{name: "TourNames", only: []string{kleppmann}, check: func(w walk, errorf func(string, ...any)) {
+		late := slices.IndexFunc(w.tour, func(s playground.Step) bool { return strings.Contains(s.Text, "late write") })
+		i := w.j
+		s := eval[phoneState](w.t, w.tab, phoneStateJS)
+		for f, problem := range s.Strips {
+			if problem != "" {
+				errorf("step %d, figure %d: the lane names' strip: %s", i+1, f, problem)
+			}
+		}
+		if i >= late && len(w.step().Moments) == 0 && (s.Rejected[0] < s.StickyBot || s.Rejected[1] > s.Screen) {
+			errorf("step %d: the fenced run's REJECTED label spans y %.0f..%.0f, not between the bar (%.0f) and the screen's bottom (%.0f)",
+				i+1, s.Rejected[0], s.Rejected[1], s.StickyBot, s.Screen)
+		}
+		if i == late+2 {
+			shot(w.t, w.tab, "tour-phone-late")
+		}
+	}}
+}
+
+// phoneKeepsTheLegend: at every step of the tour, every entry of the
+// figures' legend (what the marks mean) shows whole on screen, its mark
+// beside its name, while the tour's bar stays within a quarter of the
+// screen, for the default run and the preset whose tour has the longest
+// step.
+func phoneKeepsTheLegend() stepCheck {
+	return stepCheck{name: "KeepsTheLegend", only: []string{kleppmann, checkThenWrite}, check: func(w walk, errorf func(string, ...any)) {
+		legendMissing(w, phoneLegendJS, errorf)
+		if h := w.s.StickyBot - w.s.StickyTop; h > 860/4 {
+			errorf("%s: the tour's bar is %.0f px tall, over a quarter of 860 px", w.where(), h)
+		}
+	}}
+}
+
+// verdictsWhole: from the tour's step that tells the outcome on, each
+// run's verdict shows whole in its frame: "Tokens went backwards" beside
+// "Check, then write: two steps" was cut to "Tokens went backw".
+func verdictsWhole() stepCheck {
+	seen := 0
+	return stepCheck{name: "VerdictsWhole", only: []string{checkThenWrite}, check: func(w walk, errorf func(string, ...any)) {
+		type verdict struct {
+			Text                  string
+			Shown                 bool
+			Left, Right, RunRight float64
+		}
+		vs := eval[[]verdict](w.t, w.tab, `[...document.querySelectorAll(".run .verdict")].map((v) => {
+  const r = v.getBoundingClientRect(), run = v.closest(".run").getBoundingClientRect();
+  return {Text: v.textContent, Shown: getComputedStyle(v).visibility !== "hidden", Left: r.left, Right: r.right, RunRight: run.right};
+})`)
+		for _, v := range vs {
+			if !v.Shown {
+				continue
+			}
+			seen++
+			if v.Left < 0 || v.Right > v.RunRight+0.5 || v.Right > 400 {
+				errorf("step %d: the verdict %q spans x %.0f..%.0f, past its run's frame (%.0f) or the screen", w.j+1, v.Text, v.Left, v.Right, v.RunRight)
+			}
+		}
+	}, done: func(errorf func(string, ...any), _ func(string, ...any)) {
+		if seen == 0 {
+			errorf("no step shows a verdict")
+		}
+	}}
+}
+
+// hintsJS lists per figure the moments a step marks (x) that lie outside
+// the part of the figure in view, and the texts of the hints (text.hint)
+// shown whole on screen.
+const hintsJS = `((moments) => {
+  const bar = document.getElementById("sticky").getBoundingClientRect().bottom;
+  return [...document.querySelectorAll(".run .timeline")].map((fig) => {` + figViewJS + `
+    const outside = moments.filter((m) => s.left + m * k < left - 0.5 || s.left + m * k > right + 0.5);
+    const hints = [...svg.querySelectorAll("text.hint")].filter((t) => {
+      const r = t.getBoundingClientRect();
+      return getComputedStyle(t).visibility !== "hidden" && r.width > 0 && r.left >= f.left - 0.5 && r.right <= right + 0.5 &&
+        r.top >= bar - 0.5 && r.bottom <= innerHeight + 0.5 && parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a >= 10.99;
+    }).map((t) => t.textContent);
+    return {Outside: outside, Hints: hints};
+  });
+})`
+
+// momentHints: on a phone, at every summary step whose marked moments do
+// not all fit the view at a readable scale, each figure names the
+// moments outside its view at the view's edge ("\u25c0 2.4s"), and a tap
+// on that hint brings them into view: the reader knows that the step
+// talks about more than the screen shows, and where.
+func momentHints() stepCheck {
+	n := 0
+	return stepCheck{name: "MomentHints", check: func(w walk, errorf func(string, ...any)) {
+		if len(w.step().Moments) == 0 {
+			return
+		}
+		type state struct {
+			Outside []float64
+			Hints   []string
+		}
+		js, _ := json.Marshal(w.step().Moments)
+		read := func() []state { return eval[[]state](w.t, w.tab, fmt.Sprintf("%s(%s)", hintsJS, js)) }
+		before := read()
+		if len(before[0].Outside) == 0 {
+			return
+		}
+		n++
+		for f, s := range before {
+			if len(s.Outside) > 0 && len(s.Hints) == 0 {
+				errorf("%s, figure %d: the marked moments at x %v lie outside the view, and no hint says so", w.where(), f+1, s.Outside)
+			}
+		}
+		if !eval[bool](w.t, w.tab, `((h) => !!h && (h.dispatchEvent(new MouseEvent("click", {bubbles: true})), true))(document.querySelector(".run .timeline svg text.hint"))`) {
+			return
+		}
+		for f, s := range read() {
+			for _, m := range before[f].Outside {
+				if slices.Contains(s.Outside, m) {
+					errorf("%s, figure %d: a tap on the hint %q leaves the moment at x %.1f outside the view", w.where(), f+1, before[0].Hints, m)
+				}
+			}
+		}
+	}, done: func(errorf func(string, ...any), logf func(string, ...any)) {
+		if n == 0 {
+			errorf("no summary step has moments outside the view")
+		}
+		logf("%d summary steps with moments outside the view", n)
+	}}
+}
