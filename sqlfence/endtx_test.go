@@ -1,6 +1,7 @@
 package sqlfence_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -8,8 +9,21 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/sqlfence"
 )
+
+// docTable makes the table data in a fresh schema and returns a write of
+// v to its row "doc".
+func docTable(t *testing.T) (*testenv.PostgresEnv, context.Context, func(db execer, v string) error) {
+	env := setup(t)
+	ctx := testCtx(t)
+	exec(t, env.Pool, `CREATE TABLE data (k text PRIMARY KEY, v text NOT NULL)`)
+	return env, ctx, func(db execer, v string) error {
+		_, err := db.Exec(ctx, `INSERT INTO data (k, v) VALUES ('doc', $1) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`, v)
+		return err
+	}
+}
 
 // TestInTxFnEndsTransaction runs InTx with token 10 whose fn ends the
 // transaction itself (COMMIT, ROLLBACK, COMMIT then BEGIN, tx.Commit),
@@ -18,13 +32,7 @@ import (
 // problem, never nil, and must not commit what fn wrote after its COMMIT
 // inside a transaction it began itself. On every handle.
 func TestInTxFnEndsTransaction(t *testing.T) {
-	env := setup(t)
-	ctx := testCtx(t)
-	exec(t, env.Pool, `CREATE TABLE data (k text PRIMARY KEY, v text NOT NULL)`)
-	write := func(db execer, v string) error {
-		_, err := db.Exec(ctx, `INSERT INTO data (k, v) VALUES ('doc', $1) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`, v)
-		return err
-	}
+	env, ctx, write := docTable(t)
 	ends := []struct {
 		name string
 		end  func(tx pgx.Tx) error
@@ -114,6 +122,72 @@ func TestInTxFnEndsOuterTransaction(t *testing.T) {
 			})
 			if err == nil || !strings.Contains(err.Error(), "fn ended the transaction") {
 				t.Fatalf("InTx on a pgx.Tx whose fn sent %s returned %v; want an error saying fn ended the transaction", end, err)
+			}
+		})
+	}
+}
+
+// TestInTxOnTxFnUndoesClaim: InTx on a pgx.Tx (a savepoint) whose fn rolls
+// back to that savepoint, or to one the caller made before InTx, undoing
+// the claim and freeing the guard row; a newer holder then claims and
+// writes, and the old fn writes again and returns nil. InTx must fail, and
+// the caller's commit must not land the old write after the newer one.
+func TestInTxOnTxFnUndoesClaim(t *testing.T) {
+	env, ctx, write := docTable(t)
+	for i, savepoint := range []string{"sp_1", "before_intx"} { // sp_1: pgx's name for InTx's savepoint
+		t.Run(savepoint, func(t *testing.T) {
+			resource := "undo-" + savepoint
+			old, newer := fence.Token(10*i+10), fence.Token(10*i+15)
+			outer, err := env.Pool.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer outer.Rollback(ctx)
+			exec(t, outer, "SAVEPOINT before_intx")
+			err = sqlfence.InTx(ctx, outer, resource, old, func(tx pgx.Tx) error {
+				exec(t, tx, "ROLLBACK TO SAVEPOINT "+savepoint)
+				if err := sqlfence.InTx(ctx, env.Pool, resource, newer, func(btx pgx.Tx) error {
+					return write(btx, "B")
+				}); err != nil {
+					t.Errorf("B's InTx: %v", err)
+				}
+				return write(tx, "A late")
+			})
+			_ = outer.Commit(ctx)
+			if err == nil || !strings.Contains(err.Error(), "fn ended the transaction") {
+				t.Errorf("InTx on a pgx.Tx whose fn rolled back to %s returned %v; want an error saying fn ended the transaction", savepoint, err)
+			}
+			if got := readData(t, env.Pool, "doc"); got != "B" {
+				t.Errorf("row after the caller's commit = %q, want B's write (A's token %v is older than B's %v)", got, old, newer)
+			}
+		})
+	}
+}
+
+// TestInTxConnInTransaction: InTx on a *pgx.Conn or *pgxpool.Conn on which
+// the caller began a transaction must refuse, sending nothing, rather than
+// claim inside the caller's transaction and commit it: the caller's later
+// ROLLBACK would then undo nothing.
+func TestInTxConnInTransaction(t *testing.T) {
+	env, ctx, _ := docTable(t)
+	pc, err := env.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Release()
+	for name, db := range map[string]interface {
+		sqlfence.TxBeginner
+		execer
+	}{"conn": connect(t, env.URL), "pool conn": pc} {
+		t.Run(name, func(t *testing.T) {
+			exec(t, db, "BEGIN", `INSERT INTO data (k, v) VALUES ('`+name+`', 'uncommitted')`)
+			err := sqlfence.InTx(ctx, db, "conn-in-tx", 1, func(pgx.Tx) error { return nil })
+			exec(t, db, "ROLLBACK")
+			if !errors.Is(err, fence.ErrInvalid) {
+				t.Errorf("InTx on a %s inside a transaction: %v, want an error matching fence.ErrInvalid", name, err)
+			}
+			if got := readData(t, env.Pool, name); got != "<none>" {
+				t.Errorf("the caller's rolled-back insert reads %q: InTx committed the caller's transaction", got)
 			}
 		})
 	}

@@ -98,13 +98,8 @@ func Exec(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 // claim and releasing its row lock, so that what it wrote after that
 // would commit unfenced with tx.
 func execOnTx(ctx context.Context, tx pgx.Tx, resource string, tok fence.Token, sql string, args []any) (pgconn.CommandTag, error) {
-	mark := strconv.FormatUint(rand.Uint64(), 36)
-	var claimed bool
-	var cur int64
-	var set string
-	s := pgxSender{tx}
-	found, err := s.Row(ctx, pgsql.ClaimMarkSQL, []any{resource, int64(tok), mark}, &claimed, &cur, &set)
-	if err := pgsql.Claimed(ctx, s, "sqlfence", resource, tok, found && claimed, cur, err); err != nil {
+	mark, err := claimMarked(ctx, tx, resource, tok)
+	if err != nil {
 		return pgconn.CommandTag{}, err
 	}
 	b := &pgx.Batch{}

@@ -56,7 +56,8 @@ var (
 // a stale error even while the new holder has written nothing. On a pgx.Tx
 // it lives until that transaction ends and holds the guard row's lock
 // until then (a newer holder's claim waits): claim first, then write, then
-// commit. Row-mode writes see it only through a table bound with
+// commit. A ROLLBACK TO SAVEPOINT made before the claim undoes it and frees
+// the row, so that later writes are not fenced: claim again after one. Row-mode writes see it only through a table bound with
 // [Table.WithGuard](resource); unbound tables compare with each row's own
 // version.
 //

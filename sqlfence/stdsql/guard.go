@@ -33,6 +33,8 @@ var (
 // it right after acquiring a lease, before writing anything. On a *sql.Tx
 // it lives until that transaction ends and holds the guard row's lock
 // until then: call it first in your transaction, then write, then commit.
+// A ROLLBACK TO SAVEPOINT made before the claim undoes it and frees the
+// row, so that later writes are not fenced: claim again after one.
 //
 // Claim costs one round trip (two in the rare race where a newer holder
 // committed while the claim waited on the row lock).
