@@ -164,6 +164,36 @@ func TestInTxOnTxFnUndoesClaim(t *testing.T) {
 	}
 }
 
+// TestInTxOnTxNestedFencedCalls: inside InTx on a pgx.Tx, fn's own fenced
+// calls on its transaction (Exec, InTx, Claim, on other resources) claim
+// too, and leave InTx's claim standing: InTx commits.
+func TestInTxOnTxNestedFencedCalls(t *testing.T) {
+	env, ctx, write := docTable(t)
+	outer, err := env.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outer.Rollback(ctx)
+	err = sqlfence.InTx(ctx, outer, "nested", 3, func(tx pgx.Tx) error {
+		if _, err := sqlfence.Exec(ctx, tx, "nested-exec", 3, `SELECT 1`); err != nil {
+			return err
+		}
+		if err := sqlfence.InTx(ctx, tx, "nested-intx", 3, func(inner pgx.Tx) error { return write(inner, "inner") }); err != nil {
+			return err
+		}
+		return sqlfence.Claim(ctx, tx, "nested-claim", 3)
+	})
+	if err != nil {
+		t.Fatalf("InTx on a pgx.Tx whose fn made fenced calls on its transaction: %v", err)
+	}
+	if err := outer.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := readData(t, env.Pool, "doc"); got != "inner" {
+		t.Fatalf("row after the commit = %q, want the inner InTx's write", got)
+	}
+}
+
 // TestInTxConnInTransaction: InTx on a *pgx.Conn or *pgxpool.Conn on which
 // the caller began a transaction must refuse, sending nothing, rather than
 // claim inside the caller's transaction and commit it: the caller's later

@@ -23,11 +23,11 @@ import (
 // and writes no new row version) and fails when it is refused (the NOT
 // NULL token, SQLSTATE 23502), so that the statements sent with it in the
 // same implicit transaction do not run. It also marks the transaction with
-// $3 (transaction-locally), which pgsql.ExecCheckSQL finds only while the
+// $3 (pgsql.AddMark), which pgsql.ExecCheckSQL finds only while the
 // transaction is still the claim's. The CTE runs although the SELECT does
 // not read it (PostgreSQL runs every data-modifying WITH statement once).
 const execClaimSQL = `WITH claimed AS (` + lockClaimSQL + `)
-SELECT set_config('` + pgsql.ExecMarker + `', $3, true)`
+SELECT ` + pgsql.AddMark
 
 // batchSender sends a batch of statements as one pipeline: *pgx.Conn and
 // *pgxpool.Pool.
