@@ -194,6 +194,46 @@ func TestInTxOnTxNestedFencedCalls(t *testing.T) {
 	}
 }
 
+// TestClaimRefusedInTxFailsCommit: a Claim refused inside the caller's
+// transaction (a pgx.Tx, or a connection after BEGIN), whose error careless
+// code ignores, must leave that transaction unable to commit: otherwise the
+// old holder's writes in it land after the newer holder's.
+func TestClaimRefusedInTxFailsCommit(t *testing.T) {
+	env, ctx, write := docTable(t)
+	if err := sqlfence.Claim(ctx, env.Pool, "refused", 20); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(env.Pool, "B"); err != nil {
+		t.Fatal(err)
+	}
+	conn := connect(t, env.URL)
+	for _, h := range []struct {
+		name  string
+		begin func() (pgx.Tx, error)
+	}{{"pgx.Tx", func() (pgx.Tx, error) { return env.Pool.Begin(ctx) }}, {"conn after BEGIN", func() (pgx.Tx, error) { return conn.Begin(ctx) }}} {
+		t.Run(h.name, func(t *testing.T) {
+			tx, err := h.begin()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			var db sqlfence.Querier = tx
+			if h.name != "pgx.Tx" {
+				db = conn
+			}
+			err = sqlfence.Claim(ctx, db, "refused", 10)
+			wantStale(t, err, "refused", 10, 20)
+			_ = write(tx, "A late") // ignored, as careless code does
+			if err := tx.Commit(ctx); err == nil {
+				t.Errorf("COMMIT after a refused Claim succeeded; want it to fail")
+			}
+			if got := readData(t, env.Pool, "doc"); got != "B" {
+				t.Errorf("row = %q after the old holder's commit, want B's write", got)
+			}
+		})
+	}
+}
+
 // TestInTxConnInTransaction: InTx on a *pgx.Conn or *pgxpool.Conn on which
 // the caller began a transaction must refuse, sending nothing, rather than
 // claim inside the caller's transaction and commit it: the caller's later

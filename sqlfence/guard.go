@@ -66,7 +66,8 @@ var (
 // re-read with a fresh snapshot so the error carries the real current token).
 //
 // Errors: a [*fence.StaleError] when a token greater than tok was already
-// accepted (nothing changed; roll a pgx.Tx back); [fence.ErrInvalid] for a
+// accepted (nothing changed; in a transaction, Claim also makes it fail,
+// so that its COMMIT rolls back: roll it back); [fence.ErrInvalid] for a
 // nil db or a bad token or resource (nothing sent); ctx's error, wrapping
 // context.Cause(ctx) once ctx has ended; PostgreSQL's error (for example a
 // missing fencekit_tokens table: run migrations.Up).
@@ -74,7 +75,21 @@ func Claim(ctx context.Context, db Querier, resource string, tok fence.Token) er
 	if err := checkArgs(ctx, db, resource, tok); err != nil {
 		return err
 	}
-	return cause.With(ctx, claim(ctx, db, resource, tok))
+	err := claim(ctx, db, resource, tok)
+	if errors.Is(err, fence.ErrStale) && inTransaction(db) {
+		pgsql.AbortTx(ctx, pgxSender{db})
+	}
+	return cause.With(ctx, err)
+}
+
+// inTransaction reports whether db is a pgx.Tx, or a connection inside a
+// transaction.
+func inTransaction(db Querier) bool {
+	if _, ok := db.(pgx.Tx); ok {
+		return true
+	}
+	c := connOf(db)
+	return c != nil && c.PgConn().TxStatus() != 'I'
 }
 
 // claim claims resource's guard row for tok through q (pgsql.Claim).

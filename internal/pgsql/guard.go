@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/cause"
@@ -62,6 +63,20 @@ SELECT false, token, '' FROM fencekit_tokens WHERE resource = $1 AND NOT EXISTS 
 
 // AddMark adds the mark $3 to [ExecMarker], transaction-locally.
 const AddMark = `set_config('` + ExecMarker + `', coalesce(current_setting('` + ExecMarker + `', true), '') || ' ' || $3, true)`
+
+// AbortSQL fails (SQLSTATE 22P02), aborting the transaction it runs in so
+// that its COMMIT rolls back.
+const AbortSQL = `SELECT 'fencekit: a claim in this transaction was refused as stale; roll it back'::int`
+
+// AbortTx sends AbortSQL through s, which runs in the caller's transaction
+// after a claim in it was refused: a caller that ignores the refusal and
+// commits then writes nothing. Its error is the point and is dropped; it
+// is sent even when ctx has ended.
+func AbortTx(ctx context.Context, s Sender) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_, _ = s.Exec(actx, AbortSQL, nil)
+}
 
 // CurrentSQL reads resource's guard token with a fresh snapshot.
 const CurrentSQL = `SELECT token FROM fencekit_tokens WHERE resource = $1`
