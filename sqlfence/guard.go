@@ -63,7 +63,9 @@ var (
 //
 // Claim costs one round trip (two in the rare race where a newer holder
 // committed while this claim waited on the row lock: the refusal is
-// re-read with a fresh snapshot so the error carries the real current token).
+// re-read with a fresh snapshot so the error carries the real current token),
+// and one more after a refusal inside a transaction (the statement that
+// makes it fail).
 //
 // Errors: a [*fence.StaleError] when a token greater than tok was already
 // accepted (nothing changed; in a transaction, Claim also makes it fail,

@@ -37,7 +37,8 @@ var (
 // row, so that later writes are not fenced: claim again after one.
 //
 // Claim costs one round trip (two in the rare race where a newer holder
-// committed while the claim waited on the row lock).
+// committed while the claim waited on the row lock), and one more after a
+// refusal on a *sql.Tx (the statement that makes it fail).
 //
 // Errors: a [*fence.StaleError] when a token greater than tok was already
 // accepted (nothing changed; on a *sql.Tx, Claim also makes the
