@@ -1,6 +1,7 @@
 package sqlfence_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -8,8 +9,21 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/sqlfence"
 )
+
+// docTable makes the table data in a fresh schema and returns a write of
+// v to its row "doc".
+func docTable(t *testing.T) (*testenv.PostgresEnv, context.Context, func(db execer, v string) error) {
+	env := setup(t)
+	ctx := testCtx(t)
+	exec(t, env.Pool, `CREATE TABLE data (k text PRIMARY KEY, v text NOT NULL)`)
+	return env, ctx, func(db execer, v string) error {
+		_, err := db.Exec(ctx, `INSERT INTO data (k, v) VALUES ('doc', $1) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`, v)
+		return err
+	}
+}
 
 // TestInTxFnEndsTransaction runs InTx with token 10 whose fn ends the
 // transaction itself (COMMIT, ROLLBACK, COMMIT then BEGIN, tx.Commit),
@@ -18,13 +32,7 @@ import (
 // problem, never nil, and must not commit what fn wrote after its COMMIT
 // inside a transaction it began itself. On every handle.
 func TestInTxFnEndsTransaction(t *testing.T) {
-	env := setup(t)
-	ctx := testCtx(t)
-	exec(t, env.Pool, `CREATE TABLE data (k text PRIMARY KEY, v text NOT NULL)`)
-	write := func(db execer, v string) error {
-		_, err := db.Exec(ctx, `INSERT INTO data (k, v) VALUES ('doc', $1) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v`, v)
-		return err
-	}
+	env, ctx, write := docTable(t)
 	ends := []struct {
 		name string
 		end  func(tx pgx.Tx) error
@@ -114,6 +122,142 @@ func TestInTxFnEndsOuterTransaction(t *testing.T) {
 			})
 			if err == nil || !strings.Contains(err.Error(), "fn ended the transaction") {
 				t.Fatalf("InTx on a pgx.Tx whose fn sent %s returned %v; want an error saying fn ended the transaction", end, err)
+			}
+		})
+	}
+}
+
+// TestInTxOnTxFnUndoesClaim: InTx on a pgx.Tx (a savepoint) whose fn rolls
+// back to that savepoint, or to one the caller made before InTx, undoing
+// the claim and freeing the guard row; a newer holder then claims and
+// writes, and the old fn writes again and returns nil. InTx must fail, and
+// the caller's commit must not land the old write after the newer one.
+func TestInTxOnTxFnUndoesClaim(t *testing.T) {
+	env, ctx, write := docTable(t)
+	for i, savepoint := range []string{"sp_1", "before_intx"} { // sp_1: pgx's name for InTx's savepoint
+		t.Run(savepoint, func(t *testing.T) {
+			resource := "undo-" + savepoint
+			old, newer := fence.Token(10*i+10), fence.Token(10*i+15)
+			outer, err := env.Pool.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer outer.Rollback(ctx)
+			exec(t, outer, "SAVEPOINT before_intx")
+			err = sqlfence.InTx(ctx, outer, resource, old, func(tx pgx.Tx) error {
+				exec(t, tx, "ROLLBACK TO SAVEPOINT "+savepoint)
+				if err := sqlfence.InTx(ctx, env.Pool, resource, newer, func(btx pgx.Tx) error {
+					return write(btx, "B")
+				}); err != nil {
+					t.Errorf("B's InTx: %v", err)
+				}
+				return write(tx, "A late")
+			})
+			_ = outer.Commit(ctx)
+			if err == nil || !strings.Contains(err.Error(), "fn ended the transaction") {
+				t.Errorf("InTx on a pgx.Tx whose fn rolled back to %s returned %v; want an error saying fn ended the transaction", savepoint, err)
+			}
+			if got := readData(t, env.Pool, "doc"); got != "B" {
+				t.Errorf("row after the caller's commit = %q, want B's write (A's token %v is older than B's %v)", got, old, newer)
+			}
+		})
+	}
+}
+
+// TestInTxOnTxNestedFencedCalls: inside InTx on a pgx.Tx, fn's own fenced
+// calls on its transaction (Exec, InTx, Claim, on other resources) claim
+// too, and leave InTx's claim standing: InTx commits.
+func TestInTxOnTxNestedFencedCalls(t *testing.T) {
+	env, ctx, write := docTable(t)
+	outer, err := env.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outer.Rollback(ctx)
+	err = sqlfence.InTx(ctx, outer, "nested", 3, func(tx pgx.Tx) error {
+		if _, err := sqlfence.Exec(ctx, tx, "nested-exec", 3, `SELECT 1`); err != nil {
+			return err
+		}
+		if err := sqlfence.InTx(ctx, tx, "nested-intx", 3, func(inner pgx.Tx) error { return write(inner, "inner") }); err != nil {
+			return err
+		}
+		return sqlfence.Claim(ctx, tx, "nested-claim", 3)
+	})
+	if err != nil {
+		t.Fatalf("InTx on a pgx.Tx whose fn made fenced calls on its transaction: %v", err)
+	}
+	if err := outer.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := readData(t, env.Pool, "doc"); got != "inner" {
+		t.Fatalf("row after the commit = %q, want the inner InTx's write", got)
+	}
+}
+
+// TestClaimRefusedInTxFailsCommit: a Claim refused inside the caller's
+// transaction (a pgx.Tx, or a connection after BEGIN), whose error careless
+// code ignores, must leave that transaction unable to commit: otherwise the
+// old holder's writes in it land after the newer holder's.
+func TestClaimRefusedInTxFailsCommit(t *testing.T) {
+	env, ctx, write := docTable(t)
+	if err := sqlfence.Claim(ctx, env.Pool, "refused", 20); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(env.Pool, "B"); err != nil {
+		t.Fatal(err)
+	}
+	conn := connect(t, env.URL)
+	for _, h := range []struct {
+		name  string
+		begin func() (pgx.Tx, error)
+	}{{"pgx.Tx", func() (pgx.Tx, error) { return env.Pool.Begin(ctx) }}, {"conn after BEGIN", func() (pgx.Tx, error) { return conn.Begin(ctx) }}} {
+		t.Run(h.name, func(t *testing.T) {
+			tx, err := h.begin()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			var db sqlfence.Querier = tx
+			if h.name != "pgx.Tx" {
+				db = conn
+			}
+			err = sqlfence.Claim(ctx, db, "refused", 10)
+			wantStale(t, err, "refused", 10, 20)
+			_ = write(tx, "A late") // ignored, as careless code does
+			if err := tx.Commit(ctx); err == nil {
+				t.Errorf("COMMIT after a refused Claim succeeded; want it to fail")
+			}
+			if got := readData(t, env.Pool, "doc"); got != "B" {
+				t.Errorf("row = %q after the old holder's commit, want B's write", got)
+			}
+		})
+	}
+}
+
+// TestInTxConnInTransaction: InTx on a *pgx.Conn or *pgxpool.Conn on which
+// the caller began a transaction must refuse, sending nothing, rather than
+// claim inside the caller's transaction and commit it: the caller's later
+// ROLLBACK would then undo nothing.
+func TestInTxConnInTransaction(t *testing.T) {
+	env, ctx, _ := docTable(t)
+	pc, err := env.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Release()
+	for name, db := range map[string]interface {
+		sqlfence.TxBeginner
+		execer
+	}{"conn": connect(t, env.URL), "pool conn": pc} {
+		t.Run(name, func(t *testing.T) {
+			exec(t, db, "BEGIN", `INSERT INTO data (k, v) VALUES ('`+name+`', 'uncommitted')`)
+			err := sqlfence.InTx(ctx, db, "conn-in-tx", 1, func(pgx.Tx) error { return nil })
+			exec(t, db, "ROLLBACK")
+			if !errors.Is(err, fence.ErrInvalid) {
+				t.Errorf("InTx on a %s inside a transaction: %v, want an error matching fence.ErrInvalid", name, err)
+			}
+			if got := readData(t, env.Pool, name); got != "<none>" {
+				t.Errorf("the caller's rolled-back insert reads %q: InTx committed the caller's transaction", got)
 			}
 		})
 	}

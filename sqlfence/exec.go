@@ -23,11 +23,11 @@ import (
 // and writes no new row version) and fails when it is refused (the NOT
 // NULL token, SQLSTATE 23502), so that the statements sent with it in the
 // same implicit transaction do not run. It also marks the transaction with
-// $3 (transaction-locally), which pgsql.ExecCheckSQL finds only while the
+// $3 (pgsql.AddMark), which pgsql.ExecCheckSQL finds only while the
 // transaction is still the claim's. The CTE runs although the SELECT does
 // not read it (PostgreSQL runs every data-modifying WITH statement once).
 const execClaimSQL = `WITH claimed AS (` + lockClaimSQL + `)
-SELECT set_config('` + pgsql.ExecMarker + `', $3, true)`
+SELECT ` + pgsql.AddMark
 
 // batchSender sends a batch of statements as one pipeline: *pgx.Conn and
 // *pgxpool.Pool.
@@ -98,13 +98,8 @@ func Exec(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 // claim and releasing its row lock, so that what it wrote after that
 // would commit unfenced with tx.
 func execOnTx(ctx context.Context, tx pgx.Tx, resource string, tok fence.Token, sql string, args []any) (pgconn.CommandTag, error) {
-	mark := strconv.FormatUint(rand.Uint64(), 36)
-	var claimed bool
-	var cur int64
-	var set string
-	s := pgxSender{tx}
-	found, err := s.Row(ctx, pgsql.ClaimMarkSQL, []any{resource, int64(tok), mark}, &claimed, &cur, &set)
-	if err := pgsql.Claimed(ctx, s, "sqlfence", resource, tok, found && claimed, cur, err); err != nil {
+	mark, err := claimMarked(ctx, tx, resource, tok)
+	if err != nil {
 		return pgconn.CommandTag{}, err
 	}
 	b := &pgx.Batch{}

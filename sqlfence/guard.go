@@ -56,16 +56,20 @@ var (
 // a stale error even while the new holder has written nothing. On a pgx.Tx
 // it lives until that transaction ends and holds the guard row's lock
 // until then (a newer holder's claim waits): claim first, then write, then
-// commit. Row-mode writes see it only through a table bound with
+// commit. A ROLLBACK TO SAVEPOINT made before the claim undoes it and frees
+// the row, so that later writes are not fenced: claim again after one. Row-mode writes see it only through a table bound with
 // [Table.WithGuard](resource); unbound tables compare with each row's own
 // version.
 //
 // Claim costs one round trip (two in the rare race where a newer holder
 // committed while this claim waited on the row lock: the refusal is
-// re-read with a fresh snapshot so the error carries the real current token).
+// re-read with a fresh snapshot so the error carries the real current token),
+// and one more after a refusal inside a transaction (the statement that
+// makes it fail).
 //
 // Errors: a [*fence.StaleError] when a token greater than tok was already
-// accepted (nothing changed; roll a pgx.Tx back); [fence.ErrInvalid] for a
+// accepted (nothing changed; in a transaction, Claim also makes it fail,
+// so that its COMMIT rolls back: roll it back); [fence.ErrInvalid] for a
 // nil db or a bad token or resource (nothing sent); ctx's error, wrapping
 // context.Cause(ctx) once ctx has ended; PostgreSQL's error (for example a
 // missing fencekit_tokens table: run migrations.Up).
@@ -73,7 +77,21 @@ func Claim(ctx context.Context, db Querier, resource string, tok fence.Token) er
 	if err := checkArgs(ctx, db, resource, tok); err != nil {
 		return err
 	}
-	return cause.With(ctx, claim(ctx, db, resource, tok))
+	err := claim(ctx, db, resource, tok)
+	if errors.Is(err, fence.ErrStale) && inTransaction(db) {
+		pgsql.AbortTx(ctx, pgxSender{db})
+	}
+	return cause.With(ctx, err)
+}
+
+// inTransaction reports whether db is a pgx.Tx, or a connection inside a
+// transaction.
+func inTransaction(db Querier) bool {
+	if _, ok := db.(pgx.Tx); ok {
+		return true
+	}
+	c := connOf(db)
+	return c != nil && c.PgConn().TxStatus() != 'I'
 }
 
 // claim claims resource's guard row for tok through q (pgsql.Claim).

@@ -256,6 +256,16 @@ func TestStatementCounts(t *testing.T) {
 	if u != 1 || pu != 1 {
 		t.Errorf("Table.Update sent %d statements, plain UPDATE %d: want 1 each", u, pu)
 	}
+	// On a pgx.Tx: the savepoint, the claim, fn's statement, the check
+	// that fn kept the claim, and the release; unfenced, three.
+	outer, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outer.Rollback(ctx)
+	if n := count(func() error { return sqlfence.InTx(ctx, outer, "k", 1, writeData("k", "nested", &calls)) }); n != 5 {
+		t.Errorf("InTx on a pgx.Tx sent %d statements, want 5", n)
+	}
 }
 
 // InTx sends the resource name inside its BEGIN message as a literal:

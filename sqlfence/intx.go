@@ -104,8 +104,8 @@ func InTx(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 // Cost: the caller's statements plus two round trips, as for the same
 // unfenced transaction: on a *pgx.Conn or *pgxpool.Pool the claim travels
 // in the BEGIN's message, and COMMIT, which travels with the check that fn
-// left the transaction open. On a pgx.Tx
-// the savepoint and the claim are a round trip each.
+// left the transaction open. On a pgx.Tx the savepoint, the claim, the
+// check and the savepoint's release are a round trip each.
 //
 // When fn returns an error the transaction is rolled back and that error is
 // returned, wrapped once with InTx's resource and token (wrapping also ctx's cause when ctx has ended, see below). With IsoLevel RepeatableRead or Serializable, a
@@ -115,15 +115,17 @@ func InTx(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 // failure with ctx's error when ctx ended the retries.
 //
 // fn must leave the transaction open: when it ends it itself (COMMIT,
-// ROLLBACK, tx.Commit), the claim ends with it, and InTx returns an error
-// saying "fn ended the transaction" and commits nothing more; statements fn
-// ran after that were not fenced (see docs/postgres.md). On a connection
-// or pool, the COMMIT checks a marker of InTx's transaction; on a pgx.Tx,
-// the savepoint's release fails.
+// ROLLBACK, tx.Commit, or on a pgx.Tx a ROLLBACK TO SAVEPOINT made before
+// the claim), the claim ends with it, and InTx returns an error saying "fn
+// ended the transaction" and commits nothing more; statements fn ran after
+// that were not fenced (see docs/postgres.md). The COMMIT (on a pgx.Tx, a
+// statement before the savepoint's release) checks a marker that the claim
+// set and that ends with it.
 //
 // Errors: a [*fence.StaleError] (fn not called, nothing changed);
 // [fence.ErrInvalid] for a nil db or fn, a bad token or resource (nothing
-// sent); an error for an isolation level requested on a pgx.Tx; ctx's error (nothing sent when ctx is already
+// sent), also for a *pgx.Conn or *pgxpool.Conn inside a transaction (pass
+// its pgx.Tx); an error for an isolation level requested on a pgx.Tx; ctx's error (nothing sent when ctx is already
 // done); PostgreSQL's errors. Once ctx has ended, every error also wraps
 // context.Cause(ctx): with a lease's Context, a transaction cut off by the
 // lost lease matches lease.ErrLost and fence.ErrFencedOut.
@@ -133,6 +135,11 @@ func (g *Guard) InTx(ctx context.Context, db TxBeginner, resource string, tok fe
 	}
 	if fn == nil {
 		return valid.Invalid("sqlfence: InTx(%q): nil fn", resource)
+	}
+	if c := connOf(db); c != nil && c.PgConn().TxStatus() != 'I' {
+		// Its BEGIN would only warn, and InTx would commit the caller's
+		// transaction.
+		return valid.Invalid("sqlfence: InTx(%q): the connection is inside a transaction; pass its pgx.Tx", resource)
 	}
 	_, canSetLevel := db.(txOptionsBeginner)
 	if g.opts.IsoLevel != "" && !canSetLevel {
@@ -192,8 +199,10 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fe
 			rollback(ctx, tx)
 		}
 	}()
-	if _, ok := db.(*pgx.Conn); !ok {
-		if err = claim(ctx, tx, resource, tok); err != nil {
+	_, onConn := db.(*pgx.Conn)
+	mark := ""
+	if !onConn {
+		if mark, err = claimMarked(ctx, tx, resource, tok); err != nil {
 			return err
 		}
 	}
@@ -206,6 +215,16 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fe
 	case 'E': // fn ignored a failed statement: COMMIT would roll back
 		return txErr(resource, tok, "commit: ", pgx.ErrTxCommitRollback)
 	}
+	if !onConn {
+		// A savepoint: fn may have rolled back to it (or to one before
+		// it), undoing the claim while the caller's transaction goes on.
+		if _, err = tx.Exec(ctx, pgsql.ExecCheckSQL, mark); err != nil {
+			if endedStatement(err) {
+				return errFnEnded(resource, tok)
+			}
+			return txErr(resource, tok, "commit: ", err)
+		}
+	}
 	if err = tx.Commit(ctx); err != nil {
 		if endedByFn(err) {
 			return errFnEnded(resource, tok)
@@ -214,6 +233,20 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fe
 	}
 	committed = true
 	return nil
+}
+
+// claimMarked claims resource's guard row in tx (a savepoint) and marks
+// the savepoint with a random value (pgsql.ClaimMarkSQL), which it returns.
+// A ROLLBACK TO SAVEPOINT that undoes the claim also undoes the mark, so
+// pgsql.ExecCheckSQL finds it only while the claim stands.
+func claimMarked(ctx context.Context, tx pgx.Tx, resource string, tok fence.Token) (string, error) {
+	mark := strconv.FormatUint(rand.Uint64(), 36)
+	var claimed bool
+	var cur int64
+	var set string
+	s := pgxSender{tx}
+	found, err := s.Row(ctx, pgsql.ClaimMarkSQL, []any{resource, int64(tok), mark}, &claimed, &cur, &set)
+	return mark, pgsql.Claimed(ctx, s, "sqlfence", resource, tok, found && claimed, cur, err)
 }
 
 // checkCommit is the COMMIT of InTx's transaction on a connection
@@ -238,7 +271,7 @@ func endedByFn(err error) bool {
 // errFnEnded is InTx's error when fn ended the transaction itself: what fn
 // wrote after that was not fenced.
 func errFnEnded(resource string, tok fence.Token) error {
-	return fmt.Errorf("sqlfence: InTx(%q) with token %s: %s (COMMIT, ROLLBACK or tx.Commit inside fn): InTx committed nothing more, and fn's later statements ran unfenced", resource, tok, endedText)
+	return fmt.Errorf("sqlfence: InTx(%q) with token %s: %s (COMMIT, ROLLBACK, tx.Commit, or on a pgx.Tx a ROLLBACK TO SAVEPOINT, inside fn): InTx committed nothing more, and fn's later statements ran unfenced", resource, tok, endedText)
 }
 
 // beginClaim is the BEGIN of InTx's transaction on conn, the marker that

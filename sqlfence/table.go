@@ -32,7 +32,9 @@ var ErrRowExists = errors.New("sqlfence: row already exists")
 // An unbound Table is its own fence: it compares each row's version with
 // the token and knows nothing of [InTx]'s guard rows. To write rows that
 // InTx transactions of a resource also write, bind the table to that
-// resource with [Table.WithGuard].
+// resource with [Table.WithGuard]. A deleted row has no version left to
+// compare: any token may insert it again. Delete inside InTx, and write
+// the table only through a Table bound to that InTx's resource.
 type Table struct{ core *pgsql.Table }
 
 // pkg names sqlfence in the errors of its tables.

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/cause"
@@ -50,12 +51,32 @@ SELECT true, token FROM claimed
 UNION ALL
 SELECT false, token FROM fencekit_tokens WHERE resource = $1 AND NOT EXISTS (SELECT 1 FROM claimed)`
 
-// ClaimMarkSQL is ClaimSQL that also sets [ExecMarker], transaction-locally,
-// to $3 (its third column), for [ExecCheckSQL] to find.
+// ClaimMarkSQL is ClaimSQL that also adds $3 to the marks in
+// [ExecMarker], transaction-locally (its third column), for [ExecCheckSQL]
+// to find. It adds rather than replaces, so that fenced calls nested in
+// one transaction (an Exec inside an InTx on a pgx.Tx) keep each other's
+// marks.
 const ClaimMarkSQL = `WITH claimed AS (` + ClaimInsert + `)
-SELECT true, token, set_config('` + ExecMarker + `', $3, true) FROM claimed
+SELECT true, token, ` + AddMark + ` FROM claimed
 UNION ALL
 SELECT false, token, '' FROM fencekit_tokens WHERE resource = $1 AND NOT EXISTS (SELECT 1 FROM claimed)`
+
+// AddMark adds the mark $3 to [ExecMarker], transaction-locally.
+const AddMark = `set_config('` + ExecMarker + `', coalesce(current_setting('` + ExecMarker + `', true), '') || ' ' || $3, true)`
+
+// AbortSQL fails (SQLSTATE 22P02), aborting the transaction it runs in so
+// that its COMMIT rolls back.
+const AbortSQL = `SELECT 'fencekit: a claim in this transaction was refused as stale; roll it back'::int`
+
+// AbortTx sends AbortSQL through s, which runs in the caller's transaction
+// after a claim in it was refused: a caller that ignores the refusal and
+// commits then writes nothing. Its error is the point and is dropped; it
+// is sent even when ctx has ended.
+func AbortTx(ctx context.Context, s Sender) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_, _ = s.Exec(actx, AbortSQL, nil)
+}
 
 // CurrentSQL reads resource's guard token with a fresh snapshot.
 const CurrentSQL = `SELECT token FROM fencekit_tokens WHERE resource = $1`
@@ -64,11 +85,11 @@ const CurrentSQL = `SELECT token FROM fencekit_tokens WHERE resource = $1`
 const ExecMarker = "fencekit.exec"
 
 // ExecCheckSQL fails (SQLSTATE 22P02, ExecEndedText in the message) when
-// the transaction is no longer the one whose claim set ExecMarker to $1: a
-// statement committed part way (COMMIT in a procedure or a DO block, or
-// between statements of a simple-protocol query). The failure rolls back
-// what ran after that COMMIT.
-const ExecCheckSQL = `SELECT (CASE WHEN current_setting('` + ExecMarker + `', true) = $1 THEN '1' ELSE '` + ExecEndedText + `' END)::int`
+// ExecMarker no longer holds the mark $1 that a claim added: the
+// transaction ended (a COMMIT in a procedure or a DO block, or between
+// statements of a simple-protocol query), or rolled back to a savepoint
+// made before the claim. The failure rolls back what ran after that.
+const ExecCheckSQL = `SELECT (CASE WHEN position(' ' || $1 || ' ' in current_setting('` + ExecMarker + `', true) || ' ') > 0 THEN '1' ELSE '` + ExecEndedText + `' END)::int`
 
 // ExecEndedText is in ExecCheckSQL's error.
 const ExecEndedText = "fencekit: the statement ended the fenced transaction"

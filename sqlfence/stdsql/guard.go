@@ -33,12 +33,16 @@ var (
 // it right after acquiring a lease, before writing anything. On a *sql.Tx
 // it lives until that transaction ends and holds the guard row's lock
 // until then: call it first in your transaction, then write, then commit.
+// A ROLLBACK TO SAVEPOINT made before the claim undoes it and frees the
+// row, so that later writes are not fenced: claim again after one.
 //
 // Claim costs one round trip (two in the rare race where a newer holder
-// committed while the claim waited on the row lock).
+// committed while the claim waited on the row lock), and one more after a
+// refusal on a *sql.Tx (the statement that makes it fail).
 //
 // Errors: a [*fence.StaleError] when a token greater than tok was already
-// accepted (nothing changed; roll a *sql.Tx back); [fence.ErrInvalid] for a
+// accepted (nothing changed; on a *sql.Tx, Claim also makes the
+// transaction fail, so that its Commit rolls back: roll it back); [fence.ErrInvalid] for a
 // nil db, a bad token or resource (nothing sent); ctx's error, wrapping
 // context.Cause(ctx) once ctx has ended; the driver's error (for example a
 // missing fencekit_tokens table: run migrations.Up).
@@ -46,7 +50,11 @@ func Claim(ctx context.Context, db Execer, resource string, tok fence.Token) err
 	if err := checkArgs(ctx, db, resource, tok); err != nil {
 		return err
 	}
-	return cause.With(ctx, pgsql.Claim(ctx, sender{db}, "stdsql", resource, tok))
+	err := pgsql.Claim(ctx, sender{db}, "stdsql", resource, tok)
+	if _, inTx := db.(*sql.Tx); inTx && errors.Is(err, fence.ErrStale) {
+		pgsql.AbortTx(ctx, sender{db})
+	}
+	return cause.With(ctx, err)
 }
 
 // InTx begins a transaction on db, claims resource's guard row with tok (as

@@ -65,6 +65,35 @@ func TestClaimTokens(t *testing.T) {
 	})
 }
 
+// TestClaimRefusedInTxFailsCommit: a Claim refused inside a *sql.Tx, whose
+// error careless code ignores, must leave the transaction unable to commit,
+// so that the old holder's writes in it cannot land after the newer's.
+func TestClaimRefusedInTxFailsCommit(t *testing.T) {
+	eachDriver(t, func(t *testing.T, db *sql.DB) {
+		ctx := testCtx(t)
+		if _, err := db.ExecContext(ctx, `CREATE TABLE data (k text PRIMARY KEY, v text NOT NULL)`); err != nil {
+			t.Fatal(err)
+		}
+		if err := stdsql.Claim(ctx, db, "refused", 20); err != nil {
+			t.Fatal(err)
+		}
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		checkStale(t, stdsql.Claim(ctx, tx, "refused", 10), "refused", 10, 20)
+		_, _ = tx.ExecContext(ctx, `INSERT INTO data VALUES ('doc', 'A late')`) // ignored, as careless code does
+		if err := tx.Commit(); err == nil {
+			t.Errorf("Commit after a refused Claim succeeded; want it to fail")
+		}
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM data`).Scan(&n); err != nil || n != 0 {
+			t.Errorf("rows after the old holder's commit: %d, %v; want 0", n, err)
+		}
+	})
+}
+
 // TestInTxTokens: InTx with a newer or equal token writes; with an older
 // one it returns the stale error, fn never runs and nothing is written.
 func TestInTxTokens(t *testing.T) {
