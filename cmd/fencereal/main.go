@@ -42,7 +42,7 @@ func main() {
 	os.Exit(runReal(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// usageErr prints a one-line diagnostic and returns 2.
+// usageErr prints a diagnostic and the usage line, and returns 2.
 func usageErr(stderr io.Writer, format string, args ...any) int {
 	fmt.Fprintf(stderr, "fencereal: "+format+"\n", args...)
 	fmt.Fprintln(stderr, "usage: fencereal [flags]  ('fencereal -h' lists them)")

@@ -48,6 +48,16 @@ func redactURL(s string) string {
 	return u.Redacted()
 }
 
+// noS3 is what fencereal says when no S3 server is set: how to start a
+// local one (versitygw, at the Makefile's VERSITYGW_VERSION, as
+// docs/s3.md does) and run fencereal against it.
+const noS3 = `real needs an S3 server: set -s3-endpoint (or FENCEKIT_S3_ENDPOINT) and its keys.
+To start a local one (versitygw; see docs/s3.md) and run against it:
+  go install github.com/versity/versitygw/cmd/versitygw@v1.8.0
+  mkdir -p /tmp/fencereal-s3
+  ROOT_ACCESS_KEY=local ROOT_SECRET_KEY=localsecret versitygw --port 127.0.0.1:7070 posix /tmp/fencereal-s3 &
+  FENCEKIT_S3_ENDPOINT=http://127.0.0.1:7070 FENCEKIT_S3_ACCESS_KEY=local FENCEKIT_S3_SECRET_KEY=localsecret go run ./cmd/fencereal`
+
 func runReal(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("fencereal", flag.ContinueOnError)
 	c := realConfig{TTL: 2 * time.Second, Pause: 5 * time.Second}
@@ -71,7 +81,7 @@ func runReal(args []string, stdout, stderr io.Writer) int {
 	case c.Pause <= c.TTL:
 		return usageErr(stderr, "-pause %v must exceed -ttl %v, or nothing goes wrong", c.Pause, c.TTL)
 	case c.S3Endpoint == "":
-		return usageErr(stderr, "real needs an S3 server: set -s3-endpoint (or FENCEKIT_S3_ENDPOINT) and its keys")
+		return usageErr(stderr, "%s", noS3)
 	}
 	if err := leasearg.Name(c.Name); err != nil {
 		return usageErr(stderr, "-name: %v", err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -119,5 +120,32 @@ func TestRealBadFlags(t *testing.T) {
 	t.Setenv("FENCEKIT_S3_ENDPOINT", "")
 	if code, _, errs := runCmd(t); code != 2 || !strings.Contains(errs, "S3 server") {
 		t.Errorf("real without S3: exit %d %q", code, errs)
+	}
+}
+
+// TestRealWithoutS3SaysHowToStartOne: run as the lesson shows it, with no
+// S3 server set, fencereal says how to start a local one (versitygw, at
+// the version make tools installs) and how to run it against that one:
+// the endpoint and keys it sets are the port and keys the server is
+// started with. A student ran "go run ./cmd/fencereal" from the lesson's
+// table and met only "set -s3-endpoint and its keys".
+func TestRealWithoutS3SaysHowToStartOne(t *testing.T) {
+	t.Setenv("FENCEKIT_S3_ENDPOINT", "")
+	_, _, errs := runCmd(t)
+	mk, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pin := regexp.MustCompile(`(?m)^VERSITYGW_VERSION := (\S+)$`).FindSubmatch(mk)
+	if pin == nil || !strings.Contains(errs, "go install github.com/versity/versitygw/cmd/versitygw@"+string(pin[1])+"\n") {
+		t.Errorf("the message does not say how to install versitygw %s:\n%s", pin[1], errs)
+	}
+	server := regexp.MustCompile(`ROOT_ACCESS_KEY=(\S+) ROOT_SECRET_KEY=(\S+) versitygw --port (127\.0\.0\.1:\d+) posix (\S+)`).FindStringSubmatch(errs)
+	if server == nil || !strings.Contains(errs, "mkdir -p "+server[4]) {
+		t.Fatalf("the message does not say how to start versitygw on a loopback port, in a folder it creates:\n%s", errs)
+	}
+	run := "FENCEKIT_S3_ENDPOINT=http://" + server[3] + " FENCEKIT_S3_ACCESS_KEY=" + server[1] + " FENCEKIT_S3_SECRET_KEY=" + server[2] + " go run ./cmd/fencereal\n"
+	if !strings.Contains(errs, run) {
+		t.Errorf("the message does not run fencereal against the server it starts (%q):\n%s", run, errs)
 	}
 }

@@ -146,6 +146,7 @@ func TestLessonTimesMatchOutput(t *testing.T) {
 	derived := map[string]string{
 		"8.5": "the -pause of the next example",
 		"8":   "the longest safe pause: B's read (10.5s) - A's pause (2.4s) - A's write in flight (0.1s)",
+		"0.4": "B's time to take the lease and read after it expired: 10.5s - 10.1s",
 		"5":   "the -pause of the short-TTL example",
 		"4":   "the -ttl of the short-TTL example",
 	}
@@ -202,7 +203,7 @@ func TestLessonAnswers(t *testing.T) {
 		"what if Redis loses the counter":        "restarts without persistence and loses the counter",
 		"is an equal token accepted":             "an equal one, the same holder again, passes",
 		"what does the claim do to older reads":  "older reads and writes are refused",
-		"what if the clock goes back":            "a clock going back alone is harmless",
+		"what if the clock goes back":            "With the counter kept, a clock going back is harmless",
 		"why 33 and not a real token":            "starts at 33 to stay readable",
 		"why a lost accepted write matters":      "was told its write succeeded",
 		"side effects":                           "Side effects outside the storage",
