@@ -173,7 +173,7 @@ func tour(off, on *sim.Result, l render.Layout, query string) []Step {
 			}
 			add(e, "lease %d expires at the lease service.%s", e.Token, holder)
 		case sim.KindReleased:
-			text := name + " releases the lease."
+			text := name + " releases the lease: its bar ends at a grey mark."
 			if on.Storage.Fenced() && seenBy(on, e.Token, e.At) {
 				text += fmt.Sprintf(" %s: releasing does not lower the token the storage keeps (%d), so older tokens stay refused.", onName, e.Token)
 			}
@@ -298,7 +298,7 @@ func start(r *sim.Result) string {
 	return fmt.Sprintf("the start. %s each read the file, add an entry and write the whole value back, under a lease: "+
 		"one holder at a time, for %s (its TTL) unless renewed. A holder paused longer (a GC stop) wakes believing it still holds it, "+
 		"and may wipe out the next holder's write. A fencing token fixes that: a number that grows with each grant%s, "+
-		"sent with each write so the storage can refuse an older holder's.", who, sim.FormatTime(r.TTL), example)
+		"sent with each read and write: the storage refuses an older one.", who, sim.FormatTime(r.TTL), example)
 }
 
 // lesson is one of the tour's last steps and the moments it names, with
@@ -357,38 +357,24 @@ func figure(r, off *sim.Result) int {
 }
 
 func ruleLesson(off, on *sim.Result) lesson {
-	l := lesson{text: "the rule. The storage, which sees the writes in the order they arrive, refuses any write whose token is older than one it has seen"}
+	l := lesson{text: "the rule. No holder can know, as its write lands, that its lease still holds. " +
+		"The storage sees writes in the order they arrive and refuses any write whose token is older than one it has seen"}
 	for _, r := range []*sim.Result{on, off} {
 		if e := firstEvent(r, func(e sim.Event) bool { return e.Kind == sim.KindWriteRejected }); e != nil {
-			l.text += fmt.Sprintf(", as the %s figure's refuses %s (token %d) at %s, having seen %d",
-				which(r, off), r.WriteLabels()[e.Write], e.Token, sim.FormatTime(e.At), e.Other)
+			l.text += fmt.Sprintf(": the %s figure's refuses %s at %s, having seen %d.",
+				which(r, off), r.WriteLabels()[e.Write], sim.FormatTime(e.At), e.Other)
 			l.at, l.fig, l.store = []time.Duration{e.At}, figure(r, off), true
-			break
+			return l
 		}
 	}
-	if l.at == nil {
-		var ws []string
-		for _, e := range on.Events {
-			if e.Kind == sim.KindWriteAccepted {
-				ws = append(ws, fmt.Sprintf("%s at %s", on.WriteLabels()[e.Write], sim.FormatTime(e.At)))
-				l.at, l.fig, l.store = append(l.at, e.At), 2, true
-			}
-		}
-		l.text += ". No write here arrives after a newer token's"
-		if ws != nil {
-			l.text += " (the second figure's: " + strings.Join(ws, ", ") + ")"
-		}
-		l.text += ", so none is refused (" + button(kleppmannQuery) + " shows one)"
-	}
-	l.text += ". The lease cannot do it: no process can know, as its write lands, that it still holds its lease."
+	l.text += ". None arrives after a newer token's here: " + button(kleppmannQuery) + " shows one refused."
 	return l
 }
 
 func claimLesson(off, on *sim.Result) lesson {
 	// Where no figure here draws a write check alone, the preset that
 	// does is named.
-	const replaced = "and %s's write would then silently replace it, though its writer was told it succeeded"
-	elsewhere := " (" + button(claimQuery) + " draws it)"
+	shows := ": " + button(claimQuery) + " shows it."
 	for _, r := range []*sim.Result{on, off} {
 		e := firstEvent(r, func(e sim.Event) bool {
 			return e.Kind == sim.KindWriteRejected && claimsOn(r) && firstEvent(r, func(w sim.Event) bool {
@@ -401,8 +387,8 @@ func claimLesson(off, on *sim.Result) lesson {
 		// r refused a write on a read's claim alone.
 		rd := firstEvent(r, func(x sim.Event) bool { return x.Kind == sim.KindRead && x.Token == e.Other })
 		a, b, label := r.Clients[e.Client], r.Clients[rd.Client], r.WriteLabels()[e.Write]
-		l := lesson{text: fmt.Sprintf("the claim. In the %s figure %s's read at %s recorded token %d at once, so %s's late write %s was refused at %s",
-			which(r, off), b, sim.FormatTime(rd.At), rd.Token, a, label, sim.FormatTime(e.At)), at: []time.Duration{rd.At, e.At}, fig: figure(r, off), store: true}
+		l := lesson{text: fmt.Sprintf("the claim. %s's read claimed %d at %s, so the %s figure refused %s's late write %s at %s",
+			b, rd.Token, sim.FormatTime(rd.At), which(r, off), a, label, sim.FormatTime(e.At)), at: []time.Duration{rd.At, e.At}, fig: figure(r, off), store: true}
 		if w := firstEvent(r, func(x sim.Event) bool { return x.Kind == sim.KindWriteAccepted && x.Token == rd.Token }); w != nil {
 			l.text += fmt.Sprintf(", before %s's write (%s)", b, sim.FormatTime(w.At))
 			l.at = append(l.at, w.At)
@@ -412,11 +398,11 @@ func claimLesson(off, on *sim.Result) lesson {
 			other = on
 		}
 		if i := slices.Index(other.WriteLabels(), label); i >= 0 && other.Storage == sim.StorageWrites && other.Writes[i].Accepted {
-			l.text += fmt.Sprintf(". The write check alone (%s figure) accepted it; %s's write, based on its read, then silently replaced it, though %s was told its write succeeded.",
-				which(other, off), b, a)
+			l.text += fmt.Sprintf(". The %s, a write check alone, accepted %s and told %s ok; %s's write, based on an older read, then replaced it.",
+				which(other, off), label, a, b)
 			l.fig = 0 // both figures named
 		} else {
-			l.text += "; a write check alone" + elsewhere + " would accept it, " + fmt.Sprintf(replaced, b) + "."
+			l.text += ". A write check alone would accept it, then lose it to " + b + "'s write" + shows
 		}
 		return l
 	}
@@ -426,7 +412,7 @@ func claimLesson(off, on *sim.Result) lesson {
 	rd, w := newerRead(on)
 	if !claimsOn(on) || rd == nil || w == nil {
 		l := lesson{text: "the claim. A read records its token at once, so a late write landing between a read and the reader's write is refused; " +
-			"a write check alone" + elsewhere + " would accept it, " + fmt.Sprintf(replaced, "the reader") + "."}
+			"a write check alone would accept it, then lose it to the reader's write" + shows}
 		if !claimsOn(on) && !claimsOn(off) {
 			l.text = strings.Replace(l.text, "the claim.", "the claim, which neither storage here makes.", 1)
 		}
@@ -437,26 +423,30 @@ func claimLesson(off, on *sim.Result) lesson {
 		// Both figures claim (check-then-write's): neither shows what a
 		// write check alone would do.
 		return lesson{text: fmt.Sprintf("the claim. In both figures %s's read claimed %d at %s, before %s's write (%s): from then on a check of an older token fails. "+
-			"A write check alone%s would pass a late write landing between them, and %s's write would then silently replace it.",
-			b, rd.Token, sim.FormatTime(rd.At), b, sim.FormatTime(w.At), elsewhere, b), at: []time.Duration{rd.At, w.At}, store: true}
+			"A write check alone would pass a late write landing between them"+shows,
+			b, rd.Token, sim.FormatTime(rd.At), b, sim.FormatTime(w.At)), at: []time.Duration{rd.At, w.At}, store: true}
 	}
 	// The first figure's token line (the last write's token, or the
-	// highest a write brought) reaches the reader's token only with its
-	// write, as a write check alone's would; the second's at the read.
+	// highest a write brought) starts, or reaches the reader's token,
+	// only at its write, as a write check alone's would; the second's at
+	// the read.
 	ow := firstEvent(off, func(e sim.Event) bool { return e.Token == rd.Token && e.Kind == sim.KindWriteAccepted })
 	if ow == nil {
-		return lesson{text: fmt.Sprintf("the claim. In the second figure %s's read claimed %d at %s, before %s's write (%s): only the claim refuses a late write landing between them, "+
-			"which a write check alone%s would accept, "+replaced+".", b, rd.Token, sim.FormatTime(rd.At), b, sim.FormatTime(w.At), elsewhere, b),
+		return lesson{text: fmt.Sprintf("the claim. In the second figure %s's read claimed %d at %s, before %s's write (%s): only the claim refuses a late write landing between them; "+
+			"a write check alone would accept it"+shows, b, rd.Token, sim.FormatTime(rd.At), b, sim.FormatTime(w.At)),
 			at: []time.Duration{rd.At, w.At}, fig: 2, store: true}
 	}
-	return lesson{text: fmt.Sprintf("the claim. The storage's token line steps up to %d at %s in the second figure, at %s's read; in the first only at %s's write (%s), "+
-		"as it would with a write check alone%s. A late write landing between them would pass that check, then be silently replaced by %s's, though its writer was told it succeeded: "+
-		"only the claim refuses it. None lands there here.",
-		rd.Token, sim.FormatTime(rd.At), b, b, sim.FormatTime(ow.At), elsewhere, b), at: []time.Duration{rd.At, ow.At}, store: true}
+	starts := "starts"
+	if firstEvent(off, func(e sim.Event) bool { return e.Kind == sim.KindWriteAccepted && e.At < ow.At }) != nil {
+		starts = "steps up"
+	}
+	return lesson{text: fmt.Sprintf("the claim. The second figure's token line steps up to %d at %s's read (%s); the first's, drawn from writes like a write check's, %s at %s's write (%s). "+
+		"A late write between them would pass that check, then be lost to %s's"+shows,
+		rd.Token, b, sim.FormatTime(rd.At), starts, b, sim.FormatTime(ow.At), b), at: []time.Duration{rd.At, ow.At}, store: true}
 }
 
 func atomicLesson(off, on *sim.Result) lesson {
-	const rule = "checks the token and applies the write in one step, so nothing comes between them"
+	const rule = "checks the token and applies the write in one step"
 	for _, r := range []*sim.Result{off, on} {
 		if r.Storage != sim.StorageCheckThenWrite {
 			continue
@@ -506,11 +496,10 @@ func atomicLesson(off, on *sim.Result) lesson {
 				return e.Kind == sim.KindWriteRejected && e.Client == p.Client && e.At > p.At
 			}); e != nil {
 				name, label := r.Clients[p.Client], r.WriteLabels()[e.Write]
-				l.text = fmt.Sprintf("atomicity. The %s storage %s: it checked %s as it arrived at %s, and refused it. "+
-					"Had %s's token been checked in its own request before its pause (at %s), %s would have landed unchecked: ",
-					which(r, off), rule, label, sim.FormatTime(e.At), name, sim.FormatTime(p.At), label)
+				l.text = fmt.Sprintf("atomicity. The %s storage %s: it refused %s as it arrived at %s. "+
+					"A check sent apart, before %s's pause (at %s), would have let %s land unchecked after %s: %s shows it.",
+					which(r, off), rule, label, sim.FormatTime(e.At), name, sim.FormatTime(p.At), label, newerReadName(r), button(atomicQuery))
 				l.at, l.fig, l.store = []time.Duration{p.At, e.At}, figure(r, off), true
-				l.text += button(atomicQuery) + " shows how that lets a checked write land after a newer read."
 				return l
 			}
 		}
@@ -522,8 +511,8 @@ func atomicLesson(off, on *sim.Result) lesson {
 		}
 		break
 	}
-	l.text += ". No storage here checks apart from writing; " + button(atomicQuery) +
-		" shows how that lets a checked write land after a newer read, unchecked."
+	l.text += ". No storage here checks apart from writing: " + button(atomicQuery) +
+		" shows how that lets a checked write land unchecked after a newer read."
 	return l
 }
 
@@ -550,8 +539,11 @@ func ttlLesson(r *sim.Result, query string) lesson {
 	case canonical(shortTTLQuery):
 		compare = "compare with " + button(inTimeQuery)
 	}
-	tail := " A shorter TTL does not help: a shorter pause then does the same (" + compare + "). Nor does a heartbeat: the pause stops it too."
-	l := lesson{text: "the TTL. A pause longer than what is left of the lease loses it." + tail}
+	// A heartbeat that warned the client (a pause mid-work) is not said
+	// not to help.
+	tail := " A shorter TTL does not help: a shorter pause does the same (" + compare + ")."
+	const heartbeat = " Nor does a heartbeat, paused too."
+	l := lesson{text: "the TTL. A pause longer than what is left of the lease loses it." + tail + heartbeat}
 	switch {
 	case pause != nil && expired != nil:
 		a := r.Clients[pause.Client]
@@ -567,19 +559,19 @@ func ttlLesson(r *sim.Result, query string) lesson {
 			// late write: all three are marked, and the figures show it.
 			b := r.Clients[read.Client]
 			landed := resumed.At + late
-			l.text = fmt.Sprintf("the TTL. %s's lease expired at %s, mid-pause, and %s read at %s: "+
-				"a pause long enough that %s's write lands after %s's read (over about %s here) loses a write. "+
-				"A shorter TTL does not help: it moves the expiry and %s's read earlier, not %s's write at %s, so a shorter pause then loses a write. "+
-				"Nor does a heartbeat: the pause stops it too.",
-				a, sim.FormatTime(expired.At), b, sim.FormatTime(read.At),
-				a, b, sim.FormatTime(read.At-pause.At-late),
-				b, a, sim.FormatTime(landed))
+			// A shorter TTL is shown by its preset; in that preset, by
+			// the one it shortens.
+			shows := " (" + button(shortTTLQuery) + " shows it)"
+			if query == canonical(shortTTLQuery) {
+				shows = " (compare " + button(inTimeQuery) + ")"
+			}
+			l.text = fmt.Sprintf("the TTL. %s's lease expired at %s, but only a pause over about %s loses a write: %s's lands after %s's read (%s). "+
+				"A shorter TTL does not help: it moves the expiry and %s's read, not %s's write at %s%s."+heartbeat,
+				a, sim.FormatTime(expired.At), sim.FormatTime(about(read.At-pause.At-late)), a, b, sim.FormatTime(read.At),
+				b, a, sim.FormatTime(landed), shows)
 			// The storage's row only: the lease service's "renewal of
 			// 33 refused" lies at the write's moment too.
 			l.at, l.store = []time.Duration{expired.At, read.At, landed}, true
-			if query == canonical(shortTTLQuery) {
-				l.text += " Compare with " + button(inTimeQuery) + "."
-			}
 			return l
 		}
 		l.text += tail
@@ -587,7 +579,7 @@ func ttlLesson(r *sim.Result, query string) lesson {
 		// Its end is not marked: A's write, sent then, has a label too
 		// wide for a phone's view beside the pause's.
 		l.text = fmt.Sprintf("the TTL. %s's %s pause at %s ended before its lease did; a longer one would lose it.",
-			r.Clients[pause.Client], sim.FormatTime(resumed.At-pause.At), sim.FormatTime(pause.At)) + tail
+			r.Clients[pause.Client], sim.FormatTime(resumed.At-pause.At), sim.FormatTime(pause.At)) + tail + heartbeat
 		l.at = []time.Duration{pause.At}
 	case pause == nil:
 		i := slices.IndexFunc(r.Writes, func(w sim.Write) bool { return !w.Live })
@@ -608,15 +600,25 @@ func ttlLesson(r *sim.Result, query string) lesson {
 }
 
 func limitsLesson(off *sim.Result) lesson {
-	l := lesson{text: "the limits. What fencing cannot protect: side effects outside the storage (a mail, a payment), " +
+	l := lesson{text: "the limits. What fencing cannot protect: side effects outside the storage, " +
 		"a storage that does not check tokens"}
 	if i := slices.IndexFunc(off.Writes, func(w sim.Write) bool { return w.Accepted && !w.Live }); i >= 0 && off.Storage == sim.StorageOff {
 		l.text += fmt.Sprintf(" (the first figure's, %s at %s)", off.WriteLabels()[i], sim.FormatTime(off.Writes[i].At))
 		l.at, l.fig, l.store = []time.Duration{off.Writes[i].At}, 1, true
 	}
-	l.text += ", locks held elsewhere (a paused holder's open transaction) and liveness (a crashed holder's lease runs to its TTL). " +
+	l.text += ", locks held elsewhere, liveness (a crashed holder's lease must run out). " +
 		"A refused writer must stop, not retry; an equal token (the same holder again) passes."
 	return l
+}
+
+// about is d to the second, as a threshold that two presets reach a
+// tenth of a second apart (8s, 7.9s) reads as one; under a second, to
+// the tenth.
+func about(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Second)
 }
 
 // canonical is query as Run gives it back (Response.Query).
@@ -653,6 +655,15 @@ func newerRead(r *sim.Result) (read, write *sim.Event) {
 		return e.Kind == sim.KindWriteAccepted && e.Token == read.Token && e.At > read.At
 	})
 	return read, write
+}
+
+// newerReadName names r's first read with a newer token than the first
+// grant's ("B's read"), or says "a newer read".
+func newerReadName(r *sim.Result) string {
+	if rd, _ := newerRead(r); rd != nil {
+		return r.Clients[rd.Client] + "'s read"
+	}
+	return "a newer read"
 }
 
 // lateWrite is how long after the paused client resumed its first write
