@@ -2,11 +2,19 @@ package blobfence
 
 import (
 	"bytes"
+	"context"
+	"crypto/md5"
 	"crypto/sha256"
+	"errors"
 	"io"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/valid"
 )
 
 // TestEnvelopeCopyNeedsNoBigBuffer: the SDK hashes a put's body with
@@ -46,4 +54,82 @@ func TestEnvelopeCopyNeedsNoBigBuffer(t *testing.T) {
 	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > 8<<10 {
 		t.Fatalf("hashing a %d-byte envelope with io.Copy allocated %d bytes per copy; want under 8 KiB (no 32 KiB copy buffer)", len(want), per)
 	}
+}
+
+// TestPutHashesWithoutCopyBuffers: a put reads its content twice before
+// sending (its MD5, then the SDK's payload hash through io.Copy); neither
+// pass allocates a copy buffer (up to 32 KiB each through a LimitReader),
+// at 1 KiB or at 256 KiB, and both see the whole envelope.
+func TestPutHashesWithoutCopyBuffers(t *testing.T) {
+	for _, size := range []int{1 << 10, 256 << 10} {
+		body := bytes.Repeat([]byte("fencekit"), size/8)
+		c := &content{r: bytes.NewReader(body), size: int64(size)}
+		er := &envelopeReader{head: []byte("header\n"), content: c}
+		wantMD5 := md5.Sum(append([]byte("header\n"), body...))
+		wantSHA := sha256.Sum256(append([]byte("header\n"), body...))
+		pass := func() {
+			sum, err := er.md5()
+			if err != nil || sum != wantMD5 {
+				t.Fatalf("%d bytes: md5 %x, %v; want %x", size, sum, err, wantMD5)
+			}
+			h := sha256.New()
+			if _, err := io.Copy(h, er); err != nil || !bytes.Equal(h.Sum(nil), wantSHA[:]) {
+				t.Fatalf("%d bytes: io.Copy hashed %x, %v; want %x", size, h.Sum(nil), err, wantSHA)
+			}
+		}
+		pass() // fills the pool
+		const n = 50
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range n {
+			pass()
+		}
+		runtime.ReadMemStats(&after)
+		if per := (after.TotalAlloc - before.TotalAlloc) / n; per > 512 {
+			t.Fatalf("hashing a %d-byte envelope twice allocated %d bytes per put; want under 512 (no copy buffer)", size, per)
+		}
+	}
+}
+
+// TestMetadataLimitCountsTokenAndRecord: a put's metadata check, made once
+// before any request, counts the longest token and the write record: the
+// caller's metadata that fills S3's 2 KB with them is sent, one byte more is
+// refused with nothing sent, whatever the put's own token.
+func TestMetadataLimitCountsTokenAndRecord(t *testing.T) {
+	c := &refusingS3{}
+	s, err := New(c, "bucket", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	room := maxUserMetadata - len("a") - len(s.tokenKey) - len(valid.MaxToken.String()) - len(s.writeKey) - len(longestRecord)
+	for _, extra := range []int{0, 1} {
+		c.calls = 0
+		md := Metadata(map[string]string{"a": strings.Repeat("v", room+extra)})
+		err := s.Put(context.Background(), "k", []byte("x"), 1, md)
+		switch {
+		case extra == 0 && (c.calls == 0 || errors.Is(err, fence.ErrInvalid)):
+			t.Errorf("metadata at S3's limit: %v after %d requests; want it sent", err, c.calls)
+		case extra == 1 && (c.calls != 0 || !errors.Is(err, fence.ErrInvalid) || !strings.Contains(err.Error(), "S3 allows 2048")):
+			t.Errorf("metadata 1 byte over S3's limit: %v after %d requests; want fence.ErrInvalid, nothing sent", err, c.calls)
+		}
+	}
+}
+
+// refusingS3 counts the reads and writes of a put and answers each with an
+// error (its other methods are nil: a call fails the test).
+type refusingS3 struct {
+	S3API
+	calls int
+}
+
+var errNoServer = errors.New("refusingS3: no server")
+
+func (c *refusingS3) PutObject(context.Context, *s3.PutObjectInput, ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	c.calls++
+	return nil, errNoServer
+}
+
+func (c *refusingS3) GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	c.calls++
+	return nil, errNoServer
 }
