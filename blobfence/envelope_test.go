@@ -7,10 +7,16 @@ import (
 	"crypto/sha256"
 	"errors"
 	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/fencekit/fencekit/fence"
@@ -132,4 +138,77 @@ func (c *refusingS3) PutObject(context.Context, *s3.PutObjectInput, ...func(*s3.
 func (c *refusingS3) GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
 	c.calls++
 	return nil, errNoServer
+}
+
+// TestPutWritesLikePlain: a put's request reaches the connection in as
+// many writes as a plain PutObject's of the same body (net/http copies a
+// body the SDK wrapped with one write per Read, as net.TCPConn.ReadFrom
+// does: a Read that stopped after the envelope's header line sent it as a
+// segment of its own), and the server gets the envelope.
+func TestPutWritesLikePlain(t *testing.T) {
+	var got []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPut {
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, "<Error><Code>NoSuchKey</Code></Error>")
+			return
+		}
+		got, _ = io.ReadAll(r.Body)
+		w.Header().Set("ETag", `"0123456789abcdef0123456789abcdef"`)
+	}))
+	defer srv.Close()
+	var writes atomic.Int64
+	dialer := &net.Dialer{}
+	client := s3.New(s3.Options{
+		BaseEndpoint: aws.String(srv.URL), Region: "us-east-1", UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider("key", "secret", ""),
+		HTTPClient: &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := dialer.DialContext(ctx, network, addr)
+			return &countingConn{c, &writes}, err
+		}}},
+	})
+	ctx := context.Background()
+	s, err := New(client, "b", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, size := range []int{1 << 10, 100 << 10} {
+		tok := fence.Token(10 * (i + 1))
+		body := bytes.Repeat([]byte("fencekit"), size/8)
+		writes.Store(0)
+		if _, err := client.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("b"), Key: aws.String("k"), Body: bytes.NewReader(body)}); err != nil {
+			t.Fatal(err)
+		}
+		plain := writes.Load()
+		v, err := s.PutReader(ctx, "k", bytes.NewReader(body), tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writes.Store(0)
+		if _, err := s.PutReader(ctx, "k", bytes.NewReader(body), tok+1, After(v)); err != nil {
+			t.Fatal(err)
+		}
+		if n := writes.Load(); n > plain {
+			t.Errorf("a %d-byte put with After took %d writes, a plain PutObject %d; want no more", size, n, plain)
+		}
+		if e, b, err := decode(got); err != nil || e.Token != tok+1 || !bytes.Equal(b, body) {
+			t.Errorf("%d bytes: the server got %.60q...: %v; want the envelope of token %d and the body", size, got, err, tok+1)
+		}
+	}
+}
+
+// countingConn counts its writes. Its ReadFrom copies as net.TCPConn's
+// does from a reader it cannot splice: one Write per Read.
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+func (c *countingConn) ReadFrom(r io.Reader) (int64, error) {
+	return io.Copy(struct{ io.Writer }{c}, r)
 }

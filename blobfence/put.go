@@ -215,6 +215,9 @@ func (r *envelopeReader) size() int64 {
 	return int64(len(r.head)) + r.content.size
 }
 
+// Read fills p from the header on into the content: net/http copies a
+// request body to the connection with one write per Read, so a Read that
+// stopped at the header's end would send it as a TCP segment of its own.
 func (r *envelopeReader) Read(p []byte) (int, error) {
 	if r.off >= r.size() {
 		return 0, io.EOF
@@ -223,7 +226,11 @@ func (r *envelopeReader) Read(p []byte) (int, error) {
 		n := copy(p, r.head[r.off:])
 		r.off += int64(n)
 		r.placed = false
-		return n, nil
+		if n == len(p) || r.off >= r.size() {
+			return n, nil
+		}
+		m, err := r.Read(p[n:])
+		return n + m, err
 	}
 	c := r.content
 	if !r.placed {
