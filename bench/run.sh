@@ -106,7 +106,7 @@ echo "end:       $(date -u +%Y-%m-%dT%H:%M:%SZ), load $(cut -d' ' -f1-3 /proc/lo
 	done
 	for f in SQL S3Put; do
 		echo "## $f (columns: /mode; deltas against plain)"
-		"$benchstat" -filter ".name:$f" -col /mode@'(plain fenced fenced-guard fenced-newtoken fenced-exec fenced-read fenced-etag)' "$out/lease.txt"
+		"$benchstat" -filter ".name:$f" -col /mode@'(plain fenced fenced-guard fenced-newtoken fenced-exec fenced-read fenced-etag plain-cond)' "$out/lease.txt"
 		echo
 	done
 } >"$out/benchstat.txt" 2>&1

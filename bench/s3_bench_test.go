@@ -3,7 +3,10 @@ package bench
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -36,6 +39,12 @@ var s3Sizes = []struct {
 //	                  costs, a ranged GET (current ETag and token), then the PUT
 //	mode=fenced-etag  blobfence Store.PutReader with After(the version the
 //	                  previous put returned): the conditional PUT alone
+//	mode=plain-cond   PutObject sending what fenced-etag sends (If-Match on
+//	                  the previous ETag, the token and write-record metadata,
+//	                  an envelope header line before the body), built
+//	                  without blobfence: plain-cond/plain is the server's and
+//	                  the SDK's cost of those bytes, fenced-etag/plain-cond
+//	                  blobfence's own
 //
 // Every put carries its token in the body's first 8 bytes.
 //
@@ -56,35 +65,9 @@ func BenchmarkS3Put(b *testing.B) {
 	var tok atomic.Int64
 	for _, size := range s3Sizes {
 		body := bytes.Repeat([]byte("fencekit"), size.n/8)
-		for _, mode := range rotated([]string{"plain", "fenced", "fenced-read", "fenced-etag"}) {
+		for _, mode := range rotated([]string{"plain", "fenced", "fenced-read", "fenced-etag", "plain-cond"}) {
 			b.Run("size="+size.name+"/mode="+mode, func(b *testing.B) {
-				ctx := context.Background()
-				key := uniqueKey(size.name, mode)
-				var prev blobfence.Version
-				put := func() error {
-					t := fence.Token(tok.Add(1))
-					// The token in the body, as a workload would change it
-					// (blobfence's cost does not depend on it).
-					binary.BigEndian.PutUint64(body, uint64(t))
-					switch mode {
-					case "plain":
-						_, err := env.client.PutObject(ctx, &s3.PutObjectInput{Bucket: &env.bucket, Key: &key,
-							Body: bytes.NewReader(body)})
-						return err
-					case "fenced":
-						return store.Put(ctx, key, body, t)
-					case "fenced-read":
-						return reading.Put(ctx, key, body, t)
-					default:
-						var opts []blobfence.PutOption
-						if prev.ETag() != "" {
-							opts = append(opts, blobfence.After(prev))
-						}
-						v, err := store.PutReader(ctx, key, bytes.NewReader(body), t, opts...)
-						prev = v
-						return err
-					}
-				}
+				put := s3PutFunc(env, store, reading, mode, uniqueKey(size.name, mode), body, &tok)
 				if err := put(); err != nil { // create the object: every timed put overwrites
 					b.Fatal(err)
 				}
@@ -105,6 +88,104 @@ func BenchmarkS3Put(b *testing.B) {
 					b.ReportMetric(float64(env.serverCPU(b)-srvCPU)/n, "s3-cpu-ns/op")
 				}
 			})
+		}
+	}
+}
+
+// s3PutFunc returns the function that does one put of mode (see
+// BenchmarkS3Put) on key, with the next token of tok in body's first 8
+// bytes.
+func s3PutFunc(env *s3Env, store, reading *blobfence.Store, mode, key string, body []byte, tok *atomic.Int64) func() error {
+	ctx := context.Background()
+	var prev blobfence.Version
+	var prevETag *string
+	return func() error {
+		t := fence.Token(tok.Add(1))
+		// The token in the body, as a workload would change it
+		// (blobfence's cost does not depend on it).
+		binary.BigEndian.PutUint64(body, uint64(t))
+		switch mode {
+		case "plain":
+			_, err := env.client.PutObject(ctx, &s3.PutObjectInput{Bucket: &env.bucket, Key: &key,
+				Body: bytes.NewReader(body)})
+			return err
+		case "fenced":
+			return store.Put(ctx, key, body, t)
+		case "fenced-read":
+			return reading.Put(ctx, key, body, t)
+		case "plain-cond":
+			nonce := rand.Text()
+			stored := append([]byte("fencekit-blob 1 put "+t.String()+" "+nonce+"\n"), body...)
+			sum := md5.Sum(stored)
+			in := &s3.PutObjectInput{Bucket: &env.bucket, Key: &key, Body: bytes.NewReader(stored),
+				ContentLength: aws.Int64(int64(len(stored))), IfMatch: prevETag,
+				Metadata: map[string]string{"fencekit-token": t.String(),
+					"fencekit-token-write": "2 put " + nonce + " " + hex.EncodeToString(sum[:])}}
+			out, err := env.client.PutObject(ctx, in)
+			if err == nil {
+				prevETag = out.ETag
+			}
+			return err
+		default:
+			var opts []blobfence.PutOption
+			if prev.ETag() != "" {
+				opts = append(opts, blobfence.After(prev))
+			}
+			v, err := store.PutReader(ctx, key, bytes.NewReader(body), t, opts...)
+			prev = v
+			return err
+		}
+	}
+}
+
+// BenchmarkS3PutInterleaved times single 1 KiB puts of the modes of
+// BenchmarkS3Put that send one request, one of each in turn (the order
+// rotating) on one key per mode, so that every mode sees the same load:
+// <mode>-us is the median time of one put, <mode>/plain the median ratio
+// of a put to the plain put of the same turn, <mode>/plain-mean the ratio
+// of their total times.
+func BenchmarkS3PutInterleaved(b *testing.B) {
+	env := newS3Env(b)
+	store, err := blobfence.New(env.client, env.bucket, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	modes := []string{"plain", "fenced", "fenced-etag", "plain-cond"}
+	var tok atomic.Int64
+	body := bytes.Repeat([]byte("fencekit"), 1<<10/8)
+	puts := make([]func() error, len(modes))
+	for i, mode := range modes {
+		puts[i] = s3PutFunc(env, store, nil, mode, uniqueKey("1KiB", "interleaved", mode), bytes.Clone(body), &tok)
+		if err := puts[i](); err != nil { // create the object: every timed put overwrites
+			b.Fatal(err)
+		}
+	}
+	took := make([]Samples, len(modes))
+	ratio := make([]Samples, len(modes)) // as durations: ratio × 1 s
+	turn := make([]time.Duration, len(modes))
+	total := make([]time.Duration, len(modes))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := range modes {
+			m := (i + j) % len(modes)
+			start := time.Now()
+			if err := puts[m](); err != nil {
+				b.Fatal(err)
+			}
+			turn[m] = time.Since(start)
+			took[m].Add(turn[m])
+			total[m] += turn[m]
+		}
+		for m := range modes {
+			ratio[m].Add(time.Duration(float64(time.Second) * float64(turn[m]) / float64(turn[0])))
+		}
+	}
+	b.StopTimer()
+	for m, mode := range modes {
+		b.ReportMetric(float64(took[m].Quantile(0.5))/float64(time.Microsecond), mode+"-us")
+		if m > 0 {
+			b.ReportMetric(ratio[m].Quantile(0.5).Seconds(), mode+"/plain")
+			b.ReportMetric(float64(total[m])/float64(total[0]), mode+"/plain-mean")
 		}
 	}
 }

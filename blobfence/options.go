@@ -164,20 +164,30 @@ func (s *Store) objectFields(key string, opts []PutOption) (objectFields, error)
 }
 
 // userMetadata is the object's metadata: the caller's, the token and the
-// write record. It fails when the whole exceeds S3's 2 KB (with the
-// longest record, so that no attempt of a put can fail on it).
+// write record. It fails when the whole exceeds S3's 2 KB.
 func (s *Store) userMetadata(f objectFields, tok, record string) (map[string]string, error) {
+	if err := s.checkMetadataSize(f, len(tok), len(record)); err != nil {
+		return nil, err
+	}
 	md := make(map[string]string, len(f.metadata)+2)
 	maps.Copy(md, f.metadata)
 	md[s.tokenKey], md[s.writeKey] = tok, record
-	n := 0
-	for k, v := range md {
+	return md, nil
+}
+
+// checkMetadataSize fails when the caller's metadata with a token of
+// tokLen bytes and a record of recordLen bytes exceeds S3's 2 KB. A put
+// checks once, before sending, with the longest token and record, so that
+// no attempt can fail on it; it builds no map.
+func (s *Store) checkMetadataSize(f objectFields, tokLen, recordLen int) error {
+	n := len(s.tokenKey) + tokLen + len(s.writeKey) + recordLen
+	for k, v := range f.metadata {
 		n += len(k) + len(v)
 	}
 	if n > maxUserMetadata {
-		return nil, valid.Invalid("blobfence: put: the user metadata is %d bytes with the token and write record; S3 allows %d", n, maxUserMetadata)
+		return valid.Invalid("blobfence: put: the user metadata is %d bytes with the token and write record; S3 allows %d", n, maxUserMetadata)
 	}
-	return md, nil
+	return nil
 }
 
 func (f objectFields) putInput(in *s3.PutObjectInput) {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -69,7 +70,7 @@ func (s *Store) PutReader(ctx context.Context, key string, r io.ReadSeeker, tok 
 	if c.start, c.size, err = measure(r); err != nil {
 		return Version{}, s.wrap(ctx, "put", key, fmt.Errorf("measure the body: %w", err))
 	}
-	if _, err := s.userMetadata(f, valid.MaxToken.String(), longestRecord); err != nil {
+	if err := s.checkMetadataSize(f, len(valid.MaxToken.String()), len(longestRecord)); err != nil {
 		return Version{}, err
 	}
 	decide := func(context.Context, state) (*content, error) { return c, nil }
@@ -214,6 +215,9 @@ func (r *envelopeReader) size() int64 {
 	return int64(len(r.head)) + r.content.size
 }
 
+// Read fills p from the header on into the content: net/http copies a
+// request body to the connection with one write per Read, so a Read that
+// stopped at the header's end would send it as a TCP segment of its own.
 func (r *envelopeReader) Read(p []byte) (int, error) {
 	if r.off >= r.size() {
 		return 0, io.EOF
@@ -222,7 +226,11 @@ func (r *envelopeReader) Read(p []byte) (int, error) {
 		n := copy(p, r.head[r.off:])
 		r.off += int64(n)
 		r.placed = false
-		return n, nil
+		if n == len(p) || r.off >= r.size() {
+			return n, nil
+		}
+		m, err := r.Read(p[n:])
+		return n + m, err
 	}
 	c := r.content
 	if !r.placed {
@@ -242,8 +250,8 @@ func (r *envelopeReader) Read(p []byte) (int, error) {
 
 // WriteTo writes the rest of the envelope to w. io.Copy uses it (the SDK
 // hashes the body that way for its signature): without it, io.Copy takes
-// a 32 KiB buffer per put; with it, the content goes through a buffer no
-// larger than itself (none for the header).
+// a 32 KiB buffer per put; with it, the content goes through a pooled
+// buffer (none for the header).
 func (r *envelopeReader) WriteTo(w io.Writer) (int64, error) {
 	var total int64
 	if r.off < int64(len(r.head)) {
@@ -268,7 +276,7 @@ func (r *envelopeReader) WriteTo(w io.Writer) (int64, error) {
 			return total, err
 		}
 	}
-	n, err := io.Copy(w, io.LimitReader(c.r, rest))
+	n, err := copyContent(w, c.r, rest)
 	r.off += n
 	total += n
 	r.placed = err == nil
@@ -299,7 +307,7 @@ func (r *envelopeReader) md5() (sum [md5.Size]byte, err error) {
 	if c := r.content; c.r != nil {
 		if _, err = c.r.Seek(c.start, io.SeekStart); err == nil {
 			var n int64
-			n, err = io.Copy(h, io.LimitReader(c.r, c.size)) // a buffer no larger than the body
+			n, err = copyContent(h, c.r, c.size)
 			if err == nil && n != c.size {
 				err = io.ErrUnexpectedEOF // the reader shrank since it was measured
 			}
@@ -310,6 +318,19 @@ func (r *envelopeReader) md5() (sum [md5.Size]byte, err error) {
 	}
 	h.Sum(sum[:0])
 	return sum, err
+}
+
+// copyBuffers lends copyContent its buffers: without them, io.Copy through
+// a LimitReader allocates one, up to 32 KiB, per pass, and a put makes two
+// passes (its MD5, then the SDK's payload hash) before sending.
+var copyBuffers = sync.Pool{New: func() any { return new([32 << 10]byte) }}
+
+// copyContent copies n bytes of r to w with a pooled buffer. It returns
+// fewer than n, and no error, when r ends early.
+func copyContent(w io.Writer, r io.Reader, n int64) (int64, error) {
+	buf := copyBuffers.Get().(*[32 << 10]byte)
+	defer copyBuffers.Put(buf)
+	return io.CopyBuffer(w, io.LimitReader(r, n), buf[:])
 }
 
 // refused marks an error of a write that was never sent (the body could
