@@ -69,6 +69,7 @@ func walkTours(t *testing.T, w, h int, first func(t *testing.T, tab context.Cont
 		}
 		tourShown(t, tab, q, func(tour []playground.Step, j int, s tourState) {
 			steps++
+			shot(t, tab, fmt.Sprintf("walk-%dx%d-preset%d-step-%02d", w, h, i+1, j+1)) // with FENCEKIT_SCREENSHOTS set
 			for c, ch := range checks {
 				if len(ch.only) > 0 && !slices.Contains(ch.only, p.Query) {
 					continue
@@ -542,7 +543,7 @@ func phoneFirstView(t *testing.T, tab context.Context, p playground.Preset, erro
 
 // phoneChecks are checked on a 400 x 860 phone.
 func phoneChecks() []stepCheck {
-	return []stepCheck{labelsWhole(), showsNamedWrites(), momentsInView(), fatesInView(), barNames(),
+	return []stepCheck{labelsWhole(), showsNamedWrites(), momentsInView(), primaryInView(), fatesInView(), barNames(),
 		oneWindow(), tourBar(), tourNames(), phoneKeepsTheLegend(), verdictsWhole(),
 		momentHints()} // last: its tap scrolls the figures
 }
@@ -571,11 +572,15 @@ func showsNamedWrites() stepCheck {
 			return
 		}
 		js, _ := json.Marshal(names)
+		first := -1.0
+		if len(w.step().Moments) > 0 {
+			first = w.step().Moments[0]
+		}
 		s := eval[struct {
 			All     []string
 			Missing []string
 			Fit     bool
-		}](w.t, w.tab, fmt.Sprintf("%s(%f, %s)", namedFatesJS, w.step().X, js))
+		}](w.t, w.tab, fmt.Sprintf("%s(%f, %s, %f)", namedFatesJS, w.step().X, js, first))
 		checked += len(s.All)
 		if !s.Fit && len(s.Missing) < len(s.All) {
 			return // not all fit the view at a readable scale: one at least shows
@@ -595,8 +600,8 @@ func showsNamedWrites() stepCheck {
 // step talks about lies inside the part of both figures in view; a
 // summary step's marked moments (B's read and write, A's pause and its
 // lease's expiry) all do where side by side they fit the view at a
-// readable scale (labelsReadable), else the latest and those that fit
-// with it; and of the marked labels of the moments in view ("33
+// readable scale (labelsReadable), else the first (primaryInView) and
+// those that fit with it; and of the marked labels of the moments in view ("33
 // expired", "read claims 34"), all show whole if side by side they fit
 // the view with those moments, in both figures together, else the
 // storages' if they fit, and one at least.
@@ -615,14 +620,26 @@ func momentsInView() stepCheck {
 		var shownX []float64
 		for f := range s.From {
 			in := func(x float64) bool { return x >= s.From[f]-0.5 && x <= s.To[f]+0.5 }
-			latest := slices.Max(s.Moments[f])
 			shown := make([]bool, len(moments))
+			// The moments that fit the view with the first, in order, with
+			// the storages' labels of each.
+			var ends []float64
 			for i, x := range s.Moments[f] {
+				xs := append(slices.Clone(ends), x-8, x+12)
+				for _, l := range s.Labels[f] {
+					if l.M == i && l.Store {
+						xs = append(xs, l.X0, l.X1)
+					}
+				}
+				fits := i == 0 || slices.Max(xs)-slices.Min(xs) <= s.To[f]-s.From[f]-8
+				if fits {
+					ends = xs
+				}
 				shown[i] = in(x)
 				if shown[i] {
 					shownX = append(shownX, x, x+12) // the latest 12 px clear of the view's edge, as the page keeps it
 				}
-				if !shown[i] && latest-x <= s.To[f]-s.From[f]-20 {
+				if !shown[i] && fits {
 					errorf("%s, figure %d: the step's moment at x %.0f (on screen %.0f) is outside the view, %.0f..%.0f",
 						w.where(), f+1, moments[i], x, s.From[f], s.To[f])
 				}
@@ -667,6 +684,52 @@ func momentsInView() stepCheck {
 			errorf("%s: the label %s of a moment the step marks does not show whole: it spans %.0f..%.0f, the view %.0f..%.0f",
 				w.where(), l.Text, l.X0, l.X1, s.From[0], s.To[0])
 		}
+	}}
+}
+
+// primaryInView: on a phone, at every summary step, the first moment it
+// marks (the decisive one: B's read that claims 34, the 2.5 s check, A's
+// pause at 2.4 s) lies in the view of both figures, and its highlighted
+// labels ("read claims 34") show whole, as long as they fit the view
+// beside it: where not all marked moments fit a readable scale, the page
+// showed the latest ones, and only a small "\u25c0 10.5s" hint for the
+// moment the step is about ("student trial 5").
+func primaryInView() stepCheck {
+	n := 0
+	return stepCheck{name: "PrimaryInView", check: func(w walk, errorf func(string, ...any)) {
+		moments := w.step().Moments
+		if len(moments) == 0 {
+			return
+		}
+		n++
+		js, _ := json.Marshal(moments[:1])
+		s := eval[momentState](w.t, w.tab, fmt.Sprintf("%s(%s)", momentStateJS, js))
+		for f := range s.From {
+			x := s.Moments[f][0]
+			if x < s.From[f]-0.5 || x > s.To[f]+0.5 {
+				errorf("%s, figure %d: the step's first marked moment (x %.0f) is outside the view, %.0f..%.0f", w.where(), f+1, x, s.From[f], s.To[f])
+				continue
+			}
+			lo, hi := x, x
+			var named []momentLabel
+			for _, l := range s.Labels[f] {
+				if l.Named {
+					named = append(named, l)
+					lo, hi = min(lo, l.X0), max(hi, l.X1)
+				}
+			}
+			if hi-lo > s.To[f]-s.From[f] {
+				continue
+			}
+			for _, l := range named {
+				if !l.Whole {
+					errorf("%s, figure %d: the highlighted label %q of the step's first marked moment does not show whole: it spans %.0f..%.0f, the view %.0f..%.0f",
+						w.where(), f+1, l.Text, l.X0, l.X1, s.From[f], s.To[f])
+				}
+			}
+		}
+	}, done: func(errorf func(string, ...any), logf func(string, ...any)) {
+		logf("%d summary steps checked", n)
 	}}
 }
 

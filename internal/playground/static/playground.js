@@ -673,17 +673,18 @@ function showStep(i) {
   const named = texts.filter((l) => l.store && l.at <= s.x + 0.5 && names.some((n) => l.t.textContent.startsWith(n + " (token")));
   const marked = texts.filter((l) => (s.moments || []).some((m) => l.at <= m + 0.5 && l.at >= m - 6) && !l.t.classList.contains("danger"));
   // At one of the last steps, the storages' fates it has reached ("B1
-  // (token 34): ok, later LOST") are kept too, the nearest its latest
-  // moment first, as long as all fit the view at the least scale.
+  // (token 34): ok, later LOST") are kept too, the nearest its first
+  // moment (the decisive one: the tour lists a step's moments so) first,
+  // as long as all fit the view at the least scale.
   const fit = [...marked, ...named];
   if (s.moments) {
-    const latest = Math.max(...s.moments), room = figs[0].clientWidth / leastScale - left - 4;
+    const first = s.moments[0], room = figs[0].clientWidth / leastScale - left - 4;
     const span = (ls) => {
       const xs = [...s.moments, ...ls.flatMap((l) => [l.t.getBBox().x, l.t.getBBox().x + l.t.getBBox().width])];
       return Math.max(...xs) - Math.min(...xs);
     };
     const fates = texts.filter((l) => l.store && l.at <= s.x + 0.5 && /token \d+\)/.test(l.t.textContent) && !fit.includes(l));
-    for (const l of fates.sort((a, b) => Math.abs(a.at - latest) - Math.abs(b.at - latest))) {
+    for (const l of fates.sort((a, b) => Math.abs(a.at - first) - Math.abs(b.at - first))) {
       if (span([...fit, l]) <= room) fit.push(l);
     }
   }
@@ -692,15 +693,26 @@ function showStep(i) {
   if (s.moments) {
     // One of the last steps, which names earlier moments: those in view
     // (fitStep made room for all), with their labels whole, as many as
-    // fit, the latest first.
-    const latest = Math.max(...s.moments);
-    const fit = s.moments.filter((m) => latest - m <= view - left - 20);
+    // fit: the first (the one the step is about) and, in the tour's
+    // order, those that fit with it and the storages' labels of both.
+    const fit = [], ends = [];
+    for (const m of s.moments) {
+      const own = marked.filter((l) => l.store && l.at <= m + 0.5 && l.at >= m - 6).flatMap((l) => [l.t.getBBox().x, l.t.getBBox().x + l.t.getBBox().width]);
+      const xs = [...ends, m - 8, m + 12, ...own];
+      if (!fit.length || Math.max(...xs) - Math.min(...xs) <= view - left - 4) {
+        fit.push(m);
+        ends.push(...xs);
+      }
+    }
+    const latest = Math.max(...fit);
     recent = marked.filter((l) => fit.some((m) => l.at <= m + 0.5 && l.at >= m - 6));
     const from = Math.min(...fit, ...recent.map((l) => l.t.getBBox().x));
     // Next, the storages' labels the step has reached (a write's fate:
     // "B1 (token 34): ok, later LOST"), as many as the view shows whole.
     const keep = new Map(texts.filter((l) => l.store && l.at <= s.x + 0.5).map((l) => [l.t, 20]));
     for (const l of [...recent, ...named]) keep.set(l.t, l.store ? 300 : 100);
+    // The first moment's highlighted labels above all.
+    for (const l of recent) if (l.at >= fit[0] - 6 && l.at <= fit[0] + 0.5 && l.t.classList.contains("named")) keep.set(l.t, 1000);
     scrollWhole(figs, from - left - 4, latest - view + 12, Math.min(...fit) - left - 4, keep);
   } else {
     recent = [...new Set([...recent, ...named])];
@@ -761,7 +773,7 @@ function fitStep(figs, keep, moments) {
 // leastScale is the least scale fitStep draws the figures at: their
 // 12 px labels at 11 px (the axis' 11 px ones keep 11, style.css). Where
 // a step's moments do not fit side by side at it, the view shows the
-// latest that do, and a sideways scroll the others.
+// first and those that fit with it, and a sideways scroll the others.
 const leastScale = 11 / 12;
 
 // setScale draws svg at k screen pixels per unit of its own (1: its own
