@@ -112,7 +112,44 @@ func TestBrowserTourSteps(t *testing.T) {
 
 // commonChecks are checked at both sizes.
 func commonChecks() []stepCheck {
-	return []stepCheck{figuresWhole(), nextHoldsStill(), labelsReadable()}
+	return []stepCheck{figuresWhole(), nextHoldsStill(), labelsReadable(), arrowsClearOfCursor()}
+}
+
+// arrowsOnCursorJS lists the message arrows a step has drawn (ending at
+// or before its moment, x) that the tour's cursor covers somewhere along
+// their last half, where they reach the moment.
+const arrowsOnCursorJS = `((x) => {
+  const out = [];
+  for (const svg of document.querySelectorAll(".run .timeline svg")) {
+    const pt = svg.createSVGPoint();
+    for (const l of svg.querySelectorAll("line[marker-end]")) {
+      const [x1, y1, x2, y2] = ["x1", "y1", "x2", "y2"].map((a) => +l.getAttribute(a));
+      if (x2 > x + 0.5 || x2 < x - 20 || getComputedStyle(l).visibility === "hidden") continue;
+      for (let f = 0.5; f <= 0.951; f += 0.05) {
+        pt.x = x1 + (x2 - x1) * f;
+        pt.y = y1 + (y2 - y1) * f;
+        const at = pt.matrixTransform(svg.getScreenCTM());
+        const top = document.elementsFromPoint(at.x, at.y).find((el) => el.tagName !== "text");
+        if (top && top.classList.contains("cursor")) {
+          out.push(l.getAttribute("stroke") + " arrow " + x1 + "," + y1 + " -> " + x2 + "," + y2);
+          break;
+        }
+      }
+    }
+  }
+  return out;
+})`
+
+// arrowsClearOfCursor: at every step of the default tour, no arrow that
+// reaches the step's moment lies under the tour's cursor: A's late write
+// at 17.5 s, nearly vertical, lay on the blue dashed cursor and could
+// not be seen ("student trial 5").
+func arrowsClearOfCursor() stepCheck {
+	return stepCheck{name: "ArrowsClearOfCursor", only: []string{kleppmann, claimPreset}, check: func(w walk, errorf func(string, ...any)) {
+		for _, a := range eval[[]string](w.t, w.tab, fmt.Sprintf("%s(%f)", arrowsOnCursorJS, w.step().X)) {
+			errorf("%s: the cursor covers the %s", w.where(), a)
+		}
+	}}
 }
 
 // figuresWhole: at every step of every preset's tour, both figures'
@@ -196,11 +233,12 @@ func labelsReadable() stepCheck {
 }
 
 const kleppmann, checkThenWrite = "scenario=kleppmann", "scenario=check-then-write"
+const claimPreset = "scenario=kleppmann&work=8s&base=writes&storage=claim"
 
 // desktopChecks are checked at 1280 x 800.
 func desktopChecks() []stepCheck {
 	return []stepCheck{marksEachSummary(), drawsUpToTheStep(), showsBothRuns(), revealsInOrder(), lineUnderLabels(),
-		keepsTheLegend(), drawsTheStorageToken(), tokenStepShows(), drawsThePause()}
+		keepsTheLegend(), drawsTheStorageToken(), tokenStepShows(), tokenNoLeak(), drawsThePause()}
 }
 
 // marksEachSummary: in every preset's tour, each summary step draws a
@@ -456,6 +494,40 @@ const tokenStepJS = `((x) => {
   }
   return out;
 })`
+
+// tokenLeakJS, called with a step's x, lists the storages' token steps
+// just after the step's moment (within 8 px) whose rise or drop the
+// screen shows, over the veil.
+const tokenLeakJS = `((x) => {
+  const out = [];
+  for (const svg of document.querySelectorAll(".run .timeline svg")) {
+    const pt = svg.createSVGPoint();
+    for (const p of svg.querySelectorAll('polyline[stroke="#555"]:not(.legend):not(.peek)')) {
+      const ps = p.getAttribute("points").trim().split(/\s+/).map((s) => s.split(",").map(Number));
+      for (let i = 1; i < ps.length; i++) {
+        if (ps[i][0] !== ps[i - 1][0] || ps[i][0] <= x + 0.5 || ps[i][0] > x + 8) continue;
+        pt.x = ps[i][0];
+        pt.y = (ps[i][1] + ps[i - 1][1]) / 2;
+        const at = pt.matrixTransform(svg.getScreenCTM());
+        const top = document.elementsFromPoint(at.x, at.y).find((el) => el.tagName !== "text");
+        if (top.tagName === "polyline" && top.getAttribute("stroke") === "#555") out.push(ps[i][0] + "," + ps[i - 1][1] + "->" + ps[i][1]);
+      }
+    }
+  }
+  return out;
+})`
+
+// tokenNoLeak: a step draws no token change of a later moment: the
+// default tour's step 12 (A sends its late write) showed, a few px past
+// its cursor, the token line's drop that A's write makes when it lands,
+// one step later ("student trial 5").
+func tokenNoLeak() stepCheck {
+	return stepCheck{name: "TokenNoLeak", only: []string{kleppmann}, check: func(w walk, errorf func(string, ...any)) {
+		for _, at := range eval[[]string](w.t, w.tab, fmt.Sprintf("%s(%f)", tokenLeakJS, w.step().X)) {
+			errorf("%s: the storage's token steps at %s, after the step's moment (x %.1f), and the step shows it", w.where(), at, w.step().X)
+		}
+	}}
+}
 
 // tokenStepShows: where a storage's token steps at a step's moment (A's
 // late write landing: 34 down to 33), the step shows the token line's

@@ -591,6 +591,9 @@ function svgChild(svg, tag, cls, attrs) {
   return el;
 }
 
+// cursorGap is how far right of a step's moment its cursor is drawn.
+const cursorGap = 5;
+
 function showStep(i) {
   const steps = shown.tour;
   step = Math.max(0, Math.min(i, steps.length - 1));
@@ -611,22 +614,25 @@ function showStep(i) {
     const veil = svgChild(svg, "rect", "veil", { y: 0, height: height });
     veil.setAttribute("x", String(s.x));
     veil.setAttribute("width", String(Math.max(0, width - s.x)));
-    // The cursor, just above the veil: under every label.
+    // The cursor, just above the veil (under every label), cursorGap
+    // past the moment: an arrow that reaches the moment (A's late write,
+    // nearly vertical) does not lie on it.
     const line = svgChild(svg, "line", "cursor", { y1: 40, y2: height - 30 });
-    line.setAttribute("x1", String(s.x));
-    line.setAttribute("x2", String(s.x));
+    line.setAttribute("x1", String(s.x + cursorGap));
+    line.setAttribute("x2", String(s.x + cursorGap));
     svg.append(veil, line);
-    // The storage's token line again, over the veil and the cursor up to
-    // 6 px past it: where the token steps at the step's moment (a late
-    // write's token, lower), the step shows it, as it shows its label.
-    const clip = svgChild(svg, "clipPath", "peek", { id: `peek-${f}` });
-    const rect = clip.querySelector("rect") || clip.appendChild(document.createElementNS(svgNS, "rect"));
-    for (const [k, v] of Object.entries({ x: 0, y: 0, width: s.x + 6, height: height })) rect.setAttribute(k, String(v));
+    // The storage's token line again, over the veil, 3 px past the
+    // moment at the level it has reached there: where the token steps at
+    // the step's moment (a late write's token, lower), the step shows it,
+    // as it shows its label, and nothing of a later step.
     for (const old of svg.querySelectorAll("polyline.peek")) old.remove();
     for (const p of svg.querySelectorAll('polyline[stroke="#555"]:not(.legend)')) {
-      const c = p.cloneNode(true);
+      const pts = p.getAttribute("points").trim().split(/\s+/).map((xy) => xy.split(",").map(Number)).filter(([x]) => x <= s.x + 0.5);
+      if (!pts.length) continue;
+      pts.push([s.x + 3, pts[pts.length - 1][1]]);
+      const c = p.cloneNode(false);
       c.setAttribute("class", "peek");
-      c.setAttribute("clip-path", `url(#peek-${f})`);
+      c.setAttribute("points", pts.map((xy) => xy.join(",")).join(" "));
       svg.append(c);
     }
     // Labels of events the cursor has reached are drawn above the veil;
