@@ -591,6 +591,33 @@ function svgChild(svg, tag, cls, attrs) {
   return el;
 }
 
+// presetLinks returns text as nodes, each preset it names in quotes
+// (“Check, then write”: a title up to its colon, as tour.go writes it)
+// a button that shows that preset and starts its tour.
+function presetLinks(text) {
+  const nodes = [];
+  let at = 0;
+  for (const m of text.matchAll(/\u201c([^\u201d]+)\u201d/g)) {
+    const p = options.presets.find((p) => p.title.split(":")[0] === m[1]);
+    if (!p) continue;
+    nodes.push(text.slice(at, m.index));
+    const b = document.createElement("button");
+    b.type = "button";
+    b.className = "preset-link";
+    b.textContent = m[0];
+    b.dataset.query = p.query;
+    b.setAttribute("aria-label", "Show \u201c" + p.title + "\u201d and start its tour");
+    b.addEventListener("click", () => {
+      update(p.query);
+      openTour(0);
+    });
+    nodes.push(b);
+    at = m.index + m[0].length;
+  }
+  nodes.push(text.slice(at));
+  return nodes;
+}
+
 // cursorGap is how far right of a step's moment its cursor is drawn.
 const cursorGap = 5;
 
@@ -600,7 +627,7 @@ function showStep(i) {
   const s = steps[step];
   document.body.classList.add("touring");
   document.getElementById("tour-count").textContent = `Step ${step + 1} of ${steps.length}.`;
-  document.getElementById("tour-text").textContent = s.text;
+  document.getElementById("tour-text").replaceChildren(...presetLinks(s.text));
   // The address names the step (#step-N), so that it can be linked.
   history.replaceState(null, "", `?${shown.query}#step-${step + 1}`);
   document.getElementById("tour-back").disabled = step === 0;
