@@ -112,7 +112,30 @@ func TestBrowserTourSteps(t *testing.T) {
 
 // commonChecks are checked at both sizes.
 func commonChecks() []stepCheck {
-	return []stepCheck{figuresWhole(), nextHoldsStill(), labelsReadable(), arrowsClearOfCursor()}
+	return []stepCheck{figuresWhole(), nextHoldsStill(), labelsReadable(), arrowsClearOfCursor(), keyNamesTheMarks()}
+}
+
+// keyNamesTheMarks: at a summary step, which marks its moments (orange
+// lines, highlighted labels, a pause's dotted box), the legend the tour
+// shows (a phone's in the tour's bar) has an entry for those marks,
+// whole on screen; at any other step it has none.
+func keyNamesTheMarks() stepCheck {
+	return stepCheck{name: "KeyNamesTheMarks", check: func(w walk, errorf func(string, ...any)) {
+		type entry struct {
+			Shown, Whole bool
+			Text         string
+		}
+		e := eval[entry](w.t, w.tab, `(() => {
+  const e = [...document.querySelectorAll("#key-on .key-marked, #phone-key .key-marked")].find((e) => e.getClientRects().length > 0);
+  if (!e) return {Shown: false, Whole: false, Text: ""};
+  const r = e.getBoundingClientRect();
+  return {Shown: true, Whole: r.left >= 0 && r.right <= innerWidth && r.top >= 0 && r.bottom <= innerHeight, Text: e.textContent};
+})()`)
+		marks := len(w.step().Moments) > 0
+		if e.Shown != marks || (marks && !e.Whole) {
+			errorf("%s: the legend's entry for the step's marks shown %v (whole %v, %q), want %v", w.where(), e.Shown, e.Whole, e.Text, marks)
+		}
+	}}
 }
 
 // arrowsOnCursorJS lists the message arrows a step has drawn (ending at

@@ -202,6 +202,7 @@ function renderKey() {
   const key = document.getElementById("key");
   if (!items.length) {
     key.replaceChildren();
+    document.getElementById("key-on").replaceChildren();
     renderPhoneKey(items);
     return;
   }
@@ -217,7 +218,33 @@ function renderKey() {
     return c;
   }));
   key.replaceChildren(copy);
+  // The second run's heading row has room for it, a phone's too (by its
+  // short name).
+  document.getElementById("key-on").replaceChildren(markedEntry());
   renderPhoneKey(items);
+}
+
+// markedEntry is the legend's entry for the marks of a summary step
+// (markMoments): an orange line and a highlighted word; style.css shows
+// it while such a step is on screen (body.marking).
+function markedEntry() {
+  const span = document.createElement("span");
+  span.className = "key-marked";
+  const mark = document.createElementNS(svgNS, "svg");
+  for (const [k, v] of Object.entries({ width: 16, height: 12, viewBox: "0 0 16 12" })) mark.setAttribute(k, String(v));
+  const line = document.createElementNS(svgNS, "line");
+  for (const [k, v] of Object.entries({ x1: 8, x2: 8, y1: 0, y2: 12, stroke: "#e0a000", "stroke-width": 3, "stroke-opacity": 0.7 })) line.setAttribute(k, String(v));
+  mark.append(line);
+  const name = document.createElement("span");
+  name.className = "named";
+  const long = document.createElement("span"), short = document.createElement("span");
+  long.className = "long";
+  long.textContent = "what the step names";
+  short.className = "short";
+  short.textContent = "marked";
+  name.append(long, short);
+  span.append(mark, name);
+  return span;
 }
 
 // renderPhoneKey copies the legend into the tour's buttons' row, which a
@@ -635,6 +662,7 @@ function showStep(i) {
   next.textContent = last ? "Finish" : "Next \u25b6";
   next.setAttribute("aria-label", last ? "Finish the tour" : "Next step");
   document.body.classList.toggle("outcome", !!s.outcome);
+  document.body.classList.toggle("marking", !!(s.moments && s.moments.length));
   for (const [f, fig] of [...document.querySelectorAll(".run .timeline")].entries()) {
     const svg = fig.querySelector("svg");
     const width = Number(svg.getAttribute("width")), height = Number(svg.getAttribute("height"));
@@ -878,7 +906,7 @@ function closeTour() {
   tourBox.hidden = true;
   step = -1;
   history.replaceState(null, "", "?" + shown.query);
-  document.body.classList.remove("touring", "outcome");
+  document.body.classList.remove("touring", "outcome", "marking");
   for (const el of document.querySelectorAll(".timeline .cursor, .timeline .veil, .timeline .moment, .timeline .peek, .timeline .hint")) el.remove();
   for (const el of document.querySelectorAll(".timeline .named")) el.classList.remove("named");
   for (const el of document.querySelectorAll(".timeline [data-from], .timeline text[data-x]")) el.style.visibility = "";
