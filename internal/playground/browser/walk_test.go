@@ -639,7 +639,7 @@ func phoneFirstView(t *testing.T, tab context.Context, p playground.Preset, erro
 // phoneChecks are checked on a 400 x 860 phone.
 func phoneChecks() []stepCheck {
 	return []stepCheck{labelsWhole(), showsNamedWrites(), momentsInView(), primaryInView(), fatesInView(), barNames(),
-		oneWindow(), tourBar(), tourNames(), phoneKeepsTheLegend(), verdictsWhole(),
+		oneWindow(), tourBar(), tourNames(), phoneKeepsTheLegend(), verdictsWhole(), tokenInView(),
 		momentHints()} // last: its tap scrolls the figures
 }
 
@@ -825,6 +825,60 @@ func primaryInView() stepCheck {
 		}
 	}, done: func(errorf func(string, ...any), logf func(string, ...any)) {
 		logf("%d summary steps checked", n)
+	}}
+}
+
+// tokenInViewJS lists, in each figure, the storage's token where its
+// line enters the part in view (right of the lane names' strip, left of
+// the veil) with whether a label of that token ("34", "wrote 33") shows
+// whole there.
+const tokenInViewJS = `(() => {
+  const out = [];
+  for (const fig of document.querySelectorAll(".run .timeline")) {` + figViewJS + `
+    const veil = svg.querySelector("rect.veil");
+    const to = Math.min(right, veil ? veil.getBoundingClientRect().left : Infinity);
+    const from = (left - s.left) / k;
+    const labels = [...svg.querySelectorAll("text:not([data-x]):not(.legend)")].filter((t) => /^(wrote )?\d+$/.test(t.textContent));
+    for (const p of svg.querySelectorAll('polyline[stroke="#555"]:not(.legend):not(.peek)')) {
+      const ps = p.getAttribute("points").trim().split(/\s+/).map((xy) => xy.split(",").map(Number));
+      const before = ps.filter(([x]) => x <= from);
+      if (!before.length || left + 40 > to) continue;
+      const y = before[before.length - 1][1];
+      const own = labels.filter((t) => Math.abs(+t.getAttribute("y") - (y - 3)) < 0.5);
+      const last = own.filter((t) => +t.getAttribute("x") - 3 <= from).pop();
+      if (!last) continue;
+      const text = last.textContent.replace(/^wrote /, "");
+      const shown = [...svg.querySelectorAll("text")].some((t) => t.textContent.replace(/^wrote /, "") === text && /^(wrote )?\d+$/.test(t.textContent) &&
+        !t.classList.contains("legend") && getComputedStyle(t).visibility !== "hidden" && Math.abs(+t.getAttribute("y") - (y - 3)) < 0.5 &&
+        t.getBoundingClientRect().left >= left - 0.5 && t.getBoundingClientRect().right <= to + 0.5);
+      out.push({Token: last.textContent, Shown: shown});
+    }
+  }
+  return out;
+})()`
+
+// tokenInView: on a phone, at every step, where the storage's token line
+// runs into the view from its left edge, a label shows its token in
+// view: a step said "it has seen token 34" while the claim storage's
+// line, its "34" slid out of view, showed no number ("student trial 5").
+func tokenInView() stepCheck {
+	n := 0
+	return stepCheck{name: "TokenInView", check: func(w walk, errorf func(string, ...any)) {
+		type token struct {
+			Token string
+			Shown bool
+		}
+		for _, tk := range eval[[]token](w.t, w.tab, tokenInViewJS) {
+			n++
+			if !tk.Shown {
+				errorf("%s: the storage's token line enters the view at token %q, and no label in view says so", w.where(), tk.Token)
+			}
+		}
+	}, done: func(errorf func(string, ...any), logf func(string, ...any)) {
+		if n == 0 {
+			errorf("no token line enters a view from its left")
+		}
+		logf("%d token lines entering the view checked", n)
 	}}
 }
 

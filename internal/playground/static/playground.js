@@ -322,7 +322,7 @@ function shownBoxes(svg) {
   const veilX = veil ? Number(veil.getAttribute("x")) : Infinity;
   const boxes = [];
   const touring = document.body.classList.contains("touring");
-  for (const t of svg.querySelectorAll("text:not(.lane-name):not(.hint)")) {
+  for (const t of svg.querySelectorAll("text:not(.lane-name):not(.hint):not(.token-edge)")) {
     if (t.style.visibility === "hidden" || (touring && t.classList.contains("legend"))) continue;
     const b = t.getBBox();
     const under = veil && (t.compareDocumentPosition(veil) & Node.DOCUMENT_POSITION_FOLLOWING);
@@ -464,8 +464,36 @@ function keepLaneNames(fig) {
   strip.style.visibility = fig.scrollLeft > 0 ? "" : "hidden"; // unscrolled, the names leave the axis' start clear
   const [from, to] = inView(fig);
   slideBarLabels(svg, from, to);
+  tokenAtEdge(svg, from, to);
   hintMoments(fig, at, from, to);
   for (const b of shownBoxes(svg)) b.t.classList.toggle("cut", cut(b.x0, b.x1, from, to));
+}
+
+// tokenAtEdge labels the storage's token line where it enters the view
+// from..to at its left edge, with the token it holds there ("34", "wrote
+// 33"), unless a label of that token shows in view: a step that says
+// "it has seen token 34" shows the 34 once its step up slid out of view.
+function tokenAtEdge(svg, from, to) {
+  for (const old of svg.querySelectorAll("text.token-edge")) old.remove();
+  const veil = svg.querySelector("rect.veil");
+  const end = veil ? Math.min(to, Number(veil.getAttribute("x"))) : to;
+  const labels = [...svg.querySelectorAll("text:not([data-x]):not(.legend)")].filter((t) => /^(wrote )?\d+$/.test(t.textContent));
+  for (const p of svg.querySelectorAll('polyline[stroke="#555"]:not(.legend):not(.peek)')) {
+    const before = p.getAttribute("points").trim().split(/\s+/).map((xy) => xy.split(",").map(Number)).filter(([x]) => x <= from);
+    if (!before.length) continue;
+    const y = before[before.length - 1][1] - 3;
+    const own = labels.filter((t) => Math.abs(Number(t.getAttribute("y")) - y) < 0.5);
+    const last = own.filter((t) => Number(t.getAttribute("x")) - 3 <= from).pop();
+    if (!last || own.some((t) => t.textContent === last.textContent && t.getBBox().x >= from && t.getBBox().x + t.getBBox().width <= end)) continue;
+    const t = last.cloneNode(true);
+    t.setAttribute("class", "token-edge");
+    t.setAttribute("x", String(from + 3));
+    t.style.visibility = "";
+    const strip = svg.querySelector("rect.name-strip");
+    if (strip) strip.before(t); // under the lane names' strip, as every label
+    else svg.append(t);
+    if (t.getBBox().x + t.getBBox().width > end) t.remove();
+  }
 }
 
 // hintMoments names, at the edges of what fig's column shows (from..to,
