@@ -830,8 +830,8 @@ func primaryInView() stepCheck {
 
 // tokenInViewJS lists, in each figure, the storage's token where its
 // line enters the part in view (right of the lane names' strip, left of
-// the veil) with whether a label of that token ("34", "wrote 33") shows
-// whole there.
+// the veil) and holds for 30 px at least, with whether a label of that
+// token ("34", "wrote 33") shows whole there.
 const tokenInViewJS = `(() => {
   const out = [];
   for (const fig of document.querySelectorAll(".run .timeline")) {` + figViewJS + `
@@ -841,8 +841,9 @@ const tokenInViewJS = `(() => {
     const labels = [...svg.querySelectorAll("text:not([data-x]):not(.legend)")].filter((t) => /^(wrote )?\d+$/.test(t.textContent));
     for (const p of svg.querySelectorAll('polyline[stroke="#555"]:not(.legend):not(.peek)')) {
       const ps = p.getAttribute("points").trim().split(/\s+/).map((xy) => xy.split(",").map(Number));
-      const before = ps.filter(([x]) => x <= from);
-      if (!before.length || left + 40 > to) continue;
+      const before = ps.filter(([x]) => x <= from), after = ps.find(([x]) => x > from);
+      // A level that shows as a sliver before the next step (under 30 px) needs no label.
+      if (!before.length || left + 40 > to || (after && (after[0] - from) * k < 30)) continue;
       const y = before[before.length - 1][1];
       const own = labels.filter((t) => Math.abs(+t.getAttribute("y") - (y - 3)) < 0.5);
       const last = own.filter((t) => +t.getAttribute("x") - 3 <= from).pop();
@@ -924,13 +925,17 @@ const fatesJS = `((x, moments) => {
       const b = t.getBoundingClientRect();
       out.push({Text: t.textContent, X0: b.left, X1: b.right, From: left, To: right, Lo: Math.min(lo, b.left), Hi: Math.max(hi, b.right),
         K: k, Column: fig.clientWidth, Strip: (left - f.left - fig.clientLeft) / k,
-        Whole: getComputedStyle(t).visibility !== "hidden" && b.left >= left - 0.5 && b.right <= right + 0.5});
+        Whole: getComputedStyle(t).visibility !== "hidden" && b.left >= left - 0.5 && b.right <= right + 0.5,
+        Later: [...t.querySelectorAll("tspan[data-from]")].some((s) => +s.dataset.from > x + 0.5)});
     }
   }
   return out;
 })`
 
-// fatesInView: at the summary steps, which name earlier moments, each
+// fatesInView: at the summary steps, which name earlier moments, and at
+// other steps for a label with a part told later (whose hidden ", later
+// LOST" took room and had the phone's view hide "B1 (token 34): ok" at
+// the default tour's step 11, "student trial 5"), each
 // storage's label of a write's fate whose write lies in view shows whole
 // where it fits the view with the step's moments in view and their
 // marked labels, as shown or at the least scale (labelsReadable): the
@@ -939,17 +944,22 @@ const fatesJS = `((x, moments) => {
 // right edge, though the steps are about that write.
 func fatesInView() stepCheck {
 	return stepCheck{name: "FatesInView", check: func(w walk, errorf func(string, ...any)) {
-		if len(w.step().Moments) == 0 {
-			return
+		marked := w.step().Moments
+		if len(marked) == 0 {
+			marked = []float64{w.step().X} // any other step: its own moment
 		}
 		type fate struct {
 			Text                     string
 			X0, X1, From, To, Lo, Hi float64
 			K, Column, Strip         float64 // the scale, the column's width (px), the strip's (units)
 			Whole                    bool
+			Later                    bool // it has a part told at a later step (", later LOST")
 		}
-		moments, _ := json.Marshal(w.step().Moments)
+		moments, _ := json.Marshal(marked)
 		for _, l := range eval[[]fate](w.t, w.tab, fmt.Sprintf("%s(%f, %s)", fatesJS, w.step().X, moments)) {
+			if len(w.step().Moments) == 0 && !l.Later {
+				continue // at other steps: a label whose untold part took room
+			}
 			// It fits the view as shown, or at the least scale (11/12).
 			if !l.Whole && (l.Hi-l.Lo <= l.To-l.From+0.5 || (l.Hi-l.Lo)/l.K <= l.Column*12/11-l.Strip-4) {
 				errorf("%s: the storage's %q, whose write is in view, does not show whole: it spans %.0f..%.0f, the view %.0f..%.0f",

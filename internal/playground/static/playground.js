@@ -492,7 +492,14 @@ function tokenAtEdge(svg, from, to) {
     const strip = svg.querySelector("rect.name-strip");
     if (strip) strip.before(t); // under the lane names' strip, as every label
     else svg.append(t);
-    if (t.getBBox().x + t.getBBox().width > end) t.remove();
+    // Not where it would run past the veil or into a label shown.
+    const b = t.getBBox();
+    const clash = [...svg.querySelectorAll("text:not(.lane-name):not(.token-edge):not(.hint)")].some((o) => {
+      if (o.style.visibility === "hidden" || o.classList.contains("legend") || o.classList.contains("cut")) return false;
+      const c = o.getBBox();
+      return c.width > 0 && c.x < end && c.x + c.width > from && c.x < b.x + b.width && b.x < c.x + c.width && c.y < b.y + b.height && b.y < c.y + c.height;
+    });
+    if (b.x + b.width > end || clash) t.remove();
   }
 }
 
@@ -734,8 +741,11 @@ function showStep(i) {
     for (const t of svg.querySelectorAll("text:not([data-x]):not(.lane-name)")) {
       if (t.getBBox().x < s.x + 3.5) svg.append(t);
     }
+    // A label's later part (", later LOST") takes no room until then: the
+    // view keeps what it shows whole, not its room.
     for (const el of svg.querySelectorAll("[data-from]")) {
       el.style.visibility = Number(el.dataset.from) > s.x + 0.5 ? "hidden" : "";
+      if (el.tagName === "tspan") el.style.display = Number(el.dataset.from) > s.x + 0.5 ? "none" : "";
     }
     markMoments(svg, s.moments || [], height, (!s.fig || s.fig === f + 1) && (s.store ? "store" : "all"));
   }
@@ -937,7 +947,10 @@ function closeTour() {
   document.body.classList.remove("touring", "outcome", "marking");
   for (const el of document.querySelectorAll(".timeline .cursor, .timeline .veil, .timeline .moment, .timeline .peek, .timeline .hint")) el.remove();
   for (const el of document.querySelectorAll(".timeline .named")) el.classList.remove("named");
-  for (const el of document.querySelectorAll(".timeline [data-from], .timeline text[data-x]")) el.style.visibility = "";
+  for (const el of document.querySelectorAll(".timeline [data-from], .timeline text[data-x]")) {
+    el.style.visibility = "";
+    el.style.removeProperty("display");
+  }
   for (const fig of document.querySelectorAll(".run .timeline")) {
     setScale(fig.querySelector("svg"), 1);
     keepLaneNames(fig);
