@@ -112,7 +112,30 @@ func TestBrowserTourSteps(t *testing.T) {
 
 // commonChecks are checked at both sizes.
 func commonChecks() []stepCheck {
-	return []stepCheck{figuresWhole(), nextHoldsStill(), labelsReadable(), arrowsClearOfCursor(), keyNamesTheMarks()}
+	return []stepCheck{figuresWhole(), nextHoldsStill(), labelsReadable(), arrowsClearOfCursor(), keyNamesTheMarks(), summaryLabelsOffCursor()}
+}
+
+// summaryLabelsOffCursor: at a summary step, which marks earlier moments
+// with lines of its own, no label shown lies on a visible tour cursor:
+// the default tour's phone steps 17 and 19 drew "later LOST" across it
+// and "B1 (token 34): ok" on it ("student trial 5").
+func summaryLabelsOffCursor() stepCheck {
+	return stepCheck{name: "SummaryLabelsOffCursor", check: func(w walk, errorf func(string, ...any)) {
+		if len(w.step().Moments) == 0 {
+			return
+		}
+		for _, l := range eval[[]string](w.t, w.tab, `[...document.querySelectorAll(".run .timeline svg")].flatMap((svg) => {
+  const c = svg.querySelector("line.cursor");
+  if (!c || getComputedStyle(c).visibility === "hidden" || getComputedStyle(c).display === "none") return [];
+  const x = c.getBoundingClientRect().left + c.getBoundingClientRect().width / 2;
+  return [...svg.querySelectorAll("text")].filter((t) => {
+    const r = t.getBoundingClientRect();
+    return getComputedStyle(t).visibility !== "hidden" && r.width > 0 && r.left < x && r.right > x;
+  }).map((t) => t.textContent);
+})`) {
+			errorf("%s: the label %q lies on the tour's cursor", w.where(), l)
+		}
+	}}
 }
 
 // keyNamesTheMarks: at a summary step, which marks its moments (orange

@@ -469,12 +469,13 @@ function keepLaneNames(fig) {
   for (const b of shownBoxes(svg)) b.t.classList.toggle("cut", cut(b.x0, b.x1, from, to));
 }
 
-// tokenAtEdge labels the storage's token line where it enters the view
+// tokenAtEdge labels, in the tour, the storage's token line where it enters the view
 // from..to at its left edge, with the token it holds there ("34", "wrote
 // 33"), unless a label of that token shows in view: a step that says
 // "it has seen token 34" shows the 34 once its step up slid out of view.
 function tokenAtEdge(svg, from, to) {
   for (const old of svg.querySelectorAll("text.token-edge")) old.remove();
+  if (!document.body.classList.contains("touring")) return; // the figure as drawn, but in the tour
   const veil = svg.querySelector("rect.veil");
   const end = veil ? Math.min(to, Number(veil.getAttribute("x"))) : to;
   const labels = [...svg.querySelectorAll("text:not([data-x]):not(.legend)")].filter((t) => /^(wrote )?\d+$/.test(t.textContent));
