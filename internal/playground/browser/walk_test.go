@@ -517,27 +517,37 @@ func drawsTheStorageToken() stepCheck {
 	}}
 }
 
+// tokenStepsJS is a JS function that calls f(ps, i, top) at each step of
+// the storages' token lines (ps[i-1] to ps[i], one x), top(x, y) being
+// the topmost element but text the screen shows at the figure's x, y.
+const tokenStepsJS = `((f) => {
+  for (const svg of document.querySelectorAll(".run .timeline svg")) {
+    const pt = svg.createSVGPoint();
+    const top = (x, y) => {
+      pt.x = x;
+      pt.y = y;
+      const at = pt.matrixTransform(svg.getScreenCTM());
+      return document.elementsFromPoint(at.x, at.y).find((el) => el.tagName !== "text");
+    };
+    for (const p of svg.querySelectorAll('polyline[stroke="#555"]:not(.legend):not(.peek)')) {
+      const ps = p.getAttribute("points").trim().split(/\s+/).map((s) => s.split(",").map(Number));
+      for (let i = 1; i < ps.length; i++) if (ps[i][0] === ps[i - 1][0]) f(ps, i, top);
+    }
+  }
+})`
+
 // tokenStepJS, called with a step's x, lists the storages' token steps
 // (where a token line changes level) at the step's moment, each with
 // what the screen shows 2 px right of it at its new level: the token
 // line, or what covers it.
 const tokenStepJS = `((x) => {
   const out = [];
-  for (const svg of document.querySelectorAll(".run .timeline svg")) {
-    const pt = svg.createSVGPoint();
-    for (const p of svg.querySelectorAll('polyline[stroke="#555"]:not(.legend):not(.peek)')) {
-      const ps = p.getAttribute("points").trim().split(/\s+/).map((s) => s.split(",").map(Number));
-      for (let i = 1; i < ps.length; i++) {
-        if (ps[i][0] !== ps[i - 1][0] || Math.abs(ps[i][0] - x) > 0.5) continue;
-        pt.x = ps[i][0] + 2;
-        pt.y = ps[i][1];
-        const at = pt.matrixTransform(svg.getScreenCTM());
-        const top = document.elementsFromPoint(at.x, at.y).find((el) => el.tagName !== "text");
-        out.push({At: ps[i][0] + "," + ps[i - 1][1] + "->" + ps[i][1], Shown: top.tagName === "polyline" && top.getAttribute("stroke") === "#555",
-          Top: top.tagName + "." + (top.getAttribute("class") || "")});
-      }
-    }
-  }
+  ` + tokenStepsJS + `((ps, i, top) => {
+    if (Math.abs(ps[i][0] - x) > 0.5) return;
+    const t = top(ps[i][0] + 2, ps[i][1]);
+    out.push({At: ps[i][0] + "," + ps[i - 1][1] + "->" + ps[i][1], Shown: t.tagName === "polyline" && t.getAttribute("stroke") === "#555",
+      Top: t.tagName + "." + (t.getAttribute("class") || "")});
+  });
   return out;
 })`
 
@@ -546,20 +556,11 @@ const tokenStepJS = `((x) => {
 // screen shows, over the veil.
 const tokenLeakJS = `((x) => {
   const out = [];
-  for (const svg of document.querySelectorAll(".run .timeline svg")) {
-    const pt = svg.createSVGPoint();
-    for (const p of svg.querySelectorAll('polyline[stroke="#555"]:not(.legend):not(.peek)')) {
-      const ps = p.getAttribute("points").trim().split(/\s+/).map((s) => s.split(",").map(Number));
-      for (let i = 1; i < ps.length; i++) {
-        if (ps[i][0] !== ps[i - 1][0] || ps[i][0] <= x + 0.5 || ps[i][0] > x + 8) continue;
-        pt.x = ps[i][0];
-        pt.y = (ps[i][1] + ps[i - 1][1]) / 2;
-        const at = pt.matrixTransform(svg.getScreenCTM());
-        const top = document.elementsFromPoint(at.x, at.y).find((el) => el.tagName !== "text");
-        if (top.tagName === "polyline" && top.getAttribute("stroke") === "#555") out.push(ps[i][0] + "," + ps[i - 1][1] + "->" + ps[i][1]);
-      }
-    }
-  }
+  ` + tokenStepsJS + `((ps, i, top) => {
+    if (ps[i][0] <= x + 0.5 || ps[i][0] > x + 8) return;
+    const t = top(ps[i][0], (ps[i][1] + ps[i - 1][1]) / 2);
+    if (t.tagName === "polyline" && t.getAttribute("stroke") === "#555") out.push(ps[i][0] + "," + ps[i - 1][1] + "->" + ps[i][1]);
+  });
   return out;
 })`
 
