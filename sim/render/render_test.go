@@ -450,3 +450,24 @@ func TestSVGMarksRelease(t *testing.T) {
 		t.Errorf("no mark of B's release at x %.1f", x)
 	}
 }
+
+// TestSVGLegendNamesThePause: a run with a pause has a legend entry for
+// its grey dashed box ("paused"), drawn as the box is; one without has
+// none. A student took the box for something unexplained where the view
+// did not show its "paused 15s" label.
+func TestSVGLegendNamesThePause(t *testing.T) {
+	box := regexp.MustCompile(`<rect class="legend" [^>]*fill="#999" fill-opacity="0.3" stroke="#666" stroke-dasharray="4 3"/>`)
+	text := regexp.MustCompile(`<text [^>]*class="legend" data-short="paused">paused</text>`)
+	for _, tc := range []struct {
+		pause time.Duration
+		want  bool
+	}{{15 * time.Second, true}, {0, false}} {
+		var b strings.Builder
+		if err := render.SVG(&b, kleppmann(t, false, func(p *sim.Params) { p.Pause = tc.pause }), "k"); err != nil {
+			t.Fatal(err)
+		}
+		if got := box.MatchString(b.String()) && text.MatchString(b.String()); got != tc.want {
+			t.Errorf("pause %v: a legend entry for the pause %v, want %v", tc.pause, got, tc.want)
+		}
+	}
+}

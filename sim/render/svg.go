@@ -586,26 +586,33 @@ func (p *svgPlot) legend() {
 			x, y = svgLeft, y+18
 		}
 	}
-	item(230)
+	item(205)
 	fmt.Fprintf(p.b, `<line class="legend" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="5" stroke-opacity="0.45"/>`, x, y-4, x+26, y-4, clientColor(0))
 	p.putAttrs(x+30, y, "start", "client's belief in its lease", "#444", false, legend("belief"))
-	x += 230
-	item(215)
+	x += 205
+	item(195)
 	fmt.Fprintf(p.b, `<rect class="legend" x="%.1f" y="%.1f" width="26" height="10" rx="3" fill="%s" fill-opacity="0.25" stroke="%s"/>`, x, y-9, clientColor(0), clientColor(0))
 	p.putAttrs(x+30, y, "start", "lease at the lease service", "#444", false, legend("lease"))
-	x += 215
-	item(90)
+	x += 195
+	item(80)
 	fmt.Fprintf(p.b, `<rect class="legend" x="%.1f" y="%.1f" width="26" height="12" fill="%s" fill-opacity="0.12"/>`, x, y-10, red)
 	p.putAttrs(x+30, y, "start", "danger", "#444", false, legend("danger"))
-	x += 90
-	item(135)
+	x += 80
+	item(128)
 	fmt.Fprintf(p.b, `<polyline class="legend" points="%.1f,%.1f %.1f,%.1f %.1f,%.1f" fill="none" stroke="#555" stroke-width="1.5"/>`, x, y, x+13, y, x+13, y-8)
 	fmt.Fprintf(p.b, `<line class="legend" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#555" stroke-width="1.5"/>`+"\n", x+13, y-8, x+26, y-8)
 	p.putAttrs(x+30, y, "start", "storage's token", "#444", false, legend("token"))
-	x += 135
-	item(105)
+	x += 128
+	item(100)
 	fmt.Fprintf(p.b, `<circle class="legend" cx="%.1f" cy="%.1f" r="6" fill="none" stroke="%s" stroke-width="2" stroke-dasharray="3 2"/>`+"\n", x+13, y-4, red)
 	p.putAttrs(x+30, y, "start", "lost write", "#444", false, legend("lost"))
+	x += 100
+	// A pause's grey dashed box, where the run has one.
+	if slices.ContainsFunc(p.r.Events, func(e sim.Event) bool { return e.Kind == sim.KindPaused }) {
+		item(90)
+		fmt.Fprintf(p.b, `<rect class="legend" x="%.1f" y="%.1f" width="26" height="12" fill="#999" fill-opacity="0.3" stroke="#666" stroke-dasharray="4 3"/>`+"\n", x, y-10)
+		p.putAttrs(x+30, y, "start", "paused", "#444", false, legend("paused"))
+	}
 }
 
 func (p *svgPlot) lanes() {

@@ -34,7 +34,7 @@ const frameStateJS = `(() => {
 // not shown whole: out of the figure's view (left of the lane names'
 // strip, right of its edge), under the tour's bar or below the screen;
 // and whether side by side they fit the view (Fit).
-const namedFatesJS = `((x, names) => {
+const namedFatesJS = `((x, names, first) => {
   const bar = document.getElementById("sticky").getBoundingClientRect().bottom;
   const out = {All: [], Missing: [], Fit: true};
   let lo = Infinity, hi = -Infinity, view = Infinity;
@@ -48,6 +48,12 @@ const namedFatesJS = `((x, names) => {
     for (const t of svg.querySelectorAll("text[data-x]")) {
       if (+t.dataset.y <= storeY || +t.dataset.x > x + 0.5) continue;
       if (!names.some((n) => t.textContent.startsWith(n + " (token"))) continue;
+      // A summary step shows its first moment (at x first, if not -1) and
+      // those that fit with it (primaryInView): the writes it names whose
+      // moment lies there, and whose label fits beside the first moment.
+      const sv = svg.getBoundingClientRect(), k = sv.width / +svg.getAttribute("width");
+      const at = sv.left + +t.dataset.x * k, m = sv.left + first * k, tb = t.getBoundingClientRect();
+      if (first >= 0 && (at < left - 0.5 || at > right + 0.5 || Math.max(m, tb.right) - Math.min(m, tb.left) > right - left)) continue;
       out.All.push(t.textContent);
       const b = t.getBoundingClientRect();
       lo = Math.min(lo, b.left);

@@ -206,8 +206,9 @@ func TestBrowserTour(t *testing.T) {
 		if s.Text != step.Text {
 			t.Errorf("step %d shows %q, want %q", i, s.Text, step.Text)
 		}
-		if len(s.Cursors) != 2 || s.Cursors[0] != fmt.Sprint(step.X) || s.Cursors[1] != fmt.Sprint(step.X) {
-			t.Errorf("step %d: cursors at %v, want both at %v", i, s.Cursors, step.X)
+		// The cursor stands 5 px right of the moment (arrowsClearOfCursor).
+		if want := fmt.Sprint(step.X + 5); len(s.Cursors) != 2 || s.Cursors[0] != want || s.Cursors[1] != want {
+			t.Errorf("step %d: cursors at %v, want both at %v (5 px past the step's x)", i, s.Cursors, want)
 		}
 		last := i == len(resp.Tour)-1
 		if s.Back != (i == 0) || s.Next || (s.Label == "Finish") != last {
@@ -415,5 +416,48 @@ func TestBrowserTourStepInAddress(t *testing.T) {
 	}
 	if got := eval[string](t, tab, `location.href`); strings.Contains(got, "#") {
 		t.Errorf("after closing the tour the address is %q, still with a step", got)
+	}
+}
+
+// TestBrowserTourPresetLinks: where a step's text names another preset
+// in quotes (“Check, then write”), the name is a button, on a desktop
+// screen and a phone, that shows that preset and starts its tour.
+func TestBrowserTourPresetLinks(t *testing.T) {
+	resp, err := playground.Run("scenario=kleppmann", pageWidth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, err := playground.Run("scenario=check-then-write", pageWidth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(resp.Tour, func(s playground.Step) bool { return strings.Contains(s.Text, "“Check, then write”") })
+	if i < 0 {
+		t.Fatal("no step of the default tour names “Check, then write”")
+	}
+	for _, size := range [][2]int{{1280, 900}, {400, 860}} {
+		tab := openPage(t, size[0], size[1], fmt.Sprintf("scenario=kleppmann#step-%d", i+1))
+		links := eval[[]string](t, tab, `[...document.querySelectorAll("#tour-text button")].map((b) => b.textContent)`)
+		if !slices.Contains(links, "“Check, then write”") {
+			t.Errorf("%dx%d, step %d (%q): the named presets' buttons are %q, want “Check, then write” among them", size[0], size[1], i+1, resp.Tour[i].Text, links)
+			continue
+		}
+		if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(`#tour-text button[data-query="scenario=check-then-write"]`))); err != nil {
+			t.Fatal(err)
+		}
+		type state struct {
+			Hidden      bool
+			Query       string
+			Count, Text string
+		}
+		s := eval[state](t, tab, `({
+  Hidden: document.getElementById("tour").hidden,
+  Query: document.body.dataset.query,
+  Count: document.getElementById("tour-count").textContent,
+  Text: document.getElementById("tour-text").textContent,
+})`)
+		if want := fmt.Sprintf("Step 1 of %d.", len(target.Tour)); s.Hidden || s.Query != target.Query || s.Count != want || s.Text != target.Tour[0].Text {
+			t.Errorf("%dx%d: the button shows %q, the tour hidden %v at %q %q; want %q at %q %q", size[0], size[1], s.Query, s.Hidden, s.Count, s.Text, target.Query, want, target.Tour[0].Text)
+		}
 	}
 }

@@ -55,7 +55,11 @@ const cutLabelsJS = `((x, id, moments) => {
       const at = t.dataset.x === undefined ? NaN : +t.dataset.x;
       const later = t.dataset.from !== undefined && +t.dataset.from > x + 0.5; // told at a later step
       // At a last step, the danger's banner, which labels a span, is no label of a moment it names.
-      const must = x >= 0 ? (moments ? !t.classList.contains("danger") && moments.some((m) => at <= m + 0.5 && at >= m - 6) : at <= x + 0.5 && at >= x - 6) && !later
+      // A last step's moments in view (primaryInView: the first and those
+      // that fit with it, which the page keeps 12 px clear of the right edge).
+      const sv = svg.getBoundingClientRect(), seenAt = (m) => sv.left + m * sv.width / +svg.getAttribute("width") >= v.l - 0.5 &&
+        sv.left + m * sv.width / +svg.getAttribute("width") <= v.r - 11.5;
+      const must = x >= 0 ? (moments ? !t.classList.contains("danger") && moments.some((m) => at <= m + 0.5 && at >= m - 6 && seenAt(m)) : at <= x + 0.5 && at >= x - 6) && !later
         : t.classList.contains("danger") && !!fig.closest("#" + id);
       const shown = getComputedStyle(t).visibility !== "hidden" && t.getClientRects().length > 0 && r.width > 0;
       const under = veil && (t.compareDocumentPosition(veil) & Node.DOCUMENT_POSITION_FOLLOWING);

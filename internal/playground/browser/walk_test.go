@@ -69,6 +69,7 @@ func walkTours(t *testing.T, w, h int, first func(t *testing.T, tab context.Cont
 		}
 		tourShown(t, tab, q, func(tour []playground.Step, j int, s tourState) {
 			steps++
+			shot(t, tab, fmt.Sprintf("walk-%dx%d-preset%d-step-%02d", w, h, i+1, j+1)) // with FENCEKIT_SCREENSHOTS set
 			for c, ch := range checks {
 				if len(ch.only) > 0 && !slices.Contains(ch.only, p.Query) {
 					continue
@@ -111,7 +112,90 @@ func TestBrowserTourSteps(t *testing.T) {
 
 // commonChecks are checked at both sizes.
 func commonChecks() []stepCheck {
-	return []stepCheck{figuresWhole(), nextHoldsStill(), labelsReadable()}
+	return []stepCheck{figuresWhole(), nextHoldsStill(), labelsReadable(), arrowsClearOfCursor(), keyNamesTheMarks(), summaryLabelsOffCursor()}
+}
+
+// summaryLabelsOffCursor: at a summary step, which marks earlier moments
+// with lines of its own, no label shown lies on a visible tour cursor:
+// the default tour's phone steps 17 and 19 drew "later LOST" across it
+// and "B1 (token 34): ok" on it ("student trial 5").
+func summaryLabelsOffCursor() stepCheck {
+	return stepCheck{name: "SummaryLabelsOffCursor", check: func(w walk, errorf func(string, ...any)) {
+		if len(w.step().Moments) == 0 {
+			return
+		}
+		for _, l := range eval[[]string](w.t, w.tab, `[...document.querySelectorAll(".run .timeline svg")].flatMap((svg) => {
+  const c = svg.querySelector("line.cursor");
+  if (!c || getComputedStyle(c).visibility === "hidden" || getComputedStyle(c).display === "none") return [];
+  const x = c.getBoundingClientRect().left + c.getBoundingClientRect().width / 2;
+  return [...svg.querySelectorAll("text")].filter((t) => {
+    const r = t.getBoundingClientRect();
+    return getComputedStyle(t).visibility !== "hidden" && r.width > 0 && r.left < x && r.right > x;
+  }).map((t) => t.textContent);
+})`) {
+			errorf("%s: the label %q lies on the tour's cursor", w.where(), l)
+		}
+	}}
+}
+
+// keyNamesTheMarks: at a summary step, which marks its moments (orange
+// lines, highlighted labels, a pause's dotted box), the legend the tour
+// shows (a phone's in the tour's bar) has an entry for those marks,
+// whole on screen; at any other step it has none.
+func keyNamesTheMarks() stepCheck {
+	return stepCheck{name: "KeyNamesTheMarks", check: func(w walk, errorf func(string, ...any)) {
+		type entry struct {
+			Shown, Whole bool
+			Text         string
+		}
+		e := eval[entry](w.t, w.tab, `(() => {
+  const e = [...document.querySelectorAll("#key-on .key-marked, #phone-key .key-marked")].find((e) => e.getClientRects().length > 0);
+  if (!e) return {Shown: false, Whole: false, Text: ""};
+  const r = e.getBoundingClientRect();
+  return {Shown: true, Whole: r.left >= 0 && r.right <= innerWidth && r.top >= 0 && r.bottom <= innerHeight, Text: e.textContent};
+})()`)
+		marks := len(w.step().Moments) > 0
+		if e.Shown != marks || (marks && !e.Whole) {
+			errorf("%s: the legend's entry for the step's marks shown %v (whole %v, %q), want %v", w.where(), e.Shown, e.Whole, e.Text, marks)
+		}
+	}}
+}
+
+// arrowsOnCursorJS lists the message arrows a step has drawn (ending at
+// or before its moment, x) that the tour's cursor covers somewhere along
+// their last half, where they reach the moment.
+const arrowsOnCursorJS = `((x) => {
+  const out = [];
+  for (const svg of document.querySelectorAll(".run .timeline svg")) {
+    const pt = svg.createSVGPoint();
+    for (const l of svg.querySelectorAll("line[marker-end]")) {
+      const [x1, y1, x2, y2] = ["x1", "y1", "x2", "y2"].map((a) => +l.getAttribute(a));
+      if (x2 > x + 0.5 || x2 < x - 20 || getComputedStyle(l).visibility === "hidden") continue;
+      for (let f = 0.5; f <= 0.951; f += 0.05) {
+        pt.x = x1 + (x2 - x1) * f;
+        pt.y = y1 + (y2 - y1) * f;
+        const at = pt.matrixTransform(svg.getScreenCTM());
+        const top = document.elementsFromPoint(at.x, at.y).find((el) => el.tagName !== "text");
+        if (top && top.classList.contains("cursor")) {
+          out.push(l.getAttribute("stroke") + " arrow " + x1 + "," + y1 + " -> " + x2 + "," + y2);
+          break;
+        }
+      }
+    }
+  }
+  return out;
+})`
+
+// arrowsClearOfCursor: at every step of the default tour, no arrow that
+// reaches the step's moment lies under the tour's cursor: A's late write
+// at 17.5 s, nearly vertical, lay on the blue dashed cursor and could
+// not be seen ("student trial 5").
+func arrowsClearOfCursor() stepCheck {
+	return stepCheck{name: "ArrowsClearOfCursor", only: []string{kleppmann, claimPreset}, check: func(w walk, errorf func(string, ...any)) {
+		for _, a := range eval[[]string](w.t, w.tab, fmt.Sprintf("%s(%f)", arrowsOnCursorJS, w.step().X)) {
+			errorf("%s: the cursor covers the %s", w.where(), a)
+		}
+	}}
 }
 
 // figuresWhole: at every step of every preset's tour, both figures'
@@ -195,11 +279,12 @@ func labelsReadable() stepCheck {
 }
 
 const kleppmann, checkThenWrite = "scenario=kleppmann", "scenario=check-then-write"
+const claimPreset = "scenario=kleppmann&work=8s&base=writes&storage=claim"
 
 // desktopChecks are checked at 1280 x 800.
 func desktopChecks() []stepCheck {
 	return []stepCheck{marksEachSummary(), drawsUpToTheStep(), showsBothRuns(), revealsInOrder(), lineUnderLabels(),
-		keepsTheLegend(), drawsTheStorageToken(), tokenStepShows(), drawsThePause()}
+		keepsTheLegend(), drawsTheStorageToken(), tokenStepShows(), tokenNoLeak(), drawsThePause()}
 }
 
 // marksEachSummary: in every preset's tour, each summary step draws a
@@ -432,29 +517,64 @@ func drawsTheStorageToken() stepCheck {
 	}}
 }
 
+// tokenStepsJS is a JS function that calls f(ps, i, top) at each step of
+// the storages' token lines (ps[i-1] to ps[i], one x), top(x, y) being
+// the topmost element but text the screen shows at the figure's x, y.
+const tokenStepsJS = `((f) => {
+  for (const svg of document.querySelectorAll(".run .timeline svg")) {
+    const pt = svg.createSVGPoint();
+    const top = (x, y) => {
+      pt.x = x;
+      pt.y = y;
+      const at = pt.matrixTransform(svg.getScreenCTM());
+      return document.elementsFromPoint(at.x, at.y).find((el) => el.tagName !== "text");
+    };
+    for (const p of svg.querySelectorAll('polyline[stroke="#555"]:not(.legend):not(.peek)')) {
+      const ps = p.getAttribute("points").trim().split(/\s+/).map((s) => s.split(",").map(Number));
+      for (let i = 1; i < ps.length; i++) if (ps[i][0] === ps[i - 1][0]) f(ps, i, top);
+    }
+  }
+})`
+
 // tokenStepJS, called with a step's x, lists the storages' token steps
 // (where a token line changes level) at the step's moment, each with
 // what the screen shows 2 px right of it at its new level: the token
 // line, or what covers it.
 const tokenStepJS = `((x) => {
   const out = [];
-  for (const svg of document.querySelectorAll(".run .timeline svg")) {
-    const pt = svg.createSVGPoint();
-    for (const p of svg.querySelectorAll('polyline[stroke="#555"]:not(.legend):not(.peek)')) {
-      const ps = p.getAttribute("points").trim().split(/\s+/).map((s) => s.split(",").map(Number));
-      for (let i = 1; i < ps.length; i++) {
-        if (ps[i][0] !== ps[i - 1][0] || Math.abs(ps[i][0] - x) > 0.5) continue;
-        pt.x = ps[i][0] + 2;
-        pt.y = ps[i][1];
-        const at = pt.matrixTransform(svg.getScreenCTM());
-        const top = document.elementsFromPoint(at.x, at.y).find((el) => el.tagName !== "text");
-        out.push({At: ps[i][0] + "," + ps[i - 1][1] + "->" + ps[i][1], Shown: top.tagName === "polyline" && top.getAttribute("stroke") === "#555",
-          Top: top.tagName + "." + (top.getAttribute("class") || "")});
-      }
-    }
-  }
+  ` + tokenStepsJS + `((ps, i, top) => {
+    if (Math.abs(ps[i][0] - x) > 0.5) return;
+    const t = top(ps[i][0] + 2, ps[i][1]);
+    out.push({At: ps[i][0] + "," + ps[i - 1][1] + "->" + ps[i][1], Shown: t.tagName === "polyline" && t.getAttribute("stroke") === "#555",
+      Top: t.tagName + "." + (t.getAttribute("class") || "")});
+  });
   return out;
 })`
+
+// tokenLeakJS, called with a step's x, lists the storages' token steps
+// just after the step's moment (within 8 px) whose rise or drop the
+// screen shows, over the veil.
+const tokenLeakJS = `((x) => {
+  const out = [];
+  ` + tokenStepsJS + `((ps, i, top) => {
+    if (ps[i][0] <= x + 0.5 || ps[i][0] > x + 8) return;
+    const t = top(ps[i][0], (ps[i][1] + ps[i - 1][1]) / 2);
+    if (t.tagName === "polyline" && t.getAttribute("stroke") === "#555") out.push(ps[i][0] + "," + ps[i - 1][1] + "->" + ps[i][1]);
+  });
+  return out;
+})`
+
+// tokenNoLeak: a step draws no token change of a later moment: the
+// default tour's step 12 (A sends its late write) showed, a few px past
+// its cursor, the token line's drop that A's write makes when it lands,
+// one step later ("student trial 5").
+func tokenNoLeak() stepCheck {
+	return stepCheck{name: "TokenNoLeak", only: []string{kleppmann}, check: func(w walk, errorf func(string, ...any)) {
+		for _, at := range eval[[]string](w.t, w.tab, fmt.Sprintf("%s(%f)", tokenLeakJS, w.step().X)) {
+			errorf("%s: the storage's token steps at %s, after the step's moment (x %.1f), and the step shows it", w.where(), at, w.step().X)
+		}
+	}}
+}
 
 // tokenStepShows: where a storage's token steps at a step's moment (A's
 // late write landing: 34 down to 33), the step shows the token line's
@@ -542,8 +662,8 @@ func phoneFirstView(t *testing.T, tab context.Context, p playground.Preset, erro
 
 // phoneChecks are checked on a 400 x 860 phone.
 func phoneChecks() []stepCheck {
-	return []stepCheck{labelsWhole(), showsNamedWrites(), momentsInView(), fatesInView(), barNames(),
-		oneWindow(), tourBar(), tourNames(), phoneKeepsTheLegend(), verdictsWhole(),
+	return []stepCheck{labelsWhole(), showsNamedWrites(), momentsInView(), primaryInView(), fatesInView(), barNames(),
+		oneWindow(), tourBar(), tourNames(), phoneKeepsTheLegend(), verdictsWhole(), tokenInView(),
 		momentHints()} // last: its tap scrolls the figures
 }
 
@@ -571,11 +691,15 @@ func showsNamedWrites() stepCheck {
 			return
 		}
 		js, _ := json.Marshal(names)
+		first := -1.0
+		if len(w.step().Moments) > 0 {
+			first = w.step().Moments[0]
+		}
 		s := eval[struct {
 			All     []string
 			Missing []string
 			Fit     bool
-		}](w.t, w.tab, fmt.Sprintf("%s(%f, %s)", namedFatesJS, w.step().X, js))
+		}](w.t, w.tab, fmt.Sprintf("%s(%f, %s, %f)", namedFatesJS, w.step().X, js, first))
 		checked += len(s.All)
 		if !s.Fit && len(s.Missing) < len(s.All) {
 			return // not all fit the view at a readable scale: one at least shows
@@ -595,8 +719,8 @@ func showsNamedWrites() stepCheck {
 // step talks about lies inside the part of both figures in view; a
 // summary step's marked moments (B's read and write, A's pause and its
 // lease's expiry) all do where side by side they fit the view at a
-// readable scale (labelsReadable), else the latest and those that fit
-// with it; and of the marked labels of the moments in view ("33
+// readable scale (labelsReadable), else the first (primaryInView) and
+// those that fit with it; and of the marked labels of the moments in view ("33
 // expired", "read claims 34"), all show whole if side by side they fit
 // the view with those moments, in both figures together, else the
 // storages' if they fit, and one at least.
@@ -615,14 +739,26 @@ func momentsInView() stepCheck {
 		var shownX []float64
 		for f := range s.From {
 			in := func(x float64) bool { return x >= s.From[f]-0.5 && x <= s.To[f]+0.5 }
-			latest := slices.Max(s.Moments[f])
 			shown := make([]bool, len(moments))
+			// The moments that fit the view with the first, in order, with
+			// the storages' labels of each.
+			var ends []float64
 			for i, x := range s.Moments[f] {
+				xs := append(slices.Clone(ends), x-8, x+12)
+				for _, l := range s.Labels[f] {
+					if l.M == i && l.Store {
+						xs = append(xs, l.X0, l.X1)
+					}
+				}
+				fits := i == 0 || slices.Max(xs)-slices.Min(xs) <= s.To[f]-s.From[f]-8
+				if fits {
+					ends = xs
+				}
 				shown[i] = in(x)
 				if shown[i] {
 					shownX = append(shownX, x, x+12) // the latest 12 px clear of the view's edge, as the page keeps it
 				}
-				if !shown[i] && latest-x <= s.To[f]-s.From[f]-20 {
+				if !shown[i] && fits {
 					errorf("%s, figure %d: the step's moment at x %.0f (on screen %.0f) is outside the view, %.0f..%.0f",
 						w.where(), f+1, moments[i], x, s.From[f], s.To[f])
 				}
@@ -670,6 +806,107 @@ func momentsInView() stepCheck {
 	}}
 }
 
+// primaryInView: on a phone, at every summary step, the first moment it
+// marks (the decisive one: B's read that claims 34, the 2.5 s check, A's
+// pause at 2.4 s) lies in the view of both figures, and its highlighted
+// labels ("read claims 34") show whole, as long as they fit the view
+// beside it: where not all marked moments fit a readable scale, the page
+// showed the latest ones, and only a small "\u25c0 10.5s" hint for the
+// moment the step is about ("student trial 5").
+func primaryInView() stepCheck {
+	n := 0
+	return stepCheck{name: "PrimaryInView", check: func(w walk, errorf func(string, ...any)) {
+		moments := w.step().Moments
+		if len(moments) == 0 {
+			return
+		}
+		n++
+		js, _ := json.Marshal(moments[:1])
+		s := eval[momentState](w.t, w.tab, fmt.Sprintf("%s(%s)", momentStateJS, js))
+		for f := range s.From {
+			x := s.Moments[f][0]
+			if x < s.From[f]-0.5 || x > s.To[f]+0.5 {
+				errorf("%s, figure %d: the step's first marked moment (x %.0f) is outside the view, %.0f..%.0f", w.where(), f+1, x, s.From[f], s.To[f])
+				continue
+			}
+			lo, hi := x, x
+			var named []momentLabel
+			for _, l := range s.Labels[f] {
+				if l.Named {
+					named = append(named, l)
+					lo, hi = min(lo, l.X0), max(hi, l.X1)
+				}
+			}
+			if hi-lo > s.To[f]-s.From[f] {
+				continue
+			}
+			for _, l := range named {
+				if !l.Whole {
+					errorf("%s, figure %d: the highlighted label %q of the step's first marked moment does not show whole: it spans %.0f..%.0f, the view %.0f..%.0f",
+						w.where(), f+1, l.Text, l.X0, l.X1, s.From[f], s.To[f])
+				}
+			}
+		}
+	}, done: func(errorf func(string, ...any), logf func(string, ...any)) {
+		logf("%d summary steps checked", n)
+	}}
+}
+
+// tokenInViewJS lists, in each figure, the storage's token where its
+// line enters the part in view (right of the lane names' strip, left of
+// the veil) and holds for 30 px at least, with whether a label of that
+// token ("34", "wrote 33") shows whole there.
+const tokenInViewJS = `(() => {
+  const out = [];
+  for (const fig of document.querySelectorAll(".run .timeline")) {` + figViewJS + `
+    const veil = svg.querySelector("rect.veil");
+    const to = Math.min(right, veil ? veil.getBoundingClientRect().left : Infinity);
+    const from = (left - s.left) / k;
+    const labels = [...svg.querySelectorAll("text:not([data-x]):not(.legend)")].filter((t) => /^(wrote )?\d+$/.test(t.textContent));
+    for (const p of svg.querySelectorAll('polyline[stroke="#555"]:not(.legend):not(.peek)')) {
+      const ps = p.getAttribute("points").trim().split(/\s+/).map((xy) => xy.split(",").map(Number));
+      const before = ps.filter(([x]) => x <= from), after = ps.find(([x]) => x > from);
+      // A level that shows as a sliver before the next step (under 30 px) needs no label.
+      if (!before.length || left + 40 > to || (after && (after[0] - from) * k < 30)) continue;
+      const y = before[before.length - 1][1];
+      const own = labels.filter((t) => Math.abs(+t.getAttribute("y") - (y - 3)) < 0.5);
+      const last = own.filter((t) => +t.getAttribute("x") - 3 <= from).pop();
+      if (!last) continue;
+      const text = last.textContent.replace(/^wrote /, "");
+      const shown = [...svg.querySelectorAll("text")].some((t) => t.textContent.replace(/^wrote /, "") === text && /^(wrote )?\d+$/.test(t.textContent) &&
+        !t.classList.contains("legend") && getComputedStyle(t).visibility !== "hidden" && Math.abs(+t.getAttribute("y") - (y - 3)) < 0.5 &&
+        t.getBoundingClientRect().left >= left - 0.5 && t.getBoundingClientRect().right <= to + 0.5);
+      out.push({Token: last.textContent, Shown: shown});
+    }
+  }
+  return out;
+})()`
+
+// tokenInView: on a phone, at every step, where the storage's token line
+// runs into the view from its left edge, a label shows its token in
+// view: a step said "it has seen token 34" while the claim storage's
+// line, its "34" slid out of view, showed no number ("student trial 5").
+func tokenInView() stepCheck {
+	n := 0
+	return stepCheck{name: "TokenInView", check: func(w walk, errorf func(string, ...any)) {
+		type token struct {
+			Token string
+			Shown bool
+		}
+		for _, tk := range eval[[]token](w.t, w.tab, tokenInViewJS) {
+			n++
+			if !tk.Shown {
+				errorf("%s: the storage's token line enters the view at token %q, and no label in view says so", w.where(), tk.Token)
+			}
+		}
+	}, done: func(errorf func(string, ...any), logf func(string, ...any)) {
+		if n == 0 {
+			errorf("no token line enters a view from its left")
+		}
+		logf("%d token lines entering the view checked", n)
+	}}
+}
+
 // figViewJS, in a loop over the figures' columns (fig), reads the
 // figure's view on screen: its svg, the column's box f and the svg's s,
 // its scale k (screen px per unit), and from left to right the part it
@@ -712,13 +949,17 @@ const fatesJS = `((x, moments) => {
       const b = t.getBoundingClientRect();
       out.push({Text: t.textContent, X0: b.left, X1: b.right, From: left, To: right, Lo: Math.min(lo, b.left), Hi: Math.max(hi, b.right),
         K: k, Column: fig.clientWidth, Strip: (left - f.left - fig.clientLeft) / k,
-        Whole: getComputedStyle(t).visibility !== "hidden" && b.left >= left - 0.5 && b.right <= right + 0.5});
+        Whole: getComputedStyle(t).visibility !== "hidden" && b.left >= left - 0.5 && b.right <= right + 0.5,
+        Later: [...t.querySelectorAll("tspan[data-from]")].some((s) => +s.dataset.from > x + 0.5)});
     }
   }
   return out;
 })`
 
-// fatesInView: at the summary steps, which name earlier moments, each
+// fatesInView: at the summary steps, which name earlier moments, and at
+// other steps for a label with a part told later (whose hidden ", later
+// LOST" took room and had the phone's view hide "B1 (token 34): ok" at
+// the default tour's step 11, "student trial 5"), each
 // storage's label of a write's fate whose write lies in view shows whole
 // where it fits the view with the step's moments in view and their
 // marked labels, as shown or at the least scale (labelsReadable): the
@@ -727,17 +968,22 @@ const fatesJS = `((x, moments) => {
 // right edge, though the steps are about that write.
 func fatesInView() stepCheck {
 	return stepCheck{name: "FatesInView", check: func(w walk, errorf func(string, ...any)) {
-		if len(w.step().Moments) == 0 {
-			return
+		marked := w.step().Moments
+		if len(marked) == 0 {
+			marked = []float64{w.step().X} // any other step: its own moment
 		}
 		type fate struct {
 			Text                     string
 			X0, X1, From, To, Lo, Hi float64
 			K, Column, Strip         float64 // the scale, the column's width (px), the strip's (units)
 			Whole                    bool
+			Later                    bool // it has a part told at a later step (", later LOST")
 		}
-		moments, _ := json.Marshal(w.step().Moments)
+		moments, _ := json.Marshal(marked)
 		for _, l := range eval[[]fate](w.t, w.tab, fmt.Sprintf("%s(%f, %s)", fatesJS, w.step().X, moments)) {
+			if len(w.step().Moments) == 0 && !l.Later {
+				continue // at other steps: a label whose untold part took room
+			}
 			// It fits the view as shown, or at the least scale (11/12).
 			if !l.Whole && (l.Hi-l.Lo <= l.To-l.From+0.5 || (l.Hi-l.Lo)/l.K <= l.Column*12/11-l.Strip-4) {
 				errorf("%s: the storage's %q, whose write is in view, does not show whole: it spans %.0f..%.0f, the view %.0f..%.0f",

@@ -44,6 +44,7 @@ type momentLabel struct {
 	Whole  bool
 	M      int  // the index of its moment
 	Store  bool // a storage's label
+	Named  bool // highlighted as what the step is about
 }
 
 const momentStateJS = `((moments) => {
@@ -62,7 +63,7 @@ const momentStateJS = `((moments) => {
     const at = (t) => moments.findIndex((m) => +t.dataset.x <= m + 0.5 && +t.dataset.x >= m - 6);
     out.Labels.push([...svg.querySelectorAll("text[data-x]:not(.danger)")].filter((t) => at(t) >= 0).map((t) => {
       const b = t.getBoundingClientRect();
-      return {Text: t.textContent, X0: b.left, X1: b.right, M: at(t), Store: +t.dataset.y > storeY,
+      return {Text: t.textContent, X0: b.left, X1: b.right, M: at(t), Store: +t.dataset.y > storeY, Named: t.classList.contains("named"),
         Whole: getComputedStyle(t).visibility !== "hidden" && b.left >= left - 0.5 && b.right <= right + 0.5};
     }));
   }

@@ -202,6 +202,7 @@ function renderKey() {
   const key = document.getElementById("key");
   if (!items.length) {
     key.replaceChildren();
+    document.getElementById("key-on").replaceChildren();
     renderPhoneKey(items);
     return;
   }
@@ -217,7 +218,33 @@ function renderKey() {
     return c;
   }));
   key.replaceChildren(copy);
+  // The second run's heading row has room for it, a phone's too (by its
+  // short name).
+  document.getElementById("key-on").replaceChildren(markedEntry());
   renderPhoneKey(items);
+}
+
+// markedEntry is the legend's entry for the marks of a summary step
+// (markMoments): an orange line and a highlighted word; style.css shows
+// it while such a step is on screen (body.marking).
+function markedEntry() {
+  const span = document.createElement("span");
+  span.className = "key-marked";
+  const mark = document.createElementNS(svgNS, "svg");
+  for (const [k, v] of Object.entries({ width: 16, height: 12, viewBox: "0 0 16 12" })) mark.setAttribute(k, String(v));
+  const line = document.createElementNS(svgNS, "line");
+  for (const [k, v] of Object.entries({ x1: 8, x2: 8, y1: 0, y2: 12, stroke: "#e0a000", "stroke-width": 3, "stroke-opacity": 0.7 })) line.setAttribute(k, String(v));
+  mark.append(line);
+  const name = document.createElement("span");
+  name.className = "named";
+  const long = document.createElement("span"), short = document.createElement("span");
+  long.className = "long";
+  long.textContent = "what the step names";
+  short.className = "short";
+  short.textContent = "marked";
+  name.append(long, short);
+  span.append(mark, name);
+  return span;
 }
 
 // renderPhoneKey copies the legend into the tour's buttons' row, which a
@@ -295,7 +322,7 @@ function shownBoxes(svg) {
   const veilX = veil ? Number(veil.getAttribute("x")) : Infinity;
   const boxes = [];
   const touring = document.body.classList.contains("touring");
-  for (const t of svg.querySelectorAll("text:not(.lane-name):not(.hint)")) {
+  for (const t of svg.querySelectorAll("text:not(.lane-name):not(.hint):not(.token-edge)")) {
     if (t.style.visibility === "hidden" || (touring && t.classList.contains("legend"))) continue;
     const b = t.getBBox();
     const under = veil && (t.compareDocumentPosition(veil) & Node.DOCUMENT_POSITION_FOLLOWING);
@@ -437,8 +464,44 @@ function keepLaneNames(fig) {
   strip.style.visibility = fig.scrollLeft > 0 ? "" : "hidden"; // unscrolled, the names leave the axis' start clear
   const [from, to] = inView(fig);
   slideBarLabels(svg, from, to);
+  tokenAtEdge(svg, from, to);
   hintMoments(fig, at, from, to);
   for (const b of shownBoxes(svg)) b.t.classList.toggle("cut", cut(b.x0, b.x1, from, to));
+}
+
+// tokenAtEdge labels, in the tour, the storage's token line where it enters the view
+// from..to at its left edge, with the token it holds there ("34", "wrote
+// 33"), unless a label of that token shows in view: a step that says
+// "it has seen token 34" shows the 34 once its step up slid out of view.
+function tokenAtEdge(svg, from, to) {
+  for (const old of svg.querySelectorAll("text.token-edge")) old.remove();
+  if (!document.body.classList.contains("touring")) return; // the figure as drawn, but in the tour
+  const veil = svg.querySelector("rect.veil");
+  const end = veil ? Math.min(to, Number(veil.getAttribute("x"))) : to;
+  const labels = [...svg.querySelectorAll("text:not([data-x]):not(.legend)")].filter((t) => /^(wrote )?\d+$/.test(t.textContent));
+  for (const p of svg.querySelectorAll('polyline[stroke="#555"]:not(.legend):not(.peek)')) {
+    const before = p.getAttribute("points").trim().split(/\s+/).map((xy) => xy.split(",").map(Number)).filter(([x]) => x <= from);
+    if (!before.length) continue;
+    const y = before[before.length - 1][1] - 3;
+    const own = labels.filter((t) => Math.abs(Number(t.getAttribute("y")) - y) < 0.5);
+    const last = own.filter((t) => Number(t.getAttribute("x")) - 3 <= from).pop();
+    if (!last || own.some((t) => t.textContent === last.textContent && t.getBBox().x >= from && t.getBBox().x + t.getBBox().width <= end)) continue;
+    const t = last.cloneNode(true);
+    t.setAttribute("class", "token-edge");
+    t.setAttribute("x", String(from + 3));
+    t.style.visibility = "";
+    const strip = svg.querySelector("rect.name-strip");
+    if (strip) strip.before(t); // under the lane names' strip, as every label
+    else svg.append(t);
+    // Not where it would run past the veil or into a label shown.
+    const b = t.getBBox();
+    const clash = [...svg.querySelectorAll("text:not(.lane-name):not(.token-edge):not(.hint)")].some((o) => {
+      if (o.style.visibility === "hidden" || o.classList.contains("legend") || o.classList.contains("cut")) return false;
+      const c = o.getBBox();
+      return c.width > 0 && c.x < end && c.x + c.width > from && c.x < b.x + b.width && b.x < c.x + c.width && c.y < b.y + b.height && b.y < c.y + c.height;
+    });
+    if (b.x + b.width > end || clash) t.remove();
+  }
 }
 
 // hintMoments names, at the edges of what fig's column shows (from..to,
@@ -591,13 +654,43 @@ function svgChild(svg, tag, cls, attrs) {
   return el;
 }
 
+// presetLinks returns text as nodes, each preset it names in quotes
+// (“Check, then write”: a title up to its colon, as tour.go writes it)
+// a button that shows that preset and starts its tour.
+function presetLinks(text) {
+  const nodes = [];
+  let at = 0;
+  for (const m of text.matchAll(/\u201c([^\u201d]+)\u201d/g)) {
+    const p = options.presets.find((p) => p.title.split(":")[0] === m[1]);
+    if (!p) continue;
+    nodes.push(text.slice(at, m.index));
+    const b = document.createElement("button");
+    b.type = "button";
+    b.className = "preset-link";
+    b.textContent = m[0];
+    b.dataset.query = p.query;
+    b.setAttribute("aria-label", "Show \u201c" + p.title + "\u201d and start its tour");
+    b.addEventListener("click", () => {
+      update(p.query);
+      openTour(0);
+    });
+    nodes.push(b);
+    at = m.index + m[0].length;
+  }
+  nodes.push(text.slice(at));
+  return nodes;
+}
+
+// cursorGap is how far right of a step's moment its cursor is drawn.
+const cursorGap = 5;
+
 function showStep(i) {
   const steps = shown.tour;
   step = Math.max(0, Math.min(i, steps.length - 1));
   const s = steps[step];
   document.body.classList.add("touring");
   document.getElementById("tour-count").textContent = `Step ${step + 1} of ${steps.length}.`;
-  document.getElementById("tour-text").textContent = s.text;
+  document.getElementById("tour-text").replaceChildren(...presetLinks(s.text));
   // The address names the step (#step-N), so that it can be linked.
   history.replaceState(null, "", `?${shown.query}#step-${step + 1}`);
   document.getElementById("tour-back").disabled = step === 0;
@@ -605,28 +698,32 @@ function showStep(i) {
   next.textContent = last ? "Finish" : "Next \u25b6";
   next.setAttribute("aria-label", last ? "Finish the tour" : "Next step");
   document.body.classList.toggle("outcome", !!s.outcome);
+  document.body.classList.toggle("marking", !!(s.moments && s.moments.length));
   for (const [f, fig] of [...document.querySelectorAll(".run .timeline")].entries()) {
     const svg = fig.querySelector("svg");
     const width = Number(svg.getAttribute("width")), height = Number(svg.getAttribute("height"));
     const veil = svgChild(svg, "rect", "veil", { y: 0, height: height });
     veil.setAttribute("x", String(s.x));
     veil.setAttribute("width", String(Math.max(0, width - s.x)));
-    // The cursor, just above the veil: under every label.
+    // The cursor, just above the veil (under every label), cursorGap
+    // past the moment: an arrow that reaches the moment (A's late write,
+    // nearly vertical) does not lie on it.
     const line = svgChild(svg, "line", "cursor", { y1: 40, y2: height - 30 });
-    line.setAttribute("x1", String(s.x));
-    line.setAttribute("x2", String(s.x));
+    line.setAttribute("x1", String(s.x + cursorGap));
+    line.setAttribute("x2", String(s.x + cursorGap));
     svg.append(veil, line);
-    // The storage's token line again, over the veil and the cursor up to
-    // 6 px past it: where the token steps at the step's moment (a late
-    // write's token, lower), the step shows it, as it shows its label.
-    const clip = svgChild(svg, "clipPath", "peek", { id: `peek-${f}` });
-    const rect = clip.querySelector("rect") || clip.appendChild(document.createElementNS(svgNS, "rect"));
-    for (const [k, v] of Object.entries({ x: 0, y: 0, width: s.x + 6, height: height })) rect.setAttribute(k, String(v));
+    // The storage's token line again, over the veil, 3 px past the
+    // moment at the level it has reached there: where the token steps at
+    // the step's moment (a late write's token, lower), the step shows it,
+    // as it shows its label, and nothing of a later step.
     for (const old of svg.querySelectorAll("polyline.peek")) old.remove();
     for (const p of svg.querySelectorAll('polyline[stroke="#555"]:not(.legend)')) {
-      const c = p.cloneNode(true);
+      const pts = p.getAttribute("points").trim().split(/\s+/).map((xy) => xy.split(",").map(Number)).filter(([x]) => x <= s.x + 0.5);
+      if (!pts.length) continue;
+      pts.push([s.x + 3, pts[pts.length - 1][1]]);
+      const c = p.cloneNode(false);
       c.setAttribute("class", "peek");
-      c.setAttribute("clip-path", `url(#peek-${f})`);
+      c.setAttribute("points", pts.map((xy) => xy.join(",")).join(" "));
       svg.append(c);
     }
     // Labels of events the cursor has reached are drawn above the veil;
@@ -645,8 +742,11 @@ function showStep(i) {
     for (const t of svg.querySelectorAll("text:not([data-x]):not(.lane-name)")) {
       if (t.getBBox().x < s.x + 3.5) svg.append(t);
     }
+    // A label's later part (", later LOST") takes no room until then: the
+    // view keeps what it shows whole, not its room.
     for (const el of svg.querySelectorAll("[data-from]")) {
       el.style.visibility = Number(el.dataset.from) > s.x + 0.5 ? "hidden" : "";
+      if (el.tagName === "tspan") el.style.display = Number(el.dataset.from) > s.x + 0.5 ? "none" : "";
     }
     markMoments(svg, s.moments || [], height, (!s.fig || s.fig === f + 1) && (s.store ? "store" : "all"));
   }
@@ -673,17 +773,18 @@ function showStep(i) {
   const named = texts.filter((l) => l.store && l.at <= s.x + 0.5 && names.some((n) => l.t.textContent.startsWith(n + " (token")));
   const marked = texts.filter((l) => (s.moments || []).some((m) => l.at <= m + 0.5 && l.at >= m - 6) && !l.t.classList.contains("danger"));
   // At one of the last steps, the storages' fates it has reached ("B1
-  // (token 34): ok, later LOST") are kept too, the nearest its latest
-  // moment first, as long as all fit the view at the least scale.
+  // (token 34): ok, later LOST") are kept too, the nearest its first
+  // moment (the decisive one: the tour lists a step's moments so) first,
+  // as long as all fit the view at the least scale.
   const fit = [...marked, ...named];
   if (s.moments) {
-    const latest = Math.max(...s.moments), room = figs[0].clientWidth / leastScale - left - 4;
+    const first = s.moments[0], room = figs[0].clientWidth / leastScale - left - 4;
     const span = (ls) => {
       const xs = [...s.moments, ...ls.flatMap((l) => [l.t.getBBox().x, l.t.getBBox().x + l.t.getBBox().width])];
       return Math.max(...xs) - Math.min(...xs);
     };
     const fates = texts.filter((l) => l.store && l.at <= s.x + 0.5 && /token \d+\)/.test(l.t.textContent) && !fit.includes(l));
-    for (const l of fates.sort((a, b) => Math.abs(a.at - latest) - Math.abs(b.at - latest))) {
+    for (const l of fates.sort((a, b) => Math.abs(a.at - first) - Math.abs(b.at - first))) {
       if (span([...fit, l]) <= room) fit.push(l);
     }
   }
@@ -692,15 +793,26 @@ function showStep(i) {
   if (s.moments) {
     // One of the last steps, which names earlier moments: those in view
     // (fitStep made room for all), with their labels whole, as many as
-    // fit, the latest first.
-    const latest = Math.max(...s.moments);
-    const fit = s.moments.filter((m) => latest - m <= view - left - 20);
+    // fit: the first (the one the step is about) and, in the tour's
+    // order, those that fit with it and the storages' labels of both.
+    const fit = [], ends = [];
+    for (const m of s.moments) {
+      const own = marked.filter((l) => l.store && l.at <= m + 0.5 && l.at >= m - 6).flatMap((l) => [l.t.getBBox().x, l.t.getBBox().x + l.t.getBBox().width]);
+      const xs = [...ends, m - 8, m + 12, ...own];
+      if (!fit.length || Math.max(...xs) - Math.min(...xs) <= view - left - 4) {
+        fit.push(m);
+        ends.push(...xs);
+      }
+    }
+    const latest = Math.max(...fit);
     recent = marked.filter((l) => fit.some((m) => l.at <= m + 0.5 && l.at >= m - 6));
     const from = Math.min(...fit, ...recent.map((l) => l.t.getBBox().x));
     // Next, the storages' labels the step has reached (a write's fate:
     // "B1 (token 34): ok, later LOST"), as many as the view shows whole.
     const keep = new Map(texts.filter((l) => l.store && l.at <= s.x + 0.5).map((l) => [l.t, 20]));
     for (const l of [...recent, ...named]) keep.set(l.t, l.store ? 300 : 100);
+    // The first moment's highlighted labels above all.
+    for (const l of recent) if (l.at >= fit[0] - 6 && l.at <= fit[0] + 0.5 && l.t.classList.contains("named")) keep.set(l.t, 1000);
     scrollWhole(figs, from - left - 4, latest - view + 12, Math.min(...fit) - left - 4, keep);
   } else {
     recent = [...new Set([...recent, ...named])];
@@ -761,7 +873,7 @@ function fitStep(figs, keep, moments) {
 // leastScale is the least scale fitStep draws the figures at: their
 // 12 px labels at 11 px (the axis' 11 px ones keep 11, style.css). Where
 // a step's moments do not fit side by side at it, the view shows the
-// latest that do, and a sideways scroll the others.
+// first and those that fit with it, and a sideways scroll the others.
 const leastScale = 11 / 12;
 
 // setScale draws svg at k screen pixels per unit of its own (1: its own
@@ -833,10 +945,13 @@ function closeTour() {
   tourBox.hidden = true;
   step = -1;
   history.replaceState(null, "", "?" + shown.query);
-  document.body.classList.remove("touring", "outcome");
+  document.body.classList.remove("touring", "outcome", "marking");
   for (const el of document.querySelectorAll(".timeline .cursor, .timeline .veil, .timeline .moment, .timeline .peek, .timeline .hint")) el.remove();
   for (const el of document.querySelectorAll(".timeline .named")) el.classList.remove("named");
-  for (const el of document.querySelectorAll(".timeline [data-from], .timeline text[data-x]")) el.style.visibility = "";
+  for (const el of document.querySelectorAll(".timeline [data-from], .timeline text[data-x]")) {
+    el.style.visibility = "";
+    el.style.removeProperty("display");
+  }
   for (const fig of document.querySelectorAll(".run .timeline")) {
     setScale(fig.querySelector("svg"), 1);
     keepLaneNames(fig);
