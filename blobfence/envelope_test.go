@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -67,6 +68,9 @@ func TestEnvelopeCopyNeedsNoBigBuffer(t *testing.T) {
 // pass allocates a copy buffer (up to 32 KiB each through a LimitReader),
 // at 1 KiB or at 256 KiB, and both see the whole envelope.
 func TestPutHashesWithoutCopyBuffers(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's sync.Pool drops buffers at random (16,032 bytes a put here under -race)")
+	}
 	for _, size := range []int{1 << 10, 256 << 10} {
 		body := bytes.Repeat([]byte("fencekit"), size/8)
 		c := &content{r: bytes.NewReader(body), size: int64(size)}
@@ -84,14 +88,20 @@ func TestPutHashesWithoutCopyBuffers(t *testing.T) {
 			}
 		}
 		pass() // fills the pool
-		const n = 50
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		for range n {
-			pass()
+		// The least of five batches: a collection emptying the pool, or
+		// another goroutine allocating, only adds to a batch.
+		const n = 20
+		per := uint64(math.MaxUint64)
+		for range 5 {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for range n {
+				pass()
+			}
+			runtime.ReadMemStats(&after)
+			per = min(per, (after.TotalAlloc-before.TotalAlloc)/n)
 		}
-		runtime.ReadMemStats(&after)
-		if per := (after.TotalAlloc - before.TotalAlloc) / n; per > 512 {
+		if per > 512 {
 			t.Fatalf("hashing a %d-byte envelope twice allocated %d bytes per put; want under 512 (no copy buffer)", size, per)
 		}
 	}
