@@ -18,23 +18,35 @@ type Preset struct {
 	Title string `json:"title"`
 	Query string `json:"query"`
 	Help  string `json:"help"`
+	// Change is what the preset changes against the default run, which
+	// its tour's first step says (a linked tour opens as the default's).
+	Change string `json:"-"`
 }
 
 var presets = []Preset{
 	{"Kleppmann's pause", "scenario=kleppmann",
-		"A pauses 15 s, past its 10 s lease, just before it writes."},
+		"A pauses 15 s, past its 10 s lease, just before it writes.", ""},
 	{"The pause ends in time", "scenario=kleppmann&pause=5s",
-		"A 5 s pause under a 10 s TTL: both runs are safe."},
+		"A 5 s pause under a 10 s TTL: both runs are safe.",
+		"A's pause is 5s, not 15s."},
+	{"A pause under the TTL", "scenario=kleppmann&pause=8.5s",
+		"An 8.5 s pause, under the 10 s TTL, still outlasts the rest of A's lease.",
+		"A's pause is 8.5s, not 15s: under the 10s TTL."},
 	{"A shorter TTL: a shorter pause outlasts it", "scenario=kleppmann&ttl=4s&pause=5s",
-		"The same 5 s pause, now longer than the lease."},
+		"The same 5 s pause, now longer than the lease.",
+		"the TTL is 4s, not 10s, and A's pause 5s, not 15s."},
 	{"B still working: the write check alone against the claim", "scenario=kleppmann&work=8s&base=writes&storage=claim",
-		"Alone, the check accepts A's late write, then B's replaces it: A was told ok. B's read claims 34 and stops it."},
+		"Alone, the check accepts A's late write, then B's replaces it: A was told ok. B's read claims 34 and stops it.",
+		"B works 8s, not 2s, and the first figure's storage checks tokens only at writes."},
 	{"Paused mid-work: the heartbeat warns A", "scenario=kleppmann&pause-at=1s",
-		"A learns it lost the lease before its work is done, and writes nothing."},
+		"A learns it lost the lease before its work is done, and writes nothing.",
+		"A pauses 1s into its 2s of work, not at its end."},
 	{"Check, then write: two steps against one", "scenario=check-then-write",
-		"A's token passes the check, A pauses, and its write lands unchecked; checked in the same step, it is refused."},
+		"A's token passes the check, A pauses, and its write lands unchecked; checked in the same step, it is refused.",
+		"the first figure's storage checks a token in one request and writes in the next."},
 	{"No pause, a slow network", "scenario=kleppmann&heartbeat=0s&pause=0s&write-delay=15s",
-		"A's write, sent in time, arrives after its lease expired."},
+		"A's write, sent in time, arrives after its lease expired.",
+		"A is not paused and runs no heartbeat; its write is delayed 15s on the network."},
 }
 
 // notes says what a slider means in scenario sc where its help does not.
@@ -142,6 +154,13 @@ func tour(off, on *sim.Result, l render.Layout, query string) []Step {
 		steps = append(steps, Step{At: sim.FormatTime(e.At), X: x, Text: sim.FormatTime(e.At) + ": " + text})
 	}
 	offName := heading(off.Storage)
+	// A preset's tour opens with what it changes, in a step of its
+	// own: the opening's words and the figures fill a screen already.
+	for _, p := range presets {
+		if p.Change != "" && canonical(p.Query) == query {
+			add(sim.Event{}, "this preset. Against the default run, %s", p.Change)
+		}
+	}
 	add(sim.Event{}, "%s", start(off))
 	onDefines := defines(on.Storage)
 	if off.Storage == sim.StorageCheckThenWrite && on.Storage == sim.StorageClaim {
@@ -173,7 +192,7 @@ func tour(off, on *sim.Result, l render.Layout, query string) []Step {
 			}
 			add(e, "lease %d expires at the lease service.%s", e.Token, holder)
 		case sim.KindReleased:
-			text := name + " releases the lease: its bar ends at a grey mark."
+			text := name + " releases the lease: its bar ends here."
 			if on.Storage.Fenced() && seenBy(on, e.Token, e.At) {
 				text += fmt.Sprintf(" %s: releasing does not lower the token the storage keeps (%d), so older tokens stay refused.", onName, e.Token)
 			}
@@ -318,6 +337,7 @@ const (
 	atomicQuery    = "scenario=check-then-write"
 	inTimeQuery    = "scenario=kleppmann&pause=5s"
 	shortTTLQuery  = "scenario=kleppmann&ttl=4s&pause=5s"
+	underTTLQuery  = "scenario=kleppmann&pause=8.5s"
 )
 
 // button is the name, quoted, of the button of the preset that runs
@@ -440,9 +460,9 @@ func claimLesson(off, on *sim.Result) lesson {
 	if firstEvent(off, func(e sim.Event) bool { return e.Kind == sim.KindWriteAccepted && e.At < ow.At }) != nil {
 		starts = "steps up"
 	}
-	return lesson{text: fmt.Sprintf("the claim. The second figure's token line steps up to %d at %s's read (%s); the first's, drawn from writes like a write check's, %s at %s's write (%s). "+
-		"A late write between them would pass that check, then be lost to %s's"+shows,
-		rd.Token, b, sim.FormatTime(rd.At), starts, b, sim.FormatTime(ow.At), b), at: []time.Duration{rd.At, ow.At}, store: true}
+	return lesson{text: fmt.Sprintf("the claim. The second figure's token line steps up to %d at %s's read (%s); the first's %s at %s's write (%s). "+
+		"A write check alone sees %d only there too, so a late write between them would pass it, then be lost to %s's"+shows,
+		rd.Token, b, sim.FormatTime(rd.At), starts, b, sim.FormatTime(ow.At), rd.Token, b), at: []time.Duration{rd.At, ow.At}, store: true}
 }
 
 func atomicLesson(off, on *sim.Result) lesson {
@@ -497,8 +517,8 @@ func atomicLesson(off, on *sim.Result) lesson {
 			}); e != nil {
 				name, label := r.Clients[p.Client], r.WriteLabels()[e.Write]
 				l.text = fmt.Sprintf("atomicity. The %s storage %s: it refused %s as it arrived at %s. "+
-					"A check sent apart, before %s's pause (at %s), would have let %s land unchecked after %s: %s shows it.",
-					which(r, off), rule, label, sim.FormatTime(e.At), name, sim.FormatTime(p.At), label, newerReadName(r), button(atomicQuery))
+					"Neither figure checks apart from writing: %s shows one, sent before %s's pause (at %s), letting %s land unchecked after %s.",
+					which(r, off), rule, label, sim.FormatTime(e.At), button(atomicQuery), name, sim.FormatTime(p.At), label, newerReadName(r))
 				l.at, l.fig, l.store = []time.Duration{p.At, e.At}, figure(r, off), true
 				return l
 			}
@@ -555,23 +575,25 @@ func ttlLesson(r *sim.Result, query string) lesson {
 			// holder's read, not the expiry: both are marked (the
 			// pause's start too would leave a phone's view too narrow
 			// for their labels).
-			// A shorter TTL moves the expiry and the read, not the
-			// late write: all three are marked, and the figures show it.
 			b := r.Clients[read.Client]
-			landed := resumed.At + late
-			// A shorter TTL is shown by its preset; in that preset, by
-			// the one it shortens.
-			shows := " (" + button(shortTTLQuery) + " shows it)"
-			if query == canonical(shortTTLQuery) {
-				shows = " (compare " + button(inTimeQuery) + ")"
+			// A pause under the TTL that loses a write is shown by its
+			// preset, unless this run's is one; a longer TTL is no fix
+			// either (students took a shorter TTL's point for that).
+			over := about(read.At - pause.At - late)
+			at := []time.Duration{expired.At, read.At}
+			under := fmt.Sprintf(" %s is under the %s TTL (%s).", sim.FormatTime(over), sim.FormatTime(r.TTL), button(underTTLQuery))
+			if pause.Dur < r.TTL {
+				// Its write lands in view: marked, its label is shown whole.
+				under = fmt.Sprintf(" %s's %s pause, under the %s TTL, lands %s at %s.", a, sim.FormatTime(pause.Dur), sim.FormatTime(r.TTL),
+					r.WriteLabels()[slices.IndexFunc(r.Writes, func(w sim.Write) bool { return w.Client == pause.Client && w.At >= resumed.At })], sim.FormatTime(resumed.At+late))
+				at = append(at, resumed.At+late)
 			}
-			l.text = fmt.Sprintf("the TTL. %s's lease expired at %s, but only a pause over about %s loses a write: %s's lands after %s's read (%s). "+
-				"A shorter TTL does not help: it moves the expiry and %s's read, not %s's write at %s%s."+heartbeat,
-				a, sim.FormatTime(expired.At), sim.FormatTime(about(read.At-pause.At-late)), a, b, sim.FormatTime(read.At),
-				b, a, sim.FormatTime(landed), shows)
+			l.text = fmt.Sprintf("the TTL. %s's lease expired at %s; only a pause over about %s loses a write: %s's lands after %s's read (%s).%s "+
+				"A longer TTL is no fix: pauses have no bound; crashed holders block longer. Nor is a heartbeat, paused too.",
+				a, sim.FormatTime(expired.At), sim.FormatTime(over), a, b, sim.FormatTime(read.At), under)
 			// The storage's row only: the lease service's "renewal of
 			// 33 refused" lies at the write's moment too.
-			l.at, l.store = []time.Duration{expired.At, read.At, landed}, true
+			l.at, l.store = at, true
 			return l
 		}
 		l.text += tail

@@ -143,6 +143,7 @@ func TestBrowserPresets(t *testing.T) {
 	tab := openPage(t, 1280, 900, "")
 	want := map[string][2]string{ // verdicts of fencing off, fenced
 		"scenario=kleppmann&pause=5s":                          {"safe", "safe"},
+		"scenario=kleppmann&pause=8.5s":                        {"lost", "safe"},
 		"scenario=kleppmann&ttl=4s&pause=5s":                   {"backwards", "safe"},
 		"scenario=kleppmann&work=8s&base=writes&storage=claim": {"lost", "safe"},
 		"scenario=check-then-write":                            {"backwards", "safe"},
