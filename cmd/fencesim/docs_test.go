@@ -209,6 +209,11 @@ func TestLessonAnswers(t *testing.T) {
 		"side effects":                           "Side effects outside the storage",
 		"storage that does not check":            "Storage that does not check tokens",
 		"late writes the fenced map still shows": "reached the storage before any newer token",
+		// Student trial 6: "decides" what; refused until the clock does
+		// what; what -fencing claim runs.
+		"what does where A's write lands decide":    "lands decides the outcome",
+		"when does a clock gone back stop refusing": "until the clock passes the last token",
+		"what does -fencing claim run":              "`claim` (both rules, or `on`)",
 	} {
 		if !strings.Contains(prose, phrase) {
 			t.Errorf("docs/fencing.md does not answer %q (no %q)", question, phrase)
