@@ -176,7 +176,7 @@ func TestTourLessonsShowInTheRun(t *testing.T) {
 				"sent before A's pause (at 2.4s), letting A1 land unchecked after B's read", "“Check, then write” shows one"},
 			"the TTL": {"A's lease expired at 10.1s", "only a pause over about 8s loses a write", "after B's read (10.5s)",
 				"under the 10s TTL (“A pause under the TTL”)", "A longer TTL is no fix"},
-			"the limits": {"(the first figure's, A1 at 17.5s)", "A refused writer must stop, not retry", "an equal token (the same holder again) passes"},
+			"the limits": {"(the one the first figure shows: A1 at 17.5s)", "A refused writer must stop, not retry", "an equal token (the same holder again) passes"},
 		},
 		claimQuery: {
 			"the claim": {"B's read claimed 34 at 10.5s", "refused A's late write A1 at 17.5s, before B's write (18.7s)",

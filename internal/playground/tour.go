@@ -625,7 +625,7 @@ func limitsLesson(off *sim.Result) lesson {
 	l := lesson{text: "the limits. What fencing cannot protect: side effects outside the storage, " +
 		"a storage that does not check tokens"}
 	if i := slices.IndexFunc(off.Writes, func(w sim.Write) bool { return w.Accepted && !w.Live }); i >= 0 && off.Storage == sim.StorageOff {
-		l.text += fmt.Sprintf(" (the first figure's, %s at %s)", off.WriteLabels()[i], sim.FormatTime(off.Writes[i].At))
+		l.text += fmt.Sprintf(" (the one the first figure shows: %s at %s)", off.WriteLabels()[i], sim.FormatTime(off.Writes[i].At))
 		l.at, l.fig, l.store = []time.Duration{off.Writes[i].At}, 1, true
 	}
 	l.text += ", locks held elsewhere, liveness (a crashed holder's lease must run out). " +
