@@ -387,3 +387,15 @@ func TestExploreExplainsDivergingCounts(t *testing.T) {
 		t.Errorf("no footnote says why the counts differ between storages:\n%s", out)
 	}
 }
+
+// TestREADMESaysClaimBeforeItsCode: the README's opening names the claim
+// (a read's token, which the storage keeps) before its first program uses
+// the word ("InTx claims, then writes"); student trial 6 met "claim" there
+// undefined.
+func TestREADMESaysClaimBeforeItsCode(t *testing.T) {
+	readme := readDoc(t, "README.md")
+	code := strings.Index(readme, "```")
+	if i := strings.Index(strings.ToLower(readme), "claim"); i < 0 || code < 0 || i > code {
+		t.Errorf("README.md first says \"claim\" at byte %d, after its first program (byte %d)", i, code)
+	}
+}
