@@ -86,8 +86,8 @@ type Step struct {
 // tour tells the first run (off: fencing off for most) event by event,
 // one sentence each, and, where the second run (on) treats the same read
 // or write otherwise, says so. It opens with the setting and ends with
-// both outcomes and the lesson: the rule, the claim, atomicity and why a
-// shorter TTL does not help.
+// both outcomes and the lesson: the rule, the claim, atomicity and why no
+// TTL helps.
 func tour(off, on *sim.Result, l render.Layout, query string) []Step {
 	labels := off.WriteLabels()
 	onLabels := on.WriteLabels()
