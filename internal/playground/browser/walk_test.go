@@ -665,7 +665,7 @@ func phoneFirstView(t *testing.T, tab context.Context, p playground.Preset, erro
 func phoneChecks() []stepCheck {
 	return []stepCheck{labelsWhole(), showsNamedWrites(), momentsInView(), primaryInView(), fatesInView(), barNames(),
 		oneWindow(), tourBar(), tourNames(), phoneKeepsTheLegend(), verdictsWhole(), tokenInView(),
-		momentHints()} // last: its tap scrolls the figures
+		pauseNamed(), momentHints()} // last: its tap scrolls the figures
 }
 
 // labelsWhole: at every step of every preset's tour, no label of either
@@ -879,6 +879,61 @@ func primaryInView() stepCheck {
 	}}
 }
 
+// pauseNamedJS lists, in each figure, the pauses whose box is drawn
+// (up to the veil) in view over 17 px at least, with room for its label
+// ("paused 15s") from there to the view's edge, with whether that label
+// shows whole in view (drawn above the veil, it may run past it).
+const pauseNamedJS = `(() => {
+  const out = [];
+  for (const fig of document.querySelectorAll(".run .timeline")) {` + figViewJS + `
+    const veil = svg.querySelector("rect.veil");
+    const to = Math.min(right, veil ? veil.getBoundingClientRect().left : Infinity);
+    for (const r of svg.querySelectorAll("rect.pause")) {
+      const b = r.getBoundingClientRect();
+      const label = [...svg.querySelectorAll("text[data-x]")].find((t) => t.textContent.startsWith("paused ") && Math.abs(+t.dataset.x - +r.getAttribute("x")) < 0.5);
+      if (!label || label.style.visibility === "hidden") continue; // not reached yet
+      const w = label.getBBox().width * k;
+      if (Math.min(b.right, to) - Math.max(b.left, left) < 17 || Math.max(b.left, left) + w + 9 > right) continue;
+      const l = label.getBoundingClientRect();
+      out.push({Text: label.textContent, Shown: getComputedStyle(label).visibility !== "hidden" && l.left >= left - 0.5 && l.right <= right + 0.5});
+    }
+  }
+  return out;
+})()`
+
+// pauseNamed: on a phone, at every step, a pause whose box shows in view
+// wide enough for its label ("paused 15s") shows that label whole: the
+// view 7.5..10.5 s showed A's row as a grey box only ("student trial 6").
+func pauseNamed() stepCheck {
+	return shownCheck("PauseNamed", pauseNamedJS, "a pause's box shows in view, and its label %q does not",
+		"no pause's box shows in view at any step", "%d pauses in view checked")
+}
+
+// shownCheck is a check, named name, that at every step each item js
+// lists ({Text, Shown}) shows (fails: the error, of the step's place and
+// Text), and that some step lists one (none: the error if not; counted:
+// the log of how many).
+func shownCheck(name, js, fails, none, counted string) stepCheck {
+	n := 0
+	return stepCheck{name: name, check: func(w walk, errorf func(string, ...any)) {
+		type item struct {
+			Text  string
+			Shown bool
+		}
+		for _, it := range eval[[]item](w.t, w.tab, js) {
+			n++
+			if !it.Shown {
+				errorf("%s: "+fails, w.where(), it.Text)
+			}
+		}
+	}, done: func(errorf func(string, ...any), logf func(string, ...any)) {
+		if n == 0 {
+			errorf("%s", none)
+		}
+		logf(counted, n)
+	}}
+}
+
 // tokenInViewJS lists, in each figure, the storage's token where its
 // line enters the part in view (right of the lane names' strip, left of
 // the veil) and holds for 30 px at least, with whether a label of that
@@ -903,7 +958,7 @@ const tokenInViewJS = `(() => {
       const shown = [...svg.querySelectorAll("text")].some((t) => t.textContent.replace(/^wrote /, "") === text && /^(wrote )?\d+$/.test(t.textContent) &&
         !t.classList.contains("legend") && getComputedStyle(t).visibility !== "hidden" && Math.abs(+t.getAttribute("y") - (y - 3)) < 0.5 &&
         t.getBoundingClientRect().left >= left - 0.5 && t.getBoundingClientRect().right <= to + 0.5);
-      out.push({Token: last.textContent, Shown: shown});
+      out.push({Text: last.textContent, Shown: shown});
     }
   }
   return out;
@@ -914,24 +969,8 @@ const tokenInViewJS = `(() => {
 // view: a step said "it has seen token 34" while the claim storage's
 // line, its "34" slid out of view, showed no number ("student trial 5").
 func tokenInView() stepCheck {
-	n := 0
-	return stepCheck{name: "TokenInView", check: func(w walk, errorf func(string, ...any)) {
-		type token struct {
-			Token string
-			Shown bool
-		}
-		for _, tk := range eval[[]token](w.t, w.tab, tokenInViewJS) {
-			n++
-			if !tk.Shown {
-				errorf("%s: the storage's token line enters the view at token %q, and no label in view says so", w.where(), tk.Token)
-			}
-		}
-	}, done: func(errorf func(string, ...any), logf func(string, ...any)) {
-		if n == 0 {
-			errorf("no token line enters a view from its left")
-		}
-		logf("%d token lines entering the view checked", n)
-	}}
+	return shownCheck("TokenInView", tokenInViewJS, "the storage's token line enters the view at token %q, and no label in view says so",
+		"no token line enters a view from its left", "%d token lines entering the view checked")
 }
 
 // figViewJS, in a loop over the figures' columns (fig), reads the

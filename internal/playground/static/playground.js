@@ -587,6 +587,45 @@ function slideBarLabels(svg, from, to) {
     }
     t.setAttribute("x", String(Number(t.dataset.home) + (lo + hi) / 2 - (c.x + c.width / 2)));
   }
+  slidePauseLabels(svg, from, to, end);
+}
+
+// slidePauseLabels moves the label of each pause ("paused 15s", at its
+// box's start) that the view from..to cuts, or the veil (from end), to
+// the left edge of the part of the box in view, as the token's value at
+// the view's edge, on its side of the box or, where it would run into a
+// label shown there, the other: a grey box in view (16 px of it at least)
+// stays named. Drawn above the veil, as every label of an event reached,
+// it may run past it.
+function slidePauseLabels(svg, from, to, end) {
+  for (const r of svg.querySelectorAll("rect.pause")) {
+    const x0 = Number(r.getAttribute("x")), x1 = x0 + Number(r.getAttribute("width"));
+    const t = [...svg.querySelectorAll("text[data-x]")].find((l) => l.textContent.startsWith("paused ") && Math.abs(Number(l.dataset.x) - x0) < 0.5);
+    if (!t) continue;
+    if (t.dataset.home === undefined) Object.assign(t.dataset, { home: t.getAttribute("x"), homeY: t.getAttribute("y") });
+    t.setAttribute("x", t.dataset.home);
+    t.setAttribute("y", t.dataset.homeY);
+    const b = t.getBBox(), lo = Math.max(x0, from), hi = Math.min(x1, end);
+    if ((b.x >= from && b.x + b.width <= end) || hi - lo < 16 || lo + b.width + 8 > to) continue;
+    // Above the box, or below it: the other side, as far from it.
+    const top = Number(r.getAttribute("y")), bottom = top + Number(r.getAttribute("height"));
+    const above = b.y + b.height <= top, gap = above ? top - b.y - b.height : b.y - bottom;
+    const other = Number(t.dataset.homeY) + (above ? bottom + gap - b.y : top - gap - b.height - b.y);
+    t.setAttribute("x", String(Number(t.dataset.home) + lo + 4 - b.x));
+    const free = () => {
+      const c = t.getBBox();
+      return ![...svg.querySelectorAll("text:not(.lane-name):not(.hint)")].some((o) => {
+        if (o === t || o.style.visibility === "hidden" || o.classList.contains("legend") || o.classList.contains("cut")) return false;
+        const d = o.getBBox();
+        return d.width > 0 && d.x < c.x + c.width && c.x < d.x + d.width && d.y < c.y + c.height && c.y < d.y + d.height;
+      });
+    };
+    if (free()) continue;
+    t.setAttribute("y", String(other));
+    if (free()) continue;
+    t.setAttribute("x", t.dataset.home);
+    t.setAttribute("y", t.dataset.homeY);
+  }
 }
 
 for (const fig of document.querySelectorAll(".run .timeline")) {
