@@ -81,6 +81,11 @@ type Step struct {
 	// same moment is not taken for what the step is about.
 	Fig   int  `json:"fig,omitempty"`
 	Store bool `json:"store,omitempty"`
+	// Focus is the index in Moments of the moment the step is about (a
+	// late write and its fate, accepted in one figure, refused in the
+	// other): a phone that cannot show all of them shows that one, with
+	// its labels, and names the others at the view's edge.
+	Focus int `json:"focus,omitempty"`
 }
 
 // tour tells the first run (off: fencing off for most) event by event,
@@ -284,7 +289,7 @@ func tour(off, on *sim.Result, l render.Layout, query string) []Step {
 		heading(off.Storage), verdictText(off), off.ValueString(off.Final),
 		onName, verdictText(on), on.ValueString(on.Final))
 	for _, lesson := range lessons(off, on, query) {
-		st := Step{At: "summary", X: l.X(last.At), Text: "Summary, " + lesson.text, Fig: lesson.fig, Store: lesson.store}
+		st := Step{At: "summary", X: l.X(last.At), Text: "Summary, " + lesson.text, Fig: lesson.fig, Store: lesson.store, Focus: lesson.focus}
 		for _, at := range lesson.at {
 			st.Moments = append(st.Moments, l.X(at))
 		}
@@ -327,6 +332,7 @@ type lesson struct {
 	at    []time.Duration
 	fig   int
 	store bool
+	focus int // the index in at of the moment the lesson is about
 }
 
 // The presets a last step names where the tour's own runs cannot show
@@ -408,7 +414,7 @@ func claimLesson(off, on *sim.Result) lesson {
 		rd := firstEvent(r, func(x sim.Event) bool { return x.Kind == sim.KindRead && x.Token == e.Other })
 		a, b, label := r.Clients[e.Client], r.Clients[rd.Client], r.WriteLabels()[e.Write]
 		l := lesson{text: fmt.Sprintf("the claim. %s's read claimed %d at %s, so the %s figure refused %s's late write %s at %s",
-			b, rd.Token, sim.FormatTime(rd.At), which(r, off), a, label, sim.FormatTime(e.At)), at: []time.Duration{rd.At, e.At}, fig: figure(r, off), store: true}
+			b, rd.Token, sim.FormatTime(rd.At), which(r, off), a, label, sim.FormatTime(e.At)), at: []time.Duration{rd.At, e.At}, fig: figure(r, off), store: true, focus: 1}
 		if w := firstEvent(r, func(x sim.Event) bool { return x.Kind == sim.KindWriteAccepted && x.Token == rd.Token }); w != nil {
 			l.text += fmt.Sprintf(", before %s's write (%s)", b, sim.FormatTime(w.At))
 			l.at = append(l.at, w.At)
@@ -488,7 +494,7 @@ func atomicLesson(off, on *sim.Result) lesson {
 		label := r.WriteLabels()[c.Write]
 		l := lesson{text: fmt.Sprintf("atomicity. In the %s figure %s's token passed its check at %s; %s's read claimed %d at %s, yet %s landed at %s, unchecked.",
 			which(r, off), label, sim.FormatTime(c.At), r.Clients[rd.Client], rd.Token, sim.FormatTime(rd.At), label, sim.FormatTime(w.At)),
-			at: []time.Duration{c.At, rd.At, w.At}, fig: figure(r, off), store: true}
+			at: []time.Duration{c.At, rd.At, w.At}, fig: figure(r, off), store: true, focus: 2}
 		other := off
 		if r == off {
 			other = on
@@ -519,7 +525,7 @@ func atomicLesson(off, on *sim.Result) lesson {
 				l.text = fmt.Sprintf("atomicity. The %s storage %s: it refused %s as it arrived at %s. "+
 					"Neither figure checks apart from writing: %s shows one, sent before %s's pause (at %s), letting %s land unchecked after %s.",
 					which(r, off), rule, label, sim.FormatTime(e.At), button(atomicQuery), name, sim.FormatTime(p.At), label, newerReadName(r))
-				l.at, l.fig, l.store = []time.Duration{p.At, e.At}, figure(r, off), true
+				l.at, l.fig, l.store, l.focus = []time.Duration{p.At, e.At}, figure(r, off), true, 1
 				return l
 			}
 		}
@@ -593,7 +599,9 @@ func ttlLesson(r *sim.Result, query string) lesson {
 				a, sim.FormatTime(expired.At), sim.FormatTime(over), a, b, sim.FormatTime(read.At), under)
 			// The storage's row only: the lease service's "renewal of
 			// 33 refused" lies at the write's moment too.
-			l.at, l.store = at, true
+			// The point: A's late write where marked (a pause under
+			// the TTL), else B's read, which it lands after.
+			l.at, l.store, l.focus = at, true, len(at)-1
 			return l
 		}
 		l.text += tail
@@ -616,7 +624,7 @@ func ttlLesson(r *sim.Result, query string) lesson {
 		l.text = fmt.Sprintf("the TTL. %s sent %s at %s with %s of its lease left (it expired at %s); it landed at %s. "+
 			"A shorter TTL does not help: a shorter delay then does the same (%s).",
 			r.Clients[w.Client], r.WriteLabels()[i], sim.FormatTime(w.Sent), sim.FormatTime(exp.At-w.Sent), sim.FormatTime(exp.At), sim.FormatTime(w.At), compare)
-		l.at = []time.Duration{w.Sent, exp.At, w.At}
+		l.at, l.focus = []time.Duration{w.Sent, exp.At, w.At}, 2
 	}
 	return l
 }

@@ -48,9 +48,9 @@ const namedFatesJS = `((x, names, first) => {
     for (const t of svg.querySelectorAll("text[data-x]")) {
       if (+t.dataset.y <= storeY || +t.dataset.x > x + 0.5) continue;
       if (!names.some((n) => t.textContent.startsWith(n + " (token"))) continue;
-      // A summary step shows its first moment (at x first, if not -1) and
+      // A summary step shows its focus (at x first, if not -1) and
       // those that fit with it (primaryInView): the writes it names whose
-      // moment lies there, and whose label fits beside the first moment.
+      // moment lies there, and whose label fits beside the focus.
       const sv = svg.getBoundingClientRect(), k = sv.width / +svg.getAttribute("width");
       const at = sv.left + +t.dataset.x * k, m = sv.left + first * k, tb = t.getBoundingClientRect();
       if (first >= 0 && (at < left - 0.5 || at > right + 0.5 || Math.max(m, tb.right) - Math.min(m, tb.left) > right - left)) continue;

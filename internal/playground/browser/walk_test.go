@@ -1,6 +1,7 @@
 package browser
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -664,7 +665,7 @@ func phoneFirstView(t *testing.T, tab context.Context, p playground.Preset, erro
 func phoneChecks() []stepCheck {
 	return []stepCheck{labelsWhole(), showsNamedWrites(), momentsInView(), primaryInView(), fatesInView(), barNames(),
 		oneWindow(), tourBar(), tourNames(), phoneKeepsTheLegend(), verdictsWhole(), tokenInView(),
-		momentHints()} // last: its tap scrolls the figures
+		pauseNamed(), momentHints()} // last: its tap scrolls the figures
 }
 
 // labelsWhole: at every step of every preset's tour, no label of either
@@ -693,7 +694,7 @@ func showsNamedWrites() stepCheck {
 		js, _ := json.Marshal(names)
 		first := -1.0
 		if len(w.step().Moments) > 0 {
-			first = w.step().Moments[0]
+			first = w.step().Moments[w.step().Focus]
 		}
 		s := eval[struct {
 			All     []string
@@ -719,14 +720,14 @@ func showsNamedWrites() stepCheck {
 // step talks about lies inside the part of both figures in view; a
 // summary step's marked moments (B's read and write, A's pause and its
 // lease's expiry) all do where side by side they fit the view at a
-// readable scale (labelsReadable), else the first (primaryInView) and
-// those that fit with it; and of the marked labels of the moments in view ("33
+// readable scale (labelsReadable), else its focus (primaryInView) and
+// those that fit with it, nearest it first (momentOrder); and of the marked labels of the moments in view ("33
 // expired", "read claims 34"), all show whole if side by side they fit
 // the view with those moments, in both figures together, else the
 // storages' if they fit, and one at least.
 func momentsInView() stepCheck {
 	return stepCheck{name: "MomentsInView", check: func(w walk, errorf func(string, ...any)) {
-		marked := w.step().Moments
+		marked := momentOrder(w.step())
 		moments := marked
 		if len(moments) == 0 {
 			moments = []float64{w.step().X}
@@ -737,23 +738,34 @@ func momentsInView() stepCheck {
 		// labels of the moments in view count in both together.
 		var labels, stores, missing []momentLabel
 		var shownX []float64
-		for f := range s.From {
-			in := func(x float64) bool { return x >= s.From[f]-0.5 && x <= s.To[f]+0.5 }
-			shown := make([]bool, len(moments))
-			// The moments that fit the view with the first, in order, with
-			// the storages' labels of each.
-			var ends []float64
-			for i, x := range s.Moments[f] {
-				xs := append(slices.Clone(ends), x-8, x+12)
+		// The moments that fit the view with the focus, nearest it first,
+		// with the storages' labels of each in both figures: the page
+		// shows both at one position.
+		fits := make([]bool, len(moments))
+		var ends []float64
+		for i := range moments {
+			xs := slices.Clone(ends)
+			view := math.Inf(1)
+			for f := range s.From {
+				x := s.Moments[f][i]
+				xs = append(xs, x-8, x+12)
 				for _, l := range s.Labels[f] {
 					if l.M == i && l.Store {
 						xs = append(xs, l.X0, l.X1)
 					}
 				}
-				fits := i == 0 || slices.Max(xs)-slices.Min(xs) <= s.To[f]-s.From[f]-8
-				if fits {
-					ends = xs
-				}
+				view = min(view, s.To[f]-s.From[f])
+			}
+			fits[i] = i == 0 || slices.Max(xs)-slices.Min(xs) <= view-8
+			if fits[i] {
+				ends = xs
+			}
+		}
+		for f := range s.From {
+			in := func(x float64) bool { return x >= s.From[f]-0.5 && x <= s.To[f]+0.5 }
+			shown := make([]bool, len(moments))
+			for i, x := range s.Moments[f] {
+				fits := fits[i]
 				shown[i] = in(x)
 				if shown[i] {
 					shownX = append(shownX, x, x+12) // the latest 12 px clear of the view's edge, as the page keeps it
@@ -806,13 +818,28 @@ func momentsInView() stepCheck {
 	}}
 }
 
-// primaryInView: on a phone, at every summary step, the first moment it
-// marks (the decisive one: B's read that claims 34, the 2.5 s check, A's
-// pause at 2.4 s) lies in the view of both figures, and its highlighted
-// labels ("read claims 34") show whole, as long as they fit the view
+// momentOrder is the moments summary step st marks in the order a
+// phone's view takes them: its focus, then the others, nearest the
+// focus first.
+func momentOrder(st playground.Step) []float64 {
+	if len(st.Moments) == 0 {
+		return nil
+	}
+	focus := st.Moments[st.Focus]
+	rest := slices.Delete(slices.Clone(st.Moments), st.Focus, st.Focus+1)
+	slices.SortStableFunc(rest, func(a, b float64) int { return cmp.Compare(math.Abs(a-focus), math.Abs(b-focus)) })
+	return append([]float64{focus}, rest...)
+}
+
+// primaryInView: on a phone, at every summary step, the moment it is
+// about (its Focus: A1 landing unchecked at 17.6 s, A's write at 7.5 s,
+// B's read that claims 34) lies in the view of both figures, and its
+// highlighted labels and the storages' there (the write's fate in both
+// figures: "ok", "REJECTED") show whole, as long as they fit the view
 // beside it: where not all marked moments fit a readable scale, the page
-// showed the latest ones, and only a small "\u25c0 10.5s" hint for the
-// moment the step is about ("student trial 5").
+// showed other ones, and only a small "\u25c0 10.5s" hint for the
+// moment the step is about ("student trial 5"), or "17.6s \u25b6" for
+// the write it is about ("student trial 6").
 func primaryInView() stepCheck {
 	n := 0
 	return stepCheck{name: "PrimaryInView", check: func(w walk, errorf func(string, ...any)) {
@@ -821,18 +848,18 @@ func primaryInView() stepCheck {
 			return
 		}
 		n++
-		js, _ := json.Marshal(moments[:1])
+		js, _ := json.Marshal(moments[w.step().Focus : w.step().Focus+1])
 		s := eval[momentState](w.t, w.tab, fmt.Sprintf("%s(%s)", momentStateJS, js))
 		for f := range s.From {
 			x := s.Moments[f][0]
 			if x < s.From[f]-0.5 || x > s.To[f]+0.5 {
-				errorf("%s, figure %d: the step's first marked moment (x %.0f) is outside the view, %.0f..%.0f", w.where(), f+1, x, s.From[f], s.To[f])
+				errorf("%s, figure %d: the moment the step is about (x %.0f) is outside the view, %.0f..%.0f", w.where(), f+1, x, s.From[f], s.To[f])
 				continue
 			}
 			lo, hi := x, x
 			var named []momentLabel
 			for _, l := range s.Labels[f] {
-				if l.Named {
+				if l.Named || l.Store {
 					named = append(named, l)
 					lo, hi = min(lo, l.X0), max(hi, l.X1)
 				}
@@ -842,13 +869,68 @@ func primaryInView() stepCheck {
 			}
 			for _, l := range named {
 				if !l.Whole {
-					errorf("%s, figure %d: the highlighted label %q of the step's first marked moment does not show whole: it spans %.0f..%.0f, the view %.0f..%.0f",
+					errorf("%s, figure %d: the label %q of the moment the step is about does not show whole: it spans %.0f..%.0f, the view %.0f..%.0f",
 						w.where(), f+1, l.Text, l.X0, l.X1, s.From[f], s.To[f])
 				}
 			}
 		}
 	}, done: func(errorf func(string, ...any), logf func(string, ...any)) {
 		logf("%d summary steps checked", n)
+	}}
+}
+
+// pauseNamedJS lists, in each figure, the pauses whose box is drawn
+// (up to the veil) in view over 17 px at least, with room for its label
+// ("paused 15s") from there to the view's edge, with whether that label
+// shows whole in view (drawn above the veil, it may run past it).
+const pauseNamedJS = `(() => {
+  const out = [];
+  for (const fig of document.querySelectorAll(".run .timeline")) {` + figViewJS + `
+    const veil = svg.querySelector("rect.veil");
+    const to = Math.min(right, veil ? veil.getBoundingClientRect().left : Infinity);
+    for (const r of svg.querySelectorAll("rect.pause")) {
+      const b = r.getBoundingClientRect();
+      const label = [...svg.querySelectorAll("text[data-x]")].find((t) => t.textContent.startsWith("paused ") && Math.abs(+t.dataset.x - +r.getAttribute("x")) < 0.5);
+      if (!label || label.style.visibility === "hidden") continue; // not reached yet
+      const w = label.getBBox().width * k;
+      if (Math.min(b.right, to) - Math.max(b.left, left) < 17 || Math.max(b.left, left) + w + 9 > right) continue;
+      const l = label.getBoundingClientRect();
+      out.push({Text: label.textContent, Shown: getComputedStyle(label).visibility !== "hidden" && l.left >= left - 0.5 && l.right <= right + 0.5});
+    }
+  }
+  return out;
+})()`
+
+// pauseNamed: on a phone, at every step, a pause whose box shows in view
+// wide enough for its label ("paused 15s") shows that label whole: the
+// view 7.5..10.5 s showed A's row as a grey box only ("student trial 6").
+func pauseNamed() stepCheck {
+	return shownCheck("PauseNamed", pauseNamedJS, "a pause's box shows in view, and its label %q does not",
+		"no pause's box shows in view at any step", "%d pauses in view checked")
+}
+
+// shownCheck is a check, named name, that at every step each item js
+// lists ({Text, Shown}) shows (fails: the error, of the step's place and
+// Text), and that some step lists one (none: the error if not; counted:
+// the log of how many).
+func shownCheck(name, js, fails, none, counted string) stepCheck {
+	n := 0
+	return stepCheck{name: name, check: func(w walk, errorf func(string, ...any)) {
+		type item struct {
+			Text  string
+			Shown bool
+		}
+		for _, it := range eval[[]item](w.t, w.tab, js) {
+			n++
+			if !it.Shown {
+				errorf("%s: "+fails, w.where(), it.Text)
+			}
+		}
+	}, done: func(errorf func(string, ...any), logf func(string, ...any)) {
+		if n == 0 {
+			errorf("%s", none)
+		}
+		logf(counted, n)
 	}}
 }
 
@@ -876,7 +958,7 @@ const tokenInViewJS = `(() => {
       const shown = [...svg.querySelectorAll("text")].some((t) => t.textContent.replace(/^wrote /, "") === text && /^(wrote )?\d+$/.test(t.textContent) &&
         !t.classList.contains("legend") && getComputedStyle(t).visibility !== "hidden" && Math.abs(+t.getAttribute("y") - (y - 3)) < 0.5 &&
         t.getBoundingClientRect().left >= left - 0.5 && t.getBoundingClientRect().right <= to + 0.5);
-      out.push({Token: last.textContent, Shown: shown});
+      out.push({Text: last.textContent, Shown: shown});
     }
   }
   return out;
@@ -887,24 +969,8 @@ const tokenInViewJS = `(() => {
 // view: a step said "it has seen token 34" while the claim storage's
 // line, its "34" slid out of view, showed no number ("student trial 5").
 func tokenInView() stepCheck {
-	n := 0
-	return stepCheck{name: "TokenInView", check: func(w walk, errorf func(string, ...any)) {
-		type token struct {
-			Token string
-			Shown bool
-		}
-		for _, tk := range eval[[]token](w.t, w.tab, tokenInViewJS) {
-			n++
-			if !tk.Shown {
-				errorf("%s: the storage's token line enters the view at token %q, and no label in view says so", w.where(), tk.Token)
-			}
-		}
-	}, done: func(errorf func(string, ...any), logf func(string, ...any)) {
-		if n == 0 {
-			errorf("no token line enters a view from its left")
-		}
-		logf("%d token lines entering the view checked", n)
-	}}
+	return shownCheck("TokenInView", tokenInViewJS, "the storage's token line enters the view at token %q, and no label in view says so",
+		"no token line enters a view from its left", "%d token lines entering the view checked")
 }
 
 // figViewJS, in a loop over the figures' columns (fig), reads the

@@ -535,6 +535,17 @@ function hintMoments(fig, at, from, to) {
       }
     });
     svg.append(t);
+    // On the lane names' strip, a hint wider than it names one moment a
+    // line.
+    if (side === "left" && out.length > 1 && t.getBBox().x + t.getBBox().width > at + stripWidth(fig) - 2) {
+      t.replaceChildren(...out.map((x, i) => {
+        const line = document.createElementNS(svgNS, "tspan");
+        line.setAttribute("x", String(at + 4));
+        if (i) line.setAttribute("dy", "14");
+        line.textContent = (i ? "" : "\u25c0 ") + time(x) + (i < out.length - 1 ? "," : "");
+        return line;
+      }));
+    }
   }
 }
 
@@ -575,6 +586,45 @@ function slideBarLabels(svg, from, to) {
       continue;
     }
     t.setAttribute("x", String(Number(t.dataset.home) + (lo + hi) / 2 - (c.x + c.width / 2)));
+  }
+  slidePauseLabels(svg, from, to, end);
+}
+
+// slidePauseLabels moves the label of each pause ("paused 15s", at its
+// box's start) that the view from..to cuts, or the veil (from end), to
+// the left edge of the part of the box in view, as the token's value at
+// the view's edge, on its side of the box or, where it would run into a
+// label shown there, the other: a grey box in view (16 px of it at least)
+// stays named. Drawn above the veil, as every label of an event reached,
+// it may run past it.
+function slidePauseLabels(svg, from, to, end) {
+  for (const r of svg.querySelectorAll("rect.pause")) {
+    const x0 = Number(r.getAttribute("x")), x1 = x0 + Number(r.getAttribute("width"));
+    const t = [...svg.querySelectorAll("text[data-x]")].find((l) => l.textContent.startsWith("paused ") && Math.abs(Number(l.dataset.x) - x0) < 0.5);
+    if (!t) continue;
+    if (t.dataset.home === undefined) Object.assign(t.dataset, { home: t.getAttribute("x"), homeY: t.getAttribute("y") });
+    t.setAttribute("x", t.dataset.home);
+    t.setAttribute("y", t.dataset.homeY);
+    const b = t.getBBox(), lo = Math.max(x0, from), hi = Math.min(x1, end);
+    if ((b.x >= from && b.x + b.width <= end) || hi - lo < 16 || lo + b.width + 8 > to) continue;
+    // Above the box, or below it: the other side, as far from it.
+    const top = Number(r.getAttribute("y")), bottom = top + Number(r.getAttribute("height"));
+    const above = b.y + b.height <= top, gap = above ? top - b.y - b.height : b.y - bottom;
+    const other = Number(t.dataset.homeY) + (above ? bottom + gap - b.y : top - gap - b.height - b.y);
+    t.setAttribute("x", String(Number(t.dataset.home) + lo + 4 - b.x));
+    const free = () => {
+      const c = t.getBBox();
+      return ![...svg.querySelectorAll("text:not(.lane-name):not(.hint)")].some((o) => {
+        if (o === t || o.style.visibility === "hidden" || o.classList.contains("legend") || o.classList.contains("cut")) return false;
+        const d = o.getBBox();
+        return d.width > 0 && d.x < c.x + c.width && c.x < d.x + d.width && d.y < c.y + c.height && c.y < d.y + d.height;
+      });
+    };
+    if (free()) continue;
+    t.setAttribute("y", String(other));
+    if (free()) continue;
+    t.setAttribute("x", t.dataset.home);
+    t.setAttribute("y", t.dataset.homeY);
   }
 }
 
@@ -773,18 +823,19 @@ function showStep(i) {
   const named = texts.filter((l) => l.store && l.at <= s.x + 0.5 && names.some((n) => l.t.textContent.startsWith(n + " (token")));
   const marked = texts.filter((l) => (s.moments || []).some((m) => l.at <= m + 0.5 && l.at >= m - 6) && !l.t.classList.contains("danger"));
   // At one of the last steps, the storages' fates it has reached ("B1
-  // (token 34): ok, later LOST") are kept too, the nearest its first
-  // moment (the decisive one: the tour lists a step's moments so) first,
-  // as long as all fit the view at the least scale.
+  // (token 34): ok, later LOST") are kept too, the nearest the moment it
+  // is about (its focus: a late write, accepted in one figure, refused
+  // in the other) first, as long as all fit the view at the least scale.
   const fit = [...marked, ...named];
+  const focus = s.moments ? s.moments[s.focus || 0] : NaN;
   if (s.moments) {
-    const first = s.moments[0], room = figs[0].clientWidth / leastScale - left - 4;
+    const room = figs[0].clientWidth / leastScale - left - 4;
     const span = (ls) => {
       const xs = [...s.moments, ...ls.flatMap((l) => [l.t.getBBox().x, l.t.getBBox().x + l.t.getBBox().width])];
       return Math.max(...xs) - Math.min(...xs);
     };
     const fates = texts.filter((l) => l.store && l.at <= s.x + 0.5 && /token \d+\)/.test(l.t.textContent) && !fit.includes(l));
-    for (const l of fates.sort((a, b) => Math.abs(a.at - first) - Math.abs(b.at - first))) {
+    for (const l of fates.sort((a, b) => Math.abs(a.at - focus) - Math.abs(b.at - focus))) {
       if (span([...fit, l]) <= room) fit.push(l);
     }
   }
@@ -793,10 +844,10 @@ function showStep(i) {
   if (s.moments) {
     // One of the last steps, which names earlier moments: those in view
     // (fitStep made room for all), with their labels whole, as many as
-    // fit: the first (the one the step is about) and, in the tour's
-    // order, those that fit with it and the storages' labels of both.
+    // fit: its focus (the one the step is about) and, nearest it first,
+    // those that fit with it and the storages' labels of both.
     const fit = [], ends = [];
-    for (const m of s.moments) {
+    for (const m of momentOrder(s)) {
       const own = marked.filter((l) => l.store && l.at <= m + 0.5 && l.at >= m - 6).flatMap((l) => [l.t.getBBox().x, l.t.getBBox().x + l.t.getBBox().width]);
       const xs = [...ends, m - 8, m + 12, ...own];
       if (!fit.length || Math.max(...xs) - Math.min(...xs) <= view - left - 4) {
@@ -811,8 +862,9 @@ function showStep(i) {
     // "B1 (token 34): ok, later LOST"), as many as the view shows whole.
     const keep = new Map(texts.filter((l) => l.store && l.at <= s.x + 0.5).map((l) => [l.t, 20]));
     for (const l of [...recent, ...named]) keep.set(l.t, l.store ? 300 : 100);
-    // The first moment's highlighted labels above all.
-    for (const l of recent) if (l.at >= fit[0] - 6 && l.at <= fit[0] + 0.5 && l.t.classList.contains("named")) keep.set(l.t, 1000);
+    // The focus' highlighted labels and the storages' there (the write's
+    // fate in both figures) above all.
+    for (const l of recent) if (l.at >= fit[0] - 6 && l.at <= fit[0] + 0.5 && (l.t.classList.contains("named") || l.store)) keep.set(l.t, 1000);
     scrollWhole(figs, from - left - 4, latest - view + 12, Math.min(...fit) - left - 4, keep);
   } else {
     recent = [...new Set([...recent, ...named])];
@@ -844,6 +896,14 @@ function showStep(i) {
   hideUnderBar();
 }
 
+// momentOrder is the moments step s marks in the order a phone's view
+// takes them: its focus (the one it is about), then the others, nearest
+// the focus first.
+function momentOrder(s) {
+  const focus = s.moments[s.focus || 0];
+  return [focus, ...s.moments.filter((_, i) => i !== (s.focus || 0)).sort((a, b) => Math.abs(a - focus) - Math.abs(b - focus))];
+}
+
 // fitStep scales both figures down, where they are wider than their
 // column (a phone), as far as a step needs but no further than
 // leastScale: so that the moments it names and the labels keep (theirs,
@@ -872,8 +932,8 @@ function fitStep(figs, keep, moments) {
 
 // leastScale is the least scale fitStep draws the figures at: their
 // 12 px labels at 11 px (the axis' 11 px ones keep 11, style.css). Where
-// a step's moments do not fit side by side at it, the view shows the
-// first and those that fit with it, and a sideways scroll the others.
+// a step's moments do not fit side by side at it, the view shows its
+// focus and those that fit with it, and a sideways scroll the others.
 const leastScale = 11 / 12;
 
 // setScale draws svg at k screen pixels per unit of its own (1: its own
