@@ -3,5 +3,5 @@
 package blobfence
 
 // raceEnabled: the race detector makes sync.Pool drop items at random, so
-// allocation counts that rely on a pool mean nothing under it.
+// allocation limits that rely on a pool are looser under it.
 const raceEnabled = true
