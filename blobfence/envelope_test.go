@@ -54,23 +54,14 @@ func TestEnvelopeCopyNeedsNoBigBuffer(t *testing.T) {
 	if raceEnabled {
 		limit = 16 << 10
 	}
-	// The least of five batches, as in TestPutHashesWithoutCopyBuffers.
-	const n = 20
-	per := uint64(math.MaxUint64)
-	for range 5 {
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		for range n {
-			if _, err := er.Seek(0, io.SeekStart); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := io.Copy(sha256.New(), er); err != nil {
-				t.Fatal(err)
-			}
+	per := bytesPerCall(func() {
+		if _, err := er.Seek(0, io.SeekStart); err != nil {
+			t.Fatal(err)
 		}
-		runtime.ReadMemStats(&after)
-		per = min(per, (after.TotalAlloc-before.TotalAlloc)/n)
-	}
+		if _, err := io.Copy(sha256.New(), er); err != nil {
+			t.Fatal(err)
+		}
+	})
 	if per > limit {
 		t.Fatalf("hashing a %d-byte envelope with io.Copy allocated %d bytes per copy; want under %d (no 32 KiB copy buffer)", len(want), per, limit)
 	}
@@ -105,20 +96,7 @@ func TestPutHashesWithoutCopyBuffers(t *testing.T) {
 			}
 		}
 		pass() // fills the pool
-		// The least of five batches: a collection emptying the pool, or
-		// another goroutine allocating, only adds to a batch.
-		const n = 20
-		per := uint64(math.MaxUint64)
-		for range 5 {
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			for range n {
-				pass()
-			}
-			runtime.ReadMemStats(&after)
-			per = min(per, (after.TotalAlloc-before.TotalAlloc)/n)
-		}
-		if per > limit {
+		if per := bytesPerCall(pass); per > limit {
 			t.Fatalf("hashing a %d-byte envelope twice allocated %d bytes per put; want under %d (no copy buffer)", size, per, limit)
 		}
 	}
@@ -238,4 +216,22 @@ func (c *countingConn) Write(p []byte) (int, error) {
 
 func (c *countingConn) ReadFrom(r io.Reader) (int64, error) {
 	return io.Copy(struct{ io.Writer }{c}, r)
+}
+
+// bytesPerCall is the bytes fn allocates a call: the least of five
+// batches of 20, since a collection emptying a pool, or another goroutine
+// allocating, only adds to a batch.
+func bytesPerCall(fn func()) uint64 {
+	const n = 20
+	per := uint64(math.MaxUint64)
+	for range 5 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range n {
+			fn()
+		}
+		runtime.ReadMemStats(&after)
+		per = min(per, (after.TotalAlloc-before.TotalAlloc)/n)
+	}
+	return per
 }
