@@ -194,38 +194,47 @@ func TestInTxOnTxNestedFencedCalls(t *testing.T) {
 	}
 }
 
-// TestClaimRefusedInTxFailsCommit: a Claim refused inside the caller's
-// transaction (a pgx.Tx, or a connection after BEGIN), whose error careless
-// code ignores, must leave that transaction unable to commit: otherwise the
-// old holder's writes in it land after the newer holder's.
+// TestClaimRefusedInTxFailsCommit: a Claim, InTx or Exec refused inside
+// the caller's transaction (a pgx.Tx, or for Claim a connection after
+// BEGIN), whose error careless code ignores, must leave that transaction
+// unable to commit: otherwise the old holder's writes in it land after the
+// newer holder's.
 func TestClaimRefusedInTxFailsCommit(t *testing.T) {
 	env, ctx, write := docTable(t)
 	if err := sqlfence.Claim(ctx, env.Pool, "refused", 20); err != nil {
 		t.Fatal(err)
 	}
-	if err := write(env.Pool, "B"); err != nil {
-		t.Fatal(err)
-	}
 	conn := connect(t, env.URL)
-	for _, h := range []struct {
-		name  string
-		begin func() (pgx.Tx, error)
-	}{{"pgx.Tx", func() (pgx.Tx, error) { return env.Pool.Begin(ctx) }}, {"conn after BEGIN", func() (pgx.Tx, error) { return conn.Begin(ctx) }}} {
-		t.Run(h.name, func(t *testing.T) {
-			tx, err := h.begin()
+	calls := map[string]func(tx pgx.Tx) error{
+		"Claim on a pgx.Tx":          func(tx pgx.Tx) error { return sqlfence.Claim(ctx, tx, "refused", 10) },
+		"Claim on a conn in a BEGIN": func(pgx.Tx) error { return sqlfence.Claim(ctx, conn, "refused", 10) },
+		"InTx on a pgx.Tx": func(tx pgx.Tx) error {
+			return sqlfence.InTx(ctx, tx, "refused", 10, func(tx pgx.Tx) error { return write(tx, "A in fn") })
+		},
+		"Exec on a pgx.Tx": func(tx pgx.Tx) error {
+			_, err := sqlfence.Exec(ctx, tx, "refused", 10, `UPDATE data SET v = 'A by Exec'`)
+			return err
+		},
+	}
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) {
+			if err := write(env.Pool, "B"); err != nil { // the newer holder's
+				t.Fatal(err)
+			}
+			begin := env.Pool.Begin
+			if strings.Contains(name, "conn") {
+				begin = conn.Begin
+			}
+			tx, err := begin(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer tx.Rollback(ctx)
-			var db sqlfence.Querier = tx
-			if h.name != "pgx.Tx" {
-				db = conn
-			}
-			err = sqlfence.Claim(ctx, db, "refused", 10)
-			wantStale(t, err, "refused", 10, 20)
-			_ = write(tx, "A late") // ignored, as careless code does
+			_ = write(tx, "A early") // the old holder's write before the fenced call
+			wantStale(t, call(tx), "refused", 10, 20)
+			_ = write(tx, "A late") // the error ignored, as careless code does
 			if err := tx.Commit(ctx); err == nil {
-				t.Errorf("COMMIT after a refused Claim succeeded; want it to fail")
+				t.Errorf("COMMIT after a refused %s succeeded; want it to fail", name)
 			}
 			if got := readData(t, env.Pool, "doc"); got != "B" {
 				t.Errorf("row = %q after the old holder's commit, want B's write", got)

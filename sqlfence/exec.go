@@ -63,9 +63,10 @@ type batchSender interface {
 // (RETURNING, SELECT) are dropped; to read them, run it in [InTx].
 //
 // Errors: a [*fence.StaleError] (nothing changed; counted in
-// fencekit_stale_rejected); [fence.ErrInvalid] for a nil db, an empty sql,
-// a bad token or resource, a *pgx.Conn or *pgxpool.Conn inside a
-// transaction (pass its pgx.Tx) (nothing sent); the statement's error
+// fencekit_stale_rejected; on a pgx.Tx, Exec also makes the caller's
+// transaction fail, as [Claim] does); [fence.ErrInvalid] for a nil db, an
+// empty sql, a bad token or resource, a *pgx.Conn or *pgxpool.Conn inside
+// a transaction (nothing sent); the statement's error
 // (nothing changed); an error when the statement left a transaction open
 // (a BEGIN: Exec rolls it back) or, on a pgx.Tx, undid the claim (a
 // ROLLBACK TO SAVEPOINT: roll the transaction back); ctx's error, wrapping context.Cause(ctx) once ctx has
@@ -81,8 +82,8 @@ func Exec(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 		tag, err := execOnTx(ctx, tx, resource, tok, sql, args)
 		return tag, cause.With(ctx, err)
 	}
-	if c := connOf(db); c != nil && c.PgConn().TxStatus() != 'I' {
-		return pgconn.CommandTag{}, valid.Invalid("sqlfence: Exec %q: the connection is inside a transaction; pass its pgx.Tx", resource)
+	if connInTx(db) {
+		return pgconn.CommandTag{}, errConnInTx("Exec", resource)
 	}
 	bs, ok := db.(batchSender)
 	if !ok {
@@ -100,6 +101,9 @@ func Exec(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 func execOnTx(ctx context.Context, tx pgx.Tx, resource string, tok fence.Token, sql string, args []any) (pgconn.CommandTag, error) {
 	mark, err := claimMarked(ctx, tx, resource, tok)
 	if err != nil {
+		if errors.Is(err, fence.ErrStale) {
+			pgsql.AbortTx(ctx, pgxSender{tx}) // as Claim does
+		}
 		return pgconn.CommandTag{}, err
 	}
 	b := &pgx.Batch{}
@@ -200,6 +204,19 @@ func connOf(db any) *pgx.Conn {
 		return d.Conn()
 	}
 	return nil
+}
+
+// connInTx reports whether db is a *pgx.Conn or *pgxpool.Conn inside a
+// transaction.
+func connInTx(db any) bool {
+	c := connOf(db)
+	return c != nil && c.PgConn().TxStatus() != 'I'
+}
+
+// errConnInTx is the error of InTx and Exec on a connection inside a
+// transaction.
+func errConnInTx(call, resource string) error {
+	return valid.Invalid("sqlfence: %s(%q): the connection is inside a transaction; pass the pgx.Tx of its Begin, or call Claim on it and write in that transaction", call, resource)
 }
 
 // rewritten reports whether args begin with a pgx.QueryRewriter that may

@@ -200,7 +200,7 @@ func TestExecInTx(t *testing.T) {
 	if cur, err := current(ctx, env.Pool, "job"); err != nil || cur != 0 {
 		t.Fatalf("guard token after a rollback = %d, %v; want 0", cur, err)
 	}
-	// a refusal leaves the caller's transaction usable
+	// a refusal aborts the caller's transaction, as Claim's does
 	if err := sqlfence.Claim(ctx, env.Pool, "job", 9); err != nil {
 		t.Fatal(err)
 	}
@@ -214,9 +214,10 @@ func TestExecInTx(t *testing.T) {
 	if !errors.As(err, &se) || se.Current != 9 {
 		t.Fatalf("Exec with token 7 after 9 on a pgx.Tx = %v; want a *fence.StaleError with Current 9", err)
 	}
-	if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
-		t.Fatalf("the caller's transaction after a refused Exec: %v; want it usable", err)
+	if err := tx.Commit(ctx); !errors.Is(err, pgx.ErrTxCommitRollback) {
+		t.Fatalf("COMMIT after a refused Exec: %v; want pgx.ErrTxCommitRollback", err)
 	}
+	wantState(t, env.Pool, "new")
 }
 
 // TestExecRacingWriters: writers with random tokens append to a log

@@ -69,7 +69,8 @@ var (
 //
 // Errors: a [*fence.StaleError] when a token greater than tok was already
 // accepted (nothing changed; in a transaction, Claim also makes it fail,
-// so that its COMMIT rolls back: roll it back); [fence.ErrInvalid] for a
+// so that its COMMIT rolls back and pgx's Commit returns
+// pgx.ErrTxCommitRollback: roll it back); [fence.ErrInvalid] for a
 // nil db or a bad token or resource (nothing sent); ctx's error, wrapping
 // context.Cause(ctx) once ctx has ended; PostgreSQL's error (for example a
 // missing fencekit_tokens table: run migrations.Up).
@@ -87,11 +88,8 @@ func Claim(ctx context.Context, db Querier, resource string, tok fence.Token) er
 // inTransaction reports whether db is a pgx.Tx, or a connection inside a
 // transaction.
 func inTransaction(db Querier) bool {
-	if _, ok := db.(pgx.Tx); ok {
-		return true
-	}
-	c := connOf(db)
-	return c != nil && c.PgConn().TxStatus() != 'I'
+	_, ok := db.(pgx.Tx)
+	return ok || connInTx(db)
 }
 
 // claim claims resource's guard row for tok through q (pgsql.Claim).

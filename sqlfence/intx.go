@@ -122,10 +122,12 @@ func InTx(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 // statement before the savepoint's release) checks a marker that the claim
 // set and that ends with it.
 //
-// Errors: a [*fence.StaleError] (fn not called, nothing changed);
+// Errors: a [*fence.StaleError] (fn not called, nothing changed; on a
+// pgx.Tx, InTx also makes the caller's transaction fail, as [Claim] does,
+// so that its Commit returns pgx.ErrTxCommitRollback: roll it back);
 // [fence.ErrInvalid] for a nil db or fn, a bad token or resource (nothing
 // sent), also for a *pgx.Conn or *pgxpool.Conn inside a transaction (pass
-// its pgx.Tx); an error for an isolation level requested on a pgx.Tx; ctx's error (nothing sent when ctx is already
+// the pgx.Tx of its Begin, or use Claim in it); an error for an isolation level requested on a pgx.Tx; ctx's error (nothing sent when ctx is already
 // done); PostgreSQL's errors. Once ctx has ended, every error also wraps
 // context.Cause(ctx): with a lease's Context, a transaction cut off by the
 // lost lease matches lease.ErrLost and fence.ErrFencedOut.
@@ -136,10 +138,8 @@ func (g *Guard) InTx(ctx context.Context, db TxBeginner, resource string, tok fe
 	if fn == nil {
 		return valid.Invalid("sqlfence: InTx(%q): nil fn", resource)
 	}
-	if c := connOf(db); c != nil && c.PgConn().TxStatus() != 'I' {
-		// Its BEGIN would only warn, and InTx would commit the caller's
-		// transaction.
-		return valid.Invalid("sqlfence: InTx(%q): the connection is inside a transaction; pass its pgx.Tx", resource)
+	if connInTx(db) { // its BEGIN would only warn, and InTx would commit the caller's transaction
+		return errConnInTx("InTx", resource)
 	}
 	_, canSetLevel := db.(txOptionsBeginner)
 	if g.opts.IsoLevel != "" && !canSetLevel {
@@ -192,17 +192,21 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fe
 			return txErr(resource, tok, "begin: ", err)
 		}
 	}
-	committed := false
+	committed, refused := false, false
 	defer func() {
 		// Also when fn panics: the panic continues after the rollback.
 		if !committed {
 			rollback(ctx, tx)
+		}
+		if outer, ok := db.(pgx.Tx); ok && refused { // as Claim does, once the savepoint is gone
+			pgsql.AbortTx(ctx, pgxSender{outer})
 		}
 	}()
 	_, onConn := db.(*pgx.Conn)
 	mark := ""
 	if !onConn {
 		if mark, err = claimMarked(ctx, tx, resource, tok); err != nil {
+			refused = errors.Is(err, fence.ErrStale)
 			return err
 		}
 	}
