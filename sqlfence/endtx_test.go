@@ -196,33 +196,53 @@ func TestInTxOnTxNestedFencedCalls(t *testing.T) {
 
 // TestClaimRefusedInTxFailsCommit: a Claim, InTx or Exec refused inside
 // the caller's transaction (a pgx.Tx, or for Claim a connection after
-// BEGIN), whose error careless code ignores, must leave that transaction
-// unable to commit: otherwise the old holder's writes in it land after the
-// newer holder's.
+// BEGIN), also one nested in InTx's fn, whose error careless code ignores,
+// must leave that transaction unable to commit: otherwise the old
+// holder's writes in it land after the newer holder's.
 func TestClaimRefusedInTxFailsCommit(t *testing.T) {
 	env, ctx, write := docTable(t)
 	if err := sqlfence.Claim(ctx, env.Pool, "refused", 20); err != nil {
 		t.Fatal(err)
 	}
 	conn := connect(t, env.URL)
-	calls := map[string]func(tx pgx.Tx) error{
-		"Claim on a pgx.Tx":          func(tx pgx.Tx) error { return sqlfence.Claim(ctx, tx, "refused", 10) },
-		"Claim on a conn in a BEGIN": func(pgx.Tx) error { return sqlfence.Claim(ctx, conn, "refused", 10) },
-		"InTx on a pgx.Tx": func(tx pgx.Tx) error {
-			return sqlfence.InTx(ctx, tx, "refused", 10, func(tx pgx.Tx) error { return write(tx, "A in fn") })
-		},
-		"Exec on a pgx.Tx": func(tx pgx.Tx) error {
-			_, err := sqlfence.Exec(ctx, tx, "refused", 10, `UPDATE data SET v = 'A by Exec'`)
-			return err
-		},
+	stale := func(t *testing.T, err error) { wantStale(t, err, "refused", 10, 20) }
+	execStale := func(tx pgx.Tx) error {
+		_, err := sqlfence.Exec(ctx, tx, "refused", 10, `UPDATE data SET v = 'A by Exec'`)
+		return err
 	}
-	for name, call := range calls {
-		t.Run(name, func(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		call func(tx pgx.Tx) error
+		want func(*testing.T, error)
+	}{
+		{"Claim on a pgx.Tx", func(tx pgx.Tx) error { return sqlfence.Claim(ctx, tx, "refused", 10) }, stale},
+		{"Claim on a conn in a BEGIN", func(pgx.Tx) error { return sqlfence.Claim(ctx, conn, "refused", 10) }, stale},
+		{"InTx on a pgx.Tx", func(tx pgx.Tx) error {
+			return sqlfence.InTx(ctx, tx, "refused", 10, func(tx pgx.Tx) error { return write(tx, "A in fn") })
+		}, stale},
+		{"Exec on a pgx.Tx", execStale, stale},
+		// a refusal in fn, which InTx's savepoint rollback would clear
+		{"Exec in InTx's fn on a pgx.Tx, returned", func(tx pgx.Tx) error {
+			return sqlfence.InTx(ctx, tx, "other", 10, execStale)
+		}, stale},
+		{"Claim in InTx's fn on a pgx.Tx, ignored", func(tx pgx.Tx) error {
+			return sqlfence.InTx(ctx, tx, "other", 10, func(tx pgx.Tx) error {
+				_ = sqlfence.Claim(ctx, tx, "refused", 10)
+				_ = write(tx, "A in fn")
+				return nil
+			})
+		}, func(t *testing.T, err error) {
+			if !errors.Is(err, pgx.ErrTxCommitRollback) || !strings.Contains(err.Error(), "fn ignored a failed statement") {
+				t.Fatalf("InTx whose fn ignored a refusal = %v; want pgx.ErrTxCommitRollback saying so", err)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			if err := write(env.Pool, "B"); err != nil { // the newer holder's
 				t.Fatal(err)
 			}
 			begin := env.Pool.Begin
-			if strings.Contains(name, "conn") {
+			if strings.Contains(c.name, "conn") {
 				begin = conn.Begin
 			}
 			tx, err := begin(ctx)
@@ -231,10 +251,10 @@ func TestClaimRefusedInTxFailsCommit(t *testing.T) {
 			}
 			defer tx.Rollback(ctx)
 			_ = write(tx, "A early") // the old holder's write before the fenced call
-			wantStale(t, call(tx), "refused", 10, 20)
+			c.want(t, c.call(tx))
 			_ = write(tx, "A late") // the error ignored, as careless code does
 			if err := tx.Commit(ctx); err == nil {
-				t.Errorf("COMMIT after a refused %s succeeded; want it to fail", name)
+				t.Errorf("COMMIT after a refused %s succeeded; want it to fail", c.name)
 			}
 			if got := readData(t, env.Pool, "doc"); got != "B" {
 				t.Errorf("row = %q after the old holder's commit, want B's write", got)

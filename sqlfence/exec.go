@@ -216,7 +216,7 @@ func connInTx(db any) bool {
 // errConnInTx is the error of InTx and Exec on a connection inside a
 // transaction.
 func errConnInTx(call, resource string) error {
-	return valid.Invalid("sqlfence: %s(%q): the connection is inside a transaction; pass the pgx.Tx of its Begin, or call Claim on it and write in that transaction", call, resource)
+	return valid.Invalid("sqlfence: %s(%q): the connection is inside a transaction; pass the pgx.Tx that began it, or after a raw BEGIN call Claim on the connection (it lasts until that transaction ends)", call, resource)
 }
 
 // rewritten reports whether args begin with a pgx.QueryRewriter that may

@@ -54,7 +54,7 @@ var (
 // once: call it right after acquiring a lease, before writing anything, so
 // that every older holder's [InTx], [Exec] or Claim on resource fails with
 // a stale error even while the new holder has written nothing. On a pgx.Tx
-// it lives until that transaction ends and holds the guard row's lock
+// (or a connection inside a transaction) it lives until that transaction ends and holds the guard row's lock
 // until then (a newer holder's claim waits): claim first, then write, then
 // commit. A ROLLBACK TO SAVEPOINT made before the claim undoes it and frees
 // the row, so that later writes are not fenced: claim again after one. Row-mode writes see it only through a table bound with
@@ -69,8 +69,8 @@ var (
 //
 // Errors: a [*fence.StaleError] when a token greater than tok was already
 // accepted (nothing changed; in a transaction, Claim also makes it fail,
-// so that its COMMIT rolls back and pgx's Commit returns
-// pgx.ErrTxCommitRollback: roll it back); [fence.ErrInvalid] for a
+// so that its COMMIT rolls back: pgx's Commit returns
+// pgx.ErrTxCommitRollback, a raw COMMIT answers ROLLBACK; roll it back); [fence.ErrInvalid] for a
 // nil db or a bad token or resource (nothing sent); ctx's error, wrapping
 // context.Cause(ctx) once ctx has ended; PostgreSQL's error (for example a
 // missing fencekit_tokens table: run migrations.Up).

@@ -124,7 +124,10 @@ func InTx(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 //
 // Errors: a [*fence.StaleError] (fn not called, nothing changed; on a
 // pgx.Tx, InTx also makes the caller's transaction fail, as [Claim] does,
-// so that its Commit returns pgx.ErrTxCommitRollback: roll it back);
+// so that its Commit returns pgx.ErrTxCommitRollback: roll it back; so
+// does fn's error when it wraps a refusal); pgx.ErrTxCommitRollback when
+// fn ignored a failed statement (on a pgx.Tx the caller's transaction
+// fails too: the statement may have been a refused Claim or Exec);
 // [fence.ErrInvalid] for a nil db or fn, a bad token or resource (nothing
 // sent), also for a *pgx.Conn or *pgxpool.Conn inside a transaction (pass
 // the pgx.Tx of its Begin, or use Claim in it); an error for an isolation level requested on a pgx.Tx; ctx's error (nothing sent when ctx is already
@@ -192,13 +195,16 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fe
 			return txErr(resource, tok, "begin: ", err)
 		}
 	}
-	committed, refused := false, false
+	committed, failed := false, false
 	defer func() {
 		// Also when fn panics: the panic continues after the rollback.
 		if !committed {
 			rollback(ctx, tx)
 		}
-		if outer, ok := db.(pgx.Tx); ok && refused { // as Claim does, once the savepoint is gone
+		// On a pgx.Tx, a refusal (InTx's claim, or one fn met) makes the
+		// caller's transaction fail, as Claim does, once the savepoint's
+		// rollback has cleared it.
+		if outer, ok := db.(pgx.Tx); ok && (failed || errors.Is(err, fence.ErrStale)) {
 			pgsql.AbortTx(ctx, pgxSender{outer})
 		}
 	}()
@@ -206,7 +212,6 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fe
 	mark := ""
 	if !onConn {
 		if mark, err = claimMarked(ctx, tx, resource, tok); err != nil {
-			refused = errors.Is(err, fence.ErrStale)
 			return err
 		}
 	}
@@ -216,8 +221,9 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fe
 	switch tx.Conn().PgConn().TxStatus() {
 	case 'I':
 		return errFnEnded(resource, tok)
-	case 'E': // fn ignored a failed statement: COMMIT would roll back
-		return txErr(resource, tok, "commit: ", pgx.ErrTxCommitRollback)
+	case 'E': // fn ignored a failed statement (perhaps a refusal): COMMIT would roll back
+		failed = true
+		return txErr(resource, tok, "fn ignored a failed statement (a refused Claim or Exec is one), so InTx rolled back: ", pgx.ErrTxCommitRollback)
 	}
 	if !onConn {
 		// A savepoint: fn may have rolled back to it (or to one before
