@@ -81,6 +81,7 @@ go build -o "$out/benchratio" ./cmd/benchratio
 	echo "rounds:    $rounds (benchtime $benchtime, hand-off ${handoffN}x, take-over ${takeoverN}x)"
 	echo "tmp fs:    $(df -T "${TMPDIR:-/tmp}" | awk 'NR == 2 {print $2}') (the private redis-server's and versitygw's data)"
 	echo "cpu idle:  PM QoS $pmqos"
+	echo "clock:     $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown) (clock source)"
 	echo "load:      $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min averages at the start)"
 } | tee "$out/machine.txt"
 
