@@ -62,8 +62,15 @@ type redisEnv struct {
 	prefix string
 }
 
+// EnvKeepKeys=1 leaves the benchmarks' keys in Redis at cleanup. Set by
+// redis-instructions.sh, whose private server is thrown away: deleting the
+// token counters fencekit leaves (one per name) would count as the
+// benchmark's own instructions.
+const EnvKeepKeys = "BENCH_KEEP_KEYS"
+
 // newRedis returns a client of the benchmarks' Redis server; at cleanup it
-// deletes every key that contains prefix and closes the client.
+// deletes every key that contains prefix (unless EnvKeepKeys is 1) and
+// closes the client.
 func newRedis(tb testing.TB, prefix string) *redisEnv {
 	tb.Helper()
 	return newRedisPool(tb, prefix, 32)
@@ -84,6 +91,10 @@ func newRedisPool(tb testing.TB, prefix string, poolSize int) *redisEnv {
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
+		if os.Getenv(EnvKeepKeys) == "1" {
+			c.Close()
+			return
+		}
 		if err := deleteKeys(ctx, c, "*"+prefix+"*"); err != nil {
 			tb.Errorf("bench: clean up keys %s: %v", prefix, err)
 		}

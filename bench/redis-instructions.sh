@@ -13,7 +13,10 @@
 # reading and parsing the request, the command or script, the reply. The
 # benchmark's own bookkeeping (INFO commandstats twice per run, one untimed
 # warm-up acquire and release, connection set-up) is included too, well
-# under 1% at 2000 iterations. Needs valgrind (callgrind_control,
+# under 1% at 2000 iterations; deleting the keys afterwards is not
+# (BENCH_KEEP_KEYS=1: on distinct keys fencekit leaves a token counter per
+# name, and deleting 2000 of them, SCAN and UNLINK, cost 8,300 instructions
+# per key). Needs valgrind (callgrind_control,
 # callgrind_annotate) and redis-server.
 #
 # BENCH_CG_CALLS=1 adds a second table: what one redis.call costs inside a
@@ -50,8 +53,9 @@ ops=(${BENCH_CG_OPS:-acquire-release-same acquire-release-distinct renew contend
 declare -A count
 for op in "${ops[@]}"; do
 	for lib in "${libs[@]}"; do
+		redis-cli -p "$port" flushall >/dev/null # each run starts from an empty keyspace
 		callgrind_control -z "$vpid" >/dev/null 2>&1
-		(cd "$here" && FENCEKIT_REDIS_ADDR=127.0.0.1:$port "$work/bench.test" -test.run '^$' \
+		(cd "$here" && FENCEKIT_REDIS_ADDR=127.0.0.1:$port BENCH_KEEP_KEYS=1 "$work/bench.test" -test.run '^$' \
 			-test.bench "^BenchmarkLease/op=$op/lib=$lib\$" -test.benchtime "${n}x" >"$work/run.txt" 2>&1) ||
 			{ cat "$work/run.txt" >&2; exit 1; }
 		grep -q "^BenchmarkLease/op=$op/lib=$lib" "$work/run.txt" || { cat "$work/run.txt" >&2; exit 1; }

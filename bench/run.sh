@@ -43,9 +43,15 @@ fi
 # that waits on the network costs a hypervisor exit, which on the reference
 # machine quadruples a round trip to a local Redis (see docs/performance.md);
 # that measures the hypervisor, not the libraries. BENCH_PMQOS=0 turns it off.
+# Without a cpuidle driver (current_driver "none", e.g. a Firecracker guest
+# without cpuidle-haltpoll) the kernel halts idle CPUs whatever PM QoS says.
 pmqos="not held (BENCH_PMQOS=0 or /dev/cpu_dma_latency not writable): idle CPUs may halt"
 if [[ "${BENCH_PMQOS:-1}" == 1 && -w /dev/cpu_dma_latency ]] && exec 9>/dev/cpu_dma_latency && printf 0 >&9; then
 	pmqos="held at 0 µs through /dev/cpu_dma_latency: idle CPUs poll instead of halting"
+fi
+idledrv=$(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo unknown)
+if [[ $idledrv == none ]]; then
+	pmqos="$pmqos; but cpuidle driver none: idle CPUs halt anyway"
 fi
 
 gobin=$(go env GOPATH | cut -d: -f1)/bin
@@ -75,6 +81,7 @@ go build -o "$out/benchratio" ./cmd/benchratio
 	echo "rounds:    $rounds (benchtime $benchtime, hand-off ${handoffN}x, take-over ${takeoverN}x)"
 	echo "tmp fs:    $(df -T "${TMPDIR:-/tmp}" | awk 'NR == 2 {print $2}') (the private redis-server's and versitygw's data)"
 	echo "cpu idle:  PM QoS $pmqos"
+	echo "clock:     $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown) (clock source)"
 	echo "load:      $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min averages at the start)"
 } | tee "$out/machine.txt"
 
