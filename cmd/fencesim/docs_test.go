@@ -218,6 +218,10 @@ func TestLessonAnswers(t *testing.T) {
 		"what does where A's write lands decide":    "lands decides the outcome",
 		"when does a clock gone back stop refusing": "until the clock passes the last token",
 		"what does -fencing claim run":              "`claim` (both rules, or `on`)",
+		// Student trial 7: why a read is refused; why not a longer TTL.
+		"why is an older read refused": "an old holder cannot act on data the new one is changing",
+		"why is a longer TTL no fix":   "A longer TTL is no fix: pauses have no upper bound",
+		"what does a longer TTL cost":  "it only makes failover slower",
 	} {
 		if !strings.Contains(prose, phrase) {
 			t.Errorf("docs/fencing.md does not answer %q (no %q)", question, phrase)

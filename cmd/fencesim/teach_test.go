@@ -114,3 +114,17 @@ func TestLessonClaimCreditsWhatTheDemoPrints(t *testing.T) {
 		t.Errorf("docs/fencing.md does not say the claim refused A in the demo, as its output does (%q)", "claimed by B's read")
 	}
 }
+
+// TestREADMEDefinesGuardRow: the README's first "guard row" says what
+// one is (a row per resource keeping its largest token); a student met
+// the term there before any page defined it.
+func TestREADMEDefinesGuardRow(t *testing.T) {
+	readme := strings.Join(strings.Fields(readDoc(t, "README.md")), " ")
+	i := strings.Index(readme, "guard row")
+	if i < 0 {
+		t.Fatal(`README.md no longer says "guard row"`)
+	}
+	if first := readme[max(0, i-40):min(len(readme), i+60)]; !strings.Contains(first, "guard row per resource keeping its largest token") {
+		t.Errorf("README.md's first \"guard row\" does not say what one is: %q", first)
+	}
+}
