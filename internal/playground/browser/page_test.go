@@ -207,9 +207,9 @@ func TestBrowserTour(t *testing.T) {
 		if s.Text != step.Text {
 			t.Errorf("step %d shows %q, want %q", i, s.Text, step.Text)
 		}
-		// The cursor stands 5 px right of the moment (arrowsClearOfCursor).
-		if want := fmt.Sprint(step.X + 5); len(s.Cursors) != 2 || s.Cursors[0] != want || s.Cursors[1] != want {
-			t.Errorf("step %d: cursors at %v, want both at %v (5 px past the step's x)", i, s.Cursors, want)
+		// The cursor stands 8 px right of the moment (arrowsClearOfCursor, releaseMarkClear).
+		if want := fmt.Sprint(step.X + 8); len(s.Cursors) != 2 || s.Cursors[0] != want || s.Cursors[1] != want {
+			t.Errorf("step %d: cursors at %v, want both at %v (8 px past the step's x)", i, s.Cursors, want)
 		}
 		last := i == len(resp.Tour)-1
 		if s.Back != (i == 0) || s.Next || (s.Label == "Finish") != last {

@@ -467,6 +467,7 @@ function keepLaneNames(fig) {
   tokenAtEdge(svg, from, to);
   hintMoments(fig, at, from, to);
   for (const b of shownBoxes(svg)) b.t.classList.toggle("cut", cut(b.x0, b.x1, from, to));
+  gapCursor(svg);
 }
 
 // tokenAtEdge labels, in the tour, the storage's token line where it enters the view
@@ -731,8 +732,35 @@ function presetLinks(text) {
   return nodes;
 }
 
-// cursorGap is how far right of a step's moment its cursor is drawn.
-const cursorGap = 5;
+// cursorGap is how far right of a step's moment its cursor is drawn:
+// 4 px or more clear of a 3 px mark at the moment (a release's).
+const cursorGap = 8;
+
+// gapCursor cuts the tour's cursor out of svg, with a mask, where it
+// would run through a label the figure shows (2 px around it): crossed
+// at its first letter, "lease held by 33" read "|ease held by 33".
+function gapCursor(svg) {
+  const line = svg.querySelector("line.cursor");
+  if (!line) return;
+  const id = line.getAttribute("mask").slice(5, -1);
+  const mask = svgChild(svg, "mask", "cursor-gaps", { id: id, maskUnits: "userSpaceOnUse", x: 0, y: 0,
+    width: svg.getAttribute("width"), height: svg.getAttribute("height") });
+  const x = Number(line.getAttribute("x1")), half = 2;
+  const veil = svg.querySelector("rect.veil");
+  const rect = (attrs) => {
+    const r = document.createElementNS(svgNS, "rect");
+    for (const [k, v] of Object.entries(attrs)) r.setAttribute(k, String(v));
+    return r;
+  };
+  const rects = [rect({ x: 0, y: 0, width: svg.getAttribute("width"), height: svg.getAttribute("height"), fill: "white" })];
+  for (const t of svg.querySelectorAll("text:not(.lane-name)")) {
+    if (getComputedStyle(t).visibility === "hidden" || (t.compareDocumentPosition(veil) & Node.DOCUMENT_POSITION_FOLLOWING)) continue;
+    const b = t.getBBox();
+    if (b.width === 0 || b.x > x + half || b.x + b.width < x - half) continue;
+    rects.push(rect({ x: x - half - 1, y: b.y - 2, width: 2 * half + 2, height: b.height + 4, fill: "black" }));
+  }
+  mask.replaceChildren(...rects);
+}
 
 function showStep(i) {
   const steps = shown.tour;
@@ -757,11 +785,18 @@ function showStep(i) {
     veil.setAttribute("width", String(Math.max(0, width - s.x)));
     // The cursor, just above the veil (under every label), cursorGap
     // past the moment: an arrow that reaches the moment (A's late write,
-    // nearly vertical) does not lie on it.
-    const line = svgChild(svg, "line", "cursor", { y1: 40, y2: height - 30 });
+    // nearly vertical) does not lie on it, nor does a release's mark.
+    // Where it would run through a label, it stops (gapCursor).
+    const line = svgChild(svg, "line", "cursor", { y1: 40, y2: height - 30, mask: `url(#${fig.closest(".run").id}-cursor-gaps)` });
     line.setAttribute("x1", String(s.x + cursorGap));
     line.setAttribute("x2", String(s.x + cursorGap));
     svg.append(veil, line);
+    // A release's mark (the grey end of a lease's bar) at the moment,
+    // over the veil, which would hide half of it.
+    for (const m of svg.querySelectorAll("line.released")) {
+      const x = Number(m.getAttribute("x1"));
+      if (x > s.x - 2 && x <= s.x + 0.5) svg.append(m);
+    }
     // The storage's token line again, over the veil, 3 px past the
     // moment at the level it has reached there: where the token steps at
     // the step's moment (a late write's token, lower), the step shows it,
@@ -1006,7 +1041,7 @@ function closeTour() {
   step = -1;
   history.replaceState(null, "", "?" + shown.query);
   document.body.classList.remove("touring", "outcome", "marking");
-  for (const el of document.querySelectorAll(".timeline .cursor, .timeline .veil, .timeline .moment, .timeline .peek, .timeline .hint")) el.remove();
+  for (const el of document.querySelectorAll(".timeline .cursor, .timeline .cursor-gaps, .timeline .veil, .timeline .moment, .timeline .peek, .timeline .hint")) el.remove();
   for (const el of document.querySelectorAll(".timeline .named")) el.classList.remove("named");
   for (const el of document.querySelectorAll(".timeline [data-from], .timeline text[data-x]")) {
     el.style.visibility = "";
