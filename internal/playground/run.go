@@ -59,6 +59,10 @@ type Outcome struct {
 	// Tones mark each summary line "bad", "good" or "" for the page's colours.
 	Tones []string `json:"tones"`
 	SVG   string   `json:"svg"`
+	// Opening is the run drawn from 0 to [openingEnd] only, at the same
+	// width, or "" if the opening is not crowded (see [opening]): the
+	// tour's steps in it (Step.Opening) show this drawing.
+	Opening string `json:"opening,omitempty"`
 }
 
 // DefaultWidth is the figures' width in pixels when the page gives none.
@@ -114,15 +118,51 @@ func Run(raw string, width int) (*Response, error) {
 		layout.Width = 1000
 		layout = layout.Narrowest(results...)
 	}
+	zoom := opening(results, layout)
 	for _, res := range results {
 		o, err := outcome(res, layout)
 		if err != nil {
 			return nil, err
 		}
+		if zoom.End > 0 {
+			var b strings.Builder
+			if err := render.SVGLayout(&b, res, "run-"+o.Storage, zoom); err != nil {
+				return nil, fmt.Errorf("playground: drawing the opening: %v", err)
+			}
+			o.Opening = b.String()
+		}
 		resp.Runs = append(resp.Runs, o)
 	}
-	resp.Tour = tour(results[0], results[1], layout, resp.Query)
+	resp.Tour = tour(results[0], results[1], layout, zoom, resp.Query)
 	return resp, nil
+}
+
+// openingEnd is where a run's opening ends: the first grant and read
+// come within a few tenths of a second of the start.
+const openingEnd = time.Second
+
+// opening is the layout that draws the runs' first openingEnd on the
+// whole width, or one with End 0 if fewer than two events of a run lie
+// in it or they lie 40 px apart or more in l: drawn at the run's scale,
+// A's grant and read at 0.2 s and 0.3 s were 5 px apart, their arrows
+// one on the other (student trial 7).
+func opening(runs []*sim.Result, l render.Layout) render.Layout {
+	for _, r := range runs {
+		var xs []float64
+		for _, e := range r.Events {
+			if e.At > 0 && e.At < openingEnd {
+				xs = append(xs, l.X(e.At))
+			}
+		}
+		for i := 1; i < len(xs); i++ {
+			if xs[i] > xs[i-1] && xs[i]-xs[i-1] < 40 {
+				zoom := l
+				zoom.End = openingEnd
+				return zoom
+			}
+		}
+	}
+	return render.Layout{}
 }
 
 func outcome(res *sim.Result, layout render.Layout) (Outcome, error) {

@@ -86,6 +86,10 @@ type Step struct {
 	// other): a phone that cannot show all of them shows that one, with
 	// its labels, and names the others at the view's edge.
 	Focus int `json:"focus,omitempty"`
+	// Opening: the step's moment lies in the runs' crowded opening, which
+	// the page shows drawn zoomed in (Outcome.Opening); X is in that
+	// drawing.
+	Opening bool `json:"opening,omitempty"`
 }
 
 // tour tells the first run (off: fencing off for most) event by event,
@@ -93,7 +97,7 @@ type Step struct {
 // or write otherwise, says so. It opens with the setting and ends with
 // both outcomes and the lesson: the rule, the claim, atomicity and why no
 // TTL helps.
-func tour(off, on *sim.Result, l render.Layout, query string) []Step {
+func tour(off, on *sim.Result, l, zoom render.Layout, query string) []Step {
 	labels := off.WriteLabels()
 	onLabels := on.WriteLabels()
 	lost := off.Lost()
@@ -135,6 +139,14 @@ func tour(off, on *sim.Result, l render.Layout, query string) []Step {
 		}
 	}
 	slices.SortStableFunc(sends, func(a, b sent) int { return cmp.Compare(a.at, b.at) })
+	// step is a step at moment at, in the opening's drawing if zoom has
+	// one and at lies in it.
+	step := func(at time.Duration, text string) Step {
+		if zoom.End > 0 && at < zoom.End {
+			return Step{At: sim.FormatTime(at), X: zoom.X(at), Text: text, Opening: true}
+		}
+		return Step{At: sim.FormatTime(at), X: l.X(at), Text: text}
+	}
 	add := func(e sim.Event, format string, args ...any) {
 		x, text := l.X(e.At), fmt.Sprintf(format, args...)
 		for len(sends) > 0 && l.X(sends[0].at) <= x+0.5 {
@@ -153,10 +165,10 @@ func tour(off, on *sim.Result, l render.Layout, query string) []Step {
 			case l.X(w.at) >= x-0.5:
 				text += " " + what
 			default:
-				steps = append(steps, Step{At: sim.FormatTime(w.at), X: l.X(w.at), Text: sim.FormatTime(w.at) + ": " + what})
+				steps = append(steps, step(w.at, sim.FormatTime(w.at)+": "+what))
 			}
 		}
-		steps = append(steps, Step{At: sim.FormatTime(e.At), X: x, Text: sim.FormatTime(e.At) + ": " + text})
+		steps = append(steps, step(e.At, sim.FormatTime(e.At)+": "+text))
 	}
 	offName := heading(off.Storage)
 	// A preset's tour opens with what it changes, in a step of its

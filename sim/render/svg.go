@@ -549,11 +549,17 @@ func niceEnd(d time.Duration) time.Duration {
 	return time.Duration(math.Ceil(s/120)*120) * time.Second
 }
 
+// tickStep is the time axis' step, for at most 16 ticks: whole seconds,
+// or tenths in a drawing under 2 s (the playground tour's opening).
 func tickStep(end time.Duration) time.Duration {
 	s := end.Seconds()
-	for _, step := range []float64{1, 2, 5, 10, 15, 30, 60, 120, 300} {
+	steps := []float64{1, 2, 5, 10, 15, 30, 60, 120, 300}
+	if s < 2 {
+		steps = []float64{0.1, 0.2, 0.5}
+	}
+	for _, step := range steps {
 		if s/step <= 16 {
-			return time.Duration(step) * time.Second
+			return time.Duration(step * float64(time.Second))
 		}
 	}
 	return 600 * time.Second

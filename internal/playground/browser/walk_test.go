@@ -8,6 +8,7 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -114,7 +115,46 @@ func TestBrowserTourSteps(t *testing.T) {
 // commonChecks are checked at both sizes.
 func commonChecks() []stepCheck {
 	return []stepCheck{figuresWhole(), nextHoldsStill(), labelsReadable(), arrowsClearOfCursor(), keyNamesTheMarks(), summaryLabelsOffCursor(),
-		cursorCrossesNoLabel(), releaseMarkClear()}
+		cursorCrossesNoLabel(), releaseMarkClear(), openingSpread()}
+}
+
+// pxPerSecondJS is, per figure, the screen pixels a second of its time
+// axis spans, from its first and last tick labels.
+const pxPerSecondJS = `[...document.querySelectorAll(".run .timeline svg")].map((svg) => {
+  const ticks = [...svg.querySelectorAll('text[font-size="11"]')].map((t) => [+t.getAttribute("x"), parseFloat(t.textContent)]);
+  const [[x0, t0], [x1, t1]] = [ticks[0], ticks[ticks.length - 1]];
+  return (x1 - x0) / (t1 - t0) * svg.getScreenCTM().a;
+})`
+
+// openingSpread: a step in the runs' first second draws its moment 30
+// px or more on screen from the previous step's (at another moment), in
+// both figures: at the runs' scale A's grant (0.2 s) and read (0.3 s)
+// lay 5 px apart, their arrows one on the other (student trial 7); the
+// page draws the opening zoomed in.
+func openingSpread() stepCheck {
+	return stepCheck{name: "OpeningSpread", check: func(w walk, errorf func(string, ...any)) {
+		secs := func(s playground.Step) float64 {
+			f, err := strconv.ParseFloat(strings.TrimSuffix(s.At, "s"), 64)
+			if err != nil {
+				return -1
+			}
+			return f
+		}
+		at := secs(w.step())
+		if w.j == 0 || at <= 0 || at >= 1 {
+			return
+		}
+		prev := secs(w.tour[w.j-1])
+		if prev < 0 || prev == at {
+			return
+		}
+		for f, k := range eval[[]float64](w.t, w.tab, pxPerSecondJS) {
+			if d := k * (at - prev); d < 30 {
+				errorf("%s: figure %d draws %s and the previous step's %s %.1f px apart on screen, want 30 or more",
+					w.where(), f+1, w.step().At, w.tour[w.j-1].At, d)
+			}
+		}
+	}}
 }
 
 // cursorOnLabelsJS lists the labels a step shows (not under the veil)

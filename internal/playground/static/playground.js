@@ -184,6 +184,7 @@ function renderRun(el, run) {
     return [dt, dd];
   }));
   el.querySelector(".timeline").innerHTML = run.svg;
+  el.querySelector(".timeline").dataset.drawing = "whole";
   el.querySelector(".summary").replaceChildren(...run.summary.map((s, i) => {
     const li = document.createElement("li");
     li.textContent = s;
@@ -732,6 +733,16 @@ function presetLinks(text) {
   return nodes;
 }
 
+// showDrawing puts in fig the drawing of run a tour step needs: the
+// run's opening, zoomed in (where the run has one: its first events lie
+// too close together at the run's scale), or the whole run.
+function showDrawing(fig, run, opening) {
+  const want = opening && run.opening ? "opening" : "whole";
+  if (fig.dataset.drawing === want) return;
+  fig.innerHTML = want === "opening" ? run.opening : run.svg;
+  fig.dataset.drawing = want;
+}
+
 // cursorGap is how far right of a step's moment its cursor is drawn:
 // 4 px or more clear of a 3 px mark at the moment (a release's).
 const cursorGap = 8;
@@ -778,6 +789,7 @@ function showStep(i) {
   document.body.classList.toggle("outcome", !!s.outcome);
   document.body.classList.toggle("marking", !!(s.moments && s.moments.length));
   for (const [f, fig] of [...document.querySelectorAll(".run .timeline")].entries()) {
+    showDrawing(fig, shown.runs[f], s.opening);
     const svg = fig.querySelector("svg");
     const width = Number(svg.getAttribute("width")), height = Number(svg.getAttribute("height"));
     const veil = svgChild(svg, "rect", "veil", { y: 0, height: height });
@@ -1041,6 +1053,7 @@ function closeTour() {
   step = -1;
   history.replaceState(null, "", "?" + shown.query);
   document.body.classList.remove("touring", "outcome", "marking");
+  for (const [f, fig] of [...document.querySelectorAll(".run .timeline")].entries()) showDrawing(fig, shown.runs[f], false);
   for (const el of document.querySelectorAll(".timeline .cursor, .timeline .cursor-gaps, .timeline .veil, .timeline .moment, .timeline .peek, .timeline .hint")) el.remove();
   for (const el of document.querySelectorAll(".timeline .named")) el.classList.remove("named");
   for (const el of document.querySelectorAll(".timeline [data-from], .timeline text[data-x]")) {
