@@ -782,9 +782,46 @@ func phoneFirstView(t *testing.T, tab context.Context, p playground.Preset, erro
 
 // phoneChecks are checked on a 400 x 860 phone.
 func phoneChecks() []stepCheck {
-	return []stepCheck{labelsWhole(), showsNamedWrites(), momentsInView(), primaryInView(), fatesInView(), barNames(),
+	return []stepCheck{labelsWhole(), dangerNamed(), showsNamedWrites(), momentsInView(), primaryInView(), fatesInView(), barNames(),
 		oneWindow(), tourBar(), tourNames(), phoneKeepsTheLegend(), verdictsWhole(), tokenInView(),
 		pauseNamed(), momentHints()} // last: its tap scrolls the figures
+}
+
+// unnamedDangerJS lists, per figure, the danger bands (their label's
+// text) of which 40 px or more show in the view, left of the tour's veil,
+// while their label is not drawn whole in the view, though no label shown
+// lies at the view's edge where it would go.
+const unnamedDangerJS = `[...document.querySelectorAll(".run .timeline")].flatMap((fig) => {
+  const svg = fig.querySelector("svg"), [from, to] = inView(fig);
+  const veil = svg.querySelector("rect.veil"), end = Math.min(to, veil ? +veil.getAttribute("x") : Infinity);
+  return [...svg.querySelectorAll("rect.danger")].flatMap((r) => {
+    const x0 = +r.getAttribute("x"), x1 = x0 + +r.getAttribute("width");
+    if (Math.min(x1, end) - Math.max(x0, from) < 40) return [];
+    const t = [...svg.querySelectorAll("text.danger[data-x]")].find((t) => Math.abs(+t.dataset.x - x0) < 0.5);
+    if (!t) return ["(no label)"];
+    const b = t.getBBox();
+    // Hidden as cut, or not drawn whole in the view (under the sticky bar is another check's).
+    if (!t.classList.contains("cut") && t.style.visibility !== "hidden" && b.x >= from - 0.5 && b.x + b.width <= to + 0.5) return [];
+    // Unless another label shown lies where it would go, at the view's edge.
+    const left = b.x < from ? from + 2 : to - 2 - b.width;
+    const taken = [...svg.querySelectorAll("text:not(.lane-name):not(.hint):not(.legend):not(.cut)")].some((o) => {
+      const d = o.getBBox();
+      return o !== t && o.style.visibility !== "hidden" && d.width > 0 && d.x < left + b.width && left < d.x + d.width && d.y < b.y + b.height && b.y < d.y + d.height;
+    });
+    return taken ? [] : [t.textContent];
+  });
+})`
+
+// dangerNamed: at every step on a phone, a danger band that shows (40 px
+// of it or more) shows its label whole: at "A shorter TTL"'s step 19 the
+// view began past the band's start, and its label, cut there, was hidden
+// (student trial 7); the page slides it to the view's left edge.
+func dangerNamed() stepCheck {
+	return stepCheck{name: "DangerNamed", check: func(w walk, errorf func(string, ...any)) {
+		for _, l := range eval[[]string](w.t, w.tab, unnamedDangerJS) {
+			errorf("%s: a danger band shows without its label %q", w.where(), l)
+		}
+	}}
 }
 
 // labelsWhole: at every step of every preset's tour, no label of either

@@ -361,7 +361,10 @@ function stripWidth(fig) {
 // strip, counting each label of keep (a map from label to weight) that
 // does not show whole as its weight.
 function scrollWhole(figs, target, lo, hi, keep) {
-  for (const fig of figs) slideBarLabels(fig.querySelector("svg"), -Infinity, Infinity); // at home, as scrolled anywhere
+  for (const fig of figs) { // at home, as scrolled anywhere
+    slideBarLabels(fig.querySelector("svg"), -Infinity, Infinity);
+    slideDangerLabel(fig.querySelector("svg"), -Infinity, Infinity);
+  }
   const boxes = figs.flatMap((fig) => shownBoxes(fig.querySelector("svg")));
   const k = scaleOf(figs[0].querySelector("svg"));
   const strip = Math.max(...figs.map(stripWidth)), width = figs[0].clientWidth / k;
@@ -467,8 +470,36 @@ function keepLaneNames(fig) {
   slideBarLabels(svg, from, to);
   tokenAtEdge(svg, from, to);
   hintMoments(fig, at, from, to);
+  slideDangerLabel(svg, from, to);
   for (const b of shownBoxes(svg)) b.t.classList.toggle("cut", cut(b.x0, b.x1, from, to));
   gapCursor(svg);
+}
+
+// slideDangerLabel moves the danger's label ("danger: A holds expired
+// lease 33", from the danger's start) that the view from..to (or the lane
+// names' strip) would cut into the view, to its left or right edge, while
+// 40 px of the danger's band show and the label still spans part of the
+// band: the band is not shown unnamed. Where it would then run into
+// another label shown, it stays (and is hidden as cut).
+function slideDangerLabel(svg, from, to) {
+  for (const t of svg.querySelectorAll("text.danger[data-x]")) {
+    if (t.dataset.home === undefined) t.dataset.home = t.getAttribute("x");
+    t.setAttribute("x", t.dataset.home);
+    const at = Number(t.dataset.x), b = t.getBBox();
+    const band = [...svg.querySelectorAll("rect.danger")].find((r) => Math.abs(Number(r.getAttribute("x")) - at) < 0.5);
+    if (!band || t.style.visibility === "hidden" || (b.x >= from && b.x + b.width <= to)) continue;
+    const x0 = Number(band.getAttribute("x")), x1 = x0 + Number(band.getAttribute("width"));
+    const left = b.x < from ? from + 2 : to - 2 - b.width;
+    if (Math.min(x1, to) - Math.max(x0, from) < 40 || left < from || left + b.width > to || left > x1 || left + b.width < x0) continue;
+    t.setAttribute("x", String(Number(t.dataset.home) + left - b.x));
+    const c = t.getBBox();
+    const clash = [...svg.querySelectorAll("text:not(.lane-name):not(.hint)")].some((o) => {
+      if (o === t || o.style.visibility === "hidden" || o.classList.contains("legend") || o.classList.contains("cut")) return false;
+      const d = o.getBBox();
+      return d.width > 0 && d.x < c.x + c.width && c.x < d.x + d.width && d.y < c.y + c.height && c.y < d.y + d.height;
+    });
+    if (clash) t.setAttribute("x", t.dataset.home);
+  }
 }
 
 // tokenAtEdge labels, in the tour, the storage's token line where it enters the view
