@@ -71,6 +71,19 @@ func (f *fakeBackend) renewCalls() []fakeCall {
 	return out
 }
 
+// count returns how many requests of script were sent.
+func (f *fakeBackend) count(script string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, c := range f.calls {
+		if c.script == script {
+			n++
+		}
+	}
+	return n
+}
+
 func (f *fakeBackend) set(fn func(f *fakeBackend)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -298,13 +298,7 @@ func TestSynctestAcquireWaitWakesAtHolderExpiry(t *testing.T) {
 		if got := time.Since(start); got != 500*time.Millisecond {
 			t.Errorf("acquired after %v, want 500ms", got)
 		}
-		n := 0
-		for _, call := range f.calls {
-			if call.script == "acquire" {
-				n++
-			}
-		}
-		if n != 3 {
+		if n := f.count("acquire"); n != 3 {
 			t.Errorf("%d acquire attempts, want 3 (holder, refused, granted)", n)
 		}
 		if l.Token() <= holder.Token() {
@@ -345,6 +339,42 @@ func TestSynctestLateAcquireReplyIsAnError(t *testing.T) {
 		}
 		if err := c.Close(context.Background()); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+func TestSynctestReleaseWaitsForTheReleaseInFlight(t *testing.T) {
+	// Releases of one lease called while one is in flight wait for its
+	// answer and return it, sending nothing; one whose context ends first
+	// returns at once.
+	synctest.Test(t, func(t *testing.T) {
+		f := newFakeBackend()
+		c := fakeClient(f, Options{}, nil)
+		defer c.Close(context.Background())
+		l := mustAcquire(t, c, "a", 3*time.Second)
+		f.set(func(f *fakeBackend) { f.latency = 10 * time.Millisecond })
+		errs := make(chan error, 3)
+		for range 3 {
+			go func() { errs <- l.Release(context.Background()) }()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+		defer cancel()
+		synctest.Wait() // one Release sent, two waiting
+		if err := l.Release(ctx); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "another Release ran") {
+			t.Errorf("Release whose context ends while another runs = %v, want DeadlineExceeded, another Release ran", err)
+		}
+		for range 3 {
+			select {
+			case err := <-errs:
+				if err != nil {
+					t.Errorf("concurrent Release = %v, want nil", err)
+				}
+			case <-time.After(time.Second):
+				t.Fatal("a Release waiting for the one in flight never returned")
+			}
+		}
+		if n := f.count("release"); n != 1 {
+			t.Errorf("%d releases sent, want 1", n)
 		}
 	})
 }

@@ -29,7 +29,8 @@ type Lease struct {
 	ended     bool          // ctx cancelled (lost or released)
 	hbErr     error         // last renewal error, nil after a success
 	storeErr  error         // last renewal error not a context's end, nil after a success
-	releasing chan struct{} // closed when the Release in flight returns, nil if none
+	releasing bool          // a Release is in flight
+	relWait   chan struct{} // closed when it returns; made by the first Release that waits for it
 	relDone   bool          // a Release finished with a definite answer
 	relErr    error         // its result, returned again by later calls
 
@@ -216,8 +217,11 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	l.mu.Lock()
 	l.endLocked(ErrReleased)
-	for l.releasing != nil { // another Release is in flight: wait for it
-		wait := l.releasing
+	for l.releasing { // another Release is in flight: wait for it
+		if l.relWait == nil {
+			l.relWait = make(chan struct{})
+		}
+		wait := l.relWait
 		l.mu.Unlock()
 		select {
 		case <-wait:
@@ -234,8 +238,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		l.mu.Unlock()
 		return fmt.Errorf("lease: release %q: ended locally; context already done, nothing sent, the key expires at its TTL: %w", l.g.Name, err)
 	}
-	done := make(chan struct{})
-	l.releasing = done
+	l.releasing = true
 	l.mu.Unlock()
 
 	err := l.c.b.Release(ctx, l.g)
@@ -251,8 +254,11 @@ func (l *Lease) Release(ctx context.Context) error {
 	if definite {
 		l.relDone, l.relErr = true, err
 	}
-	l.releasing = nil
+	l.releasing = false
+	if l.relWait != nil {
+		close(l.relWait)
+		l.relWait = nil
+	}
 	l.mu.Unlock()
-	close(done)
 	return err
 }

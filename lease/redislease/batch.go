@@ -39,6 +39,7 @@ type request struct {
 	script *redis.Script
 	keys   []string
 	args   []any
+	argv   [3]any // args' array: one allocation for the request and its arguments
 	cmd    *redis.Cmd
 }
 
@@ -65,7 +66,8 @@ func (q *batcher) do(ctx context.Context, reqs ...*request) error {
 		q.handOff()
 		return nil
 	}
-	c := &call{ctx: ctx, reqs: reqs, wake: make(chan struct{}, 1)}
+	// A copy: the caller's slice then stays on its stack when sent at once.
+	c := &call{ctx: ctx, reqs: slices.Clone(reqs), wake: make(chan struct{}, 1)}
 	q.queue = append(q.queue, c)
 	q.mu.Unlock()
 	select {

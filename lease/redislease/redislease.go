@@ -161,7 +161,8 @@ func (b *backend) Acquire(ctx context.Context, name string, ttl time.Duration, i
 	id := owner[len(identity)+1:]
 	rg := &redisGrant{}
 	makeKeys(&rg.keys, b.prefix, name)
-	r := &request{script: acquireScript, keys: rg.both[:], args: []any{ttl.Milliseconds(), owner}}
+	r := &request{script: acquireScript, keys: rg.both[:]}
+	r.args = append(r.argv[:0], ttl.Milliseconds(), owner)
 	if b.nwatch.Load() > 0 && b.watched(name) {
 		r.args = append(r.args, "w")
 	}
@@ -242,7 +243,9 @@ func (b *backend) Renew(ctx context.Context, batch []*lease.Grant) []error {
 	reqs := make([]*request, len(batch))
 	for i, g := range batch {
 		rg := g.Value.(*redisGrant)
-		reqs[i] = &request{script: renewScript, keys: rg.both[:1], args: []any{rg.value, g.TTL.Milliseconds()}}
+		r := &request{script: renewScript, keys: rg.both[:1]}
+		r.args = append(r.argv[:0], rg.value, g.TTL.Milliseconds())
+		reqs[i] = r
 	}
 	if err := b.calls.do(ctx, reqs...); err != nil {
 		for i := range errs {
@@ -279,7 +282,8 @@ func renewResult(res int64, err error) error {
 // Release runs release.lua: compare, delete and publish, one round trip.
 func (b *backend) Release(ctx context.Context, g *lease.Grant) error {
 	rg := g.Value.(*redisGrant)
-	r := &request{script: releaseScript, keys: rg.both[:1], args: []any{rg.value}}
+	r := &request{script: releaseScript, keys: rg.both[:1]}
+	r.args = append(r.argv[:0], rg.value)
 	if err := b.calls.do(ctx, r); err != nil {
 		return err
 	}
