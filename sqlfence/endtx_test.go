@@ -194,9 +194,10 @@ func TestInTxOnTxNestedFencedCalls(t *testing.T) {
 	}
 }
 
-// TestClaimRefusedInTxFailsCommit: a Claim, InTx or Exec refused inside
-// the caller's transaction (a pgx.Tx, or for Claim a connection after
-// BEGIN), also one nested in InTx's fn, whose error careless code ignores,
+// TestClaimRefusedInTxFailsCommit: a Claim, InTx, Exec or Table write
+// refused inside the caller's transaction (a pgx.Tx, or for Claim and
+// Table a connection after BEGIN), also one nested in InTx's fn, whose
+// error careless code ignores,
 // must leave that transaction unable to commit: otherwise the old
 // holder's writes in it land after the newer holder's.
 func TestClaimRefusedInTxFailsCommit(t *testing.T) {
@@ -205,6 +206,13 @@ func TestClaimRefusedInTxFailsCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn := connect(t, env.URL)
+	exec(t, env.Pool, `CREATE TABLE acct (id text PRIMARY KEY, lock_version bigint NOT NULL DEFAULT 0, v text)`,
+		`INSERT INTO acct VALUES ('a', 0, 'none'), ('newer', 20, 'B')`)
+	accounts, err := sqlfence.NewTable("acct", "id", "lock_version", "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	guarded := accounts.WithGuard("refused") // the guard refuses token 10
 	stale := func(t *testing.T, err error) { wantStale(t, err, "refused", 10, 20) }
 	execStale := func(tx pgx.Tx) error {
 		_, err := sqlfence.Exec(ctx, tx, "refused", 10, `UPDATE data SET v = 'A by Exec'`)
@@ -221,6 +229,16 @@ func TestClaimRefusedInTxFailsCommit(t *testing.T) {
 			return sqlfence.InTx(ctx, tx, "refused", 10, func(tx pgx.Tx) error { return write(tx, "A in fn") })
 		}, stale},
 		{"Exec on a pgx.Tx", execStale, stale},
+		{"guarded Table.Update on a pgx.Tx", func(tx pgx.Tx) error { return guarded.Update(ctx, tx, "a", 10, "A") }, stale},
+		{"guarded Table.Upsert on a pgx.Tx", func(tx pgx.Tx) error { return guarded.Upsert(ctx, tx, "a", 10, "A") }, stale},
+		{"guarded Table.Insert on a pgx.Tx", func(tx pgx.Tx) error { return guarded.Insert(ctx, tx, "b", 10, "A") }, stale},
+		{"guarded Table.Claim on a pgx.Tx", func(tx pgx.Tx) error {
+			var v string
+			return guarded.Claim(ctx, tx, "a", 10, &v)
+		}, stale},
+		{"Table.Update on a pgx.Tx, refused by the row", func(tx pgx.Tx) error { return accounts.Update(ctx, tx, "newer", 10, "A") },
+			func(t *testing.T, err error) { wantStale(t, err, "acct:newer", 10, 20) }},
+		{"guarded Table.Update on a conn in a BEGIN", func(pgx.Tx) error { return guarded.Update(ctx, conn, "a", 10, "A") }, stale},
 		// a refusal in fn, which InTx's savepoint rollback would clear
 		{"Exec in InTx's fn on a pgx.Tx, returned", func(tx pgx.Tx) error {
 			return sqlfence.InTx(ctx, tx, "other", 10, execStale)

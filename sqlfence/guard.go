@@ -78,11 +78,17 @@ func Claim(ctx context.Context, db Querier, resource string, tok fence.Token) er
 	if err := checkArgs(ctx, db, resource, tok); err != nil {
 		return err
 	}
-	err := claim(ctx, db, resource, tok)
+	return cause.With(ctx, abortIfStale(ctx, db, claim(ctx, db, resource, tok)))
+}
+
+// abortIfStale makes db's transaction fail (pgsql.AbortTx) when err is a
+// refusal and db is a pgx.Tx or a connection inside a transaction, and
+// returns err.
+func abortIfStale(ctx context.Context, db Querier, err error) error {
 	if errors.Is(err, fence.ErrStale) && inTransaction(db) {
 		pgsql.AbortTx(ctx, pgxSender{db})
 	}
-	return cause.With(ctx, err)
+	return err
 }
 
 // inTransaction reports whether db is a pgx.Tx, or a connection inside a

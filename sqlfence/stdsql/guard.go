@@ -38,11 +38,12 @@ var (
 //
 // Claim costs one round trip (two in the rare race where a newer holder
 // committed while the claim waited on the row lock), and one more after a
-// refusal on a *sql.Tx (the statement that makes it fail).
+// refusal on a *sql.Tx or *sql.Conn (the statement that makes it fail).
 //
 // Errors: a [*fence.StaleError] when a token greater than tok was already
-// accepted (nothing changed; on a *sql.Tx, Claim also makes the
-// transaction fail, so that its Commit rolls back: roll it back); [fence.ErrInvalid] for a
+// accepted (nothing changed; on a *sql.Tx, or a *sql.Conn after a raw
+// BEGIN, Claim also makes the transaction fail, so that its Commit rolls
+// back: roll it back; a refused [Table] write there does the same); [fence.ErrInvalid] for a
 // nil db, a bad token or resource (nothing sent); ctx's error, wrapping
 // context.Cause(ctx) once ctx has ended; the driver's error (for example a
 // missing fencekit_tokens table: run migrations.Up).
@@ -50,11 +51,21 @@ func Claim(ctx context.Context, db Execer, resource string, tok fence.Token) err
 	if err := checkArgs(ctx, db, resource, tok); err != nil {
 		return err
 	}
-	err := pgsql.Claim(ctx, sender{db}, "stdsql", resource, tok)
-	if _, inTx := db.(*sql.Tx); inTx && errors.Is(err, fence.ErrStale) {
-		pgsql.AbortTx(ctx, sender{db})
+	return cause.With(ctx, abortIfStale(ctx, db, pgsql.Claim(ctx, sender{db}, "stdsql", resource, tok)))
+}
+
+// abortIfStale makes db's transaction fail (pgsql.AbortTx) when err is a
+// refusal and db is a *sql.Tx or a *sql.Conn, which may be inside a raw
+// BEGIN (outside one, the failing statement is its own transaction and
+// changes nothing), and returns err.
+func abortIfStale(ctx context.Context, db Execer, err error) error {
+	switch db.(type) {
+	case *sql.Tx, *sql.Conn:
+		if errors.Is(err, fence.ErrStale) {
+			pgsql.AbortTx(ctx, sender{db})
+		}
 	}
-	return cause.With(ctx, err)
+	return err
 }
 
 // InTx begins a transaction on db, claims resource's guard row with tok (as
