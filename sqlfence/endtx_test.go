@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -364,4 +365,79 @@ func TestInTxFnIgnoresFailedStatement(t *testing.T) {
 	if err := sqlfence.InTx(ctx, conn, "doc", 1, func(pgx.Tx) error { return nil }); err != nil {
 		t.Fatalf("next InTx on the connection: %v", err)
 	}
+}
+
+// cancelOnEnd is a pgx tracer that, once armed, cancels a context when
+// the next statement ends.
+type cancelOnEnd struct {
+	cancel atomic.Pointer[context.CancelFunc]
+}
+
+func (c *cancelOnEnd) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+
+func (c *cancelOnEnd) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {
+	if f := c.cancel.Swap(nil); f != nil {
+		(*f)()
+	}
+}
+
+// TestClaimRefusedAfterWaitCtxEndedFailsCommit: a Claim on a pgx.Tx that
+// waited on a newer holder's uncommitted claim is refused once it commits,
+// and reads the current token in a second statement. When ctx ends between
+// the two (a lease's Context ends when a newer holder took over), the
+// refusal must still make the caller's transaction fail: otherwise Claim
+// returns ctx's error, and careless code commits its writes after the
+// newer holder's.
+func TestClaimRefusedAfterWaitCtxEndedFailsCommit(t *testing.T) {
+	env, ctx, _ := docTable(t)
+	if err := sqlfence.Claim(ctx, env.Pool, "race", 5); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgx.ParseConfig(env.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tracer := &cancelOnEnd{}
+	cfg.Tracer = tracer
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	exec(t, tx, `INSERT INTO data VALUES ('a', 'A early')`)
+	newer, err := env.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer newer.Rollback(ctx)
+	if err := sqlfence.Claim(ctx, newer, "race", 20); err != nil {
+		t.Fatal(err)
+	}
+	actx, cancel := context.WithCancel(ctx)
+	tracer.cancel.Store(&cancel) // ends actx once the claim statement ends
+	done := make(chan error, 1)
+	go func() { done <- sqlfence.Claim(actx, tx, "race", 10) }()
+	waitForLockWait(t, env.Pool, conn.PgConn().PID())
+	if err := newer.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	claimErr := <-done
+	_, _ = tx.Exec(ctx, `INSERT INTO data VALUES ('b', 'A late')`) // the error ignored, as careless code does
+	if err := tx.Commit(ctx); err == nil {
+		t.Errorf("COMMIT after a Claim refused as its ctx ended (%v) succeeded; want it to fail", claimErr)
+	}
+	if got := readData(t, env.Pool, "a"); got != "<none>" {
+		t.Errorf("row a = %q after the old holder's commit; want none", got)
+	}
+	if !errors.Is(claimErr, context.Canceled) {
+		t.Errorf("Claim = %v; want it to wrap context.Canceled", claimErr)
+	}
+	wantStale(t, claimErr, "race", 10, 20)
 }
