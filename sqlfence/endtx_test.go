@@ -441,3 +441,49 @@ func TestClaimRefusedAfterWaitCtxEndedFailsCommit(t *testing.T) {
 	}
 	wantStale(t, claimErr, "race", 10, 20)
 }
+
+// TestTableRefusedCtxEndedFailsCommit: a guarded Table write refused in
+// the caller's pgx.Tx reads why in a second statement; when ctx ends
+// between the two, the refusal must still make the transaction fail.
+func TestTableRefusedCtxEndedFailsCommit(t *testing.T) {
+	env, ctx, _ := docTable(t)
+	exec(t, env.Pool, `CREATE TABLE acct (id text PRIMARY KEY, lock_version bigint NOT NULL DEFAULT 0, v text)`,
+		`INSERT INTO acct VALUES ('a', 0, 'none')`)
+	accounts, err := sqlfence.NewTable("acct", "id", "lock_version", "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlfence.Claim(ctx, env.Pool, "refused", 20); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgx.ParseConfig(env.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tracer := &cancelOnEnd{}
+	cfg.Tracer = tracer
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	exec(t, tx, `INSERT INTO data VALUES ('a', 'A early')`)
+	actx, cancel := context.WithCancel(ctx)
+	tracer.cancel.Store(&cancel) // ends actx once the write ends
+	writeErr := accounts.WithGuard("refused").Update(actx, tx, "a", 10, "A")
+	if err := tx.Commit(ctx); err == nil {
+		t.Errorf("COMMIT after a guarded Update refused as its ctx ended (%v) succeeded; want it to fail", writeErr)
+	}
+	if got := readData(t, env.Pool, "a"); got != "<none>" {
+		t.Errorf("row a = %q after the old holder's commit; want none", got)
+	}
+	if !errors.Is(writeErr, context.Canceled) {
+		t.Errorf("Update = %v; want it to wrap context.Canceled", writeErr)
+	}
+	wantStale(t, writeErr, "refused", 10, 20)
+}
