@@ -223,7 +223,7 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fe
 		return errFnEnded(resource, tok)
 	case 'E': // fn ignored a failed statement (perhaps a refusal): COMMIT would roll back
 		failed = true
-		return txErr(resource, tok, "fn ignored a failed statement (a refused Claim or Exec is one), so InTx rolled back: ", pgx.ErrTxCommitRollback)
+		return txErr(resource, tok, "fn ignored a failed statement (a refused Claim, Exec or Table write is one), so InTx rolled back: ", pgx.ErrTxCommitRollback)
 	}
 	if !onConn {
 		// A savepoint: fn may have rolled back to it (or to one before

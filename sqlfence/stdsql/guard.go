@@ -87,8 +87,10 @@ func abortIfStale(ctx context.Context, db Execer, err error) error {
 // began and commits nothing; statements fn ran after its COMMIT were not
 // fenced.
 //
-// Errors: a [*fence.StaleError] (fn not called, nothing changed);
-// [fence.ErrInvalid] for a nil db or fn, a bad token or resource (nothing
+// Errors: a [*fence.StaleError] (fn not called, nothing changed); an
+// error saying "fn ignored a failed statement" when fn returned nil after
+// one failed (perhaps a refusal), which left the transaction unable to
+// commit; [fence.ErrInvalid] for a nil db or fn, a bad token or resource (nothing
 // sent); fn's error after the rollback, and every other error, wrapped once
 // with InTx, the resource and the token; once ctx has ended, errors also
 // wrap context.Cause(ctx) (for a lease's Context, lease.ErrLost).
@@ -130,6 +132,9 @@ func inTx(ctx context.Context, db *sql.DB, resource string, tok fence.Token, fn 
 		if endedByFn(err) {
 			return errFnEnded(resource, tok)
 		}
+		if pgsql.SQLState(err) == "25P02" { // COMMIT would roll back
+			return txErr(resource, tok, ignoredText, err)
+		}
 		return txErr(resource, tok, "commit: ", err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -145,6 +150,9 @@ func inTx(ctx context.Context, db *sql.DB, resource string, tok fence.Token, fn 
 func endedByFn(err error) bool {
 	return errors.Is(err, sql.ErrTxDone) || strings.Contains(err.Error(), pgsql.ExecEndedText)
 }
+
+// ignoredText starts InTx's error when fn ignored a failed statement.
+const ignoredText = "fn ignored a failed statement (a refused Claim or Table write is one), so InTx rolled back: "
 
 // errFnEnded is InTx's error when fn ended the transaction itself: what fn
 // wrote after that was not fenced.

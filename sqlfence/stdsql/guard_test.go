@@ -139,6 +139,30 @@ func TestClaimRefusedInTxFailsCommit(t *testing.T) {
 	})
 }
 
+// TestInTxFnIgnoredRefusal: InTx whose fn ignored a refused Claim and
+// returned nil must say so, not only relay the driver's 25P02 from its
+// check before COMMIT, and commit nothing.
+func TestInTxFnIgnoredRefusal(t *testing.T) {
+	eachDriver(t, func(t *testing.T, db *sql.DB) {
+		ctx := testCtx(t)
+		exec(t, db, `CREATE TABLE data (k text PRIMARY KEY, v text NOT NULL)`)
+		if err := stdsql.Claim(ctx, db, "refused", 20); err != nil {
+			t.Fatal(err)
+		}
+		err := stdsql.InTx(ctx, db, "other", 10, func(tx *sql.Tx) error {
+			_, _ = tx.ExecContext(ctx, `INSERT INTO data VALUES ('early', 'A early')`)
+			_ = stdsql.Claim(ctx, tx, "refused", 10) // ignored, as careless code does
+			return nil
+		})
+		if err == nil || !strings.Contains(err.Error(), "fn ignored a failed statement") {
+			t.Errorf("InTx whose fn ignored a refused Claim = %v; want an error saying fn ignored a failed statement", err)
+		}
+		if n := scalar(t, db, `SELECT count(*) FROM data`); n != 0 {
+			t.Errorf("%d rows after InTx; want 0", n)
+		}
+	})
+}
+
 // TestInTxTokens: InTx with a newer or equal token writes; with an older
 // one it returns the stale error, fn never runs and nothing is written.
 func TestInTxTokens(t *testing.T) {
