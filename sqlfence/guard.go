@@ -70,7 +70,9 @@ var (
 // Errors: a [*fence.StaleError] when a token greater than tok was already
 // accepted (nothing changed; in a transaction, Claim also makes it fail,
 // so that its COMMIT rolls back: pgx's Commit returns
-// pgx.ErrTxCommitRollback, a raw COMMIT answers ROLLBACK; roll it back); [fence.ErrInvalid] for a
+// pgx.ErrTxCommitRollback, a raw COMMIT answers ROLLBACK; roll it back:
+// a later ROLLBACK TO SAVEPOINT, such as a deferred Rollback of a pgx
+// savepoint, clears the failure); [fence.ErrInvalid] for a
 // nil db or a bad token or resource (nothing sent); ctx's error, wrapping
 // context.Cause(ctx) once ctx has ended; PostgreSQL's error (for example a
 // missing fencekit_tokens table: run migrations.Up).
