@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/testenv"
@@ -239,6 +240,10 @@ func TestClaimRefusedInTxFailsCommit(t *testing.T) {
 		}, stale},
 		{"Table.Update on a pgx.Tx, refused by the row", func(tx pgx.Tx) error { return accounts.Update(ctx, tx, "newer", 10, "A") },
 			func(t *testing.T, err error) { wantStale(t, err, "acct:newer", 10, 20) }},
+		{"Claim on a pgx.Tx wrapped in the caller's own Querier", func(tx pgx.Tx) error { return sqlfence.Claim(ctx, querierOf{tx}, "refused", 10) }, stale},
+		{"guarded Table.Update on a pgx.Tx wrapped in the caller's own Querier", func(tx pgx.Tx) error {
+			return guarded.Update(ctx, querierOf{tx}, "a", 10, "A")
+		}, stale},
 		{"guarded Table.Update on a conn in a BEGIN", func(pgx.Tx) error { return guarded.Update(ctx, conn, "a", 10, "A") }, stale},
 		// a refusal in fn, which InTx's savepoint rollback would clear
 		{"Exec in InTx's fn on a pgx.Tx, returned", func(tx pgx.Tx) error {
@@ -365,6 +370,18 @@ func TestInTxFnIgnoresFailedStatement(t *testing.T) {
 	if err := sqlfence.InTx(ctx, conn, "doc", 1, func(pgx.Tx) error { return nil }); err != nil {
 		t.Fatalf("next InTx on the connection: %v", err)
 	}
+}
+
+// querierOf is a caller's own Querier around a pgx.Tx (a tracing or
+// repository wrapper): sqlfence cannot tell it is in a transaction.
+type querierOf struct{ q sqlfence.Querier }
+
+func (w querierOf) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	return w.q.Exec(ctx, sql, args...)
+}
+
+func (w querierOf) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return w.q.QueryRow(ctx, sql, args...)
 }
 
 // cancelOnEnd is a pgx tracer that, once armed, cancels a context when

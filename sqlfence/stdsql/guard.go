@@ -38,11 +38,12 @@ var (
 //
 // Claim costs one round trip (two in the rare race where a newer holder
 // committed while the claim waited on the row lock), and one more after a
-// refusal on a *sql.Tx or *sql.Conn (the statement that makes it fail).
+// refusal on any handle but a *sql.DB (the statement that makes it fail).
 //
 // Errors: a [*fence.StaleError] when a token greater than tok was already
-// accepted (nothing changed; on a *sql.Tx, or a *sql.Conn after a raw
-// BEGIN, Claim also makes the transaction fail, so that its Commit rolls
+// accepted (nothing changed; on a *sql.Tx (or a type embedding one, such
+// as sqlx.Tx), or a *sql.Conn after a raw BEGIN, Claim also makes the
+// transaction fail, so that its Commit rolls
 // back: roll it back, as a later ROLLBACK TO SAVEPOINT clears the
 // failure; a refused [Table] write there does the same); [fence.ErrInvalid] for a
 // nil db, a bad token or resource (nothing sent); ctx's error, wrapping
@@ -56,15 +57,13 @@ func Claim(ctx context.Context, db Execer, resource string, tok fence.Token) err
 }
 
 // abortIfStale makes db's transaction fail (pgsql.AbortTx) when err is a
-// refusal and db is a *sql.Tx or a *sql.Conn, which may be inside a raw
-// BEGIN (outside one, the failing statement is its own transaction and
-// changes nothing), and returns err.
+// refusal and db may be inside a transaction: all but a *sql.DB (a
+// *sql.Conn after a raw BEGIN, a type embedding a *sql.Tx such as
+// sqlx.Tx). Outside a transaction, the failing statement is its own and
+// changes nothing. It returns err.
 func abortIfStale(ctx context.Context, db Execer, err error) error {
-	switch db.(type) {
-	case *sql.Tx, *sql.Conn:
-		if errors.Is(err, fence.ErrStale) {
-			pgsql.AbortTx(ctx, sender{db})
-		}
+	if _, isDB := db.(*sql.DB); !isDB && errors.Is(err, fence.ErrStale) {
+		pgsql.AbortTx(ctx, sender{db})
 	}
 	return err
 }

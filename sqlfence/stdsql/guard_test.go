@@ -99,18 +99,21 @@ func TestClaimRefusedInTxFailsCommit(t *testing.T) {
 			{"Table.Update refused by the row", func(tx stdsql.Execer) error { return accounts.Update(ctx, tx, "newer", 10, "A") },
 				func(t *testing.T, err error) { checkStale(t, err, "acct:newer", 10, 20) }},
 		} {
-			for _, on := range []string{"*sql.Tx", "*sql.Conn after BEGIN"} {
+			for _, on := range []string{"*sql.Tx", "*sql.Conn after BEGIN", "type embedding *sql.Tx"} {
 				t.Run(c.name+" on a "+on, func(t *testing.T) {
 					exec(t, db, `DELETE FROM data`)
 					var tx stdsql.Execer
 					var commit func() error
-					if on == "*sql.Tx" {
+					if on != "*sql.Conn after BEGIN" {
 						sqlTx, err := db.BeginTx(ctx, nil)
 						if err != nil {
 							t.Fatal(err)
 						}
 						defer sqlTx.Rollback()
 						tx, commit = sqlTx, sqlTx.Commit
+						if on == "type embedding *sql.Tx" {
+							tx = embeddingTx{sqlTx} // as sqlx.Tx
+						}
 					} else {
 						conn, err := db.Conn(ctx)
 						if err != nil {
@@ -127,7 +130,7 @@ func TestClaimRefusedInTxFailsCommit(t *testing.T) {
 					_, _ = tx.ExecContext(ctx, `INSERT INTO data VALUES ('early', 'A early')`) // the old holder's write before the refusal
 					c.want(t, c.call(tx))
 					_, _ = tx.ExecContext(ctx, `INSERT INTO data VALUES ('late', 'A late')`) // ignored, as careless code does
-					if err := commit(); err == nil && on == "*sql.Tx" {
+					if err := commit(); err == nil && on != "*sql.Conn after BEGIN" {
 						t.Errorf("Commit after a refused %s succeeded; want it to fail", c.name)
 					}
 					if n := scalar(t, db, `SELECT count(*) FROM data`); n != 0 {
@@ -138,6 +141,9 @@ func TestClaimRefusedInTxFailsCommit(t *testing.T) {
 		}
 	})
 }
+
+// embeddingTx is a caller's type embedding a *sql.Tx, as sqlx.Tx does.
+type embeddingTx struct{ *sql.Tx }
 
 // TestInTxFnIgnoredRefusal: InTx whose fn ignored a refused Claim and
 // returned nil must say so, not only relay the driver's 25P02 from its
