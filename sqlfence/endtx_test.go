@@ -244,6 +244,9 @@ func TestClaimRefusedInTxFailsCommit(t *testing.T) {
 		{"guarded Table.Update on a pgx.Tx wrapped in the caller's own Querier", func(tx pgx.Tx) error {
 			return guarded.Update(ctx, querierOf{tx}, "a", 10, "A")
 		}, stale},
+		{"InTx on a pgx.Tx wrapped in the caller's own TxBeginner", func(tx pgx.Tx) error {
+			return sqlfence.InTx(ctx, querierOf{tx}, "refused", 10, func(tx pgx.Tx) error { return write(tx, "A in fn") })
+		}, stale},
 		{"guarded Table.Update on a conn in a BEGIN", func(pgx.Tx) error { return guarded.Update(ctx, conn, "a", 10, "A") }, stale},
 		// a refusal in fn, which InTx's savepoint rollback would clear
 		{"Exec in InTx's fn on a pgx.Tx, returned", func(tx pgx.Tx) error {
@@ -372,9 +375,12 @@ func TestInTxFnIgnoresFailedStatement(t *testing.T) {
 	}
 }
 
-// querierOf is a caller's own Querier around a pgx.Tx (a tracing or
-// repository wrapper): sqlfence cannot tell it is in a transaction.
-type querierOf struct{ q sqlfence.Querier }
+// querierOf is a caller's own Querier and TxBeginner around a pgx.Tx (a
+// tracing or repository wrapper): sqlfence cannot tell it is in a
+// transaction.
+type querierOf struct{ q pgx.Tx }
+
+func (w querierOf) Begin(ctx context.Context) (pgx.Tx, error) { return w.q.Begin(ctx) }
 
 func (w querierOf) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	return w.q.Exec(ctx, sql, args...)

@@ -123,7 +123,8 @@ func InTx(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 // set and that ends with it.
 //
 // Errors: a [*fence.StaleError] (fn not called, nothing changed; on a
-// pgx.Tx, InTx also makes the caller's transaction fail, as [Claim] does,
+// pgx.Tx, or a Querier of your own that may wrap one, InTx also makes the
+// caller's transaction fail, as [Claim] does,
 // so that its Commit returns pgx.ErrTxCommitRollback: roll it back; so
 // does fn's error when it wraps a refusal); pgx.ErrTxCommitRollback when
 // fn ignored a failed statement (on a pgx.Tx the caller's transaction
@@ -196,19 +197,20 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fe
 		}
 	}
 	committed, failed := false, false
+	_, onConn := db.(*pgx.Conn)
 	defer func() {
 		// Also when fn panics: the panic continues after the rollback.
 		if !committed {
 			rollback(ctx, tx)
 		}
-		// On a pgx.Tx, a refusal (InTx's claim, or one fn met) makes the
-		// caller's transaction fail, as Claim does, once the savepoint's
-		// rollback has cleared it.
-		if outer, ok := db.(pgx.Tx); ok && (failed || errors.Is(err, fence.ErrStale)) {
+		// On a pgx.Tx (or the caller's own handle, which may wrap one), a
+		// refusal (InTx's claim, or one fn met) makes the caller's
+		// transaction fail, as Claim does, once the savepoint's rollback
+		// has cleared it.
+		if outer, ok := db.(Querier); ok && !onConn && (failed || errors.Is(err, fence.ErrStale)) {
 			pgsql.AbortTx(ctx, pgxSender{outer})
 		}
 	}()
-	_, onConn := db.(*pgx.Conn)
 	mark := ""
 	if !onConn {
 		if mark, err = claimMarked(ctx, tx, resource, tok); err != nil {
