@@ -510,3 +510,38 @@ func TestTableRefusedCtxEndedFailsCommit(t *testing.T) {
 	}
 	wantStale(t, writeErr, "refused", 10, 20)
 }
+
+// TestInTxOnTxClaimErrorFailsCommit: in a REPEATABLE READ transaction
+// whose snapshot predates a newer holder's claim, InTx's claim on the
+// caller's pgx.Tx fails with a serialization error (40001) instead of a
+// refusal. Claim and Exec on the pgx.Tx leave the transaction aborted by
+// that error; InTx's savepoint rollback cleared it, so careless code
+// committed its writes after the newer holder's. InTx must leave it
+// failed, as Claim does.
+func TestInTxOnTxClaimErrorFailsCommit(t *testing.T) {
+	env, ctx, _ := docTable(t)
+	if err := sqlfence.Claim(ctx, env.Pool, "r", 5); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := env.Pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	exec(t, tx, `INSERT INTO data VALUES ('a', 'A early')`)        // takes the snapshot
+	if err := sqlfence.Claim(ctx, env.Pool, "r", 20); err != nil { // the newer holder
+		t.Fatal(err)
+	}
+	err = sqlfence.InTx(ctx, tx, "r", 10, func(pgx.Tx) error { return nil })
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "40001" {
+		t.Fatalf("InTx = %v; want a serialization failure (40001)", err)
+	}
+	_, _ = tx.Exec(ctx, `INSERT INTO data VALUES ('b', 'A late')`) // the error ignored, as careless code does
+	if err := tx.Commit(ctx); err == nil {
+		t.Errorf("COMMIT after InTx's claim failed on the pgx.Tx succeeded; want it to fail")
+	}
+	if got := readData(t, env.Pool, "a"); got != "<none>" {
+		t.Errorf("row a = %q after the old holder's commit; want none", got)
+	}
+}

@@ -124,9 +124,10 @@ func InTx(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 //
 // Errors: a [*fence.StaleError] (fn not called, nothing changed; on a
 // pgx.Tx, or a Querier of your own that may wrap one, InTx also makes the
-// caller's transaction fail, as [Claim] does,
-// so that its Commit returns pgx.ErrTxCommitRollback: roll it back; so
-// does fn's error when it wraps a refusal); pgx.ErrTxCommitRollback when
+// caller's transaction fail, as [Claim] does, so that its Commit returns
+// pgx.ErrTxCommitRollback: roll it back; so does any other failure of the
+// claim there, such as a serialization failure at REPEATABLE READ, and
+// fn's error when it wraps a refusal); pgx.ErrTxCommitRollback when
 // fn ignored a failed statement (on a pgx.Tx the caller's transaction
 // fails too: the statement may have been a refused Claim or Exec);
 // [fence.ErrInvalid] for a nil db or fn, a bad token or resource (nothing
@@ -204,9 +205,10 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fe
 			rollback(ctx, tx)
 		}
 		// On a pgx.Tx (or the caller's own handle, which may wrap one), a
-		// refusal (InTx's claim, or one fn met) makes the caller's
-		// transaction fail, as Claim does, once the savepoint's rollback
-		// has cleared it.
+		// refusal (InTx's claim, or one fn met) or a failed claim (a
+		// serialization failure at REPEATABLE READ hides a refusal) makes
+		// the caller's transaction fail, as Claim does, once the
+		// savepoint's rollback has cleared it.
 		if outer, ok := db.(Querier); ok && !onConn && (failed || errors.Is(err, fence.ErrStale)) {
 			pgsql.AbortTx(ctx, pgxSender{outer})
 		}
@@ -214,6 +216,7 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fe
 	mark := ""
 	if !onConn {
 		if mark, err = claimMarked(ctx, tx, resource, tok); err != nil {
+			failed = true
 			return err
 		}
 	}
