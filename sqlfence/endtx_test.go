@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/testenv"
@@ -194,9 +196,10 @@ func TestInTxOnTxNestedFencedCalls(t *testing.T) {
 	}
 }
 
-// TestClaimRefusedInTxFailsCommit: a Claim, InTx or Exec refused inside
-// the caller's transaction (a pgx.Tx, or for Claim a connection after
-// BEGIN), also one nested in InTx's fn, whose error careless code ignores,
+// TestClaimRefusedInTxFailsCommit: a Claim, InTx, Exec or Table write
+// refused inside the caller's transaction (a pgx.Tx, or for Claim and
+// Table a connection after BEGIN), also one nested in InTx's fn, whose
+// error careless code ignores,
 // must leave that transaction unable to commit: otherwise the old
 // holder's writes in it land after the newer holder's.
 func TestClaimRefusedInTxFailsCommit(t *testing.T) {
@@ -205,6 +208,13 @@ func TestClaimRefusedInTxFailsCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn := connect(t, env.URL)
+	exec(t, env.Pool, `CREATE TABLE acct (id text PRIMARY KEY, lock_version bigint NOT NULL DEFAULT 0, v text)`,
+		`INSERT INTO acct VALUES ('a', 0, 'none'), ('newer', 20, 'B')`)
+	accounts, err := sqlfence.NewTable("acct", "id", "lock_version", "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	guarded := accounts.WithGuard("refused") // the guard refuses token 10
 	stale := func(t *testing.T, err error) { wantStale(t, err, "refused", 10, 20) }
 	execStale := func(tx pgx.Tx) error {
 		_, err := sqlfence.Exec(ctx, tx, "refused", 10, `UPDATE data SET v = 'A by Exec'`)
@@ -221,6 +231,23 @@ func TestClaimRefusedInTxFailsCommit(t *testing.T) {
 			return sqlfence.InTx(ctx, tx, "refused", 10, func(tx pgx.Tx) error { return write(tx, "A in fn") })
 		}, stale},
 		{"Exec on a pgx.Tx", execStale, stale},
+		{"guarded Table.Update on a pgx.Tx", func(tx pgx.Tx) error { return guarded.Update(ctx, tx, "a", 10, "A") }, stale},
+		{"guarded Table.Upsert on a pgx.Tx", func(tx pgx.Tx) error { return guarded.Upsert(ctx, tx, "a", 10, "A") }, stale},
+		{"guarded Table.Insert on a pgx.Tx", func(tx pgx.Tx) error { return guarded.Insert(ctx, tx, "b", 10, "A") }, stale},
+		{"guarded Table.Claim on a pgx.Tx", func(tx pgx.Tx) error {
+			var v string
+			return guarded.Claim(ctx, tx, "a", 10, &v)
+		}, stale},
+		{"Table.Update on a pgx.Tx, refused by the row", func(tx pgx.Tx) error { return accounts.Update(ctx, tx, "newer", 10, "A") },
+			func(t *testing.T, err error) { wantStale(t, err, "acct:newer", 10, 20) }},
+		{"Claim on a pgx.Tx wrapped in the caller's own Querier", func(tx pgx.Tx) error { return sqlfence.Claim(ctx, querierOf{tx}, "refused", 10) }, stale},
+		{"guarded Table.Update on a pgx.Tx wrapped in the caller's own Querier", func(tx pgx.Tx) error {
+			return guarded.Update(ctx, querierOf{tx}, "a", 10, "A")
+		}, stale},
+		{"InTx on a pgx.Tx wrapped in the caller's own TxBeginner", func(tx pgx.Tx) error {
+			return sqlfence.InTx(ctx, querierOf{tx}, "refused", 10, func(tx pgx.Tx) error { return write(tx, "A in fn") })
+		}, stale},
+		{"guarded Table.Update on a conn in a BEGIN", func(pgx.Tx) error { return guarded.Update(ctx, conn, "a", 10, "A") }, stale},
 		// a refusal in fn, which InTx's savepoint rollback would clear
 		{"Exec in InTx's fn on a pgx.Tx, returned", func(tx pgx.Tx) error {
 			return sqlfence.InTx(ctx, tx, "other", 10, execStale)
@@ -345,5 +372,176 @@ func TestInTxFnIgnoresFailedStatement(t *testing.T) {
 	}
 	if err := sqlfence.InTx(ctx, conn, "doc", 1, func(pgx.Tx) error { return nil }); err != nil {
 		t.Fatalf("next InTx on the connection: %v", err)
+	}
+}
+
+// querierOf is a caller's own Querier and TxBeginner around a pgx.Tx (a
+// tracing or repository wrapper): sqlfence cannot tell it is in a
+// transaction.
+type querierOf struct{ q pgx.Tx }
+
+func (w querierOf) Begin(ctx context.Context) (pgx.Tx, error) { return w.q.Begin(ctx) }
+
+func (w querierOf) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	return w.q.Exec(ctx, sql, args...)
+}
+
+func (w querierOf) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return w.q.QueryRow(ctx, sql, args...)
+}
+
+// cancelOnEnd is a pgx tracer that, once armed, cancels a context when
+// the next statement ends.
+type cancelOnEnd struct {
+	cancel atomic.Pointer[context.CancelFunc]
+}
+
+func (c *cancelOnEnd) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+
+func (c *cancelOnEnd) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {
+	if f := c.cancel.Swap(nil); f != nil {
+		(*f)()
+	}
+}
+
+// TestClaimRefusedAfterWaitCtxEndedFailsCommit: a Claim on a pgx.Tx that
+// waited on a newer holder's uncommitted claim is refused once it commits,
+// and reads the current token in a second statement. When ctx ends between
+// the two (a lease's Context ends when a newer holder took over), the
+// refusal must still make the caller's transaction fail: otherwise Claim
+// returns ctx's error, and careless code commits its writes after the
+// newer holder's.
+func TestClaimRefusedAfterWaitCtxEndedFailsCommit(t *testing.T) {
+	env, ctx, _ := docTable(t)
+	if err := sqlfence.Claim(ctx, env.Pool, "race", 5); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgx.ParseConfig(env.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tracer := &cancelOnEnd{}
+	cfg.Tracer = tracer
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	exec(t, tx, `INSERT INTO data VALUES ('a', 'A early')`)
+	newer, err := env.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer newer.Rollback(ctx)
+	if err := sqlfence.Claim(ctx, newer, "race", 20); err != nil {
+		t.Fatal(err)
+	}
+	actx, cancel := context.WithCancel(ctx)
+	tracer.cancel.Store(&cancel) // ends actx once the claim statement ends
+	done := make(chan error, 1)
+	go func() { done <- sqlfence.Claim(actx, tx, "race", 10) }()
+	waitForLockWait(t, env.Pool, conn.PgConn().PID())
+	if err := newer.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	claimErr := <-done
+	_, _ = tx.Exec(ctx, `INSERT INTO data VALUES ('b', 'A late')`) // the error ignored, as careless code does
+	if err := tx.Commit(ctx); err == nil {
+		t.Errorf("COMMIT after a Claim refused as its ctx ended (%v) succeeded; want it to fail", claimErr)
+	}
+	if got := readData(t, env.Pool, "a"); got != "<none>" {
+		t.Errorf("row a = %q after the old holder's commit; want none", got)
+	}
+	if !errors.Is(claimErr, context.Canceled) {
+		t.Errorf("Claim = %v; want it to wrap context.Canceled", claimErr)
+	}
+	wantStale(t, claimErr, "race", 10, 20)
+}
+
+// TestTableRefusedCtxEndedFailsCommit: a guarded Table write refused in
+// the caller's pgx.Tx reads why in a second statement; when ctx ends
+// between the two, the refusal must still make the transaction fail.
+func TestTableRefusedCtxEndedFailsCommit(t *testing.T) {
+	env, ctx, _ := docTable(t)
+	exec(t, env.Pool, `CREATE TABLE acct (id text PRIMARY KEY, lock_version bigint NOT NULL DEFAULT 0, v text)`,
+		`INSERT INTO acct VALUES ('a', 0, 'none')`)
+	accounts, err := sqlfence.NewTable("acct", "id", "lock_version", "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlfence.Claim(ctx, env.Pool, "refused", 20); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgx.ParseConfig(env.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tracer := &cancelOnEnd{}
+	cfg.Tracer = tracer
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	exec(t, tx, `INSERT INTO data VALUES ('a', 'A early')`)
+	actx, cancel := context.WithCancel(ctx)
+	tracer.cancel.Store(&cancel) // ends actx once the write ends
+	writeErr := accounts.WithGuard("refused").Update(actx, tx, "a", 10, "A")
+	if err := tx.Commit(ctx); err == nil {
+		t.Errorf("COMMIT after a guarded Update refused as its ctx ended (%v) succeeded; want it to fail", writeErr)
+	}
+	if got := readData(t, env.Pool, "a"); got != "<none>" {
+		t.Errorf("row a = %q after the old holder's commit; want none", got)
+	}
+	if !errors.Is(writeErr, context.Canceled) {
+		t.Errorf("Update = %v; want it to wrap context.Canceled", writeErr)
+	}
+	wantStale(t, writeErr, "refused", 10, 20)
+}
+
+// TestInTxOnTxClaimErrorFailsCommit: in a REPEATABLE READ transaction
+// whose snapshot predates a newer holder's claim, InTx's claim on the
+// caller's pgx.Tx fails with a serialization error (40001) instead of a
+// refusal. Claim and Exec on the pgx.Tx leave the transaction aborted by
+// that error; InTx's savepoint rollback cleared it, so careless code
+// committed its writes after the newer holder's. InTx must leave it
+// failed, as Claim does.
+func TestInTxOnTxClaimErrorFailsCommit(t *testing.T) {
+	env, ctx, _ := docTable(t)
+	if err := sqlfence.Claim(ctx, env.Pool, "r", 5); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := env.Pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	exec(t, tx, `INSERT INTO data VALUES ('a', 'A early')`)        // takes the snapshot
+	if err := sqlfence.Claim(ctx, env.Pool, "r", 20); err != nil { // the newer holder
+		t.Fatal(err)
+	}
+	err = sqlfence.InTx(ctx, tx, "r", 10, func(pgx.Tx) error { return nil })
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "40001" {
+		t.Fatalf("InTx = %v; want a serialization failure (40001)", err)
+	}
+	_, _ = tx.Exec(ctx, `INSERT INTO data VALUES ('b', 'A late')`) // the error ignored, as careless code does
+	if err := tx.Commit(ctx); err == nil {
+		t.Errorf("COMMIT after InTx's claim failed on the pgx.Tx succeeded; want it to fail")
+	}
+	if got := readData(t, env.Pool, "a"); got != "<none>" {
+		t.Errorf("row a = %q after the old holder's commit; want none", got)
 	}
 }

@@ -64,13 +64,15 @@ var (
 // Claim costs one round trip (two in the rare race where a newer holder
 // committed while this claim waited on the row lock: the refusal is
 // re-read with a fresh snapshot so the error carries the real current token),
-// and one more after a refusal inside a transaction (the statement that
-// makes it fail).
+// and one more after a refusal inside a transaction, or on a Querier of
+// your own, which may wrap a pgx.Tx (the statement that makes it fail).
 //
 // Errors: a [*fence.StaleError] when a token greater than tok was already
 // accepted (nothing changed; in a transaction, Claim also makes it fail,
 // so that its COMMIT rolls back: pgx's Commit returns
-// pgx.ErrTxCommitRollback, a raw COMMIT answers ROLLBACK; roll it back); [fence.ErrInvalid] for a
+// pgx.ErrTxCommitRollback, a raw COMMIT answers ROLLBACK; roll it back:
+// a later ROLLBACK TO SAVEPOINT, such as a deferred Rollback of a pgx
+// savepoint, clears the failure); [fence.ErrInvalid] for a
 // nil db or a bad token or resource (nothing sent); ctx's error, wrapping
 // context.Cause(ctx) once ctx has ended; PostgreSQL's error (for example a
 // missing fencekit_tokens table: run migrations.Up).
@@ -78,18 +80,27 @@ func Claim(ctx context.Context, db Querier, resource string, tok fence.Token) er
 	if err := checkArgs(ctx, db, resource, tok); err != nil {
 		return err
 	}
-	err := claim(ctx, db, resource, tok)
-	if errors.Is(err, fence.ErrStale) && inTransaction(db) {
-		pgsql.AbortTx(ctx, pgxSender{db})
-	}
-	return cause.With(ctx, err)
+	return cause.With(ctx, abortIfStale(ctx, db, claim(ctx, db, resource, tok)))
 }
 
-// inTransaction reports whether db is a pgx.Tx, or a connection inside a
-// transaction.
-func inTransaction(db Querier) bool {
-	_, ok := db.(pgx.Tx)
-	return ok || connInTx(db)
+// abortIfStale makes db's transaction fail (pgsql.AbortTx) when err is a
+// refusal and db may be inside a transaction, and returns err.
+func abortIfStale(ctx context.Context, db Querier, err error) error {
+	if errors.Is(err, fence.ErrStale) && mayBeInTransaction(db) {
+		pgsql.AbortTx(ctx, pgxSender{db})
+	}
+	return err
+}
+
+// mayBeInTransaction reports whether db is not known to be outside a
+// transaction: all but a *pgxpool.Pool and a connection outside one. A
+// caller's own Querier may wrap a pgx.Tx; outside a transaction the
+// failing statement is its own and changes nothing.
+func mayBeInTransaction(db Querier) bool {
+	if _, ok := db.(*pgxpool.Pool); ok {
+		return false
+	}
+	return connOf(db) == nil || connInTx(db)
 }
 
 // claim claims resource's guard row for tok through q (pgsql.Claim).

@@ -123,9 +123,11 @@ func InTx(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 // set and that ends with it.
 //
 // Errors: a [*fence.StaleError] (fn not called, nothing changed; on a
-// pgx.Tx, InTx also makes the caller's transaction fail, as [Claim] does,
-// so that its Commit returns pgx.ErrTxCommitRollback: roll it back; so
-// does fn's error when it wraps a refusal); pgx.ErrTxCommitRollback when
+// pgx.Tx, or a Querier of your own that may wrap one, InTx also makes the
+// caller's transaction fail, as [Claim] does, so that its Commit returns
+// pgx.ErrTxCommitRollback: roll it back; so does any other failure of the
+// claim there, such as a serialization failure at REPEATABLE READ, and
+// fn's error when it wraps a refusal); pgx.ErrTxCommitRollback when
 // fn ignored a failed statement (on a pgx.Tx the caller's transaction
 // fails too: the statement may have been a refused Claim or Exec);
 // [fence.ErrInvalid] for a nil db or fn, a bad token or resource (nothing
@@ -196,22 +198,25 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fe
 		}
 	}
 	committed, failed := false, false
+	_, onConn := db.(*pgx.Conn)
 	defer func() {
 		// Also when fn panics: the panic continues after the rollback.
 		if !committed {
 			rollback(ctx, tx)
 		}
-		// On a pgx.Tx, a refusal (InTx's claim, or one fn met) makes the
-		// caller's transaction fail, as Claim does, once the savepoint's
-		// rollback has cleared it.
-		if outer, ok := db.(pgx.Tx); ok && (failed || errors.Is(err, fence.ErrStale)) {
+		// On a pgx.Tx (or the caller's own handle, which may wrap one), a
+		// refusal (InTx's claim, or one fn met) or a failed claim (a
+		// serialization failure at REPEATABLE READ hides a refusal) makes
+		// the caller's transaction fail, as Claim does, once the
+		// savepoint's rollback has cleared it.
+		if outer, ok := db.(Querier); ok && !onConn && (failed || errors.Is(err, fence.ErrStale)) {
 			pgsql.AbortTx(ctx, pgxSender{outer})
 		}
 	}()
-	_, onConn := db.(*pgx.Conn)
 	mark := ""
 	if !onConn {
 		if mark, err = claimMarked(ctx, tx, resource, tok); err != nil {
+			failed = true
 			return err
 		}
 	}
@@ -223,7 +228,7 @@ func (g *Guard) once(ctx context.Context, db TxBeginner, resource string, tok fe
 		return errFnEnded(resource, tok)
 	case 'E': // fn ignored a failed statement (perhaps a refusal): COMMIT would roll back
 		failed = true
-		return txErr(resource, tok, "fn ignored a failed statement (a refused Claim or Exec is one), so InTx rolled back: ", pgx.ErrTxCommitRollback)
+		return txErr(resource, tok, "fn ignored a failed statement (a refused Claim, Exec or Table write is one), so InTx rolled back: ", pgx.ErrTxCommitRollback)
 	}
 	if !onConn {
 		// A savepoint: fn may have rolled back to it (or to one before

@@ -92,7 +92,8 @@ func (t *Table) WithGuard(resource string) *Table {
 //
 // Errors: a [*fence.StaleError] whose Resource is "table:key" and Current
 // the row's version (nothing changed), or, for a table bound by
-// [Table.WithGuard], the guard's resource and token; [ErrNoRow] when no row
+// [Table.WithGuard], the guard's resource and token (in a transaction, the
+// refusal also makes it fail, as [Claim]'s does: roll it back); [ErrNoRow] when no row
 // has the key; [fence.ErrInvalid] for a nil table or db, a bad token, a wrong number of values or a bad guard
 // resource (nothing sent); ctx's error (nothing sent when ctx is already done);
 // PostgreSQL's errors. Once ctx has ended, errors also wrap
@@ -151,7 +152,7 @@ func (t *Table) Claim(ctx context.Context, db Querier, key any, tok fence.Token,
 	if err := t.checkHandle(db); err != nil {
 		return err
 	}
-	return t.core.Claim(ctx, pgxSender{db}, key, tok, dest)
+	return abortIfStale(ctx, db, t.core.Claim(ctx, pgxSender{db}, key, tok, dest))
 }
 
 // write runs op ("update", "insert" or "upsert").
@@ -159,7 +160,7 @@ func (t *Table) write(ctx context.Context, db Querier, op string, key any, tok f
 	if err := t.checkHandle(db); err != nil {
 		return err
 	}
-	return t.core.Write(ctx, pgxSender{db}, op, key, tok, values)
+	return abortIfStale(ctx, db, t.core.Write(ctx, pgxSender{db}, op, key, tok, values))
 }
 
 // errNilTable is what the methods of a nil *Table return.

@@ -191,10 +191,14 @@ func Claimed(ctx context.Context, s Sender, pkg, resource string, tok fence.Toke
 
 // StaleFromReread re-reads resource's token in a new statement, which sees
 // what was committed while a refused claim waited, and returns the stale
-// error it explains.
+// error it explains. The read is sent even when ctx has ended (the claim
+// waited on a newer holder, whose lease may have ended ctx's): a refusal
+// reported as ctx's error would not make the caller's transaction fail.
 func StaleFromReread(ctx context.Context, s Sender, pkg, resource string, tok fence.Token) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
 	var cur int64
-	found, err := s.Row(ctx, CurrentSQL, []any{resource}, &cur)
+	found, err := s.Row(rctx, CurrentSQL, []any{resource}, &cur)
 	if err == nil && !found {
 		err = errors.New("no guard row")
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/cause"
@@ -217,7 +218,7 @@ func (t *Table) Write(ctx context.Context, s Sender, op string, key any, tok fen
 	if n > 0 {
 		return nil
 	}
-	return t.refused(ctx, s, op, key, tok)
+	return cause.With(ctx, t.refused(ctx, s, op, key, tok))
 }
 
 // Claim raises the row's version to tok and scans its columns into dest, in
@@ -236,7 +237,7 @@ func (t *Table) Claim(ctx context.Context, s Sender, key any, tok fence.Token, d
 	case err != nil:
 		return fmt.Errorf("%s: claim %s with token %s: %w", t.pkg.Name, t.resource(key), tok, cause.With(ctx, err))
 	case !found:
-		return t.refused(ctx, s, "claim", key, tok)
+		return cause.With(ctx, t.refused(ctx, s, "claim", key, tok))
 	}
 	return nil
 }
@@ -260,15 +261,18 @@ func (t *Table) Version(ctx context.Context, s Sender, key any) (fence.Token, er
 
 // refused explains a write that changed no row, with a second statement:
 // under READ COMMITTED it sees what was committed up to now, including what
-// the refused statement waited for.
+// the refused statement waited for. It is sent even when ctx has ended, as
+// StaleFromReread's: a refusal must be reported as one.
 func (t *Table) refused(ctx context.Context, s Sender, op string, key any, tok fence.Token) error {
 	res := t.resource(key)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
 	var guard, ver *int64 // nil: no guard row, no row
 	var err error
 	if t.guarded {
-		_, err = s.Row(ctx, t.whySQL, []any{key, t.guard}, &guard, &ver)
+		_, err = s.Row(rctx, t.whySQL, []any{key, t.guard}, &guard, &ver)
 	} else {
-		_, err = s.Row(ctx, t.readSQL, []any{key}, &ver)
+		_, err = s.Row(rctx, t.readSQL, []any{key}, &ver)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %s %s refused token %s; reading why: %w", t.pkg.Name, op, res, tok, cause.With(ctx, err))

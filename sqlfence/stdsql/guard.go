@@ -38,11 +38,14 @@ var (
 //
 // Claim costs one round trip (two in the rare race where a newer holder
 // committed while the claim waited on the row lock), and one more after a
-// refusal on a *sql.Tx (the statement that makes it fail).
+// refusal on any handle but a *sql.DB (the statement that makes it fail).
 //
 // Errors: a [*fence.StaleError] when a token greater than tok was already
-// accepted (nothing changed; on a *sql.Tx, Claim also makes the
-// transaction fail, so that its Commit rolls back: roll it back); [fence.ErrInvalid] for a
+// accepted (nothing changed; on a *sql.Tx (or a type embedding one, such
+// as sqlx.Tx), or a *sql.Conn after a raw BEGIN, Claim also makes the
+// transaction fail, so that its Commit rolls
+// back: roll it back, as a later ROLLBACK TO SAVEPOINT clears the
+// failure; a refused [Table] write there does the same); [fence.ErrInvalid] for a
 // nil db, a bad token or resource (nothing sent); ctx's error, wrapping
 // context.Cause(ctx) once ctx has ended; the driver's error (for example a
 // missing fencekit_tokens table: run migrations.Up).
@@ -50,11 +53,19 @@ func Claim(ctx context.Context, db Execer, resource string, tok fence.Token) err
 	if err := checkArgs(ctx, db, resource, tok); err != nil {
 		return err
 	}
-	err := pgsql.Claim(ctx, sender{db}, "stdsql", resource, tok)
-	if _, inTx := db.(*sql.Tx); inTx && errors.Is(err, fence.ErrStale) {
+	return cause.With(ctx, abortIfStale(ctx, db, pgsql.Claim(ctx, sender{db}, "stdsql", resource, tok)))
+}
+
+// abortIfStale makes db's transaction fail (pgsql.AbortTx) when err is a
+// refusal and db may be inside a transaction: all but a *sql.DB (a
+// *sql.Conn after a raw BEGIN, a type embedding a *sql.Tx such as
+// sqlx.Tx). Outside a transaction, the failing statement is its own and
+// changes nothing. It returns err.
+func abortIfStale(ctx context.Context, db Execer, err error) error {
+	if _, isDB := db.(*sql.DB); !isDB && errors.Is(err, fence.ErrStale) {
 		pgsql.AbortTx(ctx, sender{db})
 	}
-	return cause.With(ctx, err)
+	return err
 }
 
 // InTx begins a transaction on db, claims resource's guard row with tok (as
@@ -76,8 +87,10 @@ func Claim(ctx context.Context, db Execer, resource string, tok fence.Token) err
 // began and commits nothing; statements fn ran after its COMMIT were not
 // fenced.
 //
-// Errors: a [*fence.StaleError] (fn not called, nothing changed);
-// [fence.ErrInvalid] for a nil db or fn, a bad token or resource (nothing
+// Errors: a [*fence.StaleError] (fn not called, nothing changed); an
+// error saying "fn ignored a failed statement" when fn returned nil after
+// one failed (perhaps a refusal), which left the transaction unable to
+// commit; [fence.ErrInvalid] for a nil db or fn, a bad token or resource (nothing
 // sent); fn's error after the rollback, and every other error, wrapped once
 // with InTx, the resource and the token; once ctx has ended, errors also
 // wrap context.Cause(ctx) (for a lease's Context, lease.ErrLost).
@@ -119,6 +132,9 @@ func inTx(ctx context.Context, db *sql.DB, resource string, tok fence.Token, fn 
 		if endedByFn(err) {
 			return errFnEnded(resource, tok)
 		}
+		if pgsql.SQLState(err) == "25P02" { // COMMIT would roll back
+			return txErr(resource, tok, ignoredText, err)
+		}
 		return txErr(resource, tok, "commit: ", err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -134,6 +150,9 @@ func inTx(ctx context.Context, db *sql.DB, resource string, tok fence.Token, fn 
 func endedByFn(err error) bool {
 	return errors.Is(err, sql.ErrTxDone) || strings.Contains(err.Error(), pgsql.ExecEndedText)
 }
+
+// ignoredText starts InTx's error when fn ignored a failed statement.
+const ignoredText = "fn ignored a failed statement (a refused Claim or Table write is one), so InTx rolled back: "
 
 // errFnEnded is InTx's error when fn ended the transaction itself: what fn
 // wrote after that was not fenced.

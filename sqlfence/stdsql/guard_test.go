@@ -65,31 +65,106 @@ func TestClaimTokens(t *testing.T) {
 	})
 }
 
-// TestClaimRefusedInTxFailsCommit: a Claim refused inside a *sql.Tx, whose
-// error careless code ignores, must leave the transaction unable to commit,
-// so that the old holder's writes in it cannot land after the newer's.
+// TestClaimRefusedInTxFailsCommit: a Claim or a Table write refused
+// inside the caller's transaction (a *sql.Tx, or a *sql.Conn after a raw
+// BEGIN), whose error careless code ignores, must leave the transaction
+// unable to commit, so that the old holder's writes in it cannot land
+// after the newer's.
 func TestClaimRefusedInTxFailsCommit(t *testing.T) {
 	eachDriver(t, func(t *testing.T, db *sql.DB) {
 		ctx := testCtx(t)
-		if _, err := db.ExecContext(ctx, `CREATE TABLE data (k text PRIMARY KEY, v text NOT NULL)`); err != nil {
-			t.Fatal(err)
-		}
-		if err := stdsql.Claim(ctx, db, "refused", 20); err != nil {
-			t.Fatal(err)
-		}
-		tx, err := db.BeginTx(ctx, nil)
+		exec(t, db, `CREATE TABLE data (k text PRIMARY KEY, v text NOT NULL)`,
+			`CREATE TABLE acct (id text PRIMARY KEY, lock_version bigint NOT NULL DEFAULT 0, v text)`,
+			`INSERT INTO acct VALUES ('a', 0, 'none'), ('newer', 20, 'B')`)
+		accounts, err := stdsql.NewTable("acct", "id", "lock_version", "v")
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer tx.Rollback()
-		checkStale(t, stdsql.Claim(ctx, tx, "refused", 10), "refused", 10, 20)
-		_, _ = tx.ExecContext(ctx, `INSERT INTO data VALUES ('doc', 'A late')`) // ignored, as careless code does
-		if err := tx.Commit(); err == nil {
-			t.Errorf("Commit after a refused Claim succeeded; want it to fail")
+		guarded := accounts.WithGuard("refused") // the guard refuses token 10
+		if err := stdsql.Claim(ctx, db, "refused", 20); err != nil {
+			t.Fatal(err)
 		}
-		var n int
-		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM data`).Scan(&n); err != nil || n != 0 {
-			t.Errorf("rows after the old holder's commit: %d, %v; want 0", n, err)
+		stale := func(t *testing.T, err error) { checkStale(t, err, "refused", 10, 20) }
+		for _, c := range []struct {
+			name string
+			call func(tx stdsql.Execer) error
+			want func(*testing.T, error)
+		}{
+			{"Claim", func(tx stdsql.Execer) error { return stdsql.Claim(ctx, tx, "refused", 10) }, stale},
+			{"guarded Table.Update", func(tx stdsql.Execer) error { return guarded.Update(ctx, tx, "a", 10, "A") }, stale},
+			{"guarded Table.Claim", func(tx stdsql.Execer) error {
+				var v string
+				return guarded.Claim(ctx, tx, "a", 10, &v)
+			}, stale},
+			{"Table.Update refused by the row", func(tx stdsql.Execer) error { return accounts.Update(ctx, tx, "newer", 10, "A") },
+				func(t *testing.T, err error) { checkStale(t, err, "acct:newer", 10, 20) }},
+		} {
+			for _, on := range []string{"*sql.Tx", "*sql.Conn after BEGIN", "type embedding *sql.Tx"} {
+				t.Run(c.name+" on a "+on, func(t *testing.T) {
+					exec(t, db, `DELETE FROM data`)
+					var tx stdsql.Execer
+					var commit func() error
+					if on != "*sql.Conn after BEGIN" {
+						sqlTx, err := db.BeginTx(ctx, nil)
+						if err != nil {
+							t.Fatal(err)
+						}
+						defer sqlTx.Rollback()
+						tx, commit = sqlTx, sqlTx.Commit
+						if on == "type embedding *sql.Tx" {
+							tx = embeddingTx{sqlTx} // as sqlx.Tx
+						}
+					} else {
+						conn, err := db.Conn(ctx)
+						if err != nil {
+							t.Fatal(err)
+						}
+						defer conn.Close()
+						defer conn.ExecContext(ctx, "ROLLBACK")
+						if _, err := conn.ExecContext(ctx, "BEGIN"); err != nil {
+							t.Fatal(err)
+						}
+						tx = conn
+						commit = func() error { _, err := conn.ExecContext(ctx, "COMMIT"); return err } // answers ROLLBACK, no error
+					}
+					_, _ = tx.ExecContext(ctx, `INSERT INTO data VALUES ('early', 'A early')`) // the old holder's write before the refusal
+					c.want(t, c.call(tx))
+					_, _ = tx.ExecContext(ctx, `INSERT INTO data VALUES ('late', 'A late')`) // ignored, as careless code does
+					if err := commit(); err == nil && on != "*sql.Conn after BEGIN" {
+						t.Errorf("Commit after a refused %s succeeded; want it to fail", c.name)
+					}
+					if n := scalar(t, db, `SELECT count(*) FROM data`); n != 0 {
+						t.Errorf("%d rows after the old holder's commit; want 0", n)
+					}
+				})
+			}
+		}
+	})
+}
+
+// embeddingTx is a caller's type embedding a *sql.Tx, as sqlx.Tx does.
+type embeddingTx struct{ *sql.Tx }
+
+// TestInTxFnIgnoredRefusal: InTx whose fn ignored a refused Claim and
+// returned nil must say so, not only relay the driver's 25P02 from its
+// check before COMMIT, and commit nothing.
+func TestInTxFnIgnoredRefusal(t *testing.T) {
+	eachDriver(t, func(t *testing.T, db *sql.DB) {
+		ctx := testCtx(t)
+		exec(t, db, `CREATE TABLE data (k text PRIMARY KEY, v text NOT NULL)`)
+		if err := stdsql.Claim(ctx, db, "refused", 20); err != nil {
+			t.Fatal(err)
+		}
+		err := stdsql.InTx(ctx, db, "other", 10, func(tx *sql.Tx) error {
+			_, _ = tx.ExecContext(ctx, `INSERT INTO data VALUES ('early', 'A early')`)
+			_ = stdsql.Claim(ctx, tx, "refused", 10) // ignored, as careless code does
+			return nil
+		})
+		if err == nil || !strings.Contains(err.Error(), "fn ignored a failed statement") {
+			t.Errorf("InTx whose fn ignored a refused Claim = %v; want an error saying fn ignored a failed statement", err)
+		}
+		if n := scalar(t, db, `SELECT count(*) FROM data`); n != 0 {
+			t.Errorf("%d rows after InTx; want 0", n)
 		}
 	})
 }

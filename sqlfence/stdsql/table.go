@@ -96,7 +96,7 @@ func (t *Table) Claim(ctx context.Context, db Execer, key any, tok fence.Token, 
 	if err := t.checkHandle(db); err != nil {
 		return err
 	}
-	return t.core.Claim(ctx, sender{db}, key, tok, dest)
+	return abortIfStale(ctx, db, t.core.Claim(ctx, sender{db}, key, tok, dest))
 }
 
 // write runs op ("update", "insert" or "upsert").
@@ -104,7 +104,7 @@ func (t *Table) write(ctx context.Context, db Execer, op string, key any, tok fe
 	if err := t.checkHandle(db); err != nil {
 		return err
 	}
-	return t.core.Write(ctx, sender{db}, op, key, tok, values)
+	return abortIfStale(ctx, db, t.core.Write(ctx, sender{db}, op, key, tok, values))
 }
 
 // errNilTable is what the methods of a nil *Table return.
