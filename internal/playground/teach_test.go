@@ -1193,3 +1193,26 @@ func TestTourSaysWhereTokensComeFrom(t *testing.T) {
 		}
 	}
 }
+
+// TestPauseSliderSaysItsTimeline: the pause-at slider, which counts from
+// the start of A's work, is labelled so, and its note gives the pause's
+// time on the figures, the one the tour gives; "Pause at 2s" sat beside
+// a figure and a tour that both said 2.4s.
+func TestPauseSliderSaysItsTimeline(t *testing.T) {
+	for _, query := range []string{kleppmannQuery, atomicQuery, "scenario=kleppmann&pause-at=1s"} {
+		resp := tourRun(t, query)
+		i := slices.IndexFunc(resp.Tour, func(s Step) bool { return strings.Contains(s.Text, " is paused for ") })
+		if i < 0 {
+			t.Fatalf("%s: no step tells the pause", query)
+		}
+		at := resp.Tour[i].At
+		if note := resp.Notes["pause-at"]; !strings.Contains(note, "A pauses at "+at+" on the figures") {
+			t.Errorf("%s: the pause-at note %q does not give the pause's time on the figures, %s", query, note, at)
+		}
+	}
+	for _, s := range tourRun(t, kleppmannQuery).Sliders {
+		if s.Name == "pause-at" && !strings.Contains(s.Label, "into A's work") {
+			t.Errorf("the pause-at slider is labelled %q, as if it counted from the run's start", s.Label)
+		}
+	}
+}
