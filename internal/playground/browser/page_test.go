@@ -527,7 +527,8 @@ func TestBrowserNoConsoleErrors(t *testing.T) {
 // TestBrowserTourPresetLinkReturns: a preset link in a step of the main
 // tour starts that preset's tour, which offers a way back to the main
 // tour at that step, and so does the browser's Back: following one left
-// the main tour's remaining steps behind, and Back left the page.
+// the main tour's remaining steps behind, and Back left the page. With
+// that way back, the tour's bar stays within a quarter of the screen.
 func TestBrowserTourPresetLinkReturns(t *testing.T) {
 	resp, err := playground.Run("", pageWidth)
 	if err != nil {
@@ -542,13 +543,15 @@ func TestBrowserTourPresetLinkReturns(t *testing.T) {
 		type state struct {
 			Query, Count, Return string
 			Shown                bool
+			Bar                  float64
 		}
 		read := func() state {
 			return eval[state](t, tab, `(() => {
   const r = document.getElementById("tour-return");
   const b = r.getBoundingClientRect();
   return {Query: document.body.dataset.query, Count: document.getElementById("tour-count").textContent, Return: r.textContent,
-    Shown: !r.hidden && b.width > 0 && b.left >= 0 && b.right <= innerWidth && b.top >= 0 && b.bottom <= innerHeight};
+    Shown: !r.hidden && b.width > 0 && b.left >= 0 && b.right <= innerWidth && b.top >= 0 && b.bottom <= innerHeight,
+    Bar: document.getElementById("sticky").getBoundingClientRect().height};
 })()`)
 		}
 		want := fmt.Sprintf("Step %d of %d.", i+1, len(resp.Tour))
@@ -563,6 +566,9 @@ func TestBrowserTourPresetLinkReturns(t *testing.T) {
 			if !in.Shown || !strings.Contains(in.Return, fmt.Sprintf("Main tour, step %d", i+1)) {
 				t.Errorf("%dx%d: the preset's tour (%s, %q) shows the way back %v, %q; want it on screen, naming the main tour's step %d",
 					size[0], size[1], in.Query, in.Count, in.Shown, in.Return, i+1)
+			}
+			if in.Bar > float64(size[1])/4 {
+				t.Errorf("%dx%d: with the way back, the tour's bar is %.0f px tall, over a quarter of the screen", size[0], size[1], in.Bar)
 			}
 			if err := chromedp.Do(tab, back.act, chromedp.Sleep(300*time.Millisecond)); err != nil {
 				t.Fatalf("%s: %v", back.how, err)

@@ -1048,23 +1048,37 @@ addEventListener("popstate", () => {
 
 // reserveTourHeight gives the tour's bar the height of its tallest step
 // in this tour, at this width, so that it holds still from step to step
-// and the figures below it do not jump.
+// and the figures below it do not jump; but at most a quarter of the
+// screen, the text scrolling in its place past that (a phone's preset
+// tour with its way back to the main tour).
 let reserved = "";
 function reserveTourHeight() {
-  const key = [shown.query, innerWidth, document.getElementById("tour-return").hidden].join(" ");
+  const key = [shown.query, innerWidth, innerHeight, document.getElementById("tour-return").hidden].join(" ");
   if (key === reserved) return;
   reserved = key;
-  const text = document.getElementById("tour-text"), count = document.getElementById("tour-count");
+  const text = document.getElementById("tour-text"), count = document.getElementById("tour-count"), p = text.parentElement;
   const keep = [...text.childNodes], keepCount = count.textContent;
   tourBox.style.minHeight = "";
-  let tallest = 0;
+  p.style.removeProperty("max-height");
+  p.style.removeProperty("overflow-y");
+  let tallest = 0, rest = 0;
   for (const [i, s] of shown.tour.entries()) {
     count.textContent = `Step ${i + 1} of ${shown.tour.length}.`;
     text.replaceChildren(...presetLinks(s.text));
     tallest = Math.max(tallest, tourBox.offsetHeight);
+    rest = Math.max(rest, tourBox.offsetHeight - p.offsetHeight);
   }
   text.replaceChildren(...keep);
   count.textContent = keepCount;
+  const cap = Math.floor(innerHeight / 4) - (document.getElementById("sticky").offsetHeight - tourBox.offsetHeight);
+  if (tallest > cap) {
+    // Whole lines and half the next: the half line shows there is more.
+    const line = parseFloat(getComputedStyle(p).lineHeight);
+    const most = Math.floor((cap - rest) / line - 0.5) * line + line / 2;
+    p.style.maxHeight = most + "px";
+    p.style.overflowY = "auto";
+    tallest = rest + most;
+  }
   tourBox.style.minHeight = tallest + "px";
 }
 
