@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -549,7 +550,7 @@ func TestBrowserTourPresetLinkReturns(t *testing.T) {
 			return eval[state](t, tab, `(() => {
   const r = document.getElementById("tour-return");
   const b = r.getBoundingClientRect();
-  return {Query: document.body.dataset.query, Count: document.getElementById("tour-count").textContent, Return: r.textContent,
+  return {Query: document.body.dataset.query, Count: document.getElementById("tour-count").textContent, Return: r.textContent + " (" + r.getAttribute("aria-label") + ")",
     Shown: !r.hidden && b.width > 0 && b.left >= 0 && b.right <= innerWidth && b.top >= 0 && b.bottom <= innerHeight,
     Bar: document.getElementById("sticky").getBoundingClientRect().height};
 })()`)
@@ -563,7 +564,7 @@ func TestBrowserTourPresetLinkReturns(t *testing.T) {
 				t.Fatal(err)
 			}
 			in := read()
-			if !in.Shown || !strings.Contains(in.Return, fmt.Sprintf("Main tour, step %d", i+1)) {
+			if !in.Shown || !strings.Contains(in.Return, "Main tour (Back to the main tour, step "+strconv.Itoa(i+1)+")") {
 				t.Errorf("%dx%d: the preset's tour (%s, %q) shows the way back %v, %q; want it on screen, naming the main tour's step %d",
 					size[0], size[1], in.Query, in.Count, in.Shown, in.Return, i+1)
 			}

@@ -989,7 +989,7 @@ func legendLegible() stepCheck {
     if (Math.abs((r.width / r.height) / (vb.width / vb.height) - 1) > 0.1) out.push(e.textContent + ": its mark drawn " + r.width.toFixed(0) + "x" + r.height.toFixed(0) + " for " + vb.width.toFixed(0) + "x" + vb.height.toFixed(0));
     boxes.push([e.textContent, e.getBoundingClientRect()]);
   }
-  for (const b of document.querySelectorAll("#tour > button")) if (b.getClientRects().length > 0) boxes.push([b.id, b.getBoundingClientRect()]);
+  for (const b of document.querySelectorAll("#tour button")) if (b.getClientRects().length > 0) boxes.push([b.id, b.getBoundingClientRect()]);
   for (const [i, [n, a]] of boxes.entries()) for (const [m, b] of boxes.slice(i + 1)) {
     if (a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5) out.push(n + " overlaps " + m);
   }

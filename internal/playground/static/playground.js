@@ -1031,8 +1031,11 @@ function showReturn() {
   if (!from) return;
   defaultQuery = defaultQuery || JSON.parse(globalThis.fencesimRun("", figureWidth())).query;
   const main = from.query === defaultQuery;
-  b.textContent = "\u21a9 " + (main ? "Main tour" : "Back") + ", step " + (from.step + 1);
-  b.setAttribute("aria-label", "Back to the " + (main ? "main tour" : "tour you came from") + ", step " + (from.step + 1));
+  // Short, under Next: the step's text keeps its width. Its label names
+  // the step it goes back to.
+  b.textContent = "\u21a9 " + (main ? "Main tour" : "Back");
+  b.title = "Back to the " + (main ? "main tour" : "tour you came from") + ", step " + (from.step + 1);
+  b.setAttribute("aria-label", b.title);
 }
 document.getElementById("tour-return").addEventListener("click", () => history.back());
 
