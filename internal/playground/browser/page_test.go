@@ -529,7 +529,9 @@ func TestBrowserNoConsoleErrors(t *testing.T) {
 // tour starts that preset's tour, which offers a way back to the main
 // tour at that step, and so does the browser's Back: following one left
 // the main tour's remaining steps behind, and Back left the page. With
-// that way back, the tour's bar stays within a quarter of the screen.
+// that way back, the tour's bar stays within a quarter of the screen,
+// and on a desktop both figures stay on it (beside Next, it once took
+// the step's text a fourth line, and the second figure's axis 17 px).
 func TestBrowserTourPresetLinkReturns(t *testing.T) {
 	resp, err := playground.Run("", pageWidth)
 	if err != nil {
@@ -544,7 +546,7 @@ func TestBrowserTourPresetLinkReturns(t *testing.T) {
 		type state struct {
 			Query, Count, Return string
 			Shown                bool
-			Bar                  float64
+			Bar, Runs            float64
 		}
 		read := func() state {
 			return eval[state](t, tab, `(() => {
@@ -552,7 +554,8 @@ func TestBrowserTourPresetLinkReturns(t *testing.T) {
   const b = r.getBoundingClientRect();
   return {Query: document.body.dataset.query, Count: document.getElementById("tour-count").textContent, Return: r.textContent + " (" + r.getAttribute("aria-label") + ")",
     Shown: !r.hidden && b.width > 0 && b.left >= 0 && b.right <= innerWidth && b.top >= 0 && b.bottom <= innerHeight,
-    Bar: document.getElementById("sticky").getBoundingClientRect().height};
+    Bar: document.getElementById("sticky").getBoundingClientRect().height,
+    Runs: document.querySelector("#run-on .timeline").getBoundingClientRect().bottom};
 })()`)
 		}
 		want := fmt.Sprintf("Step %d of %d.", i+1, len(resp.Tour))
@@ -570,6 +573,9 @@ func TestBrowserTourPresetLinkReturns(t *testing.T) {
 			}
 			if in.Bar > float64(size[1])/4 {
 				t.Errorf("%dx%d: with the way back, the tour's bar is %.0f px tall, over a quarter of the screen", size[0], size[1], in.Bar)
+			}
+			if size[0] > 600 && in.Runs > float64(size[1]) {
+				t.Errorf("%dx%d: with the way back, the second figure ends at y %.0f, below the screen", size[0], size[1], in.Runs)
 			}
 			if err := chromedp.Do(tab, back.act, chromedp.Sleep(300*time.Millisecond)); err != nil {
 				t.Fatalf("%s: %v", back.how, err)
