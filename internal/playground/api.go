@@ -50,7 +50,7 @@ var knobs = []knob{
 		func(p *sim.Params) *time.Duration { return &p.TTL }},
 	durKnob("heartbeat", "Heartbeat every", "How often the holder renews its lease (0: never)", 30000, 500, "none",
 		func(p *sim.Params) *time.Duration { return &p.Heartbeat }),
-	durKnob("pause-at", "Pause at", "When A pauses, counted from the start of its work step, just after it checked its lease (its last check)",
+	durKnob("pause-at", "Pause into A's work", "When A pauses, counted from the start of its work step, just after it checked its lease (its last check)",
 		20000, 100, "", func(p *sim.Params) *time.Duration { return &p.PauseAt }),
 	durKnob("pause", "Pause length", "How long A's whole process stops (a GC stop-the-world): work and heartbeat",
 		60000, 500, "", func(p *sim.Params) *time.Duration { return &p.Pause }),

@@ -104,6 +104,12 @@ func Run(raw string, width int) (*Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	if e := firstEvent(results[0], func(e sim.Event) bool { return e.Kind == sim.KindPaused }); e != nil && sc.Uses("pause-at") {
+		// The slider counts from the start of A's work; the figures
+		// and the tour from the run's.
+		resp.Notes["pause-at"] = fmt.Sprintf("A's work starts at %s, so A pauses at %s on the figures.",
+			sim.FormatTime(e.At-q.Params.PauseAt), sim.FormatTime(e.At))
+	}
 	if width == 0 {
 		width = DefaultWidth
 	}

@@ -109,8 +109,8 @@ func TestTourTeachesTheRule(t *testing.T) {
 // lands there; atomicity A1, checked as it arrived, and what a check
 // before A's pause would have let through; the TTL A's lease's expiry
 // and B's read, which sets the pause that loses a write; the limits the
-// first figure's late write, and that a refused writer stops and an
-// equal token passes; in check-then-write's, atomicity names the second
+// first figure's late write, and that a refused writer stops; in
+// check-then-write's, atomicity names the second
 // figure's storage, which refuses A1.
 func TestTourLessonsShowInTheRun(t *testing.T) {
 	quoted := regexp.MustCompile(`“([^”]+)”`)
@@ -169,14 +169,14 @@ func TestTourLessonsShowInTheRun(t *testing.T) {
 	}
 	for query, want := range map[string]map[string][]string{
 		kleppmannQuery: {
-			"the rule": {"in the order they arrive", "refuses A1 at 17.5s, having seen 34"},
-			"the claim": {"The second figure's token line steps up to 34 at B's read (10.5s)", "starts at B's write (12.7s)",
+			"the rule": {"in the order they arrive", "(an equal one passes: same holder)", "the second figure's storage refuses A1 at 17.5s, having seen 34"},
+			"the claim": {"The second figure's token line steps up to 34 at B's read (10.5s)", "would learn 34 only at B's write (12.7s)",
 				"so a late write between them would pass it, then be lost to B's", "“B still working” shows it"},
 			"atomicity": {"applies the write in one step", "it refused A1 as it arrived at 17.5s",
-				"sent before A's pause (at 2.4s), letting A1 land unchecked after B's read", "“Check, then write” shows one"},
+				"A's check passes before its pause, and A1 lands unchecked after B's read", "in “Check, then write”"},
 			"the TTL": {"A's lease expired at 10.1s", "only a pause over about 8s loses a write", "after B's read (10.5s)",
 				"under the 10s TTL (“A pause under the TTL”)", "A longer TTL is no fix"},
-			"the limits": {"(the one the first figure shows: A1 at 17.5s)", "A refused writer must stop, not retry", "an equal token (the same holder again) passes"},
+			"the limits": {"(the one the first figure shows: A1 at 17.5s)", "A refused writer must stop, not retry"},
 		},
 		claimQuery: {
 			"the claim": {"B's read claimed 34 at 10.5s", "refused A's late write A1 at 17.5s, before B's write (18.7s)",
@@ -465,7 +465,7 @@ func TestTourSummariesAndSources(t *testing.T) {
 	text := strings.Join(all, "\n")
 	for what, phrase := range map[string]string{
 		"what fencing cannot protect":    "fencing cannot protect",
-		"when the unchecked write lands": "land unchecked after",
+		"when the unchecked write lands": "lands unchecked after",
 	} {
 		if !strings.Contains(text, phrase) {
 			t.Errorf("the tour never says %s (%q)", what, phrase)
@@ -813,36 +813,26 @@ func tokenSteps(t *testing.T, svg string) []float64 {
 
 // TestTourClaimPointsAtTheTokenLines: in Kleppmann's tour, where A's
 // late write lands after B's write, the claim step shows the window
-// only the claim guards with what both figures draw: the storage's token
-// line steps up to 34 at B's read (10.5s) in the second figure, and in
-// the first only at B's write (12.7s), when a write check alone would
-// first see 34; it marks both moments in both figures, and the lines
-// step there in the SVG. The step once marked the second figure only,
-// said the write check alone would accept a write landing between them,
-// and sent the reader to another preset to see it: a student found
-// nothing in these figures that made the point. The first figure
-// (fencing off) draws no line before B's write, so the step says its
-// line starts there: "steps up only at B's write" had a student look
-// for a lower line before it.
+// only the claim guards: the second figure's token line steps up to 34
+// at B's read (10.5s), and a write check alone would learn 34 only at
+// B's write (12.7s); it marks both moments in the second figure's
+// storage row, and its line steps up at the read, not the write, in the
+// SVG. The step once marked the second figure only, said the write
+// check alone would accept a write landing between them, and sent the
+// reader to another preset to see it: a student found nothing in these
+// figures that made the point.
 func TestTourClaimPointsAtTheTokenLines(t *testing.T) {
-	resp, s := kleppmannSummary(t, "the claim", "The second figure's token line steps up to 34 at B's read (10.5s)", "the first's starts at B's write (12.7s)")
+	resp, s := kleppmannSummary(t, "the claim", "The second figure's token line steps up to 34 at B's read (10.5s)", "would learn 34 only at B's write (12.7s)")
 	read, write := momentX(t, resp, "10.5s"), momentX(t, resp, "12.7s")
-	if s.Fig != 0 || !s.Store || !slices.Equal(s.Moments, []float64{read, write}) {
-		t.Errorf("the claim step marks %v in figure %d (0: both; storage only: %v), want x %.1f and %.1f in both figures' storage rows",
+	if s.Fig != 2 || !s.Store || !slices.Equal(s.Moments, []float64{read, write}) {
+		t.Errorf("the claim step marks %v in figure %d (0: both; storage only: %v), want x %.1f and %.1f in the second figure's storage row",
 			s.Moments, s.Fig, s.Store, read, write)
 	}
 	near := func(xs []float64, x float64) bool {
 		return slices.ContainsFunc(xs, func(v float64) bool { return math.Abs(v-x) < 0.1 })
 	}
-	first, second := tokenSteps(t, resp.Runs[0].SVG), tokenSteps(t, resp.Runs[1].SVG)
-	if !near(second, read) || near(second, write) {
+	if second := tokenSteps(t, resp.Runs[1].SVG); !near(second, read) || near(second, write) {
 		t.Errorf("the second figure's token line steps at x %v, want at B's read (%.1f), not at B's write (%.1f)", second, read, write)
-	}
-	if near(first, read) || !near(first, write) {
-		t.Errorf("the first figure's token line steps at x %v, want at B's write (%.1f), not at B's read (%.1f)", first, write, read)
-	}
-	if len(first) == 0 || math.Abs(first[0]-write) >= 0.1 {
-		t.Errorf("the step says the first figure's token line starts at B's write (%.1f); it starts at x %v", write, first)
 	}
 }
 
@@ -1116,20 +1106,115 @@ func TestTourStartSaysWhatThePresetChanges(t *testing.T) {
 
 // TestTourClaimTrueToTheUnfencedFigure: the default tour's claim step
 // does not lend the first figure, whose storage checks nothing, a write
-// check ("drawn from writes like a write check's" confused a student).
+// check ("drawn from writes like a write check's" confused a student),
+// nor take its token line for one: "the first's starts at B's write ...
+// A write check alone sees 34 only there too" had a student ask why a
+// storage that checks nothing draws a token line.
 func TestTourClaimTrueToTheUnfencedFigure(t *testing.T) {
-	_, s := kleppmannSummary(t, "the claim", "A write check alone sees 34 only there too")
-	if strings.Contains(s.Text, "write check's") {
-		t.Errorf("the claim step gives the unfenced figure a write check: %q", s.Text)
+	_, s := kleppmannSummary(t, "the claim", "A write check alone would learn 34 only at B's write")
+	for _, bad := range []string{"write check's", "the first's", "only there too"} {
+		if strings.Contains(s.Text, bad) {
+			t.Errorf("the claim step takes the unfenced figure for a write check (%q): %q", bad, s.Text)
+		}
 	}
 }
 
 // TestTourAtomicitySaysNoFigureChecksApart: where neither figure checks
-// apart from writing, the atomicity step says so plainly, and that the
-// preset it names shows such a check; a student read it as describing
-// a check the figure does not draw.
+// apart from writing, the atomicity step says so plainly, and what the
+// preset it names shows, in no time of this run: "shows one, sent before
+// A's pause (at 2.4s)" named this run's pause for the preset's, at 2.5s.
 func TestTourAtomicitySaysNoFigureChecksApart(t *testing.T) {
-	kleppmannSummary(t, "atomicity", "Neither figure checks apart from writing", "“Check, then write” shows one")
+	_, s := kleppmannSummary(t, "atomicity", "Neither figure checks apart from writing", "in “Check, then write”, A's check passes before its pause")
+	_, about, _ := strings.Cut(s.Text, "“Check, then write”")
+	if m := regexp.MustCompile(`\d+(\.\d+)?s\b`).FindString(about); m != "" {
+		t.Errorf("the atomicity step gives “Check, then write” a time (%s) of this run's: %q", m, s.Text)
+	}
+}
+
+// TestTourEqualTokenInTheRule: the rule step says an equal token passes,
+// as part of the rule; the limits step once said it, among what fencing
+// cannot protect.
+func TestTourEqualTokenInTheRule(t *testing.T) {
+	for _, p := range presets {
+		resp := tourRun(t, p.Query)
+		if s := summaryStep(t, resp, "the rule"); !strings.Contains(s.Text, "an equal one passes") {
+			t.Errorf("%s: the rule step does not say an equal token passes: %q", p.Title, s.Text)
+		}
+		if s := summaryStep(t, resp, "the limits"); strings.Contains(s.Text, "equal") {
+			t.Errorf("%s: the limits step names the equal token, a part of the rule: %q", p.Title, s.Text)
+		}
+	}
+}
+
+// TestTourRuleNamesTheStorage: the rule step's refusal has its noun
+// ("the second figure's storage refuses A1"); it read "the second
+// figure's refuses A1".
+func TestTourRuleNamesTheStorage(t *testing.T) {
+	for _, p := range presets {
+		if s := summaryStep(t, tourRun(t, p.Query), "the rule"); regexp.MustCompile(`figure's refuses`).MatchString(s.Text) {
+			t.Errorf("%s: the rule step misses a noun: %q", p.Title, s.Text)
+		}
+	}
+}
+
+// TestTourLossNamesItsFigure: a step that tells a write lost says in
+// which figure: "B still working" said "so A's write A1 is now lost" of
+// a step that told both figures' B1 accepted, and A1 is lost in the
+// first only.
+func TestTourLossNamesItsFigure(t *testing.T) {
+	for _, p := range presets {
+		resp := tourRun(t, p.Query)
+		off := resp.Runs[0].Heading
+		for i, s := range resp.Tour {
+			text := strings.TrimPrefix(s.Text, s.At+": ")
+			if strings.Contains(text, "is now lost") && !strings.HasPrefix(text, off+": ") && !strings.Contains(text, "In the first figure ("+off+")") {
+				t.Errorf("%s, step %d tells a write lost without naming its figure: %q", p.Title, i+1, s.Text)
+			}
+		}
+	}
+}
+
+// TestTourSaysWhereTokensComeFrom: the default tour says where real
+// tokens come from and why a Redis that lost its counter still grants
+// larger ones (docs/leases.md, "Tokens"), and what a shorter TTL does;
+// a student taking only the tour could answer neither.
+func TestTourSaysWhereTokensComeFrom(t *testing.T) {
+	resp := tourRun(t, kleppmannQuery)
+	var all []string
+	for _, s := range resp.Tour {
+		all = append(all, s.Text)
+	}
+	text := strings.Join(all, "\n")
+	for _, phrase := range []string{"max(counter+1, server time in µs)", "about 1.8e15", "restarted without its counter still grants a larger one",
+		"unless its clock went back", "etcd grants its revision", "ZooKeeper its zxid",
+		"A shorter TTL would only end it sooner, and a shorter pause would do the same: pauses have no bound"} {
+		if !strings.Contains(text, phrase) {
+			t.Errorf("the tour never says %q", phrase)
+		}
+	}
+}
+
+// TestPauseSliderSaysItsTimeline: the pause-at slider, which counts from
+// the start of A's work, is labelled so, and its note gives the pause's
+// time on the figures, the one the tour gives; "Pause at 2s" sat beside
+// a figure and a tour that both said 2.4s.
+func TestPauseSliderSaysItsTimeline(t *testing.T) {
+	for _, query := range []string{kleppmannQuery, atomicQuery, "scenario=kleppmann&pause-at=1s"} {
+		resp := tourRun(t, query)
+		i := slices.IndexFunc(resp.Tour, func(s Step) bool { return strings.Contains(s.Text, " is paused for ") })
+		if i < 0 {
+			t.Fatalf("%s: no step tells the pause", query)
+		}
+		at := resp.Tour[i].At
+		if note := resp.Notes["pause-at"]; !strings.Contains(note, "A pauses at "+at+" on the figures") {
+			t.Errorf("%s: the pause-at note %q does not give the pause's time on the figures, %s", query, note, at)
+		}
+	}
+	for _, s := range tourRun(t, kleppmannQuery).Sliders {
+		if s.Name == "pause-at" && !strings.Contains(s.Label, "into A's work") {
+			t.Errorf("the pause-at slider is labelled %q, as if it counted from the run's start", s.Label)
+		}
+	}
 }
 
 // TestTourOpeningSpread: in every preset's tour, steps at distinct

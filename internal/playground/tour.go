@@ -105,6 +105,7 @@ func tour(off, on *sim.Result, l, zoom render.Layout, query string) []Step {
 	renewed := make([]bool, len(off.Clients))
 	told := map[int]bool{} // lost writes whose loss a step has told
 	claimed := false       // a step has told a read's claim
+	grantedNewer := false  // a step has told a newer token's grant
 	onName := heading(on.Storage)
 	var steps []Step
 	// A write's label stands where it was sent, and a step draws the
@@ -191,7 +192,12 @@ func tour(off, on *sim.Result, l, zoom render.Layout, query string) []Step {
 		}
 		switch e.Kind {
 		case sim.KindAcquired:
-			add(e, "%s acquires the lease, token %d.", name, e.Token)
+			text := fmt.Sprintf("%s acquires the lease, token %d.", name, e.Token)
+			if query == canonical(kleppmannQuery) && !grantedNewer && firstEvent(off, func(x sim.Event) bool { return x.Kind == sim.KindAcquired && x.Token < e.Token }) != nil {
+				grantedNewer = true
+				text += " " + issuers
+			}
+			add(e, "%s", text)
 		case sim.KindRefused:
 			add(e, "%s asks for the lease and is refused: token %d holds it. %s waits.", name, e.Other, name)
 		case sim.KindRenewed:
@@ -204,7 +210,8 @@ func tour(off, on *sim.Result, l, zoom render.Layout, query string) []Step {
 			holder := ""
 			for c, p := range paused {
 				if p {
-					holder = " " + off.Clients[c] + " is paused and does not know."
+					holder = " " + off.Clients[c] + " is paused and does not know. A shorter TTL would only end it sooner, " +
+						"and a shorter pause would do the same: pauses have no bound."
 				}
 			}
 			add(e, "lease %d expires at the lease service.%s", e.Token, holder)
@@ -263,16 +270,22 @@ func tour(off, on *sim.Result, l, zoom render.Layout, query string) []Step {
 				text = fmt.Sprintf("%s's late write %s (token %d) reaches the storage, "+how,
 					name, labels[e.Write], e.Token, e.Token)
 			}
-			for _, i := range lost {
-				if !told[i] && off.Writes[i].Accepted && overwrites(off, e.Write, i) {
-					told[i] = true
-					text += fmt.Sprintf(" It was based on an older read, so %s's write %s is now lost, though %s was told it succeeded.",
-						off.Clients[off.Writes[i].Client], labels[i], off.Clients[off.Writes[i].Client])
-				}
-			}
 			refused := slices.Index(onLabels, labels[e.Write])
 			if refused >= 0 && on.Writes[refused].Accepted {
 				refused = -1
+			}
+			for _, i := range lost {
+				if !told[i] && off.Writes[i].Accepted && overwrites(off, e.Write, i) {
+					told[i] = true
+					// A step that does not open with offName says
+					// which figure loses the write.
+					where := "It"
+					if refused < 0 {
+						where = "In the first figure (" + offName + ") it"
+					}
+					text += fmt.Sprintf(" %s was based on an older read, so %s's write %s is now lost, though %s was told it succeeded.",
+						where, off.Clients[off.Writes[i].Client], labels[i], off.Clients[off.Writes[i].Client])
+				}
 			}
 			if slices.Contains(lost, e.Write) {
 				if refused >= 0 { // the step opens with offName
@@ -312,6 +325,13 @@ func tour(off, on *sim.Result, l, zoom render.Layout, query string) []Step {
 	}
 	return steps
 }
+
+// issuers says, at the default tour's first grant of a newer token,
+// where real tokens come from (docs/leases.md, "Tokens"); the presets'
+// tours, linked from the default's, leave it out.
+const issuers = "Real tokens are larger: the Redis and PostgreSQL issuers grant max(counter+1, server time in µs), about 1.8e15, " +
+	"so a Redis restarted without its counter still grants a larger one, unless its clock went back too; " +
+	"etcd grants its revision, ZooKeeper its zxid."
 
 // start is the tour's first step, over figures with nothing drawn yet:
 // the setting, the problem and the words the tour uses for it.
@@ -395,11 +415,12 @@ func figure(r, off *sim.Result) int {
 }
 
 func ruleLesson(off, on *sim.Result) lesson {
-	l := lesson{text: "the rule. No holder can know, as its write lands, that its lease still holds. " +
-		"The storage sees writes in the order they arrive and refuses any write whose token is older than one it has seen"}
+	l := lesson{text: "the rule. No holder knows, as its write lands, that its lease holds. " +
+		"The storage sees writes in the order they arrive and refuses any write whose token is older than one it has seen " +
+		"(an equal one passes: same holder)"}
 	for _, r := range []*sim.Result{on, off} {
 		if e := firstEvent(r, func(e sim.Event) bool { return e.Kind == sim.KindWriteRejected }); e != nil {
-			l.text += fmt.Sprintf(": the %s figure's refuses %s at %s, having seen %d.",
+			l.text += fmt.Sprintf(": the %s figure's storage refuses %s at %s, having seen %d.",
 				which(r, off), r.WriteLabels()[e.Write], sim.FormatTime(e.At), e.Other)
 			l.at, l.fig, l.store = []time.Duration{e.At}, figure(r, off), true
 			return l
@@ -464,23 +485,18 @@ func claimLesson(off, on *sim.Result) lesson {
 			"A write check alone would pass a late write landing between them"+shows,
 			b, rd.Token, sim.FormatTime(rd.At), b, sim.FormatTime(w.At)), at: []time.Duration{rd.At, w.At}, store: true}
 	}
-	// The first figure's token line (the last write's token, or the
-	// highest a write brought) starts, or reaches the reader's token,
-	// only at its write, as a write check alone's would; the second's at
-	// the read.
+	// A write check alone learns the reader's token only at its write;
+	// the second figure's token line steps up at the read. The first
+	// figure's line there, if it checks nothing, only records writes.
 	ow := firstEvent(off, func(e sim.Event) bool { return e.Token == rd.Token && e.Kind == sim.KindWriteAccepted })
 	if ow == nil {
 		return lesson{text: fmt.Sprintf("the claim. In the second figure %s's read claimed %d at %s, before %s's write (%s): only the claim refuses a late write landing between them; "+
 			"a write check alone would accept it"+shows, b, rd.Token, sim.FormatTime(rd.At), b, sim.FormatTime(w.At)),
 			at: []time.Duration{rd.At, w.At}, fig: 2, store: true}
 	}
-	starts := "starts"
-	if firstEvent(off, func(e sim.Event) bool { return e.Kind == sim.KindWriteAccepted && e.At < ow.At }) != nil {
-		starts = "steps up"
-	}
-	return lesson{text: fmt.Sprintf("the claim. The second figure's token line steps up to %d at %s's read (%s); the first's %s at %s's write (%s). "+
-		"A write check alone sees %d only there too, so a late write between them would pass it, then be lost to %s's"+shows,
-		rd.Token, b, sim.FormatTime(rd.At), starts, b, sim.FormatTime(ow.At), rd.Token, b), at: []time.Duration{rd.At, ow.At}, store: true}
+	return lesson{text: fmt.Sprintf("the claim. The second figure's token line steps up to %d at %s's read (%s): from then on it refuses older tokens. "+
+		"A write check alone would learn %d only at %s's write (%s), so a late write between them would pass it, then be lost to %s's"+shows,
+		rd.Token, b, sim.FormatTime(rd.At), rd.Token, b, sim.FormatTime(ow.At), b), at: []time.Duration{rd.At, ow.At}, fig: 2, store: true}
 }
 
 func atomicLesson(off, on *sim.Result) lesson {
@@ -534,10 +550,12 @@ func atomicLesson(off, on *sim.Result) lesson {
 				return e.Kind == sim.KindWriteRejected && e.Client == p.Client && e.At > p.At
 			}); e != nil {
 				name, label := r.Clients[p.Client], r.WriteLabels()[e.Write]
+				// The preset's own run, not this one, has the check
+				// before the pause: the step gives it no time.
 				l.text = fmt.Sprintf("atomicity. The %s storage %s: it refused %s as it arrived at %s. "+
-					"Neither figure checks apart from writing: %s shows one, sent before %s's pause (at %s), letting %s land unchecked after %s.",
-					which(r, off), rule, label, sim.FormatTime(e.At), button(atomicQuery), name, sim.FormatTime(p.At), label, newerReadName(r))
-				l.at, l.fig, l.store, l.focus = []time.Duration{p.At, e.At}, figure(r, off), true, 1
+					"Neither figure checks apart from writing: in %s, %s's check passes before its pause, and %s lands unchecked after %s.",
+					which(r, off), rule, label, sim.FormatTime(e.At), button(atomicQuery), name, label, newerReadName(r))
+				l.at, l.fig, l.store = []time.Duration{e.At}, figure(r, off), true
 				return l
 			}
 		}
@@ -649,7 +667,7 @@ func limitsLesson(off *sim.Result) lesson {
 		l.at, l.fig, l.store = []time.Duration{off.Writes[i].At}, 1, true
 	}
 	l.text += ", locks held elsewhere, liveness (a crashed holder's lease must run out). " +
-		"A refused writer must stop, not retry; an equal token (the same holder again) passes."
+		"A refused writer must stop, not retry."
 	return l
 }
 

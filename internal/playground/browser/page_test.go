@@ -8,9 +8,15 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/fencekit/fencekit/internal/playground"
@@ -459,6 +465,125 @@ func TestBrowserTourPresetLinks(t *testing.T) {
 })`)
 		if want := fmt.Sprintf("Step 1 of %d.", len(target.Tour)); s.Hidden || s.Query != target.Query || s.Count != want || s.Text != target.Tour[0].Text {
 			t.Errorf("%dx%d: the button shows %q, the tour hidden %v at %q %q; want %q at %q %q", size[0], size[1], s.Query, s.Hidden, s.Count, s.Text, target.Query, want, target.Tour[0].Text)
+		}
+	}
+}
+
+// TestBrowserNoConsoleErrors: loading the page, taking a few tour steps
+// and following a step's preset link log no error to the console and
+// fetch nothing that fails: the first load once logged a 404 for
+// /favicon.ico.
+func TestBrowserNoConsoleErrors(t *testing.T) {
+	tab := browserSized(t, 1280, 800)
+	var mu sync.Mutex
+	var errs []string
+	err := chromedp.Listen(tab, func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch ev := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			errs = append(errs, fmt.Sprintf("exception: %s (line %d)", ev.ExceptionDetails.Text, ev.ExceptionDetails.LineNumber))
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeAssert {
+				errs = append(errs, fmt.Sprintf("console.%s: %d arguments", ev.Type, len(ev.Args)))
+			}
+		case *cdplog.EventEntryAdded:
+			if ev.Entry.Level == cdplog.EntryLevelError {
+				errs = append(errs, "log: "+ev.Entry.Text+" "+ev.Entry.URL)
+			}
+		case *network.EventResponseReceived:
+			if ev.Response.Status >= 400 {
+				errs = append(errs, fmt.Sprintf("%s: HTTP %d", ev.Response.URL, ev.Response.Status))
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.FileServer(http.Dir(playgroundDir(t))))
+	t.Cleanup(srv.Close)
+	if err := chromedp.Do(tab, chromedp.Navigate(srv.URL+"/")); err != nil {
+		t.Fatal(err)
+	}
+	readPage(t, tab)
+	resp, err := playground.Run("", pageWidth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(resp.Tour, func(s playground.Step) bool { return strings.Contains(s.Text, "“Check, then write”") })
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("tour-start")), chromedp.Click(chromedp.ID("tour-next"))); err != nil {
+		t.Fatal(err)
+	}
+	eval[bool](t, tab, fmt.Sprintf(`(showStep(%d), true)`, i))
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(`#tour-text button.preset-link`)), chromedp.Sleep(500*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, e := range errs {
+		t.Error(e)
+	}
+}
+
+// TestBrowserTourPresetLinkReturns: a preset link in a step of the main
+// tour starts that preset's tour, which offers a way back to the main
+// tour at that step, and so does the browser's Back: following one left
+// the main tour's remaining steps behind, and Back left the page. With
+// that way back, the tour's bar stays within a quarter of the screen,
+// and on a desktop both figures stay on it (beside Next, it once took
+// the step's text a fourth line, and the second figure's axis 17 px).
+func TestBrowserTourPresetLinkReturns(t *testing.T) {
+	resp, err := playground.Run("", pageWidth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(resp.Tour, func(s playground.Step) bool { return strings.Contains(s.Text, "“Check, then write”") })
+	if i < 0 {
+		t.Fatal("no step of the default tour names “Check, then write”")
+	}
+	for _, size := range [][2]int{{1280, 800}, {400, 860}} {
+		tab := openPage(t, size[0], size[1], fmt.Sprintf("#step-%d", i+1))
+		type state struct {
+			Query, Count, Return string
+			Shown                bool
+			Bar, Runs            float64
+		}
+		read := func() state {
+			return eval[state](t, tab, `(() => {
+  const r = document.getElementById("tour-return");
+  const b = r.getBoundingClientRect();
+  return {Query: document.body.dataset.query, Count: document.getElementById("tour-count").textContent, Return: r.textContent + " (" + r.getAttribute("aria-label") + ")",
+    Shown: !r.hidden && b.width > 0 && b.left >= 0 && b.right <= innerWidth && b.top >= 0 && b.bottom <= innerHeight,
+    Bar: document.getElementById("sticky").getBoundingClientRect().height,
+    Runs: document.querySelector("#run-on .timeline").getBoundingClientRect().bottom};
+})()`)
+		}
+		want := fmt.Sprintf("Step %d of %d.", i+1, len(resp.Tour))
+		for _, back := range []struct {
+			how string
+			act chromedp.Action[chromedp.Void]
+		}{{"its return button", chromedp.Click(chromedp.ID("tour-return"))}, {"the browser's Back", chromedp.NavigateBack()}} {
+			if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(`#tour-text button[data-query="scenario=check-then-write"]`))); err != nil {
+				t.Fatal(err)
+			}
+			in := read()
+			if !in.Shown || !strings.Contains(in.Return, "Main tour (Back to the main tour, step "+strconv.Itoa(i+1)+")") {
+				t.Errorf("%dx%d: the preset's tour (%s, %q) shows the way back %v, %q; want it on screen, naming the main tour's step %d",
+					size[0], size[1], in.Query, in.Count, in.Shown, in.Return, i+1)
+			}
+			if in.Bar > float64(size[1])/4 {
+				t.Errorf("%dx%d: with the way back, the tour's bar is %.0f px tall, over a quarter of the screen", size[0], size[1], in.Bar)
+			}
+			if size[0] > 600 && in.Runs > float64(size[1]) {
+				t.Errorf("%dx%d: with the way back, the second figure ends at y %.0f, below the screen", size[0], size[1], in.Runs)
+			}
+			if err := chromedp.Do(tab, back.act, chromedp.Sleep(300*time.Millisecond)); err != nil {
+				t.Fatalf("%s: %v", back.how, err)
+			}
+			if out := read(); out.Query != resp.Query || out.Count != want || out.Shown {
+				t.Errorf("%dx%d: after %s the page shows %s at %q (the way back shown: %v), want %s at %q",
+					size[0], size[1], back.how, out.Query, out.Count, out.Shown, resp.Query, want)
+			}
 		}
 	}
 }

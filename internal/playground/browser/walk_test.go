@@ -115,7 +115,7 @@ func TestBrowserTourSteps(t *testing.T) {
 // commonChecks are checked at both sizes.
 func commonChecks() []stepCheck {
 	return []stepCheck{figuresWhole(), nextHoldsStill(), labelsReadable(), arrowsClearOfCursor(), keyNamesTheMarks(), summaryLabelsOffCursor(),
-		cursorCrossesNoLabel(), releaseMarkClear(), openingSpread()}
+		cursorCrossesNoLabel(), releaseMarkClear(), openingSpread(), barHoldsStill()}
 }
 
 // pxPerSecondJS is, per figure, the screen pixels a second of its time
@@ -261,22 +261,54 @@ func summaryLabelsOffCursor() stepCheck {
 // keyNamesTheMarks: at a summary step, which marks its moments (orange
 // lines, highlighted labels, a pause's dotted box), the legend the tour
 // shows (a phone's in the tour's bar) has an entry for those marks,
-// whole on screen; at any other step it has none.
+// whole on screen, in the same words at every size, and placed cleanly:
+// among the legend's other entries, or against the right end of its row
+// (beside the verdict); at any other step it has none. The entry once
+// floated mid-way along the second figure's heading row at 1280 px
+// ("what the step names") and sat on the verdict's badge on a phone
+// ("marked").
 func keyNamesTheMarks() stepCheck {
 	return stepCheck{name: "KeyNamesTheMarks", check: func(w walk, errorf func(string, ...any)) {
 		type entry struct {
-			Shown, Whole bool
-			Text         string
+			Shown, Whole, Placed bool
+			Text                 string
 		}
 		e := eval[entry](w.t, w.tab, `(() => {
-  const e = [...document.querySelectorAll("#key-on .key-marked, #phone-key .key-marked")].find((e) => e.getClientRects().length > 0);
-  if (!e) return {Shown: false, Whole: false, Text: ""};
+  const e = [...document.querySelectorAll(".key-marked")].find((e) => e.getClientRects().length > 0);
+  if (!e) return {Shown: false, Whole: false, Placed: false, Text: ""};
   const r = e.getBoundingClientRect();
-  return {Shown: true, Whole: r.left >= 0 && r.right <= innerWidth && r.top >= 0 && r.bottom <= innerHeight, Text: e.textContent};
+  const shown = (c) => c.getClientRects().length > 0 && getComputedStyle(c).visibility !== "hidden";
+  const legend = [...e.parentElement.children].some((c) => c !== e && shown(c));
+  // Else its box (the legend's copy holding it) against the next thing shown in its row, or the row's end.
+  const box = e.parentElement.getBoundingClientRect(), row = e.parentElement.parentElement;
+  let next = e.parentElement.nextElementSibling;
+  while (next && !shown(next)) next = next.nextElementSibling;
+  const end = next ? next.getBoundingClientRect().left : row.getBoundingClientRect().right;
+  return {Shown: true, Whole: r.left >= 0 && r.right <= innerWidth && r.top >= 0 && r.bottom <= innerHeight,
+    Placed: legend || (r.right <= end + 0.5 && end - r.right <= 24 && box.right - r.right <= 24), Text: e.textContent};
 })()`)
 		marks := len(w.step().Moments) > 0
 		if e.Shown != marks || (marks && !e.Whole) {
 			errorf("%s: the legend's entry for the step's marks shown %v (whole %v, %q), want %v", w.where(), e.Shown, e.Whole, e.Text, marks)
+		}
+		if marks && (!e.Placed || e.Text != "named by the step") {
+			errorf("%s: the entry for the step's marks reads %q (want %q), placed among the legend's entries or at its row's end: %v", w.where(), e.Text, "named by the step", e.Placed)
+		}
+	}}
+}
+
+// barHoldsStill: the tour's bar keeps one height through each tour, so
+// that the figures below it do not jump from step to step: it once ran
+// from 41 to 65 px at 1280 x 800 and from 54 to 170 px on a phone.
+func barHoldsStill() stepCheck {
+	first := 0.0
+	return stepCheck{name: "BarHoldsStill", check: func(w walk, errorf func(string, ...any)) {
+		h := w.s.StickyBot - w.s.StickyTop
+		if w.j == 0 {
+			first = h
+		}
+		if math.Abs(h-first) > 0.5 {
+			errorf("%s: the tour's bar is %.0f px tall, %.0f px at step 1", w.where(), h, first)
 		}
 	}}
 }
@@ -784,7 +816,7 @@ func phoneFirstView(t *testing.T, tab context.Context, p playground.Preset, erro
 func phoneChecks() []stepCheck {
 	return []stepCheck{labelsWhole(), dangerNamed(), showsNamedWrites(), momentsInView(), primaryInView(), fatesInView(), barNames(),
 		oneWindow(), tourBar(), tourNames(), phoneKeepsTheLegend(), verdictsWhole(), tokenInView(),
-		pauseNamed(), momentHints()} // last: its tap scrolls the figures
+		pauseNamed(), legendLegible(), momentHints()} // last: its tap scrolls the figures
 }
 
 // unnamedDangerJS lists, per figure, the danger bands (their label's
@@ -1063,6 +1095,34 @@ const pauseNamedJS = `(() => {
 func pauseNamed() stepCheck {
 	return shownCheck("PauseNamed", pauseNamedJS, "a pause's box shows in view, and its label %q does not",
 		"no pause's box shows in view at any step", "%d pauses in view checked")
+}
+
+// legendLegible: on a phone, the legend in the tour's bar reads at the
+// figures' own 12 px, each mark drawn in its own proportions (within
+// 10%), no entry over another or over the bar's buttons: it was 11 px,
+// its marks squeezed, three entries a line beside the buttons.
+func legendLegible() stepCheck {
+	return stepCheck{name: "LegendLegible", only: []string{kleppmann}, check: func(w walk, errorf func(string, ...any)) {
+		for _, p := range eval[[]string](w.t, w.tab, `(() => {
+  const out = [];
+  const boxes = [];
+  for (const e of document.querySelectorAll("#phone-key > span")) {
+    if (e.getClientRects().length === 0) continue;
+    const size = parseFloat(getComputedStyle(e).fontSize);
+    if (size < 11.99) out.push(e.textContent + ": " + size + " px");
+    const m = e.querySelector("svg"), vb = m.viewBox.baseVal, r = m.getBoundingClientRect();
+    if (Math.abs((r.width / r.height) / (vb.width / vb.height) - 1) > 0.1) out.push(e.textContent + ": its mark drawn " + r.width.toFixed(0) + "x" + r.height.toFixed(0) + " for " + vb.width.toFixed(0) + "x" + vb.height.toFixed(0));
+    boxes.push([e.textContent, e.getBoundingClientRect()]);
+  }
+  for (const b of document.querySelectorAll("#tour button")) if (b.getClientRects().length > 0) boxes.push([b.id, b.getBoundingClientRect()]);
+  for (const [i, [n, a]] of boxes.entries()) for (const [m, b] of boxes.slice(i + 1)) {
+    if (a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5) out.push(n + " overlaps " + m);
+  }
+  return out;
+})()`) {
+			errorf("%s: the legend: %s", w.where(), p)
+		}
+	}}
 }
 
 // shownCheck is a check, named name, that at every step each item js

@@ -219,8 +219,8 @@ function renderKey() {
     return c;
   }));
   key.replaceChildren(copy);
-  // The second run's heading row has room for it, a phone's too (by its
-  // short name).
+  // The entry for a summary step's marks: at the right of the second
+  // run's heading row, beside its verdict (a phone's legend ends with it).
   document.getElementById("key-on").replaceChildren(markedEntry());
   renderPhoneKey(items);
 }
@@ -238,19 +238,15 @@ function markedEntry() {
   mark.append(line);
   const name = document.createElement("span");
   name.className = "named";
-  const long = document.createElement("span"), short = document.createElement("span");
-  long.className = "long";
-  long.textContent = "what the step names";
-  short.className = "short";
-  short.textContent = "marked";
-  name.append(long, short);
+  name.textContent = "named by the step";
   span.append(mark, name);
   return span;
 }
 
 // renderPhoneKey copies the legend into the tour's buttons' row, which a
-// phone shows: each entry's mark (the shapes just left of its text), then
-// its short name (data-short), so that all five fit beside the buttons.
+// phone shows: each entry's mark (the shapes just left of its text, in
+// their own proportions), then its short name (data-short), so that all
+// fit beside the buttons; last, the entry for a summary step's marks.
 function renderPhoneKey(items) {
   const ns = "http://www.w3.org/2000/svg";
   const texts = items.filter((el) => el.tagName === "text");
@@ -264,8 +260,8 @@ function renderPhoneKey(items) {
     const span = document.createElement("span");
     const mark = document.createElementNS(ns, "svg");
     const x0 = Math.min(...marks.map((el) => el.getBBox().x)) - 1, y0 = tb.y - 1;
-    for (const [k, v] of Object.entries({ viewBox: `${x0} ${y0} 28 ${tb.height + 2}`, width: 16, height: 11 })) mark.setAttribute(k, String(v));
-    mark.setAttribute("preserveAspectRatio", "none");
+    const h = tb.height + 2;
+    for (const [k, v] of Object.entries({ viewBox: `${x0} ${y0} 28 ${h}`, width: Math.round(28 * 10 / h), height: 10 })) mark.setAttribute(k, String(v));
     mark.append(...marks.map((el) => {
       const c = el.cloneNode(true);
       c.removeAttribute("class");
@@ -275,7 +271,7 @@ function renderPhoneKey(items) {
     name.textContent = t.dataset.short || t.textContent;
     span.append(mark, name);
     return span;
-  }));
+  }), markedEntry());
 }
 
 // scrollToDanger scrolls a figure wider than its column to where the
@@ -698,7 +694,7 @@ function update(q) {
   scrollToDanger();
   renderVerdicts(resp);
   markMap();
-  history.replaceState(null, "", "?" + resp.query);
+  history.replaceState(history.state, "", "?" + resp.query);
   if (step >= 0) showStep(0);
   document.body.dataset.width = String(width); // for tests: the width the figures were drawn at
   document.body.dataset.query = resp.query; // for tests and screenshots: the run shown
@@ -753,7 +749,11 @@ function presetLinks(text) {
     b.textContent = m[0];
     b.dataset.query = p.query;
     b.setAttribute("aria-label", "Show \u201c" + p.title + "\u201d and start its tour");
+    // The tour left is a history entry of its own, which the return
+    // button (and the browser's Back) goes back to.
     b.addEventListener("click", () => {
+      const from = { query: shown.query, step: step };
+      history.pushState({ returnTo: from }, "", "?" + p.query);
       update(p.query);
       openTour(0);
     });
@@ -812,7 +812,9 @@ function showStep(i) {
   document.getElementById("tour-count").textContent = `Step ${step + 1} of ${steps.length}.`;
   document.getElementById("tour-text").replaceChildren(...presetLinks(s.text));
   // The address names the step (#step-N), so that it can be linked.
-  history.replaceState(null, "", `?${shown.query}#step-${step + 1}`);
+  history.replaceState(history.state, "", `?${shown.query}#step-${step + 1}`);
+  showReturn();
+  reserveTourHeight();
   document.getElementById("tour-back").disabled = step === 0;
   const next = document.getElementById("tour-next"), last = step === steps.length - 1;
   next.textContent = last ? "Finish" : "Next \u25b6";
@@ -1078,11 +1080,76 @@ document.getElementById("tour-next").addEventListener("click", () => {
 });
 document.getElementById("tour-close").addEventListener("click", closeTour);
 
+let defaultQuery = ""; // the default run's query, the main tour's
+
+// showReturn shows, in a tour reached by a step's preset link, a button
+// back to the tour and step it left.
+function showReturn() {
+  const b = document.getElementById("tour-return");
+  const from = history.state && history.state.returnTo;
+  b.hidden = !from;
+  if (!from) return;
+  defaultQuery = defaultQuery || JSON.parse(globalThis.fencesimRun("", figureWidth())).query;
+  const main = from.query === defaultQuery;
+  // Short, under Next: the step's text keeps its width. Its label names
+  // the step it goes back to.
+  b.textContent = "\u21a9 " + (main ? "Main tour" : "Back");
+  b.title = "Back to the " + (main ? "main tour" : "tour you came from") + ", step " + (from.step + 1);
+  b.setAttribute("aria-label", b.title);
+}
+document.getElementById("tour-return").addEventListener("click", () => history.back());
+
+// The browser's Back and Forward show the run and tour step their
+// address names (a tour left by a preset link, and the preset's).
+addEventListener("popstate", () => {
+  if (!shown) return;
+  const linked = /^#step-(\d+)$/.exec(location.hash);
+  update(location.search.slice(1));
+  if (linked) openTour(Number(linked[1]) - 1);
+  else if (step >= 0) closeTour();
+});
+
+// reserveTourHeight gives the tour's bar the height of its tallest step
+// in this tour, at this width, so that it holds still from step to step
+// and the figures below it do not jump; but at most a quarter of the
+// screen, the text scrolling in its place past that (a phone's preset
+// tour with its way back to the main tour).
+let reserved = "";
+function reserveTourHeight() {
+  const key = [shown.query, innerWidth, innerHeight, document.getElementById("tour-return").hidden].join(" ");
+  if (key === reserved) return;
+  reserved = key;
+  const text = document.getElementById("tour-text"), count = document.getElementById("tour-count"), p = text.parentElement;
+  const keep = [...text.childNodes], keepCount = count.textContent;
+  tourBox.style.minHeight = "";
+  p.style.removeProperty("max-height");
+  p.style.removeProperty("overflow-y");
+  let tallest = 0, rest = 0;
+  for (const [i, s] of shown.tour.entries()) {
+    count.textContent = `Step ${i + 1} of ${shown.tour.length}.`;
+    text.replaceChildren(...presetLinks(s.text));
+    tallest = Math.max(tallest, tourBox.offsetHeight);
+    rest = Math.max(rest, tourBox.offsetHeight - p.offsetHeight);
+  }
+  text.replaceChildren(...keep);
+  count.textContent = keepCount;
+  const cap = Math.floor(innerHeight / 4) - (document.getElementById("sticky").offsetHeight - tourBox.offsetHeight);
+  if (tallest > cap) {
+    // Whole lines and half the next: the half line shows there is more.
+    const line = parseFloat(getComputedStyle(p).lineHeight);
+    const most = Math.floor((cap - rest) / line - 0.5) * line + line / 2;
+    p.style.maxHeight = most + "px";
+    p.style.overflowY = "auto";
+    tallest = rest + most;
+  }
+  tourBox.style.minHeight = tallest + "px";
+}
+
 // closeTour hides the tour and shows both figures whole.
 function closeTour() {
   tourBox.hidden = true;
   step = -1;
-  history.replaceState(null, "", "?" + shown.query);
+  history.replaceState(history.state, "", "?" + shown.query);
   document.body.classList.remove("touring", "outcome", "marking");
   for (const [f, fig] of [...document.querySelectorAll(".run .timeline")].entries()) showDrawing(fig, shown.runs[f], false);
   for (const el of document.querySelectorAll(".timeline .cursor, .timeline .cursor-gaps, .timeline .veil, .timeline .moment, .timeline .peek, .timeline .hint")) el.remove();
