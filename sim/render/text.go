@@ -265,6 +265,12 @@ func timelineIntro(b *strings.Builder, title string, runs []*sim.Result) {
 	if first := firstToken(r0); !r0.Recorded && first > 0 {
 		fmt.Fprintf(b, "Tokens start at %d to stay readable; fencekit's Redis and PostgreSQL leases issue microsecond timestamps (about 1.8e15).\n", first)
 	}
+	for _, e := range r0.Events {
+		if e.Kind == sim.KindAcquired { // the notation, with the first grant
+			fmt.Fprintf(b, "The lease column is who the lease service says holds the lease (\"%[1]s:%[2]d\": %[1]s, token %[2]d; \"-\": nobody); ┃ marks a paused process.\n", r0.Clients[e.Client], e.Token)
+			break
+		}
+	}
 	if r0.Recorded && r0.Storage.Fenced() {
 		b.WriteString("Every store checks each write's token against the newest token it has seen.\n")
 	} else {
