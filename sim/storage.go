@@ -65,7 +65,7 @@ func (s Storage) Describe() string {
 	case StorageWrites:
 		return "the storage applies the write check only: it refuses a write whose token is below one it has accepted"
 	case StorageClaim:
-		return "the storage applies the write check and the claim: a read records the reader's token, and any write with an older token is refused"
+		return "the storage applies the write check and the claim: a read records the reader's token, and any read or write with an older token is refused"
 	case StorageCheckThenWrite:
 		return "the storage checks the token (write check and claim) in one request and applies the write in a second, without checking again"
 	}

@@ -20,7 +20,7 @@ func ExampleText() {
 	// TTL 10s, heartbeat none. Times are virtual seconds; "write A1/1" is A's first write, carrying token 1.
 	// Tokens start at 1 to stay readable; fencekit's Redis and PostgreSQL leases issue microsecond timestamps (about 1.8e15).
 	// The lease column is who the lease service says holds the lease ("A:1": A, token 1; "-": nobody); ┃ marks a paused process.
-	// Fencing ON: the storage applies the write check and the claim: a read records the reader's token, and any write with an older token is refused.
+	// Fencing ON: the storage applies the write check and the claim: a read records the reader's token, and any read or write with an older token is refused.
 	//
 	//          │ fencing ON
 	// time     │ lease ┆ A
