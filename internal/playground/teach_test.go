@@ -1120,11 +1120,12 @@ func TestTourClaimTrueToTheUnfencedFigure(t *testing.T) {
 }
 
 // TestTourAtomicitySaysNoFigureChecksApart: where neither figure checks
-// apart from writing, the atomicity step says so plainly, and what the
+// apart from writing, the atomicity step says so plainly ("Neither figure
+// checks apart from writing" was cryptic to a student), and what the
 // preset it names shows, in no time of this run: "shows one, sent before
 // A's pause (at 2.4s)" named this run's pause for the preset's, at 2.5s.
 func TestTourAtomicitySaysNoFigureChecksApart(t *testing.T) {
-	_, s := kleppmannSummary(t, "atomicity", "Neither figure checks apart from writing", "in “Check, then write”, A's check passes before its pause")
+	_, s := kleppmannSummary(t, "atomicity", "No figure here checks in a request of its own", "in “Check, then write” one does: A's check passes before its pause")
 	_, about, _ := strings.Cut(s.Text, "“Check, then write”")
 	if m := regexp.MustCompile(`\d+(\.\d+)?s\b`).FindString(about); m != "" {
 		t.Errorf("the atomicity step gives “Check, then write” a time (%s) of this run's: %q", m, s.Text)
@@ -1186,8 +1187,8 @@ func TestTourSaysWhereTokensComeFrom(t *testing.T) {
 	}
 	text := strings.Join(all, "\n")
 	for _, phrase := range []string{"max(counter+1, server time in µs)", "about 1.8e15", "restarted without its counter still grants a larger one",
-		"unless its clock went back", "etcd grants its revision", "ZooKeeper its zxid",
-		"A shorter TTL would only end it sooner, and a shorter pause would do the same: pauses have no bound"} {
+		"if its clock went back, none until it catches up", "etcd grants its revision", "ZooKeeper its zxid",
+		"A shorter TTL would only let a shorter pause do this: pauses have no bound"} {
 		if !strings.Contains(text, phrase) {
 			t.Errorf("the tour never says %q", phrase)
 		}

@@ -210,8 +210,8 @@ func tour(off, on *sim.Result, l, zoom render.Layout, query string) []Step {
 			holder := ""
 			for c, p := range paused {
 				if p {
-					holder = " " + off.Clients[c] + " is paused and does not know. A shorter TTL would only end it sooner, " +
-						"and a shorter pause would do the same: pauses have no bound."
+					holder = " " + off.Clients[c] + " is paused and does not know. A shorter TTL would only let a shorter pause " +
+						"do this: pauses have no bound."
 				}
 			}
 			add(e, "lease %d expires at the lease service.%s", e.Token, holder)
@@ -330,7 +330,7 @@ func tour(off, on *sim.Result, l, zoom render.Layout, query string) []Step {
 // where real tokens come from (docs/leases.md, "Tokens"); the presets'
 // tours, linked from the default's, leave it out.
 const issuers = "Real tokens are larger: the Redis and PostgreSQL issuers grant max(counter+1, server time in µs), about 1.8e15, " +
-	"so a Redis restarted without its counter still grants a larger one, unless its clock went back too; " +
+	"so a Redis restarted without its counter still grants a larger one (if its clock went back, none until it catches up); " +
 	"etcd grants its revision, ZooKeeper its zxid."
 
 // start is the tour's first step, over figures with nothing drawn yet:
@@ -553,7 +553,7 @@ func atomicLesson(off, on *sim.Result) lesson {
 				// The preset's own run, not this one, has the check
 				// before the pause: the step gives it no time.
 				l.text = fmt.Sprintf("atomicity. The %s storage %s: it refused %s as it arrived at %s. "+
-					"Neither figure checks apart from writing: in %s, %s's check passes before its pause, and %s lands unchecked after %s.",
+					"No figure here checks in a request of its own; in %s one does: %s's check passes before its pause, and %s lands unchecked after %s.",
 					which(r, off), rule, label, sim.FormatTime(e.At), button(atomicQuery), name, label, newerReadName(r))
 				l.at, l.fig, l.store = []time.Duration{e.At}, figure(r, off), true
 				return l
