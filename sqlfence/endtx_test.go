@@ -406,6 +406,31 @@ func (c *cancelOnEnd) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEn
 	}
 }
 
+// earlyWriteTraced connects with a cancelOnEnd tracer, begins a
+// transaction and writes row a ("A early") in it: the old holder's write
+// before its fenced call.
+func earlyWriteTraced(t *testing.T, env *testenv.PostgresEnv, ctx context.Context) (*cancelOnEnd, *pgx.Conn, pgx.Tx) {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(env.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tracer := &cancelOnEnd{}
+	cfg.Tracer = tracer
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback(context.Background()) })
+	exec(t, tx, `INSERT INTO data VALUES ('a', 'A early')`)
+	return tracer, conn, tx
+}
+
 // TestClaimRefusedAfterWaitCtxEndedFailsCommit: a Claim on a pgx.Tx that
 // waited on a newer holder's uncommitted claim is refused once it commits,
 // and reads the current token in a second statement. When ctx ends between
@@ -418,23 +443,7 @@ func TestClaimRefusedAfterWaitCtxEndedFailsCommit(t *testing.T) {
 	if err := sqlfence.Claim(ctx, env.Pool, "race", 5); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := pgx.ParseConfig(env.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tracer := &cancelOnEnd{}
-	cfg.Tracer = tracer
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	exec(t, tx, `INSERT INTO data VALUES ('a', 'A early')`)
+	tracer, conn, tx := earlyWriteTraced(t, env, ctx)
 	newer, err := env.Pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -453,16 +462,24 @@ func TestClaimRefusedAfterWaitCtxEndedFailsCommit(t *testing.T) {
 	}
 	claimErr := <-done
 	_, _ = tx.Exec(ctx, `INSERT INTO data VALUES ('b', 'A late')`) // the error ignored, as careless code does
-	if err := tx.Commit(ctx); err == nil {
-		t.Errorf("COMMIT after a Claim refused as its ctx ended (%v) succeeded; want it to fail", claimErr)
+	wantRefusedCtxEnded(t, env, tx, "a Claim", claimErr, "race")
+}
+
+// wantRefusedCtxEnded checks that what, refused on resource (token 10
+// after 20) as its ctx ended, returned a stale error wrapping
+// context.Canceled and left tx unable to commit its row a.
+func wantRefusedCtxEnded(t *testing.T, env *testenv.PostgresEnv, tx pgx.Tx, what string, err error, resource string) {
+	t.Helper()
+	if cerr := tx.Commit(context.Background()); cerr == nil {
+		t.Errorf("COMMIT after %s refused as its ctx ended (%v) succeeded; want it to fail", what, err)
 	}
 	if got := readData(t, env.Pool, "a"); got != "<none>" {
 		t.Errorf("row a = %q after the old holder's commit; want none", got)
 	}
-	if !errors.Is(claimErr, context.Canceled) {
-		t.Errorf("Claim = %v; want it to wrap context.Canceled", claimErr)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("%s = %v; want it to wrap context.Canceled", what, err)
 	}
-	wantStale(t, claimErr, "race", 10, 20)
+	wantStale(t, err, resource, 10, 20)
 }
 
 // TestTableRefusedCtxEndedFailsCommit: a guarded Table write refused in
@@ -479,36 +496,11 @@ func TestTableRefusedCtxEndedFailsCommit(t *testing.T) {
 	if err := sqlfence.Claim(ctx, env.Pool, "refused", 20); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := pgx.ParseConfig(env.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tracer := &cancelOnEnd{}
-	cfg.Tracer = tracer
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	exec(t, tx, `INSERT INTO data VALUES ('a', 'A early')`)
+	tracer, _, tx := earlyWriteTraced(t, env, ctx)
 	actx, cancel := context.WithCancel(ctx)
 	tracer.cancel.Store(&cancel) // ends actx once the write ends
 	writeErr := accounts.WithGuard("refused").Update(actx, tx, "a", 10, "A")
-	if err := tx.Commit(ctx); err == nil {
-		t.Errorf("COMMIT after a guarded Update refused as its ctx ended (%v) succeeded; want it to fail", writeErr)
-	}
-	if got := readData(t, env.Pool, "a"); got != "<none>" {
-		t.Errorf("row a = %q after the old holder's commit; want none", got)
-	}
-	if !errors.Is(writeErr, context.Canceled) {
-		t.Errorf("Update = %v; want it to wrap context.Canceled", writeErr)
-	}
-	wantStale(t, writeErr, "refused", 10, 20)
+	wantRefusedCtxEnded(t, env, tx, "a guarded Update", writeErr, "refused")
 }
 
 // TestInTxOnTxClaimErrorFailsCommit: in a REPEATABLE READ transaction
