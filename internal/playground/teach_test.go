@@ -1245,3 +1245,21 @@ func TestTourOpeningSpread(t *testing.T) {
 		}
 	}
 }
+
+// TestTourSaysWhereTheZoomEnds: in every preset's tour, the first step
+// past the opening (which the page draws zoomed in, its axis 0-1 s) says
+// that the figures now show the whole run: between the default tour's
+// steps 4 and 5 only the axis labels showed that the scale changed.
+func TestTourSaysWhereTheZoomEnds(t *testing.T) {
+	for _, p := range presets {
+		tour := tourRun(t, p.Query).Tour
+		i := slices.IndexFunc(tour, func(s Step) bool { return !s.Opening })
+		if i <= 0 || !tour[i-1].Opening {
+			t.Errorf("%s: no step follows the opening's", p.Title)
+			continue
+		}
+		if !strings.Contains(tour[i].Text, zoomedOut) {
+			t.Errorf("%s: step %d, the first past the opening, does not say %q: %q", p.Title, i+1, zoomedOut, tour[i].Text)
+		}
+	}
+}

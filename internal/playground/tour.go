@@ -92,6 +92,10 @@ type Step struct {
 	Opening bool `json:"opening,omitempty"`
 }
 
+// zoomedOut ends the first step past the opening, where the figures
+// stop drawing the runs' first second zoomed in.
+const zoomedOut = "Zoomed out: the figures now show the whole run."
+
 // tour tells the first run (off: fencing off for most) event by event,
 // one sentence each, and, where the second run (on) treats the same read
 // or write otherwise, says so. It opens with the setting and ends with
@@ -142,9 +146,17 @@ func tour(off, on *sim.Result, l, zoom render.Layout, query string) []Step {
 	slices.SortStableFunc(sends, func(a, b sent) int { return cmp.Compare(a.at, b.at) })
 	// step is a step at moment at, in the opening's drawing if zoom has
 	// one and at lies in it.
+	// The first step past the opening says the scale changed: only the
+	// axis labels show it.
+	zoomed := false
 	step := func(at time.Duration, text string) Step {
 		if zoom.End > 0 && at < zoom.End {
+			zoomed = true
 			return Step{At: sim.FormatTime(at), X: zoom.X(at), Text: text, Opening: true}
+		}
+		if zoomed {
+			zoomed = false
+			text += " " + zoomedOut
 		}
 		return Step{At: sim.FormatTime(at), X: l.X(at), Text: text}
 	}

@@ -438,16 +438,23 @@ func parse(t *testing.T, s string) float64 {
 	return f
 }
 
-// TestSVGMarksRelease: B's release of lease 34 at 12.9 s, which the tour
-// tells, is marked on the lease lane at its moment, where B's bar ends.
-func TestSVGMarksRelease(t *testing.T) {
+// TestSVGMarksLeaseEnds: A's lease 33, expired at 10.1 s, and B's
+// release of lease 34 at 12.9 s, which the tour tells, are marked on the
+// lease lane at their moments, where the bars end, by lines of a class
+// the page finds to lift them above its tour's veil.
+func TestSVGMarksLeaseEnds(t *testing.T) {
 	var b strings.Builder
-	if err := render.SVGLayout(&b, kleppmann(t, true, nil), "k", render.Layout{Width: 1000, End: 20 * time.Second}); err != nil {
+	l := render.Layout{Width: 1000, End: 20 * time.Second}
+	if err := render.SVGLayout(&b, kleppmann(t, true, nil), "k", l); err != nil {
 		t.Fatal(err)
 	}
-	x := render.Layout{Width: 1000, End: 20 * time.Second}.X(12900 * time.Millisecond)
-	if !strings.Contains(b.String(), fmt.Sprintf(`<line class="released" x1="%.1f"`, x)) {
-		t.Errorf("no mark of B's release at x %.1f", x)
+	for _, m := range []struct {
+		class string
+		at    time.Duration
+	}{{"expired", 10100 * time.Millisecond}, {"released", 12900 * time.Millisecond}} {
+		if !strings.Contains(b.String(), fmt.Sprintf(`<line class="%s" x1="%.1f"`, m.class, l.X(m.at))) {
+			t.Errorf("no %s mark at x %.1f (%s)", m.class, l.X(m.at), m.at)
+		}
 	}
 }
 

@@ -702,7 +702,11 @@ func (p *svgPlot) leaseBars() {
 		p.queued[len(p.queued)-1].shorter = []string{fmt.Sprintf("lease %d", br.tok), fmt.Sprint(br.tok)}
 		switch {
 		case br.expired:
-			p.line(seg{x1, p.leaseY - 14, x1, p.leaseY + 14}, red, 2, "", -1)
+			// Classed, as the release's mark: the page's tour lifts it
+			// above its veil at the expiry's step.
+			s := seg{x1, p.leaseY - 14, x1, p.leaseY + 14}
+			p.segs = append(p.segs, s)
+			fmt.Fprintf(p.b, `<line class="expired" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="2.0"/>`+"\n", s.x0, s.y0, s.x1, s.y1, red)
 			p.label(x1, p.leaseY+26, 1, fmt.Sprintf("%d expired", br.tok), red, false)
 		case br.to >= 0:
 			// A grey mark, unlabelled: on a phone's drawing a label

@@ -115,7 +115,7 @@ func TestBrowserTourSteps(t *testing.T) {
 // commonChecks are checked at both sizes.
 func commonChecks() []stepCheck {
 	return []stepCheck{figuresWhole(), nextHoldsStill(), labelsReadable(), arrowsClearOfCursor(), keyNamesTheMarks(), summaryLabelsOffCursor(),
-		cursorCrossesNoLabel(), releaseMarkClear(), openingSpread(), barHoldsStill()}
+		cursorCrossesNoLabel(), releaseMarkClear(), expiryMarkClear(), openingSpread(), barHoldsStill()}
 }
 
 // pxPerSecondJS is, per figure, the screen pixels a second of its time
@@ -188,14 +188,15 @@ func cursorCrossesNoLabel() stepCheck {
 	}}
 }
 
-// releaseMarksJS lists, for the release marks (a lease bar's grey end)
-// at a step's moment x, how many of five points across the mark, at
-// its middle, show the mark on top (not the veil, not the cursor), and
-// the gap on screen between its right edge and the cursor's left.
-const releaseMarksJS = `((x) => [...document.querySelectorAll(".run .timeline svg")].flatMap((svg) => {
+// endMarksJS lists, for the marks of a lease bar's end of a class
+// (released: grey, expired: red) at a step's moment x, how many of five
+// points across the mark, at its middle, show the mark on top (not the
+// veil, not the cursor), and the gap on screen between its right edge
+// and the cursor's left.
+const endMarksJS = `((cls, x) => [...document.querySelectorAll(".run .timeline svg")].flatMap((svg) => {
   const c = svg.querySelector("line.cursor"), k = svg.getScreenCTM().a;
   const pt = svg.createSVGPoint();
-  return [...svg.querySelectorAll("line.released")].filter((m) => +m.getAttribute("x1") > x - 2 && +m.getAttribute("x1") <= x + 0.5).map((m) => {
+  return [...svg.querySelectorAll("line." + cls)].filter((m) => +m.getAttribute("x1") > x - 2 && +m.getAttribute("x1") <= x + 0.5).map((m) => {
     const mx = +m.getAttribute("x1"), half = parseFloat(getComputedStyle(m).strokeWidth) / 2;
     let shown = 0;
     for (const dx of [-0.8, -0.4, 0, 0.4, 0.8]) {
@@ -214,22 +215,36 @@ const releaseMarksJS = `((x) => [...document.querySelectorAll(".run .timeline sv
 // clear of the tour's cursor: at the default tour's step 11 the veil hid
 // half of it and the cursor stood 2 px from the rest (student trial 7).
 func releaseMarkClear() stepCheck {
-	return stepCheck{name: "ReleaseMarkClear", check: func(w walk, errorf func(string, ...any)) {
-		if !strings.Contains(w.step().Text, "releases the lease") {
+	return endMarkClear("ReleaseMarkClear", "releases the lease", "released", "release")
+}
+
+// expiryMarkClear: the step that tells a lease's expiry shows its mark
+// (the red end of the lease's bar) as releaseMarkClear the release's:
+// the default tour's step 7 showed half of it, the veil over the rest.
+func expiryMarkClear() stepCheck {
+	return endMarkClear("ExpiryMarkClear", "expires at the lease service", "expired", "expiry")
+}
+
+// endMarkClear checks that a step whose text says says shows the marks
+// of class cls at its moment whole, above the veil, 4 px or more clear
+// of the cursor.
+func endMarkClear(name, says, cls, what string) stepCheck {
+	return stepCheck{name: name, check: func(w walk, errorf func(string, ...any)) {
+		if !strings.Contains(w.step().Text, says) {
 			return
 		}
 		type mark struct {
 			X, Gap float64
 			Shown  int
 		}
-		ms := eval[[]mark](w.t, w.tab, fmt.Sprintf("%s(%f)", releaseMarksJS, w.step().X))
+		ms := eval[[]mark](w.t, w.tab, fmt.Sprintf("%s(%q, %f)", endMarksJS, cls, w.step().X))
 		if len(ms) == 0 {
-			errorf("%s: tells a release but no release mark lies at its moment (x %.1f)", w.where(), w.step().X)
+			errorf("%s: tells a %s but no %s mark lies at its moment (x %.1f)", w.where(), what, what, w.step().X)
 		}
 		for _, m := range ms {
 			if m.Shown < 5 || m.Gap < 4 {
-				errorf("%s: the release mark at x %.1f shows at %d of 5 points across it, %.1f px clear of the cursor; want 5, and 4 px or more",
-					w.where(), m.X, m.Shown, m.Gap)
+				errorf("%s: the %s mark at x %.1f shows at %d of 5 points across it, %.1f px clear of the cursor; want 5, and 4 px or more",
+					w.where(), what, m.X, m.Shown, m.Gap)
 			}
 		}
 	}}

@@ -836,9 +836,9 @@ function showStep(i) {
     line.setAttribute("x1", String(s.x + cursorGap));
     line.setAttribute("x2", String(s.x + cursorGap));
     svg.append(veil, line);
-    // A release's mark (the grey end of a lease's bar) at the moment,
-    // over the veil, which would hide half of it.
-    for (const m of svg.querySelectorAll("line.released")) {
+    // A release's or expiry's mark (the grey or red end of a lease's
+    // bar) at the moment, over the veil, which would hide half of it.
+    for (const m of svg.querySelectorAll("line.released, line.expired")) {
       const x = Number(m.getAttribute("x1"));
       if (x > s.x - 2 && x <= s.x + 0.5) svg.append(m);
     }
