@@ -529,8 +529,9 @@ func TestBrowserNoConsoleErrors(t *testing.T) {
 // tour starts that preset's tour, which offers a way back to the main
 // tour at that step, and so does the browser's Back: following one left
 // the main tour's remaining steps behind, and Back left the page. With
-// that way back, the tour's bar stays within a quarter of the screen,
-// and on a desktop both figures stay on it (beside Next, it once took
+// that way back, the tour's bar keeps the main tour's height (on a phone
+// it once pushed the legend onto a row of its own: 194 px, not 172) and
+// stays within a quarter of the screen, and on a desktop both figures stay on it (beside Next, it once took
 // the step's text a fourth line, and the second figure's axis 17 px).
 func TestBrowserTourPresetLinkReturns(t *testing.T) {
 	resp, err := playground.Run("", pageWidth)
@@ -563,10 +564,15 @@ func TestBrowserTourPresetLinkReturns(t *testing.T) {
 			how string
 			act chromedp.Action[chromedp.Void]
 		}{{"its return button", chromedp.Click(chromedp.ID("tour-return"))}, {"the browser's Back", chromedp.NavigateBack()}} {
+			main := read()
 			if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(`#tour-text button[data-query="scenario=check-then-write"]`))); err != nil {
 				t.Fatal(err)
 			}
 			in := read()
+			if in.Bar != main.Bar {
+				t.Errorf("%dx%d: with the way back, the tour's bar is %.0f px tall on the preset's first step, the main tour's %.0f: the figures jump",
+					size[0], size[1], in.Bar, main.Bar)
+			}
 			if !in.Shown || !strings.Contains(in.Return, "Main tour (Back to the main tour, step "+strconv.Itoa(i+1)+")") {
 				t.Errorf("%dx%d: the preset's tour (%s, %q) shows the way back %v, %q; want it on screen, naming the main tour's step %d",
 					size[0], size[1], in.Query, in.Count, in.Shown, in.Return, i+1)

@@ -752,7 +752,7 @@ function presetLinks(text) {
     // The tour left is a history entry of its own, which the return
     // button (and the browser's Back) goes back to.
     b.addEventListener("click", () => {
-      const from = { query: shown.query, step: step };
+      const from = { query: shown.query, step: step, height: tourBox.offsetHeight };
       history.pushState({ returnTo: from }, "", "?" + p.query);
       update(p.query);
       openTour(0);
@@ -1091,9 +1091,13 @@ function showReturn() {
   if (!from) return;
   defaultQuery = defaultQuery || JSON.parse(globalThis.fencesimRun("", figureWidth())).query;
   const main = from.query === defaultQuery;
-  // Short, under Next: the step's text keeps its width. Its label names
-  // the step it goes back to.
-  b.textContent = "\u21a9 " + (main ? "Main tour" : "Back");
+  // Short, under Next: the step's text keeps its width (on a phone, its
+  // arrow only, as the Back button's). Its label names the step it goes
+  // back to.
+  const word = document.createElement("span");
+  word.className = "word";
+  word.textContent = " " + (main ? "Main tour" : "Back");
+  b.replaceChildren("\u21a9", word);
   b.title = "Back to the " + (main ? "main tour" : "tour you came from") + ", step " + (from.step + 1);
   b.setAttribute("aria-label", b.title);
 }
@@ -1113,10 +1117,13 @@ addEventListener("popstate", () => {
 // in this tour, at this width, so that it holds still from step to step
 // and the figures below it do not jump; but at most a quarter of the
 // screen, the text scrolling in its place past that (a phone's preset
-// tour with its way back to the main tour).
+// tour with its way back to the main tour). A tour reached by a step's
+// preset link keeps the height of the tour it left, its text scrolling
+// in its place if longer.
 let reserved = "";
 function reserveTourHeight() {
-  const key = [shown.query, innerWidth, innerHeight, document.getElementById("tour-return").hidden].join(" ");
+  const from = !document.getElementById("tour-return").hidden && history.state.returnTo;
+  const key = [shown.query, innerWidth, innerHeight, from && from.height].join(" ");
   if (key === reserved) return;
   reserved = key;
   const text = document.getElementById("tour-text"), count = document.getElementById("tour-count"), p = text.parentElement;
@@ -1134,7 +1141,13 @@ function reserveTourHeight() {
   text.replaceChildren(...keep);
   count.textContent = keepCount;
   const cap = Math.floor(innerHeight / 4) - (document.getElementById("sticky").offsetHeight - tourBox.offsetHeight);
-  if (tallest > cap) {
+  if (from && from.height) {
+    if (tallest > from.height) {
+      p.style.maxHeight = from.height - rest + "px";
+      p.style.overflowY = "auto";
+    }
+    tallest = from.height;
+  } else if (tallest > cap) {
     // Whole lines and half the next: the half line shows there is more.
     const line = parseFloat(getComputedStyle(p).lineHeight);
     const most = Math.floor((cap - rest) / line - 0.5) * line + line / 2;
