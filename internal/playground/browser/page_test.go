@@ -593,3 +593,30 @@ func TestBrowserTourPresetLinkReturns(t *testing.T) {
 		}
 	}
 }
+
+// TestBrowserFinishShowsTheStory: after Finish at a desktop's 1280 x 800,
+// no line of the scenario's description lies under the sticky bar, its
+// top hidden and its bottom shown (the bar, shorter without the tour,
+// once covered its first line).
+func TestBrowserFinishShowsTheStory(t *testing.T) {
+	tab := openPage(t, 1280, 800, "")
+	resp, err := playground.Run("", pageWidth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("tour-start"))); err != nil {
+		t.Fatal(err)
+	}
+	eachStep(t, tab, resp.Tour, func(int, tourState) {})
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("tour-next")), chromedp.Sleep(300*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	type box struct{ Bar, Top, Bottom float64 }
+	b := eval[box](t, tab, `(() => {
+  const s = document.querySelector(".story").getBoundingClientRect();
+  return {Bar: document.getElementById("sticky").getBoundingClientRect().bottom, Top: s.top, Bottom: s.bottom};
+})()`)
+	if b.Top < b.Bar-0.5 && b.Bottom > b.Bar+0.5 {
+		t.Errorf("after Finish the description spans y %.0f..%.0f, the sticky bar ends at %.0f: its top lies under the bar", b.Top, b.Bottom, b.Bar)
+	}
+}

@@ -1175,6 +1175,11 @@ function closeTour() {
     setScale(fig.querySelector("svg"), 1);
     keepLaneNames(fig);
   }
+  // The bar, shorter without the tour, leaves the scenario's description
+  // in part under it: the page scrolls to show it whole.
+  const bar = document.getElementById("sticky").getBoundingClientRect().bottom;
+  const story = document.querySelector(".story").getBoundingClientRect();
+  if (story.top < bar && story.bottom > bar) scrollBy(0, story.top - bar);
   hideUnderBar();
 }
 tourBox.addEventListener("keydown", (ev) => {
