@@ -101,10 +101,7 @@ func Exec(ctx context.Context, db TxBeginner, resource string, tok fence.Token, 
 func execOnTx(ctx context.Context, tx pgx.Tx, resource string, tok fence.Token, sql string, args []any) (pgconn.CommandTag, error) {
 	mark, err := claimMarked(ctx, tx, resource, tok)
 	if err != nil {
-		if errors.Is(err, fence.ErrStale) {
-			pgsql.AbortTx(ctx, pgxSender{tx}) // as Claim does
-		}
-		return pgconn.CommandTag{}, err
+		return pgconn.CommandTag{}, abortIfStale(ctx, tx, err) // as Claim does
 	}
 	b := &pgx.Batch{}
 	b.Queue(sql, args...)

@@ -358,7 +358,7 @@ func rollbackOpen(ctx context.Context, conn *pgx.Conn) {
 	if conn.PgConn().TxStatus() == 'I' || conn.IsClosed() {
 		return
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	rctx, cancel := pgsql.Detached(ctx)
 	defer cancel()
 	if _, err := conn.Exec(rctx, "ROLLBACK"); err != nil {
 		conn.Close(rctx)
@@ -382,7 +382,7 @@ func beginClaimFailed(ctx context.Context, conn *pgx.Conn, resource string, tok 
 // connection goes back clean; if it fails, pgx closes the connection and the
 // server aborts the transaction.
 func rollback(ctx context.Context, tx pgx.Tx) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	rctx, cancel := pgsql.Detached(ctx)
 	defer cancel()
 	_ = tx.Rollback(rctx)
 }

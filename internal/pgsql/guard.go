@@ -73,9 +73,17 @@ const AbortSQL = `SELECT 'fencekit: a claim in this transaction was refused as s
 // commits then writes nothing. Its error is the point and is dropped; it
 // is sent even when ctx has ended.
 func AbortTx(ctx context.Context, s Sender) {
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	actx, cancel := Detached(ctx)
 	defer cancel()
 	_, _ = s.Exec(actx, AbortSQL, nil)
+}
+
+// Detached is ctx without its end, bounded to 5 s: for the statements
+// that must reach the server even after the caller's ctx ended (a
+// rollback, the read that reports a refusal, the statement that fails a
+// refused transaction).
+func Detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 }
 
 // CurrentSQL reads resource's guard token with a fresh snapshot.
@@ -195,7 +203,7 @@ func Claimed(ctx context.Context, s Sender, pkg, resource string, tok fence.Toke
 // waited on a newer holder, whose lease may have ended ctx's): a refusal
 // reported as ctx's error would not make the caller's transaction fail.
 func StaleFromReread(ctx context.Context, s Sender, pkg, resource string, tok fence.Token) error {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	rctx, cancel := Detached(ctx)
 	defer cancel()
 	var cur int64
 	found, err := s.Row(rctx, CurrentSQL, []any{resource}, &cur)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/cause"
@@ -265,7 +264,7 @@ func (t *Table) Version(ctx context.Context, s Sender, key any) (fence.Token, er
 // StaleFromReread's: a refusal must be reported as one.
 func (t *Table) refused(ctx context.Context, s Sender, op string, key any, tok fence.Token) error {
 	res := t.resource(key)
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	rctx, cancel := Detached(ctx)
 	defer cancel()
 	var guard, ver *int64 // nil: no guard row, no row
 	var err error

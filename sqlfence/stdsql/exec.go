@@ -7,7 +7,6 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/fencekit/fencekit/fence"
 	"github.com/fencekit/fencekit/internal/cause"
@@ -88,7 +87,7 @@ func execErr(resource string, tok fence.Token, err error) error {
 // the connection goes back to the pool clean; when that fails it closes
 // the connection (driver.ErrBadConn from Raw), and the server rolls back.
 func rollback(ctx context.Context, conn *sql.Conn) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	rctx, cancel := pgsql.Detached(ctx)
 	defer cancel()
 	if _, err := conn.ExecContext(rctx, "ROLLBACK"); err != nil {
 		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
