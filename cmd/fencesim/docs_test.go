@@ -222,6 +222,10 @@ func TestLessonAnswers(t *testing.T) {
 		"why is an older read refused": "an old holder cannot act on data the new one is changing",
 		"why is a longer TTL no fix":   "A longer TTL is no fix: pauses have no upper bound",
 		"what does a longer TTL cost":  "it only makes failover slower",
+		// Student trip after trial 8: what the violation map shows; whether
+		// the demo's outcome holds for a holder paused inside InTx.
+		"what to look at in the violation map": "writes are lost (\"lost update\", \"tokens went backwards\") in every panel but fencekit's",
+		"a holder paused inside InTx":          "B's claim waits on the guard row until A's transaction ends",
 	} {
 		if !strings.Contains(prose, phrase) {
 			t.Errorf("docs/fencing.md does not answer %q (no %q)", question, phrase)
@@ -405,5 +409,44 @@ func TestREADMESaysClaimBeforeItsCode(t *testing.T) {
 	code := strings.Index(readme, "```")
 	if i := strings.Index(strings.ToLower(readme), "claim"); i < 0 || code < 0 || i > code {
 		t.Errorf("README.md first says \"claim\" at byte %d, after its first program (byte %d)", i, code)
+	}
+}
+
+// TestLessonTTLCommands: each fencesim command the TTL section gives with
+// its verdict ("`-ttl 20s`: SAFE", "`-pause 5s -ttl 4s` loses B's write")
+// prints that verdict with fencing off, and fencing on is safe.
+func TestLessonTTLCommands(t *testing.T) {
+	doc := readDoc(t, "docs/fencing.md")
+	from, to := strings.Index(doc, "## Why no TTL or heartbeat helps"), strings.Index(doc, "## Why the check must be atomic")
+	if from < 0 || to < from {
+		t.Fatal("fencing.md lost its sections")
+	}
+	prose := strings.Join(strings.Fields(doc[from:to]), " ")
+	claims := regexp.MustCompile("`(-[^`]+)`(?:: (SAFE)| loses ([AB])'s write)").FindAllStringSubmatch(prose, -1)
+	if len(claims) < 3 {
+		t.Fatalf("the TTL section gives %d commands with a verdict, want the shorter TTL's and the longer TTL's two", len(claims))
+	}
+	for _, c := range claims {
+		_, out, _ := runCmd(t, strings.Fields(c[1])...)
+		if !strings.Contains(out, "Fencing ON:\n  • SAFE") {
+			t.Errorf("fencesim %s: fencing on is not safe:\n%s", c[1], out)
+		}
+		lost := regexp.MustCompile(`write ([AB])1 \(token \d+, accepted at [\d.]+s\) is LOST`).FindStringSubmatch(out)
+		switch {
+		case c[2] == "SAFE" && !strings.Contains(out, "Fencing OFF:\n  • SAFE"):
+			t.Errorf("fencing.md says fencesim %s is SAFE; fencing off is not:\n%s", c[1], out)
+		case c[3] != "" && (lost == nil || lost[1] != c[3]):
+			t.Errorf("fencing.md says fencesim %s loses %s's write; fencesim loses %q:\n%s", c[1], c[3], lost, out)
+		}
+	}
+}
+
+// TestREADMESaysWhichError: the README, whose program checks
+// fence.ErrFencedOut while its package table also lists fence.ErrStale,
+// says which one a caller gets when (a student could not tell).
+func TestREADMESaysWhichError(t *testing.T) {
+	readme := strings.Join(strings.Fields(readDoc(t, "README.md")), " ")
+	if want := "`fence.ErrFencedOut` matches a refused write (so does `fence.ErrStale`) and one cut off by a lost lease"; !strings.Contains(readme, want) {
+		t.Errorf("README.md does not say which error a caller gets when (no %q)", want)
 	}
 }
