@@ -89,7 +89,9 @@
 // # Errors
 //
 // Stale writes return *fence.StaleError (errors.Is(err, fence.ErrStale),
-// and fence.ErrFencedOut), each counted in the OpenTelemetry counter
+// and fence.ErrFencedOut); inside the caller's transaction they also make
+// it fail, and its Commit returns pgx.ErrTxCommitRollback, not a stale
+// error: roll it back. Each is counted in the OpenTelemetry counter
 // fencekit_stale_rejected (Prometheus fencekit_stale_rejected_total,
 // store="postgres") on a [Guard]'s Options.MeterProvider (its InTx, Exec and
 // Claim); the package-level

@@ -537,3 +537,70 @@ func TestInTxOnTxClaimErrorFailsCommit(t *testing.T) {
 		t.Errorf("row a = %q after the old holder's commit; want none", got)
 	}
 }
+
+// TestNoRowKeepsTransaction: ErrNoRow, unlike a refusal, leaves the
+// caller's transaction usable (ErrNoRow's documentation): its earlier
+// write commits, and so does a guarded table's claim (WithGuard's).
+func TestNoRowKeepsTransaction(t *testing.T) {
+	env := setup(t)
+	ctx := testCtx(t)
+	exec(t, env.Pool, `CREATE TABLE acct (id int PRIMARY KEY, lock_version bigint NOT NULL DEFAULT 0, v int)`, `CREATE TABLE side (x int)`)
+	acc, err := sqlfence.NewTable("acct", "id", "lock_version", "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := env.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	exec(t, tx, `INSERT INTO side VALUES (1)`)
+	var v int
+	for name, err := range map[string]error{
+		"Update":         acc.Update(ctx, tx, 1, 5, 0),
+		"Claim":          acc.Claim(ctx, tx, 1, 5, &v),
+		"guarded Update": acc.WithGuard("g").Update(ctx, tx, 1, 7, 0),
+	} {
+		if !errors.Is(err, sqlfence.ErrNoRow) {
+			t.Fatalf("%s of a missing row: %v, want ErrNoRow", name, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatalf("Commit after ErrNoRow: %v; want nil (the transaction stays usable)", err)
+	}
+	var n int
+	if err := env.Pool.QueryRow(ctx, `SELECT count(*) FROM side`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("%d rows of the write before ErrNoRow (%v), want 1", n, err)
+	}
+	if g, err := current(ctx, env.Pool, "g"); err != nil || g != 7 {
+		t.Errorf("guard token %d (%v) after the commit, want 7 (the claim commits with the transaction)", g, err)
+	}
+}
+
+// TestSavepointReleaseAfterRefusal: after a refusal inside a savepoint,
+// releasing it (sp.Commit) fails with 25P02, as docs/postgres.md says,
+// and the caller's Commit returns pgx.ErrTxCommitRollback.
+func TestSavepointReleaseAfterRefusal(t *testing.T) {
+	env := setup(t)
+	ctx := testCtx(t)
+	if err := sqlfence.Claim(ctx, env.Pool, "r", 10); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := env.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStale(t, sqlfence.Claim(ctx, sp, "r", 5), "r", 5, 10)
+	var pgErr *pgconn.PgError
+	if err := sp.Commit(ctx); !errors.As(err, &pgErr) || pgErr.Code != "25P02" {
+		t.Errorf("releasing the savepoint after a refusal: %v; want SQLSTATE 25P02", err)
+	}
+	if err := tx.Commit(ctx); !errors.Is(err, pgx.ErrTxCommitRollback) {
+		t.Errorf("Commit after a refusal: %v; want pgx.ErrTxCommitRollback", err)
+	}
+}

@@ -10,7 +10,8 @@ import (
 )
 
 // ErrNoRow is returned (wrapped) by [Table.Update] and [Table.Claim] when
-// no row has the key.
+// no row has the key. Unlike a refusal, it leaves the caller's
+// transaction usable.
 var ErrNoRow = errors.New("sqlfence: no such row")
 
 // ErrRowExists is returned (wrapped) by [Table.Insert] when a row with the
@@ -69,9 +70,11 @@ func NewTable(table, keyColumn, versionColumn string, columns ...string) (*Table
 // A guarded write costs one round trip, like an unbound one; the guard row
 // it claims stays locked until its transaction ends (at once in autocommit),
 // so on one resource guarded writes run one after the other, as InTx
-// transactions do. The claim happens even when the row then refuses the
-// write (a newer version, or a missing row): the guard only ever moves to a
-// token that was presented, which shuts out older holders only.
+// transactions do. In autocommit the claim happens even when the row then
+// refuses the write (a newer version, or a missing row); in the caller's
+// transaction it ends with that transaction, which a newer version's
+// refusal makes fail. The guard only ever moves to a token that was
+// presented, which shuts out older holders only.
 // A refusal names the guard's resource when the guard refused, and
 // "table:key" when the row did. WithGuard sends nothing; a bad resource makes every write of the copy fail, sending
 // nothing. On a nil *Table it returns nil.
@@ -91,10 +94,11 @@ func (t *Table) WithGuard(resource string) *Table {
 // transaction ends.
 //
 // Errors: a [*fence.StaleError] whose Resource is "table:key" and Current
-// the row's version (nothing changed), or, for a table bound by
-// [Table.WithGuard], the guard's resource and token (in a transaction, the
-// refusal also makes it fail, as [Claim]'s does: roll it back); [ErrNoRow] when no row
-// has the key; [fence.ErrInvalid] for a nil table or db, a bad token, a wrong number of values or a bad guard
+// the row's version or, for a table bound by [Table.WithGuard], the
+// guard's resource and token (nothing changed; in a transaction, either
+// refusal also makes it fail, as [Claim]'s does: its Commit returns
+// pgx.ErrTxCommitRollback; roll it back); [ErrNoRow] when no row has the
+// key (the transaction stays usable); [fence.ErrInvalid] for a nil table or db, a bad token, a wrong number of values or a bad guard
 // resource (nothing sent); ctx's error (nothing sent when ctx is already done);
 // PostgreSQL's errors. Once ctx has ended, errors also wrap
 // context.Cause(ctx) (for a lease's Context, lease.ErrLost).

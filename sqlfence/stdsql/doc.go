@@ -17,5 +17,8 @@
 // transaction; sqlfence (pgx) saves those. Through PgBouncer in transaction
 // pooling mode, give pgx's stdlib default_query_exec_mode=exec and lib/pq
 // binary_parameters=yes in the URL. The guide is docs/postgres.md; the
-// details of each call are those of sqlfence's call of the same name.
+// details of each call are those of sqlfence's call of the same name. A
+// refusal inside the caller's transaction makes it fail: its Commit
+// returns the driver's error (pgx.ErrTxCommitRollback, or lib/pq's
+// pq.ErrInFailedTransaction), not a stale one.
 package stdsql

@@ -43,9 +43,10 @@ var (
 // Errors: a [*fence.StaleError] when a token greater than tok was already
 // accepted (nothing changed; on a *sql.Tx (or a type embedding one, such
 // as sqlx.Tx), or a *sql.Conn after a raw BEGIN, Claim also makes the
-// transaction fail, so that its Commit rolls
-// back: roll it back, as a later ROLLBACK TO SAVEPOINT clears the
-// failure; a refused [Table] write there does the same); [fence.ErrInvalid] for a
+// transaction fail, so that its Commit rolls back and returns the
+// driver's error, not a stale one (pgx.ErrTxCommitRollback from pgx's
+// stdlib, pq.ErrInFailedTransaction from lib/pq): roll it back, as a later
+// ROLLBACK TO SAVEPOINT clears the failure; a refused [Table] write there does the same); [fence.ErrInvalid] for a
 // nil db, a bad token or resource (nothing sent); ctx's error, wrapping
 // context.Cause(ctx) once ctx has ended; the driver's error (for example a
 // missing fencekit_tokens table: run migrations.Up).

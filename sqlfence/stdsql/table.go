@@ -10,7 +10,8 @@ import (
 )
 
 // ErrNoRow is returned (wrapped) by [Table.Update] and [Table.Claim] when
-// no row has the key.
+// no row has the key. Unlike a refusal, it leaves the caller's
+// transaction usable.
 var ErrNoRow = errors.New("stdsql: no such row")
 
 // ErrRowExists is returned (wrapped) by [Table.Insert] when a row with the
@@ -61,7 +62,9 @@ func (t *Table) WithGuard(resource string) *Table {
 // statement, to tell a stale write from a missing row.
 //
 // Errors: a [*fence.StaleError] (Resource "table:key", or the guard's
-// resource for a table from [Table.WithGuard]; nothing changed); [ErrNoRow];
+// resource for a table from [Table.WithGuard]; nothing changed; in a
+// transaction, either refusal also makes it fail, as [Claim]'s does);
+// [ErrNoRow] (the transaction stays usable);
 // [fence.ErrInvalid] for a nil table or db, a bad token, a wrong number of values or a bad guard resource
 // (nothing sent); ctx's error; the driver's errors. Once ctx has ended,
 // errors also wrap context.Cause(ctx).

@@ -93,3 +93,44 @@ func TestTableClaimRacesOlderHolder(t *testing.T) {
 		}
 	})
 }
+
+// TestNoRowKeepsTransaction: ErrNoRow, unlike a refusal, leaves the
+// caller's transaction usable (ErrNoRow's documentation): its earlier
+// write commits, and so does a guarded table's claim.
+func TestNoRowKeepsTransaction(t *testing.T) {
+	eachDriver(t, func(t *testing.T, db *sql.DB) {
+		ctx := testCtx(t)
+		exec(t, db, `CREATE TABLE acct (id int PRIMARY KEY, lock_version bigint NOT NULL DEFAULT 0, v int)`, `CREATE TABLE side (x int)`)
+		acc, err := stdsql.NewTable("acct", "id", "lock_version", "v")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		if _, err := tx.ExecContext(ctx, `INSERT INTO side VALUES (1)`); err != nil {
+			t.Fatal(err)
+		}
+		var v int
+		for name, err := range map[string]error{
+			"Update":         acc.Update(ctx, tx, 1, 5, 0),
+			"Claim":          acc.Claim(ctx, tx, 1, 5, &v),
+			"guarded Update": acc.WithGuard("g").Update(ctx, tx, 1, 7, 0),
+		} {
+			if !errors.Is(err, stdsql.ErrNoRow) {
+				t.Fatalf("%s of a missing row: %v, want ErrNoRow", name, err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatalf("Commit after ErrNoRow: %v; want nil (the transaction stays usable)", err)
+		}
+		if n := scalar(t, db, `SELECT count(*) FROM side`); n != 1 {
+			t.Errorf("%d rows of the write before ErrNoRow, want 1", n)
+		}
+		if g := scalar(t, db, `SELECT token FROM fencekit_tokens WHERE resource = 'g'`); g != 7 {
+			t.Errorf("guard token %d after the commit, want 7 (the claim commits with the transaction)", g)
+		}
+	})
+}
