@@ -217,7 +217,7 @@ func TestLessonAnswers(t *testing.T) {
 		// what; what -fencing claim runs.
 		"what does where A's write lands decide":    "lands decides the outcome",
 		"when does a clock gone back stop refusing": "until the clock passes the last token",
-		"what does -fencing claim run":              "`claim` (both rules, or `on`)",
+		"what does -fencing claim run":              "Both rules (`claim`, right)",
 		// Student trial 7: why a read is refused; why not a longer TTL.
 		"why is an older read refused": "an old holder cannot act on data the new one is changing",
 		"why is a longer TTL no fix":   "A longer TTL is no fix: pauses have no upper bound",
@@ -225,7 +225,7 @@ func TestLessonAnswers(t *testing.T) {
 		// Student trip after trial 8: what the violation map shows; whether
 		// the demo's outcome holds for a holder paused inside InTx.
 		"what to look at in the violation map": "writes are lost (\"lost update\", \"tokens went backwards\") in every panel but fencekit's",
-		"a holder paused inside InTx":          "B's claim waits on the guard row until A's transaction ends",
+		"a holder paused inside InTx":          "B's claim waits until A's transaction ends",
 	} {
 		if !strings.Contains(prose, phrase) {
 			t.Errorf("docs/fencing.md does not answer %q (no %q)", question, phrase)
@@ -446,7 +446,7 @@ func TestLessonTTLCommands(t *testing.T) {
 // says which one a caller gets when (a student could not tell).
 func TestREADMESaysWhichError(t *testing.T) {
 	readme := strings.Join(strings.Fields(readDoc(t, "README.md")), " ")
-	if want := "`fence.ErrFencedOut` matches a refused write (so does `fence.ErrStale`) and one cut off by a lost lease"; !strings.Contains(readme, want) {
+	if want := "Test for `fence.ErrFencedOut`: it matches a refused write and one cut off by a lost lease"; !strings.Contains(readme, want) {
 		t.Errorf("README.md does not say which error a caller gets when (no %q)", want)
 	}
 }
