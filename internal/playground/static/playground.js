@@ -490,14 +490,19 @@ function slideDangerLabel(svg, from, to) {
     const left = b.x < from ? from + 2 : to - 2 - b.width;
     if (Math.min(x1, to) - Math.max(x0, from) < 40 || left < from || left + b.width > to || left > x1 || left + b.width < x0) continue;
     t.setAttribute("x", String(Number(t.dataset.home) + left - b.x));
-    const c = t.getBBox();
-    const clash = [...svg.querySelectorAll("text:not(.lane-name):not(.hint)")].some((o) => {
-      if (o === t || o.style.visibility === "hidden" || o.classList.contains("legend") || o.classList.contains("cut")) return false;
-      const d = o.getBBox();
-      return d.width > 0 && d.x < c.x + c.width && c.x < d.x + d.width && d.y < c.y + c.height && c.y < d.y + d.height;
-    });
-    if (clash) t.setAttribute("x", t.dataset.home);
+    if (overlapsShown(svg, t)) t.setAttribute("x", t.dataset.home);
   }
+}
+
+// overlapsShown reports whether label t runs into another label svg
+// shows (not a lane name or a hint).
+function overlapsShown(svg, t) {
+  const c = t.getBBox();
+  return [...svg.querySelectorAll("text:not(.lane-name):not(.hint)")].some((o) => {
+    if (o === t || o.style.visibility === "hidden" || o.classList.contains("legend") || o.classList.contains("cut")) return false;
+    const d = o.getBBox();
+    return d.width > 0 && d.x < c.x + c.width && c.x < d.x + d.width && d.y < c.y + c.height && c.y < d.y + d.height;
+  });
 }
 
 // flipTokenLabels moves the label of a step of the storage's token line
@@ -515,13 +520,7 @@ function flipTokenLabels(svg, from, to) {
     if (veil && at > Number(veil.getAttribute("x")) + 0.5) continue; // not reached: it stays under the veil
     if (!(b.x < to && b.x + b.width > to + 0.5) || at > to || at - 3 - b.width < from) continue;
     t.setAttribute("x", String(at - 3 - b.width));
-    const c = t.getBBox();
-    const clash = [...svg.querySelectorAll("text:not(.lane-name):not(.hint)")].some((o) => {
-      if (o === t || o.style.visibility === "hidden" || o.classList.contains("legend") || o.classList.contains("cut")) return false;
-      const d = o.getBBox();
-      return d.width > 0 && d.x < c.x + c.width && c.x < d.x + d.width && d.y < c.y + c.height && c.y < d.y + d.height;
-    });
-    if (clash) t.setAttribute("x", t.dataset.tokenHome);
+    if (overlapsShown(svg, t)) t.setAttribute("x", t.dataset.tokenHome);
   }
 }
 
