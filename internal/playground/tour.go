@@ -839,13 +839,14 @@ func rejectedWith(r *sim.Result, i int) fence.Token {
 }
 
 // claimLabel quotes the figure's label of the read that brought tok to
-// r's storage (" at “read claims 34”"), which the page then
-// keeps in view, or is "" if a write brought it.
+// r's storage (` at "read claims 34"`, in straight quotes: curly
+// ones name a preset), which the page then keeps in view, or is "" if a
+// write brought it.
 func claimLabel(r *sim.Result, tok fence.Token) string {
 	if !claimsOn(r) || !claimedFirst(r, tok) {
 		return ""
 	}
-	return fmt.Sprintf(" at “read claims %d”", tok)
+	return fmt.Sprintf(" at \"read claims %d\"", tok)
 }
 
 // verdictText is the run's verdict in a few lower-case words.

@@ -185,12 +185,14 @@ const quotedJS = `((x, phrases) => {
 // too far from B's read for both): the late write's step says where the
 // storage saw token 34, and a phone's view left that label out.
 func quotedLabelsShow() stepCheck {
-	quote := regexp.MustCompile(`[“"]([^”"]+)[”"]`)
+	quote := regexp.MustCompile(`“([^”]+)”|"([^"]*)"`)
 	n, apart := 0, 0
 	return stepCheck{name: "QuotedLabelsShow", check: func(w walk, errorf func(string, ...any)) {
 		var phrases []string
 		for _, m := range quote.FindAllStringSubmatch(w.step().Text, -1) {
-			phrases = append(phrases, m[1])
+			if m[1]+m[2] != "" {
+				phrases = append(phrases, m[1]+m[2])
+			}
 		}
 		if len(phrases) == 0 {
 			return

@@ -1014,9 +1014,9 @@ function showStep(i) {
 }
 
 // quotedLabels is, in the figures figs, the labels step s has reached
-// whose text it quotes (“read claims 34”), as showStep keeps them.
+// whose text it quotes ("read claims 34"), as showStep keeps them.
 function quotedLabels(figs, s) {
-  const quoted = [...s.text.matchAll(/[\u201c"]([^\u201d"]+)[\u201d"]/g)].map((m) => m[1]);
+  const quoted = [...s.text.matchAll(/\u201c([^\u201d]+)\u201d|"([^"]*)"/g)].map((m) => m[1] || m[2]).filter(Boolean);
   return figs.flatMap((fig) => [...fig.querySelectorAll("svg text:not(.legend):not(.lane-name):not(.hint)")]
     .filter((t) => quoted.includes(t.textContent))
     .map((t) => ({ t: t, at: t.dataset.x !== undefined ? Number(t.dataset.x) : home(t) - 3, store: true }))
