@@ -1195,6 +1195,23 @@ func TestTourSaysWhereTokensComeFrom(t *testing.T) {
 	}
 }
 
+// TestTourGrantStepIsLight: the default tour's step that tells B's grant
+// of token 34 tells that alone, and where tokens come from is a step of
+// its own at the same moment: the two in one step crowded a phone's bar.
+func TestTourGrantStepIsLight(t *testing.T) {
+	tour := tourRun(t, kleppmannQuery).Tour
+	i := slices.IndexFunc(tour, func(s Step) bool { return strings.Contains(s.Text, "B acquires the lease, token 34.") })
+	if i < 0 || i+1 == len(tour) {
+		t.Fatal("no step tells B's grant, or it is the last")
+	}
+	if s := tour[i]; s.Text != s.At+": B acquires the lease, token 34." {
+		t.Errorf("step %d tells more than the grant: %q", i+1, s.Text)
+	}
+	if s := tour[i+1]; s.At != tour[i].At || !strings.HasPrefix(s.Text, s.At+": where tokens come from.") {
+		t.Errorf("step %d, after the grant, is not where tokens come from at %s: %q", i+2, tour[i].At, s.Text)
+	}
+}
+
 // TestPauseSliderSaysItsTimeline: the pause-at slider, which counts from
 // the start of A's work, is labelled so, and its note gives the pause's
 // time on the figures, the one the tour gives; "Pause at 2s" sat beside

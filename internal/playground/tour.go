@@ -204,12 +204,13 @@ func tour(off, on *sim.Result, l, zoom render.Layout, query string) []Step {
 		}
 		switch e.Kind {
 		case sim.KindAcquired:
-			text := fmt.Sprintf("%s acquires the lease, token %d.", name, e.Token)
+			add(e, "%s acquires the lease, token %d.", name, e.Token)
+			// Where tokens come from, at the same moment, in a step of
+			// its own: with the grant, it crowded a phone's bar.
 			if query == canonical(kleppmannQuery) && !grantedNewer && firstEvent(off, func(x sim.Event) bool { return x.Kind == sim.KindAcquired && x.Token < e.Token }) != nil {
 				grantedNewer = true
-				text += " " + issuers
+				add(e, "%s", issuers)
 			}
-			add(e, "%s", text)
 		case sim.KindRefused:
 			add(e, "%s asks for the lease and is refused: token %d holds it. %s waits.", name, e.Other, name)
 		case sim.KindRenewed:
@@ -307,7 +308,8 @@ func tour(off, on *sim.Result, l, zoom render.Layout, query string) []Step {
 				}
 			}
 			if refused >= 0 {
-				text = fmt.Sprintf("%s: %s %s: the storage refuses it, as it has seen token %d.", offName, text, onName, rejectedWith(on, refused))
+				seen := rejectedWith(on, refused)
+				text = fmt.Sprintf("%s: %s %s: the storage refuses it, as it has seen token %d%s.", offName, text, onName, seen, claimLabel(on, seen))
 			}
 			add(e, "%s", text)
 		case sim.KindWriteRejected:
@@ -341,7 +343,7 @@ func tour(off, on *sim.Result, l, zoom render.Layout, query string) []Step {
 // issuers says, at the default tour's first grant of a newer token,
 // where real tokens come from (docs/leases.md, "Tokens"); the presets'
 // tours, linked from the default's, leave it out.
-const issuers = "Real tokens are larger: the Redis and PostgreSQL issuers grant max(counter+1, server time in µs), about 1.8e15, " +
+const issuers = "where tokens come from. Real ones are larger: the Redis and PostgreSQL issuers grant max(counter+1, server time in µs), about 1.8e15, " +
 	"so a Redis restarted without its counter still grants a larger one (if its clock went back, none until it catches up); " +
 	"etcd grants its revision, ZooKeeper its zxid."
 
@@ -834,6 +836,17 @@ func rejectedWith(r *sim.Result, i int) fence.Token {
 		}
 	}
 	return 0
+}
+
+// claimLabel quotes the figure's label of the read that brought tok to
+// r's storage (` at "read claims 34"`, in straight quotes: curly
+// ones name a preset), which the page then keeps in view, or is "" if a
+// write brought it.
+func claimLabel(r *sim.Result, tok fence.Token) string {
+	if !claimsOn(r) || !claimedFirst(r, tok) {
+		return ""
+	}
+	return fmt.Sprintf(" at \"read claims %d\"", tok)
 }
 
 // verdictText is the run's verdict in a few lower-case words.

@@ -115,7 +115,112 @@ func TestBrowserTourSteps(t *testing.T) {
 // commonChecks are checked at both sizes.
 func commonChecks() []stepCheck {
 	return []stepCheck{figuresWhole(), nextHoldsStill(), labelsReadable(), arrowsClearOfCursor(), keyNamesTheMarks(), summaryLabelsOffCursor(),
-		cursorCrossesNoLabel(), releaseMarkClear(), expiryMarkClear(), openingSpread(), barHoldsStill()}
+		cursorCrossesNoLabel(), releaseMarkClear(), expiryMarkClear(), openingSpread(), barHoldsStill(), quotedLabelsShow(), tokenStepsNamed()}
+}
+
+// tokenStepsNamedJS lists, in each figure, the steps of the storage's
+// token line that the step has reached and the view shows (over 2 px in
+// from its edges), each with whether its label ("wrote 33", drawn 3 px
+// right of it) shows whole in the view.
+const tokenStepsNamedJS = `(() => {
+  const out = [];
+  for (const fig of document.querySelectorAll(".run .timeline")) {` + figViewJS + `
+    const veil = svg.querySelector("rect.veil");
+    const end = Math.min(right, veil ? veil.getBoundingClientRect().left : Infinity);
+    for (const t of svg.querySelectorAll("text:not([data-x]):not(.legend):not(.token-edge)")) {
+      if (!/^(wrote )?\d+$/.test(t.textContent)) continue;
+      const at = s.left + (+(t.dataset.tokenHome ?? t.getAttribute("x")) - 3) * k;
+      if (at < left + 2 || at > end - 2) continue;
+      const r = t.getBoundingClientRect();
+      out.push({Text: t.textContent, Shown: getComputedStyle(t).visibility !== "hidden" && r.left >= left - 0.5 && r.right <= right + 0.5});
+    }
+  }
+  return out;
+})()`
+
+// tokenStepsNamed: at every step of every preset's tour, where the
+// storage's token line steps in view, its label shows whole: the default
+// tour's phone summaries of the claim and the TTL showed the first
+// figure's line drop to 33 at the view's right edge with "wrote 33" hidden
+// as cut.
+func tokenStepsNamed() stepCheck {
+	return shownCheck("TokenStepsNamed", tokenStepsNamedJS, "the storage's token line steps in view and its label %q does not show whole",
+		"no token step in view at any step", "%d token steps in view checked")
+}
+
+// quotedJS, called with a step's x and the phrases its text quotes
+// ("read claims 34"), lists per figure each phrase that a label the step
+// has reached reads, with whether one such label shows whole: in the
+// figure's scrolled view (right of the lane names' strip), on screen and
+// below the sticky bar.
+const quotedJS = `((x, phrases) => {
+  const sticky = document.getElementById("sticky").getBoundingClientRect().bottom;
+  const out = [];
+  for (const fig of document.querySelectorAll(".run .timeline")) {` + figViewJS + `
+    const top = Math.max(f.top, sticky, 0), bottom = Math.min(f.bottom, innerHeight);
+    for (const p of phrases) {
+      const ls = [...svg.querySelectorAll("text:not(.legend):not(.lane-name):not(.hint)")].filter((t) => t.textContent === p &&
+        (t.dataset.x !== undefined ? +t.dataset.x <= x + 0.5 : +(t.dataset.tokenHome ?? t.getBBox().x) < x + 3.5));
+      if (!ls.length) continue;
+      const boxes = ls.map((t) => [t, t.getBoundingClientRect()]);
+      const whole = boxes.find(([t, r]) => getComputedStyle(t).visibility !== "hidden" && r.width > 0 &&
+        r.left >= Math.max(left, 0) - 0.5 && r.right <= Math.min(right, innerWidth) + 0.5 && r.top >= top - 0.5 && r.bottom <= bottom + 0.5);
+      const [t, r] = boxes[0];
+      // Whether it fits the view beside the step's moment and its own labels (those LabelsWhole wants whole).
+      const mx = s.left + x * k, own = [...svg.querySelectorAll("text[data-x]:not(.danger)")].filter((o) => +o.dataset.x <= x + 0.5 && +o.dataset.x >= x - 6 &&
+        getComputedStyle(o).visibility !== "hidden").map((o) => o.getBoundingClientRect());
+      const lo = Math.min(r.left, mx - 8, ...own.map((o) => o.left)), hi = Math.max(r.right, mx + 12, ...own.map((o) => o.right));
+      out.push({Text: p, Whole: !!whole, Fits: hi - lo <= right - left + 1, Hidden: getComputedStyle(t).visibility === "hidden", Left: r.left, Right: r.right, Top: r.top, Bottom: r.bottom,
+        VisL: Math.max(left, 0), VisR: Math.min(right, innerWidth), VisT: top, VisB: bottom});
+    }
+  }
+  return out;
+})`
+
+// quotedLabelsShow: at every step of every preset's tour, each figure
+// label the step's text quotes ("read claims 34") shows whole in the
+// figure's view and on screen below the tour's bar, in each figure that
+// has drawn it by then, where it fits the view beside the step's moment
+// and its own labels (on a phone, "B still working"'s refusal of A1 is
+// too far from B's read for both): the late write's step says where the
+// storage saw token 34, and a phone's view left that label out.
+func quotedLabelsShow() stepCheck {
+	quote := regexp.MustCompile(`“([^”]+)”|"([^"]*)"`)
+	n, apart := 0, 0
+	return stepCheck{name: "QuotedLabelsShow", check: func(w walk, errorf func(string, ...any)) {
+		var phrases []string
+		for _, m := range quote.FindAllStringSubmatch(w.step().Text, -1) {
+			if m[1]+m[2] != "" {
+				phrases = append(phrases, m[1]+m[2])
+			}
+		}
+		if len(phrases) == 0 {
+			return
+		}
+		js, _ := json.Marshal(phrases)
+		type quoted struct {
+			Text                     string
+			Whole, Hidden, Fits      bool
+			Left, Right, Top, Bottom float64
+			VisL, VisR, VisT, VisB   float64
+		}
+		for _, q := range eval[[]quoted](w.t, w.tab, fmt.Sprintf("%s(%f, %s)", quotedJS, w.step().X, js)) {
+			n++
+			if !q.Whole && !q.Fits {
+				apart++
+				continue
+			}
+			if !q.Whole {
+				errorf("%s: the text quotes %q, whose label (hidden %v) spans x %.0f..%.0f, y %.0f..%.0f; the view shows x %.0f..%.0f, y %.0f..%.0f",
+					w.where(), q.Text, q.Hidden, q.Left, q.Right, q.Top, q.Bottom, q.VisL, q.VisR, q.VisT, q.VisB)
+			}
+		}
+	}, done: func(errorf func(string, ...any), logf func(string, ...any)) {
+		if n == 0 {
+			errorf("no step quotes a label the figures draw")
+		}
+		logf("%d quoted labels checked, %d of them too far from the step's moment and labels to show beside them", n, apart)
+	}}
 }
 
 // pxPerSecondJS is, per figure, the screen pixels a second of its time
@@ -212,7 +317,7 @@ const endMarksJS = `((cls, x) => [...document.querySelectorAll(".run .timeline s
 
 // releaseMarkClear: the step that tells a release shows its mark (the
 // grey end of the lease's bar) whole, above the veil, and at least 4 px
-// clear of the tour's cursor: at the default tour's step 11 the veil hid
+// clear of the tour's cursor: at the default tour's step 12 (B's release) the veil hid
 // half of it and the cursor stood 2 px from the rest (student trial 7).
 func releaseMarkClear() stepCheck {
 	return endMarkClear("ReleaseMarkClear", "releases the lease", "released", "release")
@@ -252,7 +357,7 @@ func endMarkClear(name, says, cls, what string) stepCheck {
 
 // summaryLabelsOffCursor: at a summary step, which marks earlier moments
 // with lines of its own, no label shown lies on a visible tour cursor:
-// the default tour's phone steps 17 and 19 drew "later LOST" across it
+// the default tour's phone steps 18 and 20 drew "later LOST" across it
 // and "B1 (token 34): ok" on it ("student trial 5").
 func summaryLabelsOffCursor() stepCheck {
 	return stepCheck{name: "SummaryLabelsOffCursor", check: func(w walk, errorf func(string, ...any)) {
@@ -732,7 +837,7 @@ const tokenLeakJS = `((x) => {
 })`
 
 // tokenNoLeak: a step draws no token change of a later moment: the
-// default tour's step 12 (A sends its late write) showed, a few px past
+// default tour's step 13 (A sends its late write) showed, a few px past
 // its cursor, the token line's drop that A's write makes when it lands,
 // one step later ("student trial 5").
 func tokenNoLeak() stepCheck {
@@ -1256,7 +1361,7 @@ const fatesJS = `((x, moments) => {
 // fatesInView: at the summary steps, which name earlier moments, and at
 // other steps for a label with a part told later (whose hidden ", later
 // LOST" took room and had the phone's view hide "B1 (token 34): ok" at
-// the default tour's step 11, "student trial 5"), each
+// the default tour's step 12, "student trial 5"), each
 // storage's label of a write's fate whose write lies in view shows whole
 // where it fits the view with the step's moments in view and their
 // marked labels, as shown or at the least scale (labelsReadable): the
@@ -1382,7 +1487,7 @@ func tourBar() stepCheck {
 		if h > 860/4 {
 			errorf("step %d: the tour's bar is %.0f px tall, over a quarter of 860 px", w.j+1, h)
 		}
-		if w.j == 10 {
+		if w.j == 11 { // B's release, whose text the bar once held in 345 px
 			shot(w.t, w.tab, "tour-400")
 		}
 	}, done: func(_ func(string, ...any), logf func(string, ...any)) {

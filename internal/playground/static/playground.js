@@ -360,6 +360,7 @@ function scrollWhole(figs, target, lo, hi, keep) {
   for (const fig of figs) { // at home, as scrolled anywhere
     slideBarLabels(fig.querySelector("svg"), -Infinity, Infinity);
     slideDangerLabel(fig.querySelector("svg"), -Infinity, Infinity);
+    flipTokenLabels(fig.querySelector("svg"), -Infinity, Infinity);
   }
   const boxes = figs.flatMap((fig) => shownBoxes(fig.querySelector("svg")));
   const k = scaleOf(figs[0].querySelector("svg"));
@@ -467,6 +468,7 @@ function keepLaneNames(fig) {
   tokenAtEdge(svg, from, to);
   hintMoments(fig, at, from, to);
   slideDangerLabel(svg, from, to);
+  flipTokenLabels(svg, from, to);
   for (const b of shownBoxes(svg)) b.t.classList.toggle("cut", cut(b.x0, b.x1, from, to));
   gapCursor(svg);
 }
@@ -488,14 +490,44 @@ function slideDangerLabel(svg, from, to) {
     const left = b.x < from ? from + 2 : to - 2 - b.width;
     if (Math.min(x1, to) - Math.max(x0, from) < 40 || left < from || left + b.width > to || left > x1 || left + b.width < x0) continue;
     t.setAttribute("x", String(Number(t.dataset.home) + left - b.x));
-    const c = t.getBBox();
-    const clash = [...svg.querySelectorAll("text:not(.lane-name):not(.hint)")].some((o) => {
-      if (o === t || o.style.visibility === "hidden" || o.classList.contains("legend") || o.classList.contains("cut")) return false;
-      const d = o.getBBox();
-      return d.width > 0 && d.x < c.x + c.width && c.x < d.x + d.width && d.y < c.y + c.height && c.y < d.y + d.height;
-    });
-    if (clash) t.setAttribute("x", t.dataset.home);
+    if (overlapsShown(svg, t)) t.setAttribute("x", t.dataset.home);
   }
+}
+
+// overlapsShown reports whether label t runs into another label svg
+// shows (not a lane name or a hint).
+function overlapsShown(svg, t) {
+  const c = t.getBBox();
+  return [...svg.querySelectorAll("text:not(.lane-name):not(.hint)")].some((o) => {
+    if (o === t || o.style.visibility === "hidden" || o.classList.contains("legend") || o.classList.contains("cut")) return false;
+    const d = o.getBBox();
+    return d.width > 0 && d.x < c.x + c.width && c.x < d.x + d.width && d.y < c.y + c.height && c.y < d.y + d.height;
+  });
+}
+
+// flipTokenLabels moves the label of a step of the storage's token line
+// ("wrote 33", 3 px right of the step) that the view from..to cuts at its
+// right edge to the step's left, ending 3 px before it, where it shows
+// whole there and runs into no other label shown: the step at the view's
+// edge is not shown unlabelled.
+function flipTokenLabels(svg, from, to) {
+  for (const t of svg.querySelectorAll("text:not([data-x]):not(.legend):not(.token-edge)")) {
+    if (!/^(wrote )?\d+$/.test(t.textContent)) continue;
+    if (t.dataset.tokenHome === undefined) t.dataset.tokenHome = t.getAttribute("x");
+    t.setAttribute("x", t.dataset.tokenHome);
+    const b = t.getBBox(), at = Number(t.dataset.tokenHome) - 3;
+    const veil = svg.querySelector("rect.veil");
+    if (veil && at > Number(veil.getAttribute("x")) + 0.5) continue; // not reached: it stays under the veil
+    if (!(b.x < to && b.x + b.width > to + 0.5) || at > to || at - 3 - b.width < from) continue;
+    t.setAttribute("x", String(at - 3 - b.width));
+    if (overlapsShown(svg, t)) t.setAttribute("x", t.dataset.tokenHome);
+  }
+}
+
+// home is where label t starts as drawn (x), before flipTokenLabels
+// moved it (a token's label: the only ones it moves).
+function home(t) {
+  return t.dataset.tokenHome !== undefined ? Number(t.dataset.tokenHome) : t.getBBox().x;
 }
 
 // tokenAtEdge labels, in the tour, the storage's token line where it enters the view
@@ -870,7 +902,7 @@ function showStep(i) {
       if (reached) svg.append(t);
     }
     for (const t of svg.querySelectorAll("text:not([data-x]):not(.lane-name)")) {
-      if (t.getBBox().x < s.x + 3.5) svg.append(t);
+      if (home(t) < s.x + 3.5) svg.append(t);
     }
     // A label's later part (", later LOST") takes no room until then: the
     // view keeps what it shows whole, not its room.
@@ -901,12 +933,15 @@ function showStep(i) {
   // with the step's own, as much as those.
   const names = s.text.match(/\b[A-Z]\d+\b/g) || [];
   const named = texts.filter((l) => l.store && l.at <= s.x + 0.5 && names.some((n) => l.t.textContent.startsWith(n + " (token")));
+  // The labels the step quotes ("read claims 34"): whole too, after the
+  // step's own and those.
+  const quoted = quotedLabels(figs, s);
   const marked = texts.filter((l) => (s.moments || []).some((m) => l.at <= m + 0.5 && l.at >= m - 6) && !l.t.classList.contains("danger"));
   // At one of the last steps, the storages' fates it has reached ("B1
   // (token 34): ok, later LOST") are kept too, the nearest the moment it
   // is about (its focus: a late write, accepted in one figure, refused
   // in the other) first, as long as all fit the view at the least scale.
-  const fit = [...marked, ...named];
+  const fit = [...marked, ...named, ...quoted];
   const focus = s.moments ? s.moments[s.focus || 0] : NaN;
   if (s.moments) {
     const room = figs[0].clientWidth / leastScale - left - 4;
@@ -941,18 +976,20 @@ function showStep(i) {
     // Next, the storages' labels the step has reached (a write's fate:
     // "B1 (token 34): ok, later LOST"), as many as the view shows whole.
     const keep = new Map(texts.filter((l) => l.store && l.at <= s.x + 0.5).map((l) => [l.t, 20]));
+    for (const l of quoted) keep.set(l.t, 200);
     for (const l of [...recent, ...named]) keep.set(l.t, l.store ? 300 : 100);
     // The focus' highlighted labels and the storages' there (the write's
     // fate in both figures) above all.
     for (const l of recent) if (l.at >= fit[0] - 6 && l.at <= fit[0] + 0.5 && (l.t.classList.contains("named") || l.store)) keep.set(l.t, 1000);
     scrollWhole(figs, from - left - 4, latest - view + 12, Math.min(...fit) - left - 4, keep);
   } else {
-    recent = [...new Set([...recent, ...named])];
+    recent = [...new Set([...recent, ...named, ...quoted])];
     const labelsLeft = Math.min(Infinity, ...recent.map((l) => l.t.getBBox().x));
     const target = Math.min(s.x - left - 0.5 * (view - left), labelsLeft - left - 4);
     const lo = s.x - view + 12;
     const own = new Map(texts.filter((l) => l.at <= s.x + 0.5 && (l.at >= s.x - 6 || (s.outcome && l.store)))
       .map((l) => [l.t, l.at < s.x - 6 ? 20 : l.store ? 300 : 100]));
+    for (const l of quoted) own.set(l.t, 200);
     for (const l of named) own.set(l.t, 300);
     scrollWhole(figs, Math.max(lo, target), lo, s.x - left - 4, own);
   }
@@ -974,6 +1011,16 @@ function showStep(i) {
   const need = bottom - innerHeight;
   scrollPageWhole(Math.max(top, need + 8), Math.max(top - 60, need + 2), Math.min(top + 160, topmost - sticky - 2));
   hideUnderBar();
+}
+
+// quotedLabels is, in the figures figs, the labels step s has reached
+// whose text it quotes ("read claims 34"), as showStep keeps them.
+function quotedLabels(figs, s) {
+  const quoted = [...s.text.matchAll(/\u201c([^\u201d]+)\u201d|"([^"]*)"/g)].map((m) => m[1] || m[2]).filter(Boolean);
+  return figs.flatMap((fig) => [...fig.querySelectorAll("svg text:not(.legend):not(.lane-name):not(.hint)")]
+    .filter((t) => quoted.includes(t.textContent))
+    .map((t) => ({ t: t, at: t.dataset.x !== undefined ? Number(t.dataset.x) : home(t) - 3, store: true }))
+    .filter((l) => l.at <= s.x + 0.5));
 }
 
 // momentOrder is the moments step s marks in the order a phone's view
