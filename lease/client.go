@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fencekit/fencekit/internal/cause"
 	"github.com/fencekit/fencekit/internal/join"
 	"github.com/fencekit/fencekit/internal/leasearg"
 	"github.com/fencekit/fencekit/internal/valid"
@@ -67,7 +68,8 @@ var errNilClient = valid.Invalid("lease: nil *lease.Client")
 // Errors: a [*NotAcquiredError] (errors.Is ErrNotAcquired) carrying the
 // holder's remaining TTL when someone else holds it; an error wrapping
 // [ErrInvalid] for a bad name or ttl (nothing is sent); the context's or
-// the store's error otherwise. After a network or context error the grant
+// the store's error otherwise, matching context.Cause(ctx) once ctx has
+// ended (a store client's own timeout at ctx's deadline included). After a network or context error the grant
 // may still have happened in the store without its reply arriving: it then
 // expires ttl after the request, unrenewed.
 func (c *Client) Acquire(ctx context.Context, name string, ttl time.Duration) (*Lease, error) {
@@ -107,7 +109,7 @@ func (c *Client) acquire(ctx context.Context, name string, t timing) (*Lease, er
 		err = checkGrant(g, name, t.ttl)
 	}
 	if err != nil {
-		return nil, errScript("acquire", name, err)
+		return nil, errScript("acquire", name, cause.With(ctx, err))
 	}
 	c.m.acquired()
 	l, ok := c.start(ctx, g, t, sent)

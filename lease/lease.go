@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/cause"
 	"github.com/fencekit/fencekit/internal/valid"
 )
 
@@ -247,7 +248,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		if lost, ok := asLost(err); ok {
 			err = l.lostErr(lost.Cause, lost.Err)
 		} else {
-			err, definite = errScript("release", l.g.Name, err), false
+			err, definite = errScript("release", l.g.Name, cause.With(ctx, err)), false
 		}
 	}
 	l.mu.Lock()
