@@ -108,11 +108,13 @@ var errChanged = errors.New("the object changed while being read")
 // attempt's envelope has a new nonce, so every write's ETag is new and a
 // later read recognizes an attempt that landed without its reply.
 // Bounded: maxAttempts writes, each after a read, and, when the last one
-// got no answer, one more read that may find it landed.
+// got no answer, one more read that may find it landed. A race lost to a
+// write with an older token (an old holder still writing) is not counted,
+// up to maxOlderRaces of them: the old holder must not starve the new.
 func (s *Store) write(ctx context.Context, op, key string, tok fence.Token, known Version, decide decideFunc) (Version, error) {
 	var w attempts
-	for n := 0; n <= s.maxAttempts; n++ {
-		if n == s.maxAttempts && !w.lastUnknown {
+	for n, older := 0, 0; n <= s.maxAttempts; n++ {
+		if n == s.maxAttempts && !w.lastUnknown && !(w.lastRace && older < maxOlderRaces) {
 			break // the last write lost a race: it did not land
 		}
 		cur := state{Version: known}
@@ -125,6 +127,10 @@ func (s *Store) write(ctx context.Context, op, key string, tok fence.Token, know
 			s.versions.put(cur.Version)
 			if w.mine(cur) {
 				return cur.Version, nil // an attempt that got no answer landed
+			}
+			if w.lastRace && cur.token < tok && older < maxOlderRaces {
+				older++
+				n-- // lost to an older token: not counted
 			}
 		}
 		if n == s.maxAttempts {
@@ -141,7 +147,7 @@ func (s *Store) write(ctx context.Context, op, key string, tok fence.Token, know
 		}
 		c, err := decide(ctx, cur)
 		if errors.Is(err, errChanged) {
-			w.last, w.lastUnknown = err, false
+			w.last, w.lastUnknown, w.lastRace = err, false, false
 			continue
 		}
 		if err != nil {
@@ -348,7 +354,12 @@ type attempts struct {
 	unknown     bool  // some write got no answer
 	last        error // the last write's error
 	lastUnknown bool  // the last write got no answer
+	lastRace    bool  // the last write lost a race
 }
+
+// maxOlderRaces bounds the races a change loses to older tokens beyond
+// [Options.MaxAttempts].
+const maxOlderRaces = 64
 
 // mine reports whether cur was written by one of w's attempts.
 func (w *attempts) mine(cur state) bool {
@@ -371,11 +382,11 @@ func (w *attempts) settle(ctx context.Context, err error) (done bool, _ error) {
 	case outcomeOK:
 		return true, nil
 	case outcomeRace:
-		w.last, w.lastUnknown = err, false
+		w.last, w.lastUnknown, w.lastRace = err, false, true
 		return false, nil
 	case outcomeUnknown:
 		w.unknown = true
-		w.last, w.lastUnknown = err, true
+		w.last, w.lastUnknown, w.lastRace = err, true, false
 		if ctx.Err() != nil {
 			return true, errorf("%v: the context ended with the write in flight: %v", ErrOutcomeUnknown, err)
 		}

@@ -84,7 +84,9 @@ type Options struct {
 
 	// MaxAttempts bounds the read-decide-write rounds of one Put, Delete
 	// or Claim; default 8. After that many lost races
-	// the call returns [ErrContention]. It also bounds the reads of one
+	// the call returns [ErrContention]. A race lost to an older token (an
+	// old holder still writing) does not count, up to 64 such races, so
+	// that the old holder cannot starve the new one. It also bounds the reads of one
 	// decision (MaxAttempts+1) when one read cannot be proven (see
 	// [Store.PutReader]). Must not be negative.
 	MaxAttempts int
