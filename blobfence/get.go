@@ -86,7 +86,7 @@ func (s *Store) getOnce(ctx context.Context, key, ifMatch string, headerOnly boo
 	if headerOnly {
 		in.Range = aws.String(fmt.Sprintf("bytes=0-%d", maxHeaderLen-1))
 	}
-	out, err := s.client.GetObject(ctx, in)
+	out, err := s.client.GetObject(ctx, in, quietChecksums)
 	if err != nil {
 		if isNotFound(err) {
 			return got{}, ErrNotFound
@@ -123,6 +123,11 @@ func (s *Store) getOnce(ctx context.Context, key, ifMatch string, headerOnly boo
 	}
 	return g, nil
 }
+
+// quietChecksums stops the SDK from logging "Response has no supported
+// checksum" for a GET whose reply has none (SeaweedFS's, a ranged GET's):
+// the store proves what it reads itself (see [Store.decode]).
+func quietChecksums(o *s3.Options) { o.DisableLogOutputChecksumValidationSkipped = true }
 
 // decode is the state and body that the bytes read with etag and md
 // describe (all the object's bytes when whole, else its start). The token
