@@ -50,7 +50,8 @@ func (s *Store) Put(ctx context.Context, key string, body []byte, tok fence.Toke
 //
 // Errors: a [*fence.StaleError] (errors.Is [fence.ErrStale] and
 // [fence.ErrFencedOut]; Resource is "bucket/key", Current the stored token)
-// when the key carries a newer token, nothing written; [ErrContention] when
+// when the key carries a newer token, nothing written; [ErrExists] when
+// [Store.Create] made the key, nothing written; [ErrContention] when
 // every attempt lost a race; [fence.ErrInvalid] for a bad key, token or
 // option, nothing sent; [ErrBadMetadata] when the stored header does not
 // parse; [ErrOutcomeUnknown] (with the final error) when a write got no

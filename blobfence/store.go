@@ -94,9 +94,10 @@ type Options struct {
 	// VersionCache is how many keys' last versions the Store remembers, so
 	// that a Put of a key it wrote or read before sends one request
 	// (If-Match with that version) instead of two; default
-	// 1024 (about 150 bytes per key); negative: none. An
-	// out-of-date version costs a refused PUT, then the Put reads and
-	// decides again: it never lets a stale write through.
+	// 1024 (about 150 bytes per key), the least recently used dropped
+	// first; negative: none. An out-of-date version costs a refused PUT,
+	// then the Put reads and decides again: it never lets a stale write
+	// through. Delete and Claim always read first.
 	VersionCache int
 
 	// Identity names the writer in the metadata of the objects
