@@ -110,10 +110,11 @@ var errChanged = errors.New("the object changed while being read")
 // token, and write an envelope conditional on the state's ETag. Every
 // attempt's envelope has a new nonce, so every write's ETag is new and a
 // later read recognizes an attempt that landed without its reply.
-// Bounded: maxAttempts writes, each after a read, and, when the last one
-// got no answer, one more read that may find it landed. A race lost to a
-// write with an older token (an old holder still writing) is not counted,
-// up to maxOlderRaces of them: the old holder must not starve the new.
+// Bounded: maxAttempts writes, each after a read, and one more read after
+// the last (did it land without an answer? did it lose to an older
+// token?). A race lost to a write with an older token (an old holder
+// still writing) is not counted, up to maxOlderRaces of them: the old
+// holder must not starve the new.
 func (s *Store) write(ctx context.Context, op, key string, tok fence.Token, known Version, decide decideFunc) (Version, error) {
 	var w attempts
 	for n, older := 0, 0; n <= s.maxAttempts; n++ {
