@@ -63,3 +63,51 @@ func TestVersionCache(t *testing.T) {
 		t.Errorf("Put of a key pushed out of a 2-key cache: %d requests, want 2", n)
 	}
 }
+
+// TestReadsWarmVersionCache: on a fresh Store, a Get, Head or GetVersion
+// of a key remembers its version, so the Put after it costs one request;
+// a Get of a key another writer has since moved on costs the Put a
+// refused PUT and a read, and the stale token is still refused.
+func TestReadsWarmVersionCache(t *testing.T) {
+	ctx := context.Background()
+	w, _, env := newStore(t, nil)
+	if err := w.Put(ctx, "k", []byte("first"), 3); err != nil {
+		t.Fatal(err)
+	}
+	reads := map[string]func(*blobfence.Store) error{
+		"Get":        func(s *blobfence.Store) error { _, _, err := s.Get(ctx, "k"); return err },
+		"Head":       func(s *blobfence.Store) error { _, err := s.Head(ctx, "k"); return err },
+		"GetVersion": func(s *blobfence.Store) error { _, _, err := s.GetVersion(ctx, "k"); return err },
+	}
+	for name, read := range reads {
+		c := &counting{S3API: env.Client}
+		s := mustNew(t, c, env.Bucket, nil)
+		if err := read(s); err != nil {
+			t.Fatal(err)
+		}
+		before := c.total()
+		if err := s.Put(ctx, "k", []byte(name), 3); err != nil {
+			t.Fatal(err)
+		}
+		if n := c.total() - before; n != 1 {
+			t.Errorf("Put after %s on a fresh Store: %d requests, want 1", name, n)
+		}
+	}
+
+	c := &counting{S3API: env.Client}
+	s := mustNew(t, c, env.Bucket, nil)
+	if _, _, err := s.Get(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Put(ctx, "k", []byte("newer"), 9); err != nil {
+		t.Fatal(err)
+	}
+	before := c.total()
+	if err := s.Put(ctx, "k", []byte("stale"), 4); !errors.Is(err, fence.ErrStale) {
+		t.Fatalf("Put with token 4 after a Get, then another store's 9: %v; want stale", err)
+	}
+	if n := c.total() - before; n != 2 {
+		t.Errorf("refused Put from a version Get remembered: %d requests, want 2 (a refused PUT, a read)", n)
+	}
+	wantStored(t, s, "k", "newer", 9)
+}

@@ -18,8 +18,9 @@ import (
 )
 
 // ErrExists is wrapped by the error of a [Store.Create] refused because
-// an object (a tombstone included) has the key; the message names who
-// created it and with which token.
+// an object (a tombstone included) has the key, and by that of a Put,
+// Delete or Claim of a key a Create made (its objects are written once);
+// the message names who created it and with which token.
 var ErrExists error = kind("an object has the key already")
 
 // Create stores body under key as it is, with no envelope, only if no

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
@@ -24,11 +26,12 @@ import (
 type fault int
 
 const (
-	faultNone      fault = iota
-	faultLostReply       // forward it (it lands), then report a transport error
-	faultDropped         // report a transport error without forwarding it
-	faultSDKRetry        // forward it twice, as a retrying SDK would, and report the second reply
-	faultServer500       // forward it (it lands), then report a 500
+	faultNone       fault = iota
+	faultLostReply        // forward it (it lands), then report a transport error
+	faultDropped          // report a transport error without forwarding it
+	faultSDKRetry         // forward it twice, as a retrying SDK would, and report the second reply
+	faultServer500        // forward it (it lands), then report a 500
+	faultRefused500       // report a 500 without forwarding it
 )
 
 // faulty is a flaky S3 client: it forwards to the real one, runs hooks
@@ -124,8 +127,11 @@ func (f *faulty) PutObject(ctx context.Context, in *s3.PutObjectInput, o ...func
 		before()
 	}
 	mode := f.next()
-	if mode == faultDropped {
+	switch mode {
+	case faultDropped:
 		return nil, transportError("PutObject")
+	case faultRefused500:
+		return nil, serverError("PutObject")
 	}
 	f.mu.Lock()
 	f.forwarded++
@@ -301,8 +307,8 @@ func TestContentionExhausted(t *testing.T) {
 	if !errors.Is(err, blobfence.ErrContention) || errors.Is(err, fence.ErrStale) {
 		t.Fatalf("err = %v; want ErrContention, not ErrStale", err)
 	}
-	if len(f.sdkAttempts["PutObject"]) != 3 || len(f.sdkAttempts["GetObject"]) != 3 {
-		t.Fatalf("sent %d PUTs and %d GETs; want 3 and 3 (no read after a lost race ends the call)",
+	if len(f.sdkAttempts["PutObject"]) != 3 || len(f.sdkAttempts["GetObject"]) != 4 {
+		t.Fatalf("sent %d PUTs and %d GETs; want 3 and 4 (the read after the last lost race finds the same token: the race counts)",
 			len(f.sdkAttempts["PutObject"]), len(f.sdkAttempts["GetObject"]))
 	}
 	if body, _ := mustGet(t, other, "k"); string(body) != "\x03" {
@@ -324,4 +330,60 @@ func TestDeleteLostReply(t *testing.T) {
 	if _, err := s.Head(ctx, "k"); !errors.Is(err, blobfence.ErrNotFound) {
 		t.Fatalf("Head after delete: %v", err)
 	}
+}
+
+// TestRepeated5xxSaysServerError: a put whose every PUT got a 500 says
+// the server answered with an error, not that nothing answered.
+func TestRepeated5xxSaysServerError(t *testing.T) {
+	f := newRacer(t)
+	s := mustNew(t, f, f.env.Bucket, &blobfence.Options{MaxAttempts: 2})
+	f.faults = []fault{faultRefused500, faultRefused500}
+	err := s.Put(context.Background(), "k", []byte("x"), 1)
+	if !errors.Is(err, blobfence.ErrOutcomeUnknown) || !strings.Contains(err.Error(), "got a server error (500)") || strings.Contains(err.Error(), "no answer") {
+		t.Fatalf("put whose PUTs got 500s: %v; want ErrOutcomeUnknown saying \"got a server error (500)\"", err)
+	}
+}
+
+// answers500 is an S3 in memory whose PUTs all get a 500 and whose keys
+// are all absent; it notes when each PUT came.
+type answers500 struct {
+	blobfence.S3API
+	puts []time.Time
+}
+
+func (a *answers500) GetObject(context.Context, *s3.GetObjectInput, ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	resp := &smithyhttp.Response{Response: &http.Response{StatusCode: 404, Header: http.Header{}}}
+	return nil, &smithy.OperationError{ServiceID: "S3", OperationName: "GetObject",
+		Err: &smithyhttp.ResponseError{Response: resp, Err: errors.New("NoSuchKey")}}
+}
+
+func (a *answers500) PutObject(context.Context, *s3.PutObjectInput, ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	a.puts = append(a.puts, time.Now())
+	return nil, serverError("PutObject")
+}
+
+// TestRetriesAfter5xxPause: after a write that got a 5xx, the store
+// pauses before it reads and writes again, longer each time (in a
+// synctest bubble: its clock moves only while every goroutine waits).
+func TestRetriesAfter5xxPause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := &answers500{}
+		s := mustNew(t, a, "b", nil)
+		if err := s.Put(context.Background(), "k", []byte("x"), 1); !errors.Is(err, blobfence.ErrOutcomeUnknown) {
+			t.Fatalf("put: %v; want ErrOutcomeUnknown", err)
+		}
+		if len(a.puts) != defaultAttempts {
+			t.Fatalf("%d PUTs, want %d", len(a.puts), defaultAttempts)
+		}
+		var gaps []time.Duration
+		for i := 1; i < len(a.puts); i++ {
+			gaps = append(gaps, a.puts[i].Sub(a.puts[i-1]))
+		}
+		for i, g := range gaps {
+			if g <= 0 || i > 0 && g < gaps[i-1] {
+				t.Fatalf("pauses between the PUTs: %v; want each above 0 and none shorter than the one before", gaps)
+			}
+		}
+		t.Logf("pauses between the PUTs: %v", gaps)
+	})
 }

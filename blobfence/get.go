@@ -18,7 +18,9 @@ import (
 
 // Get returns the object's body and the token of the write that stored it
 // (0 for an object another tool wrote): what Put stored, without the
-// envelope. It costs one request. Errors: [ErrNotFound] when the key is
+// envelope. It costs one request, and remembers the version when the
+// object's write record or the MD5 of the bytes proves it (see
+// [Options.VersionCache]). Errors: [ErrNotFound] when the key is
 // absent or deleted, [ErrBadMetadata] when the envelope or the token
 // metadata does not parse, [fence.ErrInvalid] for a bad key, the
 // context's cause when ctx ended, S3 errors otherwise.
@@ -27,6 +29,9 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, fence.Token, error
 		return nil, 0, err
 	}
 	g, err := s.getOnce(ctx, key, "", false)
+	if err == nil && g.proven {
+		s.versions.put(g.Version)
+	}
 	if err == nil && g.deleted {
 		err = ErrNotFound
 	}
@@ -81,7 +86,7 @@ func (s *Store) getOnce(ctx context.Context, key, ifMatch string, headerOnly boo
 	if headerOnly {
 		in.Range = aws.String(fmt.Sprintf("bytes=0-%d", maxHeaderLen-1))
 	}
-	out, err := s.client.GetObject(ctx, in)
+	out, err := s.client.GetObject(ctx, in, quietChecksums)
 	if err != nil {
 		if isNotFound(err) {
 			return got{}, ErrNotFound
@@ -118,6 +123,11 @@ func (s *Store) getOnce(ctx context.Context, key, ifMatch string, headerOnly boo
 	}
 	return g, nil
 }
+
+// quietChecksums stops the SDK from logging "Response has no supported
+// checksum" for a GET whose reply has none (SeaweedFS's, a ranged GET's):
+// the store proves what it reads itself (see [Store.decode]).
+func quietChecksums(o *s3.Options) { o.DisableLogOutputChecksumValidationSkipped = true }
 
 // decode is the state and body that the bytes read with etag and md
 // describe (all the object's bytes when whole, else its start). The token

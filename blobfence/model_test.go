@@ -371,6 +371,13 @@ var storeOps = map[string]modelOp{
 	"put B after own version": {"put B after own version", func(ctx context.Context, c modelClient, prev blobfence.Version) error {
 		return newModelStore(c).Put(ctx, modelKey, []byte("B"), c.tok, blobfence.After(prev))
 	}},
+	"get, put B": {"get, put B", func(ctx context.Context, c modelClient, _ blobfence.Version) error {
+		s := newModelStore(c)
+		if _, _, err := s.Get(ctx, modelKey); err != nil && !errors.Is(err, blobfence.ErrNotFound) {
+			return err
+		}
+		return s.Put(ctx, modelKey, []byte("B"), c.tok) // from the version the Get remembered
+	}},
 	"put A, edit metadata": {"put A, edit metadata", func(ctx context.Context, c modelClient, _ blobfence.Version) error {
 		err := newModelStore(c).Put(ctx, modelKey, []byte("A"), c.tok)
 		c.editMetadata(modelKey)
@@ -519,17 +526,17 @@ func TestModelCheck(t *testing.T) {
 	modes := []modelMode{{torn: true, deletes: deleteLate}}
 	newest := []string{"put A", "put B", "delete", "put A, edit metadata"}
 	stale9 := []string{"put B", "delete", "claim"}
-	stale5 := []string{"put A", "put B", "delete", "put B after own version"}
+	stale5 := []string{"put A", "put B", "delete", "put B after own version", "get, put B"}
 	if *modelFull {
 		modes = modelModes
 		stale9 = []string{"put A", "put B", "delete", "claim"}
-		stale5 = []string{"put A", "put B", "delete", "claim", "put B after own version"}
+		stale5 = []string{"put A", "put B", "delete", "claim", "put B after own version", "get, put B"}
 	}
 	r := checkModel(t, modes, storeOps, modelInitials, newest, stale9, stale5)
 	if !*modelFull { // metadata written apart: the programs of its hole
 		split := []modelMode{{split: true, deletes: deleteLate}}
 		initial := map[string]func(context.Context, modelClient) (blobfence.Version, error){"A by token 5": modelInitials["A by token 5"]}
-		s := checkModel(t, split, storeOps, initial, []string{"put B", "put A, edit metadata"}, []string{"put B", "claim"}, []string{"put A", "put B after own version"})
+		s := checkModel(t, split, storeOps, initial, []string{"put B", "put A, edit metadata"}, []string{"put B", "claim"}, []string{"put A", "put B after own version", "get, put B"})
 		r.schedules, r.violations, modes = r.schedules+s.schedules, r.violations+s.violations, append(modes, split...)
 		if r.example == nil {
 			r.example = s.example
@@ -753,6 +760,13 @@ func metaPut(ctx context.Context, c modelClient, body string) error {
 var metaOps = map[string]modelOp{
 	"put A": {"put A", func(ctx context.Context, c modelClient, _ blobfence.Version) error { return metaPut(ctx, c, "A") }},
 	"put B": {"put B", func(ctx context.Context, c modelClient, _ blobfence.Version) error { return metaPut(ctx, c, "B") }},
+	"get, put B": {"get, put B", func(ctx context.Context, c modelClient, _ blobfence.Version) error {
+		s := newModelStore(c)
+		if _, _, err := s.Get(ctx, modelKey); err != nil && !errors.Is(err, blobfence.ErrNotFound) {
+			return err
+		}
+		return s.Put(ctx, modelKey, []byte("B"), c.tok) // from the version the Get remembered
+	}},
 	"put A, edit metadata": {"put A, edit metadata", func(ctx context.Context, c modelClient, _ blobfence.Version) error {
 		err := metaPut(ctx, c, "A")
 		c.editMetadata(modelKey)

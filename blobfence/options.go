@@ -35,7 +35,9 @@ type objectFields struct {
 // store returned for the same key ([Store.PutReader], [Store.Head],
 // [Store.GetVersion]), so that the put skips its read: one request while v
 // is still current. When v is out of date, the put reads the object and
-// decides as without it. A zero Version or one of another key is an
+// decides as without it. v takes the place of the version the store
+// remembers ([Options.VersionCache]), even a newer one: an out-of-date v
+// costs a refused PUT, a read and a PUT. A zero Version or one of another key is an
 // error wrapping [fence.ErrInvalid].
 func After(v Version) PutOption {
 	return func(f *objectFields) error {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -43,16 +44,18 @@ func (s *Store) Put(ctx context.Context, key string, body []byte, tok fence.Toke
 // apart from the bytes while a PUT landed), one GET more, of the whole
 // object, conditional on the ETag, whose MD5 must be the ETag. A lost race
 // (412, 409, 404) makes it read and decide again, up to
-// [Options.MaxAttempts] writes. opts set the object's other
+// [Options.MaxAttempts] writes; so does a write that got no answer or a
+// 5xx, after a pause (5 ms, doubled each time, at most 200 ms). opts set the object's other
 // fields (Content-Type, user metadata, encryption).
 //
 // Errors: a [*fence.StaleError] (errors.Is [fence.ErrStale] and
 // [fence.ErrFencedOut]; Resource is "bucket/key", Current the stored token)
-// when the key carries a newer token, nothing written; [ErrContention] when
+// when the key carries a newer token, nothing written; [ErrExists] when
+// [Store.Create] made the key, nothing written; [ErrContention] when
 // every attempt lost a race; [fence.ErrInvalid] for a bad key, token or
 // option, nothing sent; [ErrBadMetadata] when the stored header does not
 // parse; [ErrOutcomeUnknown] (with the final error) when a write got no
-// answer and a later read could not tell whether it landed; the context's
+// answer or a 5xx and a later read could not tell whether it landed; the context's
 // cause (such as lease.ErrLost) when ctx ended; S3 and SDK errors otherwise,
 // and r's own. Each error names the object once, as bucket/key.
 func (s *Store) PutReader(ctx context.Context, key string, r io.ReadSeeker, tok fence.Token, opts ...PutOption) (Version, error) {
@@ -107,12 +110,15 @@ var errChanged = errors.New("the object changed while being read")
 // token, and write an envelope conditional on the state's ETag. Every
 // attempt's envelope has a new nonce, so every write's ETag is new and a
 // later read recognizes an attempt that landed without its reply.
-// Bounded: maxAttempts writes, each after a read, and, when the last one
-// got no answer, one more read that may find it landed.
+// Bounded: maxAttempts writes, each after a read, and one more read after
+// the last (did it land without an answer? did it lose to an older
+// token?). A race lost to a write with an older token (an old holder
+// still writing) is not counted, up to maxOlderRaces of them: the old
+// holder must not starve the new.
 func (s *Store) write(ctx context.Context, op, key string, tok fence.Token, known Version, decide decideFunc) (Version, error) {
 	var w attempts
-	for n := 0; n <= s.maxAttempts; n++ {
-		if n == s.maxAttempts && !w.lastUnknown {
+	for n, older := 0, 0; n <= s.maxAttempts; n++ {
+		if n == s.maxAttempts && !w.lastUnknown && !(w.lastRace && older < maxOlderRaces) {
 			break // the last write lost a race: it did not land
 		}
 		cur := state{Version: known}
@@ -125,6 +131,10 @@ func (s *Store) write(ctx context.Context, op, key string, tok fence.Token, know
 			s.versions.put(cur.Version)
 			if w.mine(cur) {
 				return cur.Version, nil // an attempt that got no answer landed
+			}
+			if w.lastRace && cur.token < tok && older < maxOlderRaces {
+				older++
+				n-- // lost to an older token: not counted
 			}
 		}
 		if n == s.maxAttempts {
@@ -141,7 +151,7 @@ func (s *Store) write(ctx context.Context, op, key string, tok fence.Token, know
 		}
 		c, err := decide(ctx, cur)
 		if errors.Is(err, errChanged) {
-			w.last, w.lastUnknown = err, false
+			w.last, w.lastUnknown, w.lastRace = err, false, false
 			continue
 		}
 		if err != nil {
@@ -160,6 +170,9 @@ func (s *Store) write(ctx context.Context, op, key string, tok fence.Token, know
 			v := Version{key: key, etag: etag, token: tok}
 			s.versions.put(v)
 			return v, nil
+		}
+		if w.lastUnknown {
+			w.pause(ctx)
 		}
 		known = Version{}
 	}
@@ -345,10 +358,16 @@ func (e refused) bare() string  { return bare(e.err) }
 // read can tell whether one that got no answer landed.
 type attempts struct {
 	nonces      []string
-	unknown     bool  // some write got no answer
-	last        error // the last write's error
-	lastUnknown bool  // the last write got no answer
+	unknown     int    // writes that got no answer or a 5xx
+	unknownWhy  string // what the last of them got: "no answer", "a server error (503)"
+	last        error  // the last write's error
+	lastUnknown bool   // the last write got no answer or a 5xx
+	lastRace    bool   // the last write lost a race
 }
+
+// maxOlderRaces bounds the races a change loses to older tokens beyond
+// [Options.MaxAttempts].
+const maxOlderRaces = 64
 
 // mine reports whether cur was written by one of w's attempts.
 func (w *attempts) mine(cur state) bool {
@@ -371,11 +390,15 @@ func (w *attempts) settle(ctx context.Context, err error) (done bool, _ error) {
 	case outcomeOK:
 		return true, nil
 	case outcomeRace:
-		w.last, w.lastUnknown = err, false
+		w.last, w.lastUnknown, w.lastRace = err, false, true
 		return false, nil
 	case outcomeUnknown:
-		w.unknown = true
-		w.last, w.lastUnknown = err, true
+		w.unknown++
+		w.unknownWhy = "no answer"
+		if st := httpStatus(err); st != 0 {
+			w.unknownWhy = fmt.Sprintf("a server error (%d)", st)
+		}
+		w.last, w.lastUnknown, w.lastRace = err, true, false
 		if ctx.Err() != nil {
 			return true, errorf("%v: the context ended with the write in flight: %v", ErrOutcomeUnknown, err)
 		}
@@ -385,12 +408,32 @@ func (w *attempts) settle(ctx context.Context, err error) (done bool, _ error) {
 	}
 }
 
-// fail marks err with ErrOutcomeUnknown when a write got no answer.
+// fail marks err with ErrOutcomeUnknown when a write got no answer or a 5xx.
 func (w *attempts) fail(err error) error {
-	if w.unknown {
-		return errorf("%v (an earlier attempt got no answer; it may have landed and been replaced since): %v", ErrOutcomeUnknown, err)
+	if w.unknown > 0 {
+		return errorf("%v (an earlier attempt got %s; it may have landed and been replaced since): %v", ErrOutcomeUnknown, w.unknownWhy, err)
 	}
 	return err
+}
+
+// Pauses after a write that got no answer or a 5xx, before the read and
+// write that follow: the first, doubled each time, at most the last.
+const (
+	firstUnknownPause = 5 * time.Millisecond
+	maxUnknownPause   = 200 * time.Millisecond
+)
+
+// pause waits after the w.unknown-th write that got no answer or a 5xx,
+// so that a failing server is not sent the next attempts at once; it ends
+// early when ctx ends.
+func (w *attempts) pause(ctx context.Context) {
+	d := min(firstUnknownPause<<min(w.unknown-1, 10), maxUnknownPause)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 // giveUp is the error of a call whose attempts ran out: ErrContention when

@@ -301,3 +301,65 @@ func TestRacingWritersIdenticalBytes(t *testing.T) {
 	t.Logf("%d rounds x %d writers of identical bytes: %d written, %d stale, %d lost every race; %d violations",
 		rounds, writers, accepted, stale, contention, violations)
 }
+
+// TestNewHolderNotStarvedByOldHolder: an old holder (token 1, version
+// cache on) keeps putting a key in a tight loop, one request a put, while
+// the new holder (token 2) puts it once: the new holder's read and PUT
+// leave a window the old holder's PUTs keep landing in. Races lost to an
+// older token do not use up MaxAttempts (here 1, so that each lost race
+// would end the call), so the new holder's Put lands; the old holder is
+// then refused.
+func TestNewHolderNotStarvedByOldHolder(t *testing.T) {
+	ctx := context.Background()
+	_, _, env := newStore(t, nil)
+	const rounds = 20
+	failed, lost, most := 0, 0, 0
+	for r := range rounds {
+		key := fmt.Sprintf("k%d", r)
+		c := &counting{S3API: env.Client}
+		old := mustNew(t, env.Client, env.Bucket, nil)
+		holder := mustNew(t, c, env.Bucket, &blobfence.Options{MaxAttempts: 1})
+		if err := old.Put(ctx, key, []byte("old"), 1); err != nil {
+			t.Fatal(err)
+		}
+		stop, done := make(chan struct{}), make(chan error)
+		go func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					done <- nil
+					return
+				default:
+				}
+				if err := old.Put(ctx, key, []byte(fmt.Sprint(i)), 1); err != nil {
+					if !errors.Is(err, fence.ErrFencedOut) {
+						done <- err
+						return
+					}
+					<-stop
+					done <- nil
+					return
+				}
+			}
+		}()
+		err := holder.Put(ctx, key, []byte("new"), 2)
+		close(stop)
+		if oerr := <-done; oerr != nil {
+			t.Fatalf("old holder: %v", oerr)
+		}
+		if err != nil {
+			if !errors.Is(err, blobfence.ErrContention) {
+				t.Fatalf("round %d: new holder: %v", r, err)
+			}
+			failed++
+			continue
+		}
+		lost += int(c.puts.Load()) - 1
+		most = max(most, int(c.puts.Load())-1)
+		wantStored(t, holder, key, "new", 2)
+	}
+	t.Logf("new holder's Put: ErrContention in %d of %d rounds; %d races lost to the old holder in the others, at most %d in one", failed, rounds, lost, most)
+	if failed > 1 {
+		t.Errorf("the new holder's Put lost to the old holder's loop in %d of %d rounds (ErrContention); want at most 1", failed, rounds)
+	}
+}

@@ -84,7 +84,9 @@ type Options struct {
 
 	// MaxAttempts bounds the read-decide-write rounds of one Put, Delete
 	// or Claim; default 8. After that many lost races
-	// the call returns [ErrContention]. It also bounds the reads of one
+	// the call returns [ErrContention]. A race lost to an older token (an
+	// old holder still writing) does not count, up to 64 such races, so
+	// that the old holder cannot starve the new one. It also bounds the reads of one
 	// decision (MaxAttempts+1) when one read cannot be proven (see
 	// [Store.PutReader]). Must not be negative.
 	MaxAttempts int
@@ -92,9 +94,10 @@ type Options struct {
 	// VersionCache is how many keys' last versions the Store remembers, so
 	// that a Put of a key it wrote or read before sends one request
 	// (If-Match with that version) instead of two; default
-	// 1024 (about 150 bytes per key); negative: none. An
-	// out-of-date version costs a refused PUT, then the Put reads and
-	// decides again: it never lets a stale write through.
+	// 1024 (about 150 bytes per key), the least recently used dropped
+	// first; negative: none. An out-of-date version costs a refused PUT,
+	// then the Put reads and decides again: it never lets a stale write
+	// through. Delete and Claim always read first.
 	VersionCache int
 
 	// Identity names the writer in the metadata of the objects

@@ -14,9 +14,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/fencekit/fencekit/blobfence"
 	"github.com/fencekit/fencekit/fence"
+	"github.com/fencekit/fencekit/internal/testenv"
 	"github.com/fencekit/fencekit/internal/valid"
 )
 
@@ -207,7 +209,7 @@ func TestObjectWithoutTokenIsZero(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantStored(t, s, "plain", "from another tool", 0)
+	wantStored(t, mustNew(t, env.Client, env.Bucket, nil), "plain", "from another tool", 0) // s's own Get would remember the version
 	before := c.total()
 	if err := s.Put(ctx, "plain", []byte("fenced"), 1); err != nil {
 		t.Fatalf("token 1 over an object without token: %v", err)
@@ -400,5 +402,44 @@ func TestMissingBucket(t *testing.T) {
 	}
 	if c.puts.Load() != 0 {
 		t.Fatalf("%d PUTs sent; the GET's NoSuchBucket ends the call, want 0", c.puts.Load())
+	}
+}
+
+// TestNoChecksumSkippedWarnings: the store's GETs do not make the SDK log
+// "Response has no supported checksum" (SeaweedFS sends no checksum, and
+// a client from config.LoadDefaultConfig prints the line for each GET);
+// the store proves its reads itself. Versitygw sends checksums: run it
+// with FENCEKIT_S3_SERVER=seaweedfs.
+func TestNoChecksumSkippedWarnings(t *testing.T) {
+	ctx := context.Background()
+	env := testenv.S3(t)
+	var mu sync.Mutex
+	var logged []string
+	client := s3.New(env.Client.Options(), func(o *s3.Options) {
+		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenSupported // config.LoadDefaultConfig's default
+		o.Logger = logging.LoggerFunc(func(_ logging.Classification, format string, v ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			logged = append(logged, fmt.Sprintf(format, v...))
+		})
+	})
+	s := mustNew(t, client, env.Bucket, &blobfence.Options{VersionCache: -1})
+	for range 2 {
+		if err := s.Put(ctx, "k", []byte("body"), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := s.Get(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Head(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, l := range logged {
+		if strings.Contains(l, "no supported checksum") {
+			t.Fatalf("the SDK logged %d lines, among them %q", len(logged), l)
+		}
 	}
 }

@@ -183,7 +183,7 @@ func (p *probe) run(ctx context.Context) error {
 		_, err = p.put(ctx, "fencekit verify 5", aws.String(first), nil)
 		p.refused("If-Match on PUT with the ETag the object had before", err)
 	}
-	out, err := p.s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(p.s.bucket), Key: aws.String(p.key)})
+	out, err := p.s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(p.s.bucket), Key: aws.String(p.key)}, quietChecksums)
 	if err != nil {
 		return err
 	}
