@@ -1020,6 +1020,37 @@ func TestTourHandsTheReaderOn(t *testing.T) {
 	}
 }
 
+// TestTourLinksOpenAtTheirTopic: every summary step has its topic, and
+// a preset it names has, in its own tour, a step on the same topic that
+// marks that run's moments, where the page opens the linked tour: a
+// student followed “B still working” from the claim's step into a new
+// 22-step tour that repeated the main one before it reached the claim.
+func TestTourLinksOpenAtTheirTopic(t *testing.T) {
+	quoted := regexp.MustCompile(`“([^”]+)”`)
+	for _, p := range presets {
+		for i, s := range tourRun(t, p.Query).Tour {
+			if s.At != "summary" {
+				continue
+			}
+			if want := strings.TrimPrefix(s.Text, "Summary, "); s.Topic == "" || !strings.HasPrefix(want, s.Topic) {
+				t.Errorf("%s, step %d has topic %q: %q", p.Title, i+1, s.Topic, s.Text)
+				continue
+			}
+			for _, n := range quoted.FindAllStringSubmatch(s.Text, -1) {
+				for _, o := range presets {
+					if name, _, _ := strings.Cut(o.Title, ":"); name != n[1] {
+						continue
+					}
+					linked := tourRun(t, o.Query).Tour
+					if j := slices.IndexFunc(linked, func(l Step) bool { return l.Topic == s.Topic }); j < 0 || len(linked[j].Moments) == 0 {
+						t.Errorf("%s, step %d links %s, whose tour has no step on %q with its moments", p.Title, i+1, n[0], s.Topic)
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestTourSummariesFitAPhone: no summary step runs over 54 words, so that
 // on a phone the tour's box leaves the figures most of the screen; they
 // ran to 75 words and took 170 px of 860.

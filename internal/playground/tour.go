@@ -86,6 +86,10 @@ type Step struct {
 	// other): a phone that cannot show all of them shows that one, with
 	// its labels, and names the others at the view's edge.
 	Focus int `json:"focus,omitempty"`
+	// Topic, on a summary step, is what it is about ("the claim"). A
+	// preset it names in quotes links to the preset's tour at its step on
+	// the same topic, told with that run's moments, not at its start.
+	Topic string `json:"topic,omitempty"`
 	// Opening: the step's moment lies in the runs' crowded opening, which
 	// the page shows drawn zoomed in (Outcome.Opening); X is in that
 	// drawing.
@@ -328,7 +332,8 @@ func tour(off, on *sim.Result, l, zoom render.Layout, query string) []Step {
 		heading(off.Storage), verdictText(off), off.ValueString(off.Final),
 		onName, verdictText(on), on.ValueString(on.Final))
 	for _, lesson := range lessons(off, on, query) {
-		st := Step{At: "summary", X: l.X(last.At), Text: "Summary, " + lesson.text, Fig: lesson.fig, Store: lesson.store, Focus: lesson.focus}
+		topic := lesson.text[:strings.IndexAny(lesson.text, ".,")]
+		st := Step{At: "summary", X: l.X(last.At), Text: "Summary, " + lesson.text, Topic: topic, Fig: lesson.fig, Store: lesson.store, Focus: lesson.focus}
 		for _, at := range lesson.at {
 			st.Moments = append(st.Moments, l.X(at))
 		}

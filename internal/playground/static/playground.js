@@ -767,8 +767,10 @@ function svgChild(svg, tag, cls, attrs) {
 
 // presetLinks returns text as nodes, each preset it names in quotes
 // (“Check, then write”: a title up to its colon, as tour.go writes it)
-// a button that shows that preset and starts its tour.
-function presetLinks(text) {
+// a button that shows that preset and opens its tour at its step on
+// topic (a summary step's, "the claim"), told with that run's moments,
+// or at its start.
+function presetLinks(text, topic) {
   const nodes = [];
   let at = 0;
   for (const m of text.matchAll(/\u201c([^\u201d]+)\u201d/g)) {
@@ -780,14 +782,14 @@ function presetLinks(text) {
     b.className = "preset-link";
     b.textContent = m[0];
     b.dataset.query = p.query;
-    b.setAttribute("aria-label", "Show \u201c" + p.title + "\u201d and start its tour");
+    b.setAttribute("aria-label", "Show \u201c" + p.title + "\u201d and its tour's step on " + (topic || "it"));
     // The tour left is a history entry of its own, which the return
     // button (and the browser's Back) goes back to.
     b.addEventListener("click", () => {
       const from = { query: shown.query, step: step, height: tourBox.offsetHeight };
       history.pushState({ returnTo: from }, "", "?" + p.query);
       update(p.query);
-      openTour(0);
+      openTour(Math.max(0, shown.tour.findIndex((s) => topic && s.topic === topic)));
     });
     nodes.push(b);
     at = m.index + m[0].length;
@@ -842,7 +844,7 @@ function showStep(i) {
   const s = steps[step];
   document.body.classList.add("touring");
   document.getElementById("tour-count").textContent = `Step ${step + 1} of ${steps.length}.`;
-  document.getElementById("tour-text").replaceChildren(...presetLinks(s.text));
+  document.getElementById("tour-text").replaceChildren(...presetLinks(s.text, s.topic));
   // The address names the step (#step-N), so that it can be linked.
   history.replaceState(history.state, "", `?${shown.query}#step-${step + 1}`);
   showReturn();
