@@ -115,7 +115,27 @@ func TestBrowserTourSteps(t *testing.T) {
 // commonChecks are checked at both sizes.
 func commonChecks() []stepCheck {
 	return []stepCheck{figuresWhole(), nextHoldsStill(), labelsReadable(), arrowsClearOfCursor(), keyNamesTheMarks(), summaryLabelsOffCursor(),
-		cursorCrossesNoLabel(), releaseMarkClear(), expiryMarkClear(), openingSpread(), barHoldsStill(), quotedLabelsShow(), tokenStepsNamed()}
+		cursorCrossesNoLabel(), releaseMarkClear(), expiryMarkClear(), openingSpread(), barHoldsStill(), quotedLabelsShow(), tokenStepsNamed(), laneNamesOneForm()}
+}
+
+// laneNamesOneForm: at one screen size, the lanes keep one name from
+// step to step: on a phone the tour switched between "Client A", "Lease
+// service" and "A", "Lease" as the figures scrolled sideways.
+func laneNamesOneForm() stepCheck {
+	first := map[string]string{} // a lane name's first form (the lease's: "Lease service" or "Lease") to where it showed
+	return stepCheck{name: "LaneNamesOneForm", check: func(w walk, errorf func(string, ...any)) {
+		for _, n := range w.s.Names {
+			if strings.HasPrefix(n, "Lease") && len(first) < 2 {
+				if _, ok := first[n]; !ok {
+					first[n] = w.where()
+				}
+			}
+		}
+	}, done: func(errorf func(string, ...any), logf func(string, ...any)) {
+		if len(first) > 1 {
+			errorf("the lease's lane is named in more than one form: %v (each with where it first showed)", first)
+		}
+	}}
 }
 
 // tokenStepsNamedJS lists, in each figure, the steps of the storage's

@@ -435,8 +435,10 @@ function setName(n, name, two) {
 // keepLaneNames moves a figure's lane names to the left edge of what its
 // column shows, so that they stay in view as the figure scrolls sideways,
 // on an opaque strip drawn over everything else: no data shows under a
-// name. Scrolled, the names are short (data-short: "A", "Lease",
-// "Storage (claim)" in two lines), to leave the figure room. A label the column's edges or the strip would
+// name. Scrolled, and always on a phone (the page's layout under 601 px,
+// style.css), the names are short (data-short: "A", "Lease",
+// "Storage (claim)" in two lines), to leave the figure room: a phone's
+// tour switched between the two forms as its figures scrolled. A label the column's edges or the strip would
 // cut is hidden until a scroll brings it whole.
 function keepLaneNames(fig) {
   const svg = fig.querySelector("svg");
@@ -458,7 +460,8 @@ function keepLaneNames(fig) {
     for (const [k, v] of Object.entries({ x: 0, y: 0, height: svg.getAttribute("height") })) strip.setAttribute(k, String(v));
     strip.dataset.scrolled = String(right("short"));
   }
-  strip.setAttribute("width", String(right(fig.scrollLeft > 0 ? "short" : "full")));
+  const short = fig.scrollLeft > 0 || matchMedia("(max-width: 600px)").matches;
+  strip.setAttribute("width", String(right(short ? "short" : "full")));
   svg.append(strip, ...names); // last: over every label and mark
   const at = fig.scrollLeft / scaleOf(svg);
   for (const el of [strip, ...names]) el.setAttribute("transform", `translate(${at} 0)`);
