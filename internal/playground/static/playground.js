@@ -989,7 +989,9 @@ function showStep(i) {
     scrollWhole(figs, from - left - 4, latest - view + 12, Math.min(...fit) - left - 4, keep);
   } else {
     recent = [...new Set([...recent, ...named, ...quoted])];
-    const labelsLeft = Math.min(Infinity, ...recent.map((l) => l.t.getBBox().x));
+    // A quoted label's own moment too ("read claims 34": where the token
+    // line steps up), a little in from the view's edge.
+    const labelsLeft = Math.min(Infinity, ...recent.map((l) => l.t.getBBox().x), ...quoted.map((l) => l.at - 6));
     const target = Math.min(s.x - left - 0.5 * (view - left), labelsLeft - left - 4);
     const lo = s.x - view + 12;
     const own = new Map(texts.filter((l) => l.at <= s.x + 0.5 && (l.at >= s.x - 6 || (s.outcome && l.store)))
