@@ -86,6 +86,10 @@ type Step struct {
 	// other): a phone that cannot show all of them shows that one, with
 	// its labels, and names the others at the view's edge.
 	Focus int `json:"focus,omitempty"`
+	// Topic, on a summary step, is what it is about ("the claim"). A
+	// preset it names in quotes links to the preset's tour at its step on
+	// the same topic, told with that run's moments, not at its start.
+	Topic string `json:"topic,omitempty"`
 	// Opening: the step's moment lies in the runs' crowded opening, which
 	// the page shows drawn zoomed in (Outcome.Opening); X is in that
 	// drawing.
@@ -93,8 +97,10 @@ type Step struct {
 }
 
 // zoomedOut ends the first step past the opening, where the figures
-// stop drawing the runs' first second zoomed in.
-const zoomedOut = "Zoomed out: the figures now show the whole run."
+// stop drawing the runs' first second zoomed in. Most of the plot is
+// still blank there, and a phone shows a window of it: the scale is what
+// changed.
+const zoomedOut = "Zoomed out: the time scale spans the whole run, drawn up to each step."
 
 // tour tells the first run (off: fencing off for most) event by event,
 // one sentence each, and, where the second run (on) treats the same read
@@ -212,7 +218,11 @@ func tour(off, on *sim.Result, l, zoom render.Layout, query string) []Step {
 				add(e, "%s", issuers)
 			}
 		case sim.KindRefused:
-			add(e, "%s asks for the lease and is refused: token %d holds it. %s waits.", name, e.Other, name)
+			holder := fmt.Sprintf("token %d holds it", e.Other)
+			if g := firstEvent(off, func(x sim.Event) bool { return x.Kind == sim.KindAcquired && x.Token == e.Other }); g != nil {
+				holder = fmt.Sprintf("%s holds it, with token %d", off.Clients[g.Client], e.Other)
+			}
+			add(e, "%s asks for the lease and is refused: %s. %s waits.", name, holder, name)
 		case sim.KindRenewed:
 			if !renewed[e.Client] {
 				renewed[e.Client] = true
@@ -276,12 +286,15 @@ func tour(off, on *sim.Result, l, zoom render.Layout, query string) []Step {
 				how := "which accepts it, although lease %d had expired: this storage has seen no newer token."
 				switch off.Storage {
 				case sim.StorageOff:
-					how = "which accepts it, although lease %d had expired: this storage does not check tokens."
+					how = `which accepts it, although lease %d had expired: this storage does not check tokens; its line shows the last write's ("wrote %d").`
 				case sim.StorageCheckThenWrite:
 					how = "which accepts it unchecked, though lease %d had expired."
 				}
-				text = fmt.Sprintf("%s's late write %s (token %d) reaches the storage, "+how,
-					name, labels[e.Write], e.Token, e.Token)
+				args := []any{name, labels[e.Write], e.Token, e.Token}
+				if off.Storage == sim.StorageOff {
+					args = append(args, e.Token)
+				}
+				text = fmt.Sprintf("%s's late write %s (token %d) reaches the storage, "+how, args...)
 			}
 			refused := slices.Index(onLabels, labels[e.Write])
 			if refused >= 0 && on.Writes[refused].Accepted {
@@ -328,7 +341,8 @@ func tour(off, on *sim.Result, l, zoom render.Layout, query string) []Step {
 		heading(off.Storage), verdictText(off), off.ValueString(off.Final),
 		onName, verdictText(on), on.ValueString(on.Final))
 	for _, lesson := range lessons(off, on, query) {
-		st := Step{At: "summary", X: l.X(last.At), Text: "Summary, " + lesson.text, Fig: lesson.fig, Store: lesson.store, Focus: lesson.focus}
+		topic := lesson.text[:strings.IndexAny(lesson.text, ".,")]
+		st := Step{At: "summary", X: l.X(last.At), Text: "Summary, " + lesson.text, Topic: topic, Fig: lesson.fig, Store: lesson.store, Focus: lesson.focus}
 		for _, at := range lesson.at {
 			st.Moments = append(st.Moments, l.X(at))
 		}
@@ -343,8 +357,8 @@ func tour(off, on *sim.Result, l, zoom render.Layout, query string) []Step {
 // issuers says, at the default tour's first grant of a newer token,
 // where real tokens come from (docs/leases.md, "Tokens"); the presets'
 // tours, linked from the default's, leave it out.
-const issuers = "where tokens come from. Real ones are larger: the Redis and PostgreSQL issuers grant max(counter+1, server time in µs), about 1.8e15, " +
-	"so a Redis restarted without its counter still grants a larger one (if its clock went back, none until it catches up); " +
+const issuers = "where tokens come from. Redis and PostgreSQL issuers grant max(counter+1, server time in µs), about 1.8e15: " +
+	"a Redis restarted without its counter still grants a larger one, unless its clock is behind: then the storage refuses new holders until the clock passes the last token. " +
 	"etcd grants its revision, ZooKeeper its zxid."
 
 // start is the tour's first step, over figures with nothing drawn yet:
@@ -365,10 +379,10 @@ func start(r *sim.Result) string {
 	if len(grants) == 2 {
 		example = " (" + grants[0] + ", then " + grants[1] + ")"
 	}
-	return fmt.Sprintf("the start. %s each read the file, add an entry and write the whole value back, under a lease: "+
-		"one holder at a time, for %s (its TTL) unless renewed. A holder paused longer (a GC stop) wakes believing it still holds it, "+
-		"and may wipe out the next holder's write. A fencing token fixes that: a number that grows with each grant%s, "+
-		"sent with each read and write: the storage refuses an older one.", who, sim.FormatTime(r.TTL), example)
+	return fmt.Sprintf("the start. %s each read a file, add an entry, write it all back, under a lease: "+
+		"one holder at a time for %s (its TTL) unless renewed. A holder paused past its lease wakes believing it holds it "+
+		"and may undo the next holder's write. A fencing token fixes that: a number that grows with each grant%s, "+
+		"sent with each read and write: the storage refuses an older one's reads and writes.", who, sim.FormatTime(r.TTL), example)
 }
 
 // lesson is one of the tour's last steps and the moments it names, with
@@ -429,9 +443,9 @@ func figure(r, off *sim.Result) int {
 }
 
 func ruleLesson(off, on *sim.Result) lesson {
-	l := lesson{text: "the rule. No holder knows, as its write lands, that its lease holds. " +
+	l := lesson{text: "the rule. No holder knows its lease holds. " +
 		"The storage sees writes in the order they arrive and refuses any write whose token is older than one it has seen " +
-		"(an equal one passes: same holder)"}
+		"(an equal one passes: same holder), and, with the claim, reads"}
 	for _, r := range []*sim.Result{on, off} {
 		if e := firstEvent(r, func(e sim.Event) bool { return e.Kind == sim.KindWriteRejected }); e != nil {
 			l.text += fmt.Sprintf(": the %s figure's storage refuses %s at %s, having seen %d.",
@@ -440,7 +454,7 @@ func ruleLesson(off, on *sim.Result) lesson {
 			return l
 		}
 	}
-	l.text += ". None arrives after a newer token's here: " + button(kleppmannQuery) + " shows one refused."
+	l.text += ". None arrives late here: " + button(kleppmannQuery) + " shows one refused."
 	return l
 }
 
@@ -508,9 +522,9 @@ func claimLesson(off, on *sim.Result) lesson {
 			"a write check alone would accept it"+shows, b, rd.Token, sim.FormatTime(rd.At), b, sim.FormatTime(w.At)),
 			at: []time.Duration{rd.At, w.At}, fig: 2, store: true}
 	}
-	return lesson{text: fmt.Sprintf("the claim. The second figure's token line steps up to %d at %s's read (%s): from then on it refuses older tokens. "+
-		"A write check alone would learn %d only at %s's write (%s), so a late write between them would pass it, then be lost to %s's"+shows,
-		rd.Token, b, sim.FormatTime(rd.At), rd.Token, b, sim.FormatTime(ow.At), b), at: []time.Duration{rd.At, ow.At}, fig: 2, store: true}
+	return lesson{text: fmt.Sprintf("the claim. The second figure's token line steps up to %d at %s's read, refusing older tokens. "+
+		"A write check alone learns %d at %s's write, so a late write between %s's read at %s and %s's write at %s passes it, then is lost to %s's write"+shows,
+		rd.Token, b, rd.Token, b, b, sim.FormatTime(rd.At), b, sim.FormatTime(ow.At), b), at: []time.Duration{rd.At, ow.At}, fig: 2, store: true}
 }
 
 func atomicLesson(off, on *sim.Result) lesson {
@@ -566,9 +580,13 @@ func atomicLesson(off, on *sim.Result) lesson {
 				name, label := r.Clients[p.Client], r.WriteLabels()[e.Write]
 				// The preset's own run, not this one, has the check
 				// before the pause: the step gives it no time.
-				l.text = fmt.Sprintf("atomicity. The %s storage %s: it refused %s as it arrived at %s. "+
-					"No figure here checks in a request of its own; in %s one does: %s's check passes before its pause, and %s lands unchecked after %s.",
-					which(r, off), rule, label, sim.FormatTime(e.At), button(atomicQuery), name, label, newerReadName(r))
+				who := fmt.Sprintf("The %s storage %s, in the write's own request: it", which(r, off), rule)
+				if off.Storage.Fenced() && on.Storage.Fenced() {
+					who = fmt.Sprintf("Both storages check the token and apply the write in one step, in the write's own request: the %s", which(r, off))
+				}
+				l.text = fmt.Sprintf("atomicity. %s refused %s as it arrived at %s. "+
+					"%s checks in a request of its own, before the write: %s's check passes before its pause, and %s lands unchecked after %s.",
+					who, label, sim.FormatTime(e.At), button(atomicQuery), name, label, newerReadName(r))
 				l.at, l.fig, l.store = []time.Duration{e.At}, figure(r, off), true
 				return l
 			}
@@ -638,9 +656,9 @@ func ttlLesson(r *sim.Result, query string) lesson {
 					r.WriteLabels()[slices.IndexFunc(r.Writes, func(w sim.Write) bool { return w.Client == pause.Client && w.At >= resumed.At })], sim.FormatTime(resumed.At+late))
 				at = append(at, resumed.At+late)
 			}
-			l.text = fmt.Sprintf("the TTL. %s's lease expired at %s; only a pause over about %s loses a write: %s's lands after %s's read (%s).%s "+
-				"A longer TTL is no fix: pauses have no bound; crashed holders block longer. Nor is a heartbeat, paused too.",
-				a, sim.FormatTime(expired.At), sim.FormatTime(over), a, b, sim.FormatTime(read.At), under)
+			l.text = fmt.Sprintf("the TTL. %s paused from %s; its lease expired at %s; only a pause over about %s loses a write: %s's lands after %s's read (%s).%s "+
+				"A longer TTL is no fix: pauses are unbounded; crashes block longer. Nor a heartbeat.",
+				a, sim.FormatTime(pause.At), sim.FormatTime(expired.At), sim.FormatTime(over), a, b, sim.FormatTime(read.At), under)
 			// The storage's row only: the lease service's "renewal of
 			// 33 refused" lies at the write's moment too.
 			// The point: A's late write where marked (a pause under
@@ -677,11 +695,11 @@ func limitsLesson(off *sim.Result) lesson {
 	l := lesson{text: "the limits. What fencing cannot protect: side effects outside the storage, " +
 		"a storage that does not check tokens"}
 	if i := slices.IndexFunc(off.Writes, func(w sim.Write) bool { return w.Accepted && !w.Live }); i >= 0 && off.Storage == sim.StorageOff {
-		l.text += fmt.Sprintf(" (the one the first figure shows: %s at %s)", off.WriteLabels()[i], sim.FormatTime(off.Writes[i].At))
+		l.text += fmt.Sprintf(" (the first figure's: %s at %s)", off.WriteLabels()[i], sim.FormatTime(off.Writes[i].At))
 		l.at, l.fig, l.store = []time.Duration{off.Writes[i].At}, 1, true
 	}
-	l.text += ", locks held elsewhere, liveness (a crashed holder's lease must run out). " +
-		"A refused writer must stop, not retry."
+	l.text += ", locks held elsewhere (a paused holder's transaction keeps its row locks: B waits), " +
+		"liveness. A refused writer stops (a retry is refused too), takes a new lease, reads again."
 	return l
 }
 

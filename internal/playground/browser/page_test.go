@@ -428,43 +428,74 @@ func TestBrowserTourStepInAddress(t *testing.T) {
 
 // TestBrowserTourPresetLinks: where a step's text names another preset
 // in quotes (“Check, then write”), the name is a button, on a desktop
-// screen and a phone, that shows that preset and starts its tour.
+// screen and a phone, that shows that preset and opens its tour at its
+// step on the same topic (the claim, atomicity, the TTL), with that
+// run's moments marked; the browser's Back returns to the step left. A
+// student followed each link of the default tour's into a new tour that
+// repeated the main one for 20 steps before it reached the point.
 func TestBrowserTourPresetLinks(t *testing.T) {
 	resp, err := playground.Run("scenario=kleppmann", pageWidth)
 	if err != nil {
 		t.Fatal(err)
 	}
-	target, err := playground.Run("scenario=check-then-write", pageWidth)
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := slices.IndexFunc(resp.Tour, func(s playground.Step) bool { return strings.Contains(s.Text, "“Check, then write”") })
-	if i < 0 {
-		t.Fatal("no step of the default tour names “Check, then write”")
-	}
+	links := []string{"scenario=check-then-write", "scenario=kleppmann&work=8s&base=writes&storage=claim", "scenario=kleppmann&pause=8.5s"}
 	for _, size := range [][2]int{{1280, 900}, {400, 860}} {
-		tab := openPage(t, size[0], size[1], fmt.Sprintf("scenario=kleppmann#step-%d", i+1))
-		links := eval[[]string](t, tab, `[...document.querySelectorAll("#tour-text button")].map((b) => b.textContent)`)
-		if !slices.Contains(links, "“Check, then write”") {
-			t.Errorf("%dx%d, step %d (%q): the named presets' buttons are %q, want “Check, then write” among them", size[0], size[1], i+1, resp.Tour[i].Text, links)
-			continue
-		}
-		if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(`#tour-text button[data-query="scenario=check-then-write"]`))); err != nil {
-			t.Fatal(err)
-		}
-		type state struct {
-			Hidden      bool
-			Query       string
-			Count, Text string
-		}
-		s := eval[state](t, tab, `({
+		var tab context.Context
+		for _, query := range links {
+			target, err := playground.Run(query, pageWidth)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := slices.IndexFunc(resp.Presets, func(p playground.Preset) bool { return p.Query == query })
+			name, _, _ := strings.Cut(resp.Presets[p].Title, ":")
+			name = "“" + name + "”"
+			i := slices.IndexFunc(resp.Tour, func(s playground.Step) bool { return strings.Contains(s.Text, name) })
+			if i < 0 {
+				t.Fatalf("no step of the default tour names %s", name)
+			}
+			if tab == nil {
+				tab = openPage(t, size[0], size[1], fmt.Sprintf("scenario=kleppmann#step-%d", i+1))
+			} else {
+				eval[bool](t, tab, fmt.Sprintf(`(showStep(%d), true)`, i))
+			}
+			buttons := eval[[]string](t, tab, `[...document.querySelectorAll("#tour-text button")].map((b) => b.textContent)`)
+			if !slices.Contains(buttons, name) {
+				t.Errorf("%dx%d, step %d (%q): the named presets' buttons are %q, want %s among them", size[0], size[1], i+1, resp.Tour[i].Text, buttons, name)
+				continue
+			}
+			if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(`#tour-text button[data-query="`+query+`"]`))); err != nil {
+				t.Fatal(err)
+			}
+			type state struct {
+				Hidden      bool
+				Query       string
+				Count, Text string
+				Marks       int
+			}
+			s := eval[state](t, tab, `({
   Hidden: document.getElementById("tour").hidden,
   Query: document.body.dataset.query,
   Count: document.getElementById("tour-count").textContent,
   Text: document.getElementById("tour-text").textContent,
+  Marks: document.querySelectorAll(".timeline line.moment").length,
 })`)
-		if want := fmt.Sprintf("Step 1 of %d.", len(target.Tour)); s.Hidden || s.Query != target.Query || s.Count != want || s.Text != target.Tour[0].Text {
-			t.Errorf("%dx%d: the button shows %q, the tour hidden %v at %q %q; want %q at %q %q", size[0], size[1], s.Query, s.Hidden, s.Count, s.Text, target.Query, want, target.Tour[0].Text)
+			j := slices.IndexFunc(target.Tour, func(o playground.Step) bool { return o.Topic != "" && o.Topic == resp.Tour[i].Topic })
+			if j < 0 {
+				t.Fatalf("%s: no step of its tour is on %q", name, resp.Tour[i].Topic)
+			}
+			if want := fmt.Sprintf("Step %d of %d.", j+1, len(target.Tour)); s.Hidden || s.Query != target.Query || s.Count != want || s.Text != target.Tour[j].Text || s.Marks == 0 {
+				t.Errorf("%dx%d: the button %s shows %q, the tour hidden %v at %q %q, %d moments marked; want %q at %q %q, marked",
+					size[0], size[1], name, s.Query, s.Hidden, s.Count, s.Text, s.Marks, target.Query, want, target.Tour[j].Text)
+			}
+			if err := chromedp.Do(tab, chromedp.NavigateBack(), chromedp.Sleep(300*time.Millisecond)); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := eval[string](t, tab, `document.getElementById("tour-count").textContent`), fmt.Sprintf("Step %d of %d.", i+1, len(resp.Tour)); got != want {
+				t.Errorf("%dx%d: Back from %s shows %q, want the main tour's %q", size[0], size[1], name, got, want)
+			}
+			if size[0] < 600 {
+				break // a phone follows one link: the links are the same code
+			}
 		}
 	}
 }
@@ -570,7 +601,7 @@ func TestBrowserTourPresetLinkReturns(t *testing.T) {
 			}
 			in := read()
 			if in.Bar != main.Bar {
-				t.Errorf("%dx%d: with the way back, the tour's bar is %.0f px tall on the preset's first step, the main tour's %.0f: the figures jump",
+				t.Errorf("%dx%d: with the way back, the tour's bar is %.0f px tall on the preset's linked step, the main tour's %.0f: the figures jump",
 					size[0], size[1], in.Bar, main.Bar)
 			}
 			if !in.Shown || !strings.Contains(in.Return, "Main tour (Back to the main tour, step "+strconv.Itoa(i+1)+")") {

@@ -40,6 +40,7 @@ type tourState struct {
 	StickyTop float64
 	StickyBot float64
 	Screen    float64
+	Names     []string // the first figure's lane names as shown
 }
 
 type veil struct{ X, Right, Width, Opacity float64 }
@@ -61,6 +62,8 @@ const tourStateJS = `(() => {
     Axes: [...document.querySelectorAll(".run .timeline svg")].map((svg) =>
       Math.max(...[...svg.querySelectorAll("text[font-size='11']")].map((l) => l.getBoundingClientRect().bottom))),
     StickyTop: sticky.top, StickyBot: sticky.bottom, Screen: innerHeight,
+    Names: [...document.querySelectorAll(".run .timeline svg")].slice(0, 1).flatMap((svg) =>
+      [...svg.querySelectorAll("text.lane-name")].map((n) => n.textContent)),
   };
 })()`
 

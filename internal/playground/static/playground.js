@@ -435,8 +435,10 @@ function setName(n, name, two) {
 // keepLaneNames moves a figure's lane names to the left edge of what its
 // column shows, so that they stay in view as the figure scrolls sideways,
 // on an opaque strip drawn over everything else: no data shows under a
-// name. Scrolled, the names are short (data-short: "A", "Lease",
-// "Storage (claim)" in two lines), to leave the figure room. A label the column's edges or the strip would
+// name. Scrolled, and always on a phone (the page's layout under 601 px,
+// style.css), the names are short (data-short: "A", "Lease",
+// "Storage (claim)" in two lines), to leave the figure room: a phone's
+// tour switched between the two forms as its figures scrolled. A label the column's edges or the strip would
 // cut is hidden until a scroll brings it whole.
 function keepLaneNames(fig) {
   const svg = fig.querySelector("svg");
@@ -458,7 +460,8 @@ function keepLaneNames(fig) {
     for (const [k, v] of Object.entries({ x: 0, y: 0, height: svg.getAttribute("height") })) strip.setAttribute(k, String(v));
     strip.dataset.scrolled = String(right("short"));
   }
-  strip.setAttribute("width", String(right(fig.scrollLeft > 0 ? "short" : "full")));
+  const short = fig.scrollLeft > 0 || matchMedia("(max-width: 600px)").matches;
+  strip.setAttribute("width", String(right(short ? "short" : "full")));
   svg.append(strip, ...names); // last: over every label and mark
   const at = fig.scrollLeft / scaleOf(svg);
   for (const el of [strip, ...names]) el.setAttribute("transform", `translate(${at} 0)`);
@@ -767,8 +770,10 @@ function svgChild(svg, tag, cls, attrs) {
 
 // presetLinks returns text as nodes, each preset it names in quotes
 // (“Check, then write”: a title up to its colon, as tour.go writes it)
-// a button that shows that preset and starts its tour.
-function presetLinks(text) {
+// a button that shows that preset and opens its tour at its step on
+// topic (a summary step's, "the claim"), told with that run's moments,
+// or at its start.
+function presetLinks(text, topic) {
   const nodes = [];
   let at = 0;
   for (const m of text.matchAll(/\u201c([^\u201d]+)\u201d/g)) {
@@ -780,14 +785,14 @@ function presetLinks(text) {
     b.className = "preset-link";
     b.textContent = m[0];
     b.dataset.query = p.query;
-    b.setAttribute("aria-label", "Show \u201c" + p.title + "\u201d and start its tour");
+    b.setAttribute("aria-label", "Show \u201c" + p.title + "\u201d and its tour's step on " + (topic || "it"));
     // The tour left is a history entry of its own, which the return
     // button (and the browser's Back) goes back to.
     b.addEventListener("click", () => {
       const from = { query: shown.query, step: step, height: tourBox.offsetHeight };
       history.pushState({ returnTo: from }, "", "?" + p.query);
       update(p.query);
-      openTour(0);
+      openTour(Math.max(0, shown.tour.findIndex((s) => topic && s.topic === topic)));
     });
     nodes.push(b);
     at = m.index + m[0].length;
@@ -842,7 +847,7 @@ function showStep(i) {
   const s = steps[step];
   document.body.classList.add("touring");
   document.getElementById("tour-count").textContent = `Step ${step + 1} of ${steps.length}.`;
-  document.getElementById("tour-text").replaceChildren(...presetLinks(s.text));
+  document.getElementById("tour-text").replaceChildren(...presetLinks(s.text, s.topic));
   // The address names the step (#step-N), so that it can be linked.
   history.replaceState(history.state, "", `?${shown.query}#step-${step + 1}`);
   showReturn();
@@ -984,7 +989,9 @@ function showStep(i) {
     scrollWhole(figs, from - left - 4, latest - view + 12, Math.min(...fit) - left - 4, keep);
   } else {
     recent = [...new Set([...recent, ...named, ...quoted])];
-    const labelsLeft = Math.min(Infinity, ...recent.map((l) => l.t.getBBox().x));
+    // A quoted label's own moment too ("read claims 34": where the token
+    // line steps up), a little in from the view's edge.
+    const labelsLeft = Math.min(Infinity, ...recent.map((l) => l.t.getBBox().x), ...quoted.map((l) => l.at - 6));
     const target = Math.min(s.x - left - 0.5 * (view - left), labelsLeft - left - 4);
     const lo = s.x - view + 12;
     const own = new Map(texts.filter((l) => l.at <= s.x + 0.5 && (l.at >= s.x - 6 || (s.outcome && l.store)))
