@@ -76,7 +76,7 @@ func TestTourTeachesTheRule(t *testing.T) {
 		"the claim":       "the claim",
 		"atomicity":       "applies the write in one step",
 		"release":         "releasing does not lower",
-		"a longer TTL":    "A longer TTL is no fix",
+		"a longer TTL":    "a longer one is no fix",
 		"the late write":  "B1 is now lost",
 		"tokens increase": "grows with each grant",
 		"the harm":        "B was told it succeeded",
@@ -175,7 +175,7 @@ func TestTourLessonsShowInTheRun(t *testing.T) {
 			"atomicity": {"applies the write in one step", "it refused A1 as it arrived at 17.5s",
 				"A's check passes before its pause, and A1 lands unchecked after B's read", "“Check, then write” checks in a request of its own"},
 			"the TTL": {"lease expired at 10.1s", "only a pause over about 8s loses a write", "after B's read (10.5s)",
-				"under the 10s TTL (“A pause under the TTL”)", "A longer TTL is no fix"},
+				"under the 10s TTL (“A pause under the TTL”)", "a longer one is no fix"},
 			"the limits": {"(the first figure's: A1 at 17.5s)", "A refused writer stops"},
 		},
 		claimQuery: {
@@ -683,20 +683,21 @@ func TestTourAtomicityExampleIsWhatItSays(t *testing.T) {
 	}
 }
 
-// TestTourUnderItsWordCap: each preset's tour stays under 790 words, so
+// TestTourUnderItsWordCap: each preset's tour stays under 800 words, so
 // that the limits and the rest fit a reader's patience. (760 until
 // trial 11 (#29) asked steps to say what they took as known: why 8s,
 // whose lease B waits for, what the unfenced token line is, what
 // "locks held elsewhere" and "must stop" mean; each summary still fits
-// its 54 words.)
+// its 54 words; 800 since trial 12's TTL step said in sentences why
+// neither a longer TTL nor a heartbeat helps.)
 func TestTourUnderItsWordCap(t *testing.T) {
 	for _, p := range presets {
 		n := 0
 		for _, s := range tourRun(t, p.Query).Tour {
 			n += len(strings.Fields(s.Text))
 		}
-		if n > 790 {
-			t.Errorf("%s: the tour has %d words, over 790", p.Title, n)
+		if n > 800 {
+			t.Errorf("%s: the tour has %d words, over 800", p.Title, n)
 		}
 	}
 }
@@ -863,7 +864,8 @@ func TestTourClaimPointsAtTheTokenLines(t *testing.T) {
 // helps. It once said what a shorter TTL moves, and a student took
 // that for "use a longer TTL".
 func TestTourTTLMarksTheExpiryAndTheRead(t *testing.T) {
-	resp, s := kleppmannSummary(t, "the TTL", "its lease expired at 10.1s", "after B's read (10.5s)", "A longer TTL is no fix", "Nor a heartbeat")
+	resp, s := kleppmannSummary(t, "the TTL", "its lease expired at 10.1s", "after B's read (10.5s)", "a longer one is no fix either",
+		"A heartbeat can't help: it pauses with A.")
 	want := []float64{momentX(t, resp, "10.1s"), momentX(t, resp, "10.5s")}
 	if !slices.Equal(s.Moments, want) {
 		t.Errorf("the TTL step marks x %v, want the expiry's and B's read's: %v", s.Moments, want)
@@ -1072,14 +1074,18 @@ func TestTourLinksOpenAtTheirTopic(t *testing.T) {
 	}
 }
 
-// TestTourSummariesFitAPhone: no summary step runs over 54 words, so that
-// on a phone the tour's box leaves the figures most of the screen; they
-// ran to 75 words and took 170 px of 860.
+// TestTourSummariesFitAPhone: no summary step runs over 75 words, so that
+// on a phone the tour's box leaves the figures most of the screen. (54
+// until trial 12 (#29): the TTL step's "pauses are unbounded; crashes
+// block longer. Nor a heartbeat." left a student unable to say why;
+// said in sentences, the step takes 75 words, and its bar 196 px of 860
+// on a phone, one line over the other summaries' 181 and under a
+// quarter of the screen.)
 func TestTourSummariesFitAPhone(t *testing.T) {
 	for _, p := range presets {
 		for i, s := range tourRun(t, p.Query).Tour {
-			if n := len(strings.Fields(s.Text)); s.At == "summary" && n > 54 {
-				t.Errorf("%s, step %d has %d words, over 54: %q", p.Title, i+1, n, s.Text)
+			if n := len(strings.Fields(s.Text)); s.At == "summary" && n > 75 {
+				t.Errorf("%s, step %d has %d words, over 75: %q", p.Title, i+1, n, s.Text)
 			}
 		}
 	}
@@ -1087,7 +1093,9 @@ func TestTourSummariesFitAPhone(t *testing.T) {
 
 // TestTourTTLShowsAPauseUnderTheTTL: the default tour's TTL step names a
 // preset whose first run pauses for less than its TTL and still loses a
-// write, and says why a longer TTL is no fix either; and the TTL steps'
+// write, and says in plain sentences why a longer TTL is no fix either
+// (trial 12 (#29): a student could not explain "crashes block longer");
+// and the TTL steps'
 // links end somewhere: a student followed “A shorter TTL” to “The pause
 // ends in time” and back, and no figure showed a pause under the TTL
 // losing a write.
@@ -1116,7 +1124,8 @@ func TestTourTTLShowsAPauseUnderTheTTL(t *testing.T) {
 	for _, p := range presets {
 		visit(p.Query, nil)
 	}
-	_, s := kleppmannSummary(t, "the TTL", "A longer TTL is no fix", "pauses are unbounded", "crashes block longer")
+	_, s := kleppmannSummary(t, "the TTL", "A shorter TTL only lets a shorter pause do it;",
+		"a longer one is no fix either: pauses have no bound, and a crashed holder keeps others out longer.")
 	shown := false
 	for _, q := range links[kleppmannQuery] {
 		qp, _ := ParseQuery(q)
