@@ -443,9 +443,9 @@ func figure(r, off *sim.Result) int {
 }
 
 func ruleLesson(off, on *sim.Result) lesson {
-	l := lesson{text: "the rule. No holder knows its lease holds. " +
-		"The storage sees writes in the order they arrive and refuses any write whose token is older than one it has seen " +
-		"(an equal one passes: same holder), and, with the claim, reads"}
+	l := lesson{text: "the rule. No holder can know, as its write lands, that its lease still holds; " +
+		"so the storage, which sees writes in the order they arrive, refuses any write whose token is older than one it has seen " +
+		"(an equal one passes: same holder) and, with the claim, any read with an older token too"}
 	for _, r := range []*sim.Result{on, off} {
 		if e := firstEvent(r, func(e sim.Event) bool { return e.Kind == sim.KindWriteRejected }); e != nil {
 			l.text += fmt.Sprintf(": the %s figure's storage refuses %s at %s, having seen %d.",
