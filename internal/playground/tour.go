@@ -99,8 +99,8 @@ type Step struct {
 // zoomedOut ends the first step past the opening, where the figures
 // stop drawing the runs' first second zoomed in. Most of the plot is
 // still blank there, and a phone shows a window of it: the scale is what
-// changed.
-const zoomedOut = "Zoomed out: the time scale spans the whole run, drawn up to each step."
+// changed, and on a phone the window moves with the steps.
+const zoomedOut = "Zoomed out: the time scale spans the whole run, drawn up to each step (on a phone, the figure scrolls to each step's moment)."
 
 // tour tells the first run (off: fencing off for most) event by event,
 // one sentence each, and, where the second run (on) treats the same read
