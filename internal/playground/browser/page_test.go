@@ -493,6 +493,24 @@ func TestBrowserTourPresetLinks(t *testing.T) {
 			if got, want := eval[string](t, tab, `document.getElementById("tour-count").textContent`), fmt.Sprintf("Step %d of %d.", i+1, len(resp.Tour)); got != want {
 				t.Errorf("%dx%d: Back from %s shows %q, want the main tour's %q", size[0], size[1], name, got, want)
 			}
+			// Finish, at the preset's tour's last step, goes back to the
+			// main tour too: it once closed the tour, and its way back with it.
+			if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(`#tour-text button[data-query="`+query+`"]`))); err != nil {
+				t.Fatal(err)
+			}
+			eval[bool](t, tab, fmt.Sprintf(`(showStep(%d), true)`, len(target.Tour)-1))
+			if err := chromedp.Do(tab, chromedp.Click(chromedp.ID("tour-next")), chromedp.Sleep(300*time.Millisecond)); err != nil {
+				t.Fatal(err)
+			}
+			f := eval[state](t, tab, `({
+  Hidden: document.getElementById("tour").hidden,
+  Query: document.body.dataset.query,
+  Count: document.getElementById("tour-count").textContent,
+})`)
+			if want := fmt.Sprintf("Step %d of %d.", i+1, len(resp.Tour)); f.Hidden || f.Query != resp.Query || f.Count != want {
+				t.Errorf("%dx%d: Finish in %s's tour shows %q, the tour hidden %v at %q; want the main tour's %q at %q, shown",
+					size[0], size[1], name, f.Query, f.Hidden, f.Count, resp.Query, want)
+			}
 			if size[0] < 600 {
 				break // a phone follows one link: the links are the same code
 			}

@@ -855,7 +855,7 @@ function showStep(i) {
   document.getElementById("tour-back").disabled = step === 0;
   const next = document.getElementById("tour-next"), last = step === steps.length - 1;
   next.textContent = last ? "Finish" : "Next \u25b6";
-  next.setAttribute("aria-label", last ? "Finish the tour" : "Next step");
+  next.setAttribute("aria-label", !last ? "Next step" : returnTo() ? "Finish: back to the tour you came from" : "Finish the tour");
   document.body.classList.toggle("outcome", !!s.outcome);
   document.body.classList.toggle("marking", !!(s.moments && s.moments.length));
   for (const [f, fig] of [...document.querySelectorAll(".run .timeline")].entries()) {
@@ -1128,9 +1128,13 @@ function openTour(i) {
 }
 document.getElementById("tour-start").addEventListener("click", () => openTour(0));
 document.getElementById("tour-back").addEventListener("click", () => showStep(step - 1));
+// Finish, in a tour reached by a step's preset link, goes back to the
+// tour and step it left, as its return button does: closing the tour
+// would take that button with it.
 document.getElementById("tour-next").addEventListener("click", () => {
-  if (step === shown.tour.length - 1) closeTour();
-  else showStep(step + 1);
+  if (step < shown.tour.length - 1) showStep(step + 1);
+  else if (returnTo()) history.back();
+  else closeTour();
 });
 document.getElementById("tour-close").addEventListener("click", closeTour);
 
@@ -1140,7 +1144,7 @@ let defaultQuery = ""; // the default run's query, the main tour's
 // back to the tour and step it left.
 function showReturn() {
   const b = document.getElementById("tour-return");
-  const from = history.state && history.state.returnTo;
+  const from = returnTo();
   b.hidden = !from;
   if (!from) return;
   defaultQuery = defaultQuery || JSON.parse(globalThis.fencesimRun("", figureWidth())).query;
@@ -1156,6 +1160,12 @@ function showReturn() {
   b.setAttribute("aria-label", b.title);
 }
 document.getElementById("tour-return").addEventListener("click", () => history.back());
+
+// returnTo is the tour and step a preset link left to show this one, if
+// any.
+function returnTo() {
+  return history.state && history.state.returnTo;
+}
 
 // The browser's Back and Forward show the run and tour step their
 // address names (a tour left by a preset link, and the preset's).
