@@ -657,7 +657,7 @@ func ttlLesson(r *sim.Result, query string) lesson {
 				at = append(at, resumed.At+late)
 			}
 			l.text = fmt.Sprintf("the TTL. %s paused from %s; its lease expired at %s; only a pause over about %s loses a write: %s's lands after %s's read (%s).%s "+
-				"A shorter TTL only lets a shorter pause do it; a longer one is no fix either: pauses have no bound, and a crashed holder keeps others out longer. "+
+				"A shorter TTL only lets a shorter pause do it; a longer one is no fix: pauses have no bound, and a crash keeps others out longer. "+
 				"A heartbeat can't help: it pauses with %s.",
 				a, sim.FormatTime(pause.At), sim.FormatTime(expired.At), sim.FormatTime(over), a, b, sim.FormatTime(read.At), under, a)
 			// The storage's row only: the lease service's "renewal of
