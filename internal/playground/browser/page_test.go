@@ -430,9 +430,11 @@ func TestBrowserTourStepInAddress(t *testing.T) {
 // in quotes (“Check, then write”), the name is a button, on a desktop
 // screen and a phone, that shows that preset and opens its tour at its
 // step on the same topic (the claim, atomicity, the TTL), with that
-// run's moments marked; the browser's Back returns to the step left. A
-// student followed each link of the default tour's into a new tour that
-// repeated the main one for 20 steps before it reached the point.
+// run's moments marked; the browser's Back returns to the step left, and
+// so does Finish at the preset tour's last step. A student followed each
+// link of the default tour's into a new tour that repeated the main one
+// for 20 steps before it reached the point; another (trial 12) pressed
+// Finish there and lost the way back with the closed tour.
 func TestBrowserTourPresetLinks(t *testing.T) {
 	resp, err := playground.Run("scenario=kleppmann", pageWidth)
 	if err != nil {
